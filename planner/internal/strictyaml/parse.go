@@ -1,0 +1,124 @@
+package strictyaml
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Limits bound the work and memory one file may cost.
+type Limits struct {
+	// MaxBytes is the largest file accepted.
+	MaxBytes int
+	// MaxDocuments is the most YAML documents one file may hold.
+	MaxDocuments int
+	// MaxNodes is the most nodes decoding one document may visit, counting
+	// every expansion of an alias.
+	MaxNodes int
+	// MaxDepth is the deepest nesting decoding follows.
+	MaxDepth int
+}
+
+// DefaultLimits are generous for hand-written specs and tight enough that a
+// hostile file is refused in milliseconds.
+var DefaultLimits = Limits{
+	MaxBytes:     1 << 20,
+	MaxDocuments: 100,
+	MaxNodes:     20000,
+	MaxDepth:     32,
+}
+
+// Document is one YAML document of a file.
+type Document struct {
+	File string
+	// Index is the document's place in its file, from 0.
+	Index int
+	// Root is the document's top node (never a DocumentNode).
+	Root *yaml.Node
+}
+
+// Parse splits a file into its non-empty YAML documents.
+func Parse(file string, data []byte, lim Limits) (docs []Document, errs ErrorList) {
+	if len(data) > lim.MaxBytes {
+		return nil, ErrorList{{File: file, Msg: fmt.Sprintf("file is %d bytes; the limit is %d", len(data), lim.MaxBytes)}}
+	}
+	if err := checkBytes(file, data); err != nil {
+		return nil, ErrorList{err}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			docs = nil
+			errs = ErrorList{{File: file, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}}
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for i := 0; ; i++ {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, ErrorList{syntaxError(file, err)}
+		}
+		if i >= lim.MaxDocuments {
+			return nil, ErrorList{{File: file, Line: n.Line, Col: n.Column, Msg: fmt.Sprintf("more than %d documents in one file", lim.MaxDocuments)}}
+		}
+		root := &n
+		if root.Kind == yaml.DocumentNode {
+			if len(root.Content) == 0 {
+				continue
+			}
+			root = root.Content[0]
+		}
+		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+			continue // an empty document, e.g. after a trailing "---"
+		}
+		docs = append(docs, Document{File: file, Index: i, Root: root})
+	}
+}
+
+// checkBytes refuses input that is not text before the YAML parser sees it,
+// so the error can point at the offending byte.
+func checkBytes(file string, data []byte) *Error {
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return &Error{File: file, Line: line, Col: col, Msg: "file is not valid UTF-8"}
+		case r == 0:
+			return &Error{File: file, Line: line, Col: col, Msg: "file contains a NUL byte; specs must be text"}
+		case r == '\n':
+			line, col = line+1, 1
+		default:
+			col++
+		}
+		i += size
+	}
+	return nil
+}
+
+var lineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func syntaxError(file string, err error) *Error {
+	msg := err.Error()
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{File: file, Line: line, Col: 1, Msg: "invalid YAML: " + m[2]}
+	}
+	return &Error{File: file, Msg: "invalid YAML: " + trimYAMLPrefix(msg)}
+}
+
+func trimYAMLPrefix(s string) string {
+	if len(s) > 6 && s[:6] == "yaml: " {
+		return s[6:]
+	}
+	return s
+}

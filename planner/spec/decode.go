@@ -1,0 +1,100 @@
+package spec
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/cairn-dev/cairn/planner/internal/strictyaml"
+)
+
+// Error is one problem at one place of one file; its text is
+// "file:line:col: field.path: message".
+type Error = strictyaml.Error
+
+// ErrorList is every problem found, in file and position order.
+type ErrorList = strictyaml.ErrorList
+
+// Limits bound the size and shape of an accepted file.
+var Limits = strictyaml.DefaultLimits
+
+// kinds maps each served kind to its apiVersion and a constructor.
+var kinds = map[string]struct {
+	apiVersion string
+	newCluster func() Cluster
+}{
+	PostgresKind: {PostgresAPIVersion, func() Cluster { return &PostgresCluster{} }},
+	EtcdKind:     {EtcdAPIVersion, func() Cluster { return &EtcdCluster{} }},
+}
+
+func validKinds() string {
+	var out []string
+	for k, v := range kinds {
+		out = append(out, fmt.Sprintf("%s (%s)", k, v.apiVersion))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// Decode decodes, defaults and validates every document of one file. It
+// returns the clusters that are valid and an ErrorList naming every problem
+// of the others; a file with errors should not be used at all.
+func Decode(file string, data []byte) ([]Cluster, error) {
+	docs, errs := strictyaml.Parse(file, data, Limits)
+	var out []Cluster
+	for _, doc := range docs {
+		c, derrs := decodeDoc(doc)
+		errs = append(errs, derrs...)
+		if len(derrs) == 0 {
+			out = append(out, c)
+		}
+	}
+	return out, errs.Err()
+}
+
+func decodeDoc(doc strictyaml.Document) (Cluster, ErrorList) {
+	at := func(n *yaml.Node, path, format string, args ...any) ErrorList {
+		return ErrorList{{File: doc.File, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)}}
+	}
+	root := doc.Root
+	if root.Kind != yaml.MappingNode {
+		return nil, at(root, "", "a cluster document must be a mapping with apiVersion, kind, metadata and spec")
+	}
+	kindNode, apiNode := field(root, "kind"), field(root, "apiVersion")
+	if kindNode == nil {
+		return nil, at(root, "kind", "missing; valid kinds: %s", validKinds())
+	}
+	k, ok := kinds[kindNode.Value]
+	if !ok || kindNode.Kind != yaml.ScalarNode {
+		return nil, at(kindNode, "kind", "unknown kind %s; valid kinds: %s", strictyaml.Quote(kindNode.Value), validKinds())
+	}
+	if apiNode == nil {
+		return nil, at(root, "apiVersion", "missing; %s is served as %q", kindNode.Value, k.apiVersion)
+	}
+	if apiNode.Kind != yaml.ScalarNode || apiNode.Value != k.apiVersion {
+		return nil, at(apiNode, "apiVersion", "%s is served as %q, got %s", kindNode.Value, k.apiVersion, strictyaml.Quote(apiNode.Value))
+	}
+	c := k.newCluster()
+	pos, errs := strictyaml.Decode(doc, c, Limits)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	*c.Source() = Source{File: doc.File, Doc: doc.Index, pos: pos}
+	setDefaults(c)
+	if errs := validate(c); len(errs) > 0 {
+		return nil, errs
+	}
+	return c, nil
+}
+
+// field returns the value node of key in a mapping, or nil.
+func field(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Kind == yaml.ScalarNode && m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,33 @@
+package spec
+
+// Defaults applied to fields left out.
+const (
+	DefaultEtcdStorage Quantity = "8Gi"
+	DefaultTimeZone             = "UTC"
+)
+
+func setDefaults(c Cluster) {
+	switch c := c.(type) {
+	case *EtcdCluster:
+		if c.Spec.Storage == "" {
+			c.Spec.Storage = DefaultEtcdStorage
+		}
+		defaultBackup(c.Spec.Backup)
+		defaultWindow(c.Spec.MaintenanceWindow)
+	case *PostgresCluster:
+		defaultBackup(c.Spec.Backup)
+		defaultWindow(c.Spec.MaintenanceWindow)
+	}
+}
+
+func defaultBackup(b *Backup) {
+	if b != nil && b.TimeZone == "" {
+		b.TimeZone = DefaultTimeZone
+	}
+}
+
+func defaultWindow(w *MaintenanceWindow) {
+	if w != nil && w.TimeZone == "" {
+		w.TimeZone = DefaultTimeZone
+	}
+}

@@ -1,0 +1,180 @@
+package spec
+
+import "github.com/cairn-dev/cairn/planner/internal/strictyaml"
+
+// The apiVersions and kinds cairn serves.
+const (
+	PostgresAPIVersion = "db.example.com/v1alpha1"
+	PostgresKind       = "PostgresCluster"
+	EtcdAPIVersion     = "etcd.database.coreos.com/v1beta2"
+	EtcdKind           = "EtcdCluster"
+)
+
+// Cluster is one decoded, defaulted and validated cluster document: a
+// *PostgresCluster or an *EtcdCluster.
+type Cluster interface {
+	// Ref names the cluster.
+	Ref() Ref
+	// Source says where the document was read from.
+	Source() *Source
+	// Common returns the settings both kinds share.
+	Common() Common
+}
+
+// Ref identifies a cluster. Names are unique within one GitOps repo.
+type Ref struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Namespace  string `json:"namespace,omitempty"`
+}
+
+func (r Ref) String() string { return r.Kind + "/" + r.Name }
+
+// Common holds the settings both kinds share, for code that treats them
+// alike.
+type Common struct {
+	Version           string
+	Storage           Quantity
+	StorageClass      string
+	Backup            *Backup
+	MaintenanceWindow *MaintenanceWindow
+}
+
+// ObjectMeta is the part of Kubernetes object metadata a cluster spec uses.
+type ObjectMeta struct {
+	Name      string            `json:"name" schema:"required" desc:"Cluster name: a DNS-1123 label of at most 52 characters. It names the StatefulSet, Services and the rendered/<name>/ folder, and is unique in the repo."`
+	Namespace string            `json:"namespace,omitempty" desc:"Namespace to deploy into. Empty leaves it to Argo CD or Flux (the Application's or Kustomization's target namespace)."`
+	Labels    map[string]string `json:"labels,omitempty" desc:"Labels copied to every rendered object; policies select clusters by them (for example environment: production)."`
+}
+
+// PostgresCluster is a PostgreSQL primary with streaming replicas.
+type PostgresCluster struct {
+	APIVersion string       `json:"apiVersion" schema:"required,const=db.example.com/v1alpha1" desc:"Always db.example.com/v1alpha1."`
+	Kind       string       `json:"kind" schema:"required,const=PostgresCluster" desc:"Always PostgresCluster."`
+	Metadata   ObjectMeta   `json:"metadata" schema:"required" desc:"Name, namespace and labels."`
+	Spec       PostgresSpec `json:"spec" schema:"required" desc:"The cluster wanted."`
+
+	src Source
+}
+
+// PostgresSpec is the wanted state of a PostgreSQL cluster.
+type PostgresSpec struct {
+	Version             PostgresVersion    `json:"version" schema:"required" desc:"PostgreSQL major.minor version, quoted, for example \"14.5\". A minor change is a rolling upgrade (replicas first, switchover, old primary last); a major change is an offline pg_upgrade gated on a fresh backup."`
+	Instances           int                `json:"instances" schema:"required" desc:"Number of members: one primary and instances-1 streaming replicas. The planner accepts 1..16 and changes it one member at a time."`
+	Storage             Quantity           `json:"storage" schema:"required" desc:"Volume size of each member, a Kubernetes quantity such as 100Gi. It can grow (online PVC expansion) but never shrink."`
+	StorageClass        string             `json:"storageClass,omitempty" desc:"StorageClass of the members' volumes; empty uses the cluster default. Growing storage needs a class with allowVolumeExpansion."`
+	Resources           *Resources         `json:"resources,omitempty" desc:"CPU and memory requests and limits of each member's postgres container."`
+	PostgreSQL          *PostgreSQLConfig  `json:"postgresql,omitempty" desc:"PostgreSQL server settings."`
+	SynchronousStandbys int                `json:"synchronousStandbys,omitempty" schema:"minimum=0" desc:"Number of synchronous standbys (synchronous_standby_names = ANY n). 0, the default, is asynchronous replication. Must be less than instances. With n >= 1 a failover loses no acknowledged write."`
+	Backup              *Backup            `json:"backup,omitempty" desc:"Scheduled base backups, taken by the cairn runtime. A major upgrade needs it."`
+	MaintenanceWindow   *MaintenanceWindow `json:"maintenanceWindow,omitempty" desc:"When disruptive steps may start. Without it they may start any time after review."`
+}
+
+// PostgreSQLConfig holds postgresql.conf settings.
+type PostgreSQLConfig struct {
+	Parameters map[string]ParamValue `json:"parameters,omitempty" desc:"postgresql.conf parameters, name: value. Values may be written unquoted (max_connections: 200). Settings cairn manages itself (ports, paths, replication, archiving, synchronous_standby_names) are refused."`
+}
+
+// EtcdCluster is an etcd cluster.
+type EtcdCluster struct {
+	APIVersion string     `json:"apiVersion" schema:"required,const=etcd.database.coreos.com/v1beta2" desc:"Always etcd.database.coreos.com/v1beta2."`
+	Kind       string     `json:"kind" schema:"required,const=EtcdCluster" desc:"Always EtcdCluster."`
+	Metadata   ObjectMeta `json:"metadata" schema:"required" desc:"Name, namespace and labels."`
+	Spec       EtcdSpec   `json:"spec" schema:"required" desc:"The cluster wanted."`
+
+	src Source
+}
+
+// EtcdSpec is the wanted state of an etcd cluster.
+type EtcdSpec struct {
+	Size              int                `json:"size" schema:"required" desc:"Number of voting members. The planner accepts odd sizes 1..7 (even sizes only as a step in between) and changes membership one member at a time, adding each new member as a learner."`
+	Version           EtcdVersion        `json:"version" schema:"required" desc:"etcd version, quoted, for example \"3.5.21\". Upgrades move one minor version at a time (3.2 -> 3.3 -> 3.4 -> 3.5 -> 3.6) and one member at a time; downgrades across minors are refused."`
+	Storage           Quantity           `json:"storage,omitempty" desc:"Volume size of each member, a Kubernetes quantity. Default 8Gi. It can grow but never shrink."`
+	StorageClass      string             `json:"storageClass,omitempty" desc:"StorageClass of the members' volumes; empty uses the cluster default."`
+	Resources         *Resources         `json:"resources,omitempty" desc:"CPU and memory requests and limits of each member's etcd container."`
+	Backup            *Backup            `json:"backup,omitempty" desc:"Scheduled snapshots, taken by the cairn runtime."`
+	MaintenanceWindow *MaintenanceWindow `json:"maintenanceWindow,omitempty" desc:"When disruptive steps may start. Without it they may start any time after review."`
+}
+
+// Resources are a container's compute requests and limits.
+type Resources struct {
+	Requests *ResourceList `json:"requests,omitempty" desc:"What the scheduler reserves."`
+	Limits   *ResourceList `json:"limits,omitempty" desc:"The most the container may use; each limit must be at least its request."`
+}
+
+// ResourceList is CPU and memory.
+type ResourceList struct {
+	CPU    Quantity `json:"cpu,omitempty" desc:"CPU, a Kubernetes quantity such as 500m or 2."`
+	Memory Quantity `json:"memory,omitempty" desc:"Memory, a Kubernetes quantity such as 4Gi."`
+}
+
+// Backup is a backup policy.
+type Backup struct {
+	Schedule        Schedule   `json:"schedule" schema:"required" desc:"When to back up: a cron expression with 5 fields (minute hour day-of-month month day-of-week, for example \"0 2 * * *\"), 6 fields with seconds first, or a descriptor such as @daily. Evaluated in UTC unless timeZone is set."`
+	TimeZone        string     `json:"timeZone,omitempty" desc:"IANA time zone of schedule, for example Europe/Berlin. Default UTC."`
+	StorageLocation Location   `json:"storageLocation" schema:"required" desc:"Where backups go: s3://bucket/prefix (any S3-compatible endpoint; endpoint, region and credentials come from the runtime's environment or Secret) or file:///absolute/path."`
+	Retention       *Retention `json:"retention,omitempty" desc:"Which old backups to delete once a newer one is complete. Without it, nothing is deleted."`
+}
+
+// Retention bounds how many backups are kept and for how long.
+type Retention struct {
+	Count  int      `json:"count,omitempty" schema:"minimum=1" desc:"Keep at most this many complete backups."`
+	MaxAge Duration `json:"maxAge,omitempty" desc:"Delete complete backups older than this, for example 30d or 720h. The newest complete backup is always kept."`
+}
+
+// MaintenanceWindow says when disruptive steps may start.
+type MaintenanceWindow struct {
+	Schedule Schedule `json:"schedule" schema:"required" desc:"When each window opens, a cron expression (see backup.schedule), for example \"0 22 * * 1-5\"."`
+	Duration Duration `json:"duration" schema:"required" desc:"How long each window stays open, for example 2h; at most 7d."`
+	TimeZone string   `json:"timeZone,omitempty" desc:"IANA time zone of schedule. Default UTC."`
+}
+
+// Source says where a document was read from.
+type Source struct {
+	File string
+	// Doc is the document's index within its file, from 0.
+	Doc int
+	pos strictyaml.Positions
+}
+
+// Position returns the line and column where path (or its nearest written
+// ancestor) was written; 0, 0 when unknown.
+func (s *Source) Position(path string) (line, col int) {
+	p := s.pos.Lookup(path)
+	return p.Line, p.Col
+}
+
+// Has reports whether path was written in the document.
+func (s *Source) Has(path string) bool {
+	_, ok := s.pos[path]
+	return ok
+}
+
+// Ref implements Cluster.
+func (c *PostgresCluster) Ref() Ref {
+	return Ref{APIVersion: PostgresAPIVersion, Kind: PostgresKind, Name: c.Metadata.Name, Namespace: c.Metadata.Namespace}
+}
+
+// Source implements Cluster.
+func (c *PostgresCluster) Source() *Source { return &c.src }
+
+// Common implements Cluster.
+func (c *PostgresCluster) Common() Common {
+	s := c.Spec
+	return Common{Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow}
+}
+
+// Ref implements Cluster.
+func (c *EtcdCluster) Ref() Ref {
+	return Ref{APIVersion: EtcdAPIVersion, Kind: EtcdKind, Name: c.Metadata.Name, Namespace: c.Metadata.Namespace}
+}
+
+// Source implements Cluster.
+func (c *EtcdCluster) Source() *Source { return &c.src }
+
+// Common implements Cluster.
+func (c *EtcdCluster) Common() Common {
+	s := c.Spec
+	return Common{Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow}
+}

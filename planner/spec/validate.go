@@ -1,0 +1,200 @@
+package spec
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	_ "time/tzdata" // time zones resolve the same on every machine
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/cairn-dev/cairn/planner/internal/strictyaml"
+)
+
+// MaxNameLength is the longest cluster name: a StatefulSet's pods carry a
+// controller-revision-hash label of the name plus 11 characters, and label
+// values stop at 63.
+const MaxNameLength = 52
+
+// MaxParameters bounds postgresql.parameters.
+const MaxParameters = 200
+
+// managedParameters are postgresql.conf settings cairn (or its runtime)
+// sets itself; a spec that sets them would fight the rendered config.
+var managedParameters = []string{
+	"archive_command", "archive_mode", "cluster_name", "config_file", "data_directory",
+	"external_pid_file", "hba_file", "hot_standby", "ident_file", "listen_addresses",
+	"port", "primary_conninfo", "primary_slot_name", "promote_trigger_file",
+	"recovery_target", "restore_command", "ssl_cert_file", "ssl_key_file",
+	"synchronous_commit", "synchronous_standby_names", "unix_socket_directories",
+	"wal_level",
+}
+
+var paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)?$`)
+
+type validator struct {
+	src  *Source
+	errs ErrorList
+}
+
+func (v *validator) fail(path, format string, args ...any) {
+	line, col := v.src.Position(path)
+	v.errs = append(v.errs, &Error{File: v.src.File, Line: line, Col: col, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func validate(c Cluster) ErrorList {
+	v := &validator{src: c.Source()}
+	v.required(reflect.ValueOf(c).Elem(), "")
+	if len(v.errs) > 0 {
+		return v.errs
+	}
+	switch c := c.(type) {
+	case *PostgresCluster:
+		v.meta(c.Metadata)
+		v.postgres(c.Spec)
+	case *EtcdCluster:
+		v.meta(c.Metadata)
+		v.common(c.Common(), c.Spec.Resources)
+	}
+	v.errs.Sort()
+	return v.errs
+}
+
+// required reports fields tagged schema:"required" that were not written,
+// inside every struct that was.
+func (v *validator) required(rv reflect.Value, path string) {
+	t := rv.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "" || name == "-" {
+			continue
+		}
+		p := name
+		if path != "" {
+			p = path + "." + name
+		}
+		if !v.src.Has(p) {
+			if slices.Contains(strings.Split(f.Tag.Get("schema"), ","), "required") {
+				v.fail(path, "missing required field %q", name)
+			}
+			continue
+		}
+		fv := rv.Field(i)
+		if fv.Kind() == reflect.Pointer && !fv.IsNil() {
+			fv = fv.Elem()
+		}
+		if fv.Kind() == reflect.Struct {
+			v.required(fv, p)
+		}
+	}
+}
+
+func (v *validator) meta(m ObjectMeta) {
+	if errs := validation.IsDNS1123Label(m.Name); len(errs) > 0 {
+		v.fail("metadata.name", "%s is not a valid name: %s; use lowercase letters, digits and '-', starting and ending with a letter or digit", strictyaml.Quote(m.Name), errs[0])
+	} else if len(m.Name) > MaxNameLength {
+		v.fail("metadata.name", "%s is %d characters; the limit is %d (pod labels carry the name plus a hash and stop at 63)", strictyaml.Quote(m.Name), len(m.Name), MaxNameLength)
+	}
+	if m.Namespace != "" {
+		if errs := validation.IsDNS1123Label(m.Namespace); len(errs) > 0 {
+			v.fail("metadata.namespace", "%s is not a valid namespace: %s", strictyaml.Quote(m.Namespace), errs[0])
+		}
+	}
+	for _, k := range sortedKeys(m.Labels) {
+		p := "metadata.labels." + k
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			v.fail(p, "label key %s is not valid: %s", strictyaml.Quote(k), errs[0])
+		}
+		if errs := validation.IsValidLabelValue(m.Labels[k]); len(errs) > 0 {
+			v.fail(p, "label value %s is not valid: %s", strictyaml.Quote(m.Labels[k]), errs[0])
+		}
+	}
+}
+
+func (v *validator) postgres(s PostgresSpec) {
+	v.common(Common{Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow}, s.Resources)
+	if s.SynchronousStandbys < 0 {
+		v.fail("spec.synchronousStandbys", "must be 0 (asynchronous) or more, got %d", s.SynchronousStandbys)
+	} else if s.SynchronousStandbys > 0 && s.SynchronousStandbys >= s.Instances {
+		v.fail("spec.synchronousStandbys", "%d synchronous standbys need at least %d instances, got %d; lower it or add instances",
+			s.SynchronousStandbys, s.SynchronousStandbys+1, s.Instances)
+	}
+	if s.PostgreSQL == nil {
+		return
+	}
+	if len(s.PostgreSQL.Parameters) > MaxParameters {
+		v.fail("spec.postgresql.parameters", "%d parameters; the limit is %d", len(s.PostgreSQL.Parameters), MaxParameters)
+		return
+	}
+	for _, name := range sortedKeys(s.PostgreSQL.Parameters) {
+		p := "spec.postgresql.parameters." + name
+		switch {
+		case !paramNameRE.MatchString(name):
+			v.fail("spec.postgresql.parameters", "%s is not a PostgreSQL parameter name (lowercase letters, digits and _, e.g. max_connections)", strictyaml.Quote(name))
+		case slices.Contains(managedParameters, name):
+			v.fail(p, "%s is managed by cairn and cannot be set here", name)
+		}
+	}
+}
+
+func (v *validator) common(c Common, r *Resources) {
+	if c.StorageClass != "" {
+		if errs := validation.IsDNS1123Subdomain(c.StorageClass); len(errs) > 0 {
+			v.fail("spec.storageClass", "%s is not a valid StorageClass name: %s", strictyaml.Quote(c.StorageClass), errs[0])
+		}
+	}
+	v.resources(r)
+	if b := c.Backup; b != nil {
+		v.timeZone("spec.backup.timeZone", b.TimeZone)
+		if r := b.Retention; r != nil {
+			if r.Count < 0 || (r.Count == 0 && r.MaxAge == "") {
+				v.fail("spec.backup.retention", "set count (1 or more) and/or maxAge, or leave retention out to keep every backup")
+			}
+			if d, err := r.MaxAge.Parse(); r.MaxAge != "" && err == nil && d < time.Hour {
+				v.fail("spec.backup.retention.maxAge", "must be at least 1h, got %s", r.MaxAge)
+			}
+		}
+	}
+	if w := c.MaintenanceWindow; w != nil {
+		v.timeZone("spec.maintenanceWindow.timeZone", w.TimeZone)
+		if d, err := w.Duration.Parse(); err == nil && d > 7*24*time.Hour {
+			v.fail("spec.maintenanceWindow.duration", "must be at most 7d, got %s", w.Duration)
+		}
+	}
+}
+
+func (v *validator) resources(r *Resources) {
+	if r == nil || r.Requests == nil || r.Limits == nil {
+		return
+	}
+	check := func(name string, req, lim Quantity) {
+		if req != "" && lim != "" && req.Cmp(lim) > 0 {
+			v.fail("spec.resources.limits."+name, "limit %s is below the request %s", lim, req)
+		}
+	}
+	check("cpu", r.Requests.CPU, r.Limits.CPU)
+	check("memory", r.Requests.Memory, r.Limits.Memory)
+}
+
+func (v *validator) timeZone(path, tz string) {
+	if tz == "Local" {
+		v.fail(path, "Local depends on the machine; name a zone such as UTC or Europe/Berlin")
+		return
+	}
+	if _, err := time.LoadLocation(tz); err != nil {
+		v.fail(path, "%s is not an IANA time zone such as UTC or Europe/Berlin", strictyaml.Quote(tz))
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
