@@ -84,6 +84,19 @@ func ParseEtcdVersion(s string) (Version, error) {
 	return v, nil
 }
 
+// ParseRelease parses a version of parts (2 or 3) numbers without
+// checking that cairn can run it, for versions observed in a live cluster.
+func ParseRelease(s string, parts int) (Version, error) {
+	n, err := parseNumbers(s, parts, map[int]string{2: `"14.5"`, 3: `"3.5.21"`}[parts])
+	if err != nil {
+		return Version{}, err
+	}
+	if parts == 2 {
+		return Version{Major: n[0], Minor: n[1], twoPart: true}, nil
+	}
+	return Version{Major: n[0], Minor: n[1], Patch: n[2]}, nil
+}
+
 // ParsePostgresVersion parses and checks a PostgreSQL version such as "14.5".
 func ParsePostgresVersion(s string) (Version, error) {
 	parts, err := parseNumbers(s, 2, `"14.5"`)

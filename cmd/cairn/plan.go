@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+type planOptions struct {
+	repo     string
+	live     string
+	output   string
+	specs    string
+	rendered string
+}
+
+func newPlan() *cobra.Command {
+	var o planOptions
+	cmd := &cobra.Command{
+		Use:   "plan --repo DIR [--live FILE] [-o table|json|yaml]",
+		Short: "Plan every cluster of a GitOps repo against the live state",
+		Long: `Plan every cluster whose spec is under --specs (default clusters/) in the
+repo against the observed state in --live (docs/live-state.md). Without
+--live nothing is deployed yet and every cluster gets a create step.
+
+Exit codes: 0 planned, 1 invalid specs or live state, 2 usage, 3 a plan
+refuses a spec change (the refusal says which rule and why).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.OutOrStdout(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.repo, "repo", "", "GitOps repo directory (required)")
+	f.StringVar(&o.live, "live", "", "observed-state file; empty means nothing is deployed")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	f.StringVar(&o.specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
+	f.StringVar(&o.rendered, "rendered", spec.DefaultLayout.RenderedDir, "folder of the repo holding rendered output (never read as specs)")
+	_ = cmd.MarkFlagRequired("repo")
+	return cmd
+}
+
+func runPlan(w io.Writer, o planOptions) error {
+	if o.output != "table" && o.output != "json" && o.output != "yaml" {
+		return &exitError{exitUsage, fmt.Errorf("cairn plan: -o must be table, json or yaml, got %q", o.output)}
+	}
+	clusters, err := spec.LoadRepo(o.repo, spec.Layout{SpecsDir: o.specs, RenderedDir: o.rendered})
+	if err != nil {
+		return &exitError{exitInvalid, err}
+	}
+	var observed *live.Snapshot
+	if o.live != "" {
+		if observed, err = live.ReadFile(o.live); err != nil {
+			return &exitError{exitInvalid, err}
+		}
+	}
+	plans := planner.Plan(clusters, observed, nil)
+	var out []byte
+	switch o.output {
+	case "json":
+		out, err = plans.EncodeJSON()
+	case "yaml":
+		out, err = plans.EncodeYAML()
+	default:
+		out = []byte(formatTable(plans))
+	}
+	if err != nil {
+		return fmt.Errorf("encode plans: %w", err)
+	}
+	if _, err := w.Write(out); err != nil {
+		return err
+	}
+	for _, p := range plans.Plans {
+		if p.Status == plan.StatusRefused {
+			return &exitError{code: exitRefusals, err: fmt.Errorf("")}
+		}
+	}
+	return nil
+}
+
+// formatTable is what a person reads first: per cluster a header, then one
+// numbered line per step with disruptive and irreversible steps marked.
+func formatTable(l plan.List) string {
+	var b strings.Builder
+	for i, p := range l.Plans {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "%s  %s  plan %s\n", p.Cluster, statusLine(p), p.ID)
+		for _, r := range p.Refusals {
+			fmt.Fprintf(&b, "  refused (%s): %s\n", r.Rule, r.Reason)
+		}
+		for _, g := range p.Waiting {
+			fmt.Fprintf(&b, "  waiting: %s\n", g.Description)
+		}
+		if len(p.Steps) == 0 {
+			continue
+		}
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  #\tSTEP\tFLAGS\tSUMMARY")
+		for j, s := range p.Steps {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", j+1, s.ID, flags(s), s.Summary)
+		}
+		tw.Flush()
+	}
+	if len(l.Plans) == 0 {
+		b.WriteString("no cluster specs found\n")
+	}
+	return b.String()
+}
+
+func statusLine(p plan.Plan) string {
+	switch p.Status {
+	case plan.StatusPlanned:
+		return fmt.Sprintf("%d step(s)", len(p.Steps))
+	case plan.StatusWaiting:
+		return "waiting"
+	case plan.StatusRefused:
+		return "refused"
+	}
+	return "converged"
+}
+
+func flags(s plan.Step) string {
+	var f []string
+	if s.Disruptive {
+		f = append(f, "disruptive")
+	}
+	if !s.Reversible {
+		f = append(f, "irreversible")
+	}
+	for _, d := range s.Decisions {
+		if d.Verdict != plan.Allow {
+			f = append(f, strings.ToLower(string(d.Verdict))+":"+d.Policy)
+		}
+	}
+	if len(f) == 0 {
+		return "-"
+	}
+	return strings.Join(f, ",")
+}

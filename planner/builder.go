@@ -1,0 +1,85 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// result is what a strategy returns for one cluster.
+type result struct {
+	steps    []plan.Step
+	waiting  []plan.Gate
+	refusals []plan.Refusal
+}
+
+func (r *result) refuse(rule, field, format string, args ...any) {
+	r.refusals = append(r.refusals, plan.Refusal{Rule: rule, Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (r *result) wait(g plan.Gate) {
+	g.When = plan.Before
+	r.waiting = append(r.waiting, g)
+}
+
+// add appends a step, keeping IDs unique within the plan.
+func (r *result) add(s plan.Step) {
+	base, id := s.ID, s.ID
+	for n := 2; r.hasID(id); n++ {
+		id = fmt.Sprintf("%s-%d", base, n)
+	}
+	s.ID = id
+	if s.Gates == nil {
+		s.Gates = []plan.Gate{}
+	}
+	r.steps = append(r.steps, s)
+}
+
+func (r *result) hasID(id string) bool {
+	for _, s := range r.steps {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// memberName is the pod name of a StatefulSet ordinal.
+func memberName(cluster string, ordinal int) string {
+	return fmt.Sprintf("%s-%d", cluster, ordinal)
+}
+
+// idPart lowercases a version or quantity for use in a step ID.
+func idPart(s string) string { return strings.ToLower(s) }
+
+func gate(kind plan.GateKind, when plan.Phase, desc string) plan.Gate {
+	return plan.Gate{Kind: kind, When: when, Description: desc}
+}
+
+func memberGate(kind plan.GateKind, when plan.Phase, member, desc string) plan.Gate {
+	return plan.Gate{Kind: kind, When: when, Member: member, Description: desc}
+}
+
+func healthyBefore() plan.Gate {
+	return gate(plan.GateClusterHealthy, plan.Before, "every member is ready and the cluster is healthy")
+}
+
+func healthyAfter() plan.Gate {
+	return gate(plan.GateClusterHealthy, plan.After, "every member is ready and the cluster is healthy")
+}
+
+// addWindowGates holds disruptive steps for the spec's maintenance window.
+func addWindowGates(c spec.Cluster, steps []plan.Step) {
+	w := c.Common().MaintenanceWindow
+	if w == nil {
+		return
+	}
+	desc := fmt.Sprintf("the maintenance window is open (%q for %s, %s)", w.Schedule, w.Duration, w.TimeZone)
+	for i := range steps {
+		if steps[i].Disruptive {
+			steps[i].Gates = append([]plan.Gate{gate(plan.GateMaintenanceWindow, plan.Before, desc)}, steps[i].Gates...)
+		}
+	}
+}

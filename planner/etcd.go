@@ -1,0 +1,309 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// etcdModel is the settled shape of an etcd cluster while steps are
+// planned: voters at ordinals 0..size-1, all at version.
+type etcdModel struct {
+	name    string
+	size    int
+	version spec.Version
+	leader  int // ordinal of the leader; -1 when unknown
+}
+
+func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) result {
+	var r result
+	size := c.Spec.Size
+	switch {
+	case size < 1 || size > MaxEtcdSize:
+		r.refuse(RuleEtcdSizeRange, "spec.size", "etcd size must be 1 to %d, got %d: more members make every write slower and add no safety", MaxEtcdSize, size)
+	case size%2 == 0:
+		r.refuse(RuleEtcdSizeEven, "spec.size", "etcd size %d tolerates no more failures than %d; use %d or %d (even sizes occur only between steps)", size, size-1, size-1, size+1)
+	}
+	if obs == nil {
+		if len(r.refusals) == 0 {
+			r.add(createStep(c, size, "members"))
+		}
+		return r
+	}
+	refuseShrink(&r, c, obs)
+	cur, ok := etcdCurrentVersion(&r, obs)
+	var path []spec.Version
+	if ok {
+		var err error
+		if path, err = spec.EtcdUpgradePath(cur, c.Spec.Version.Parse()); err != nil {
+			r.refuse(RuleEtcdDowngrade, "spec.version", "%v; the cluster runs %s (keep %s.x or newer; going back needs a snapshot restore into a new cluster)", err, cur, fmt.Sprintf("%d.%d", cur.Major, cur.Minor))
+		}
+	}
+	if len(r.refusals) > 0 || etcdWaits(&r, obs) {
+		return r
+	}
+	m := etcdModel{name: c.Metadata.Name, leader: -1}
+	m.version = cur
+	etcdFinish(&r, obs, &m)
+	backupStep(&r, c, obs)
+	storageStep(&r, c, obs)
+	etcdResize(&r, &m, upgradeSize(m.size, size, 3))
+	etcdUpgrade(&r, &m, path)
+	etcdResize(&r, &m, size)
+	return r
+}
+
+// etcdCurrentVersion is the version the cluster is at once what is in
+// flight lands: the template's version while a rolling upgrade runs,
+// otherwise the members' (lowest) version.
+func etcdCurrentVersion(r *result, obs *live.Cluster) (spec.Version, bool) {
+	var low spec.Version
+	found := false
+	for _, m := range obs.Members {
+		v, err := spec.ParseRelease(m.Version, 3)
+		if err != nil {
+			r.refuse(RuleUnknownVersion, "", "member %s reports version %q, which cairn cannot read; fix the member or the observed state first", m.Name, m.Version)
+			return spec.Version{}, false
+		}
+		if !found || v.Compare(low) < 0 {
+			low, found = v, true
+		}
+	}
+	if obs.StatefulSet.Version != "" {
+		v, err := spec.ParseRelease(obs.StatefulSet.Version, 3)
+		if err != nil {
+			r.refuse(RuleUnknownVersion, "", "the StatefulSet's template runs version %q, which cairn cannot read", obs.StatefulSet.Version)
+			return spec.Version{}, false
+		}
+		low, found = v, true
+	}
+	if found {
+		if _, err := spec.ParseEtcdVersion(low.String()); err != nil {
+			r.refuse(RuleUnknownVersion, "spec.version", "the cluster runs etcd %s, which cairn cannot upgrade (%v); move it to a supported version by hand first", low, err)
+			return low, false
+		}
+	}
+	return low, found
+}
+
+// etcdWaits reports (and records) everything in flight that must land
+// before another change: quorum, pods, readiness, learners, replacements.
+func etcdWaits(r *result, obs *live.Cluster) bool {
+	voters, healthy := 0, 0
+	for _, m := range obs.Members {
+		if m.IsVoter() || m.Role == live.RoleUnknown || m.DataLost {
+			voters++
+			if m.IsVoter() && m.Ready && !m.DataLost {
+				healthy++
+			}
+		}
+	}
+	if voters > 0 && healthy < voters/2+1 {
+		r.wait(gate(plan.GateClusterHealthy, plan.Before, fmt.Sprintf(
+			"quorum is lost (%d of %d voters healthy): cairn takes no automatic action; bring members back or restore from the latest snapshot (docs/etcd-recovery.md)", healthy, voters)))
+		return true
+	}
+	if settle(r, obs) {
+		return true
+	}
+	leaders := 0
+	for i, m := range obs.Members {
+		switch {
+		case m.DataLost:
+			r.wait(memberGate(plan.GateMemberVoter, plan.Before, m.Name, "the runtime replaces "+m.Name+", whose data was lost: it removes the member, then re-adds it as a learner"))
+		case !m.Ready:
+			r.wait(memberGate(plan.GateMemberReady, plan.Before, m.Name, m.Name+" is ready"))
+		case m.Role == live.RoleLearner:
+			r.wait(memberGate(plan.GateMemberVoter, plan.Before, m.Name, "the runtime promotes learner "+m.Name+" once it has caught up"))
+		case m.Role == live.RoleUnknown:
+			r.wait(memberGate(plan.GateMemberReady, plan.Before, m.Name, "the runtime reports the role of "+m.Name))
+		case m.Role == live.RoleRemoved && (i != len(obs.Members)-1 || obs.StatefulSet.Replicas != i+1):
+			r.wait(memberGate(plan.GateMemberRemoved, plan.Before, m.Name, m.Name+" left the membership but is not the highest member; re-add it or remove the pod by hand"))
+		case m.Role == live.RoleLeader:
+			leaders++
+		}
+	}
+	if len(r.waiting) == 0 && leaders != 1 {
+		r.wait(gate(plan.GateClusterHealthy, plan.Before, "the cluster has exactly one leader"))
+	}
+	return len(r.waiting) > 0
+}
+
+// etcdFinish plans what finishes a half-applied change: the StatefulSet
+// shrink after a member left, and the rest of a rolling upgrade. It fills
+// the model from what remains.
+func etcdFinish(r *result, obs *live.Cluster, m *etcdModel) {
+	members := obs.Members
+	if n := len(members); n > 0 && members[n-1].Role == live.RoleRemoved {
+		last := members[n-1]
+		r.add(etcdScaleIn(m.name, last.Ordinal()))
+		members = members[:n-1]
+	}
+	m.size = len(members)
+	for _, mem := range members {
+		if mem.Role == live.RoleLeader {
+			m.leader = mem.Ordinal()
+		}
+	}
+	target := m.version.String()
+	for ord := min(obs.StatefulSet.UpdatePartition, m.size) - 1; ord >= 0; ord-- {
+		from := members[ord].Version
+		if from == target {
+			continue
+		}
+		fv, _ := spec.ParseRelease(from, 3)
+		r.add(etcdUpgradeStep(m, ord, fv, m.version, stepOpts{lastOfMinor: ord == 0 && !fv.SameMinor(m.version)}))
+	}
+}
+
+// upgradeSize is the size at which to run an upgrade: the smaller of the
+// two sizes, unless that is below safe (where a restart disrupts clients)
+// and the larger one is not.
+func upgradeSize(cur, want, safe int) int {
+	at := min(cur, want)
+	if at < safe && max(cur, want) >= safe {
+		return safe
+	}
+	return at
+}
+
+// etcdResize changes membership one member at a time: learners join at
+// the top, members leave from the top.
+func etcdResize(r *result, m *etcdModel, target int) {
+	for m.size < target {
+		r.add(etcdAddStep(m, m.size))
+		m.size++
+	}
+	for m.size > target {
+		ord := m.size - 1
+		name := memberName(m.name, ord)
+		leads := m.leader == ord
+		canMove := m.version.Compare(spec.Version{Major: 3, Minor: 3}) >= 0
+		summary := fmt.Sprintf("Remove %s from the etcd membership (%d -> %d voters)", name, m.size, m.size-1)
+		switch {
+		case leads && canMove:
+			summary += "; it leads, so the runtime moves leadership to another member first"
+		case leads:
+			summary += fmt.Sprintf("; it leads and etcd %s cannot move leadership, so a new leader is elected after the removal (about one election timeout without writes)", m.version)
+		}
+		r.add(plan.Step{
+			ID:         fmt.Sprintf("etcd-remove-%d", ord),
+			Kind:       plan.EtcdRemoveMember,
+			Summary:    summary,
+			Disruptive: leads && !canMove,
+			Reversible: true,
+			Rollback:   fmt.Sprintf("Raise spec.size again: %s rejoins as a new learner with an empty data directory.", name),
+			Gates: []plan.Gate{healthyBefore(),
+				memberGate(plan.GateNotLeader, plan.After, name, "leadership is on another member"),
+				memberGate(plan.GateMemberRemoved, plan.After, name, name+" is no longer a member")},
+			Params: plan.Params{EtcdRemoveMember: &plan.EtcdRemoveMemberParams{Member: name, Ordinal: ord, TransferLeadership: leads && canMove}},
+		})
+		r.add(etcdScaleIn(m.name, ord))
+		if leads {
+			m.leader = -1
+		}
+		m.size--
+	}
+}
+
+// etcdAddStep adds the member at ordinal ord. etcd 3.4+ adds it as a
+// learner, which does not vote until the runtime promotes it; older etcd
+// adds a voter, and growing a one-member cluster then has no quorum until
+// the new member has started.
+func etcdAddStep(m *etcdModel, ord int) plan.Step {
+	name := memberName(m.name, ord)
+	learner := m.version.Compare(spec.Version{Major: 3, Minor: 4}) >= 0
+	s := plan.Step{
+		ID:         fmt.Sprintf("etcd-add-%d", ord),
+		Kind:       plan.EtcdAddMember,
+		Summary:    fmt.Sprintf("Add %s as a learner at %s (%d -> %d members); the runtime promotes it once it has caught up", name, m.version, ord, ord+1),
+		Reversible: true,
+		Rollback:   fmt.Sprintf("Lower spec.size again: the runtime removes %s from the membership, then the StatefulSet shrinks.", name),
+		Gates: []plan.Gate{healthyBefore(),
+			memberGate(plan.GateMemberReady, plan.After, name, name+" is ready"),
+			memberGate(plan.GateMemberVoter, plan.After, name, name+" caught up and was promoted to a voter"),
+			healthyAfter()},
+		Params: plan.Params{EtcdAddMember: &plan.EtcdAddMemberParams{Member: name, Ordinal: ord, Replicas: ord + 1, Learner: learner}},
+	}
+	if !learner {
+		s.Summary = fmt.Sprintf("Add %s as a voting member at %s (%d -> %d members; etcd before 3.4 has no learners)", name, m.version, ord, ord+1)
+		s.Gates[2] = memberGate(plan.GateMemberVoter, plan.After, name, name+" is a voting member")
+		if ord == 1 {
+			s.Disruptive = true
+			s.Summary += "; writes stop until it has started, as two voters need both for quorum"
+		}
+	}
+	return s
+}
+
+func etcdScaleIn(cluster string, ord int) plan.Step {
+	name := memberName(cluster, ord)
+	return plan.Step{
+		ID:         fmt.Sprintf("scale-in-%d", ord),
+		Kind:       plan.ScaleIn,
+		Summary:    fmt.Sprintf("Shrink the StatefulSet to %d pods, deleting %s, which has left the membership", ord, name),
+		Reversible: true,
+		Rollback:   "Raise spec.size again; the pod comes back and joins as a new learner.",
+		Gates: []plan.Gate{memberGate(plan.GateMemberRemoved, plan.Before, name, name+" is no longer a member"),
+			gate(plan.GateStatefulSetSettled, plan.After, fmt.Sprintf("the StatefulSet runs %d pods", ord))},
+		Params: plan.Params{ScaleIn: &plan.ScaleInParams{Member: name, Ordinal: ord, Replicas: ord}},
+	}
+}
+
+// etcdUpgrade rolls every member through each version of path, one member
+// at a time from the highest ordinal down.
+func etcdUpgrade(r *result, m *etcdModel, path []spec.Version) {
+	for hop, to := range path {
+		from := m.version
+		for ord := m.size - 1; ord >= 0; ord-- {
+			opts := stepOpts{
+				firstOfHop:  ord == m.size-1 && hop > 0,
+				lastOfMinor: ord == 0 && !from.SameMinor(to),
+			}
+			r.add(etcdUpgradeStep(m, ord, from, to, opts))
+		}
+		m.version = to
+	}
+}
+
+type stepOpts struct {
+	firstOfHop  bool // a previous hop must have raised the cluster version
+	lastOfMinor bool // completes a minor upgrade: etcd raises its cluster version
+}
+
+func etcdUpgradeStep(m *etcdModel, ord int, from, to spec.Version, o stepOpts) plan.Step {
+	name := memberName(m.name, ord)
+	s := plan.Step{
+		ID:         fmt.Sprintf("upgrade-%d-to-%s", ord, to),
+		Kind:       plan.UpgradeMember,
+		Summary:    fmt.Sprintf("Upgrade %s from %s to %s (StatefulSet partition %d)", name, from, to, ord),
+		Disruptive: m.size < 3,
+		Reversible: !o.lastOfMinor,
+		Rollback:   fmt.Sprintf("Revert the pull request: the partition goes back up and %s restarts at %s; etcd runs mixed versions until every member has moved.", name, from),
+		Gates:      []plan.Gate{healthyBefore()},
+		Params: plan.Params{UpgradeMember: &plan.UpgradeMemberParams{
+			Member: name, Ordinal: ord, From: from.String(), To: to.String(), Partition: ord, Replicas: m.size,
+		}},
+	}
+	if m.size < 3 {
+		s.Summary += fmt.Sprintf("; with %d member(s) the restart stops the cluster until it is back", m.size)
+	}
+	if o.firstOfHop {
+		s.Gates = append(s.Gates, plan.Gate{Kind: plan.GateClusterVersion, When: plan.Before, Version: minorOf(from),
+			Description: "etcd reports cluster version " + minorOf(from)})
+	}
+	s.Gates = append(s.Gates,
+		plan.Gate{Kind: plan.GateMemberVersion, When: plan.After, Member: name, Version: to.String(), Description: name + " runs " + to.String()},
+		memberGate(plan.GateMemberReady, plan.After, name, name+" is ready"),
+		healthyAfter())
+	if o.lastOfMinor {
+		s.Rollback = fmt.Sprintf("Not reversible: with every member at %s etcd raises its cluster version to %s and %s members can no longer join. Going back means restoring a snapshot taken before this step into a new cluster.", to, minorOf(to), minorOf(from))
+		s.Gates = append(s.Gates, plan.Gate{Kind: plan.GateClusterVersion, When: plan.After, Version: minorOf(to),
+			Description: "etcd reports cluster version " + minorOf(to)})
+	}
+	return s
+}
+
+func minorOf(v spec.Version) string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }

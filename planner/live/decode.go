@@ -1,0 +1,113 @@
+package live
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/cairn-dev/cairn/planner/internal/strictyaml"
+)
+
+var roles = map[string][]Role{
+	"EtcdCluster":     {RoleLeader, RoleFollower, RoleLearner, RoleRemoved, RoleUnknown},
+	"PostgresCluster": {RolePrimary, RoleReplica, RoleUnknown},
+}
+
+// ReadFile reads an observed-state file.
+func ReadFile(path string) (*Snapshot, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read live state: %w", err)
+	}
+	return Decode(path, data)
+}
+
+// Decode decodes and checks an observed-state document. Errors name the
+// file, line, column and field.
+func Decode(file string, data []byte) (*Snapshot, error) {
+	docs, errs := strictyaml.Parse(file, data, strictyaml.DefaultLimits)
+	if len(errs) > 0 {
+		return nil, errs.Err()
+	}
+	if len(docs) != 1 {
+		return nil, fmt.Errorf("%s: a live-state file holds exactly one document, found %d", file, len(docs))
+	}
+	var s Snapshot
+	pos, errs := strictyaml.Decode(docs[0], &s, strictyaml.DefaultLimits)
+	if len(errs) > 0 {
+		return nil, errs.Err()
+	}
+	c := &checker{file: file, pos: pos}
+	c.snapshot(&s)
+	if err := c.errs.Err(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+type checker struct {
+	file string
+	pos  strictyaml.Positions
+	errs strictyaml.ErrorList
+}
+
+func (c *checker) fail(path, format string, args ...any) {
+	p := c.pos.Lookup(path)
+	c.errs = append(c.errs, &strictyaml.Error{File: c.file, Line: p.Line, Col: p.Col, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) snapshot(s *Snapshot) {
+	if s.APIVersion != APIVersion || s.Kind != Kind {
+		c.fail("", "apiVersion and kind must be %q and %q", APIVersion, Kind)
+	}
+	seen := map[string]bool{}
+	for i := range s.Clusters {
+		cl := &s.Clusters[i]
+		path := fmt.Sprintf("clusters[%d]", i)
+		if seen[cl.Kind+"/"+cl.Name] {
+			c.fail(path+".name", "cluster %s/%s is listed twice", cl.Kind, cl.Name)
+		}
+		seen[cl.Kind+"/"+cl.Name] = true
+		c.cluster(cl, path)
+	}
+}
+
+func (c *checker) cluster(cl *Cluster, path string) {
+	valid, ok := roles[cl.Kind]
+	if !ok {
+		c.fail(path+".kind", "unknown kind %s; valid: EtcdCluster, PostgresCluster", strictyaml.Quote(cl.Kind))
+		return
+	}
+	if errs := validation.IsDNS1123Label(cl.Name); len(errs) > 0 {
+		c.fail(path+".name", "%s is not a valid name: %s", strictyaml.Quote(cl.Name), errs[0])
+		return
+	}
+	sts := cl.StatefulSet
+	if sts.Replicas < 0 || sts.UpdatePartition < 0 {
+		c.fail(path+".statefulSet", "replicas and updatePartition must not be negative")
+	}
+	if _, err := resource.ParseQuantity(cl.Storage); cl.Storage != "" && err != nil {
+		c.fail(path+".storage", "must be a Kubernetes quantity such as 100Gi, got %s", strictyaml.Quote(cl.Storage))
+	}
+	ordinals := map[int]bool{}
+	for j, m := range cl.Members {
+		mp := fmt.Sprintf("%s.members[%d]", path, j)
+		ord := m.Ordinal()
+		if !strings.HasPrefix(m.Name, cl.Name+"-") || ord < 0 || fmt.Sprintf("%s-%d", cl.Name, ord) != m.Name {
+			c.fail(mp+".name", "member %s must be named %s-<ordinal>", strictyaml.Quote(m.Name), cl.Name)
+			continue
+		}
+		if ordinals[ord] {
+			c.fail(mp+".name", "member %s is listed twice", m.Name)
+		}
+		ordinals[ord] = true
+		if !slices.Contains(valid, m.Role) {
+			c.fail(mp+".role", "role %s is not one of %v for %s", strictyaml.Quote(string(m.Role)), valid, cl.Kind)
+		}
+	}
+	slices.SortFunc(cl.Members, func(a, b Member) int { return a.Ordinal() - b.Ordinal() })
+}

@@ -1,0 +1,142 @@
+package live
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/planner/internal/strictyaml"
+)
+
+// The apiVersion and kind of an observed-state file.
+const (
+	APIVersion = "cairn.dev/v1alpha1"
+	Kind       = "LiveState"
+)
+
+// Snapshot is what runs, per cluster.
+type Snapshot struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Clusters   []Cluster `json:"clusters"`
+}
+
+// Find returns the observed cluster of that kind and name, or nil when
+// nothing of it is deployed.
+func (s *Snapshot) Find(kind, name string) *Cluster {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Clusters {
+		if s.Clusters[i].Kind == kind && s.Clusters[i].Name == name {
+			return &s.Clusters[i]
+		}
+	}
+	return nil
+}
+
+// Cluster is one deployed cluster.
+type Cluster struct {
+	// Kind is EtcdCluster or PostgresCluster.
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+	// StatefulSet is the cluster's StatefulSet as the API server has it.
+	StatefulSet StatefulSet `json:"statefulSet"`
+	// Members are the cluster's pods, one per StatefulSet ordinal that
+	// exists, with what the runtime knows of each.
+	Members []Member `json:"members"`
+	// Storage is the smallest capacity among the members' volumes.
+	Storage string `json:"storage"`
+	// Backup is the backup policy the runtime runs and its last success.
+	Backup *Backup `json:"backup,omitempty"`
+	// SynchronousStandbys is PostgreSQL's current number of synchronous
+	// standbys.
+	SynchronousStandbys int `json:"synchronousStandbys,omitempty"`
+	// ClusterVersion is etcd's cluster version ("3.4"), as etcd reports it.
+	ClusterVersion string `json:"clusterVersion,omitempty"`
+}
+
+// StatefulSet is the part of a StatefulSet the planner reads.
+type StatefulSet struct {
+	Replicas int `json:"replicas"`
+	// UpdatePartition: pods with an ordinal at or above it run the
+	// template's version; the others keep theirs.
+	UpdatePartition int `json:"updatePartition"`
+	// Version is the database version of the pod template.
+	Version string `json:"version"`
+}
+
+// Role is a member's role as the runtime (or etcd) reports it.
+type Role string
+
+// The roles.
+const (
+	// etcd
+	RoleLeader   Role = "leader"
+	RoleFollower Role = "follower"
+	RoleLearner  Role = "learner"
+	// RoleRemoved is an etcd pod whose member has left the membership (a
+	// scale-in waiting for the StatefulSet to shrink).
+	RoleRemoved Role = "removed"
+	// PostgreSQL
+	RolePrimary Role = "primary"
+	RoleReplica Role = "replica"
+	// RoleUnknown: the runtime cannot tell (the member is unreachable).
+	RoleUnknown Role = "unknown"
+)
+
+// Member is one pod of a cluster.
+type Member struct {
+	// Name is the pod name, <cluster>-<ordinal>.
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Ready   bool   `json:"ready"`
+	Role    Role   `json:"role"`
+	// DataLost marks an etcd member whose pod came back with an empty data
+	// directory; the runtime replaces it (remove, then re-add).
+	DataLost bool `json:"dataLost,omitempty"`
+}
+
+// Ordinal returns the member's StatefulSet ordinal, parsed from its name.
+func (m Member) Ordinal() int {
+	i := strings.LastIndexByte(m.Name, '-')
+	n, err := strconv.Atoi(m.Name[i+1:])
+	if i < 0 || err != nil {
+		return -1
+	}
+	return n
+}
+
+// IsVoter reports whether an etcd member votes.
+func (m Member) IsVoter() bool { return m.Role == RoleLeader || m.Role == RoleFollower }
+
+// Backup is the backup state of a cluster.
+type Backup struct {
+	Schedule        string `json:"schedule,omitempty"`
+	TimeZone        string `json:"timeZone,omitempty"`
+	StorageLocation string `json:"storageLocation,omitempty"`
+	RetentionCount  int    `json:"retentionCount,omitempty"`
+	RetentionMaxAge string `json:"retentionMaxAge,omitempty"`
+	// LastSuccessful is when the newest complete, verified backup ended.
+	LastSuccessful Timestamp `json:"lastSuccessful,omitempty"`
+}
+
+// Timestamp is an RFC 3339 time as written.
+type Timestamp string
+
+// UnmarshalScalar implements strictyaml.ScalarUnmarshaler.
+func (t *Timestamp) UnmarshalScalar(s strictyaml.Scalar) error {
+	if _, err := time.Parse(time.RFC3339, s.Value); err != nil {
+		return fmt.Errorf("must be an RFC 3339 time such as 2026-11-30T02:00:00Z, got %s", strictyaml.Quote(s.Value))
+	}
+	*t = Timestamp(s.Value)
+	return nil
+}
+
+// Time returns the time; zero when unset.
+func (t Timestamp) Time() time.Time {
+	v, _ := time.Parse(time.RFC3339, string(t))
+	return v
+}

@@ -1,0 +1,206 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind names what a step does. Each kind has one parameter struct in Params.
+type Kind string
+
+// The step kinds.
+const (
+	// CreateCluster deploys a new cluster at its spec's size and version.
+	CreateCluster Kind = "CreateCluster"
+	// ConfigureBackup changes the runtime's backup schedule, location or
+	// retention.
+	ConfigureBackup Kind = "ConfigureBackup"
+	// TakeBackup asks the runtime for a backup now (before a major upgrade).
+	TakeBackup Kind = "TakeBackup"
+	// ExpandStorage grows every member's volume.
+	ExpandStorage Kind = "ExpandStorage"
+	// UpgradeMember moves one member to a new version by lowering the
+	// StatefulSet's update partition by one.
+	UpgradeMember Kind = "UpgradeMember"
+	// ScaleIn removes the highest-ordinal pod from the StatefulSet.
+	ScaleIn Kind = "ScaleIn"
+	// EtcdAddMember adds one etcd member: as a learner that the runtime
+	// promotes once it has caught up (etcd 3.4+), or as a voter on older
+	// versions, which have no learners.
+	EtcdAddMember Kind = "EtcdAddMember"
+	// EtcdRemoveMember asks the runtime to remove one member from the etcd
+	// membership, moving leadership away first.
+	EtcdRemoveMember Kind = "EtcdRemoveMember"
+	// PostgresAddReplica adds one replica cloned from the primary.
+	PostgresAddReplica Kind = "PostgresAddReplica"
+	// PostgresSwitchover asks the runtime to hand the primary role to a
+	// caught-up replica without losing a committed transaction.
+	PostgresSwitchover Kind = "PostgresSwitchover"
+	// PostgresMajorUpgrade runs an offline pg_upgrade of the primary.
+	PostgresMajorUpgrade Kind = "PostgresMajorUpgrade"
+	// PostgresSynchronousStandbys changes the number of synchronous
+	// standbys.
+	PostgresSynchronousStandbys Kind = "PostgresSynchronousStandbys"
+)
+
+// Params holds the parameters of a step: exactly the one field that
+// matches the step's Kind is set.
+type Params struct {
+	CreateCluster               *CreateClusterParams               `json:"createCluster,omitempty"`
+	ConfigureBackup             *ConfigureBackupParams             `json:"configureBackup,omitempty"`
+	TakeBackup                  *TakeBackupParams                  `json:"takeBackup,omitempty"`
+	ExpandStorage               *ExpandStorageParams               `json:"expandStorage,omitempty"`
+	UpgradeMember               *UpgradeMemberParams               `json:"upgradeMember,omitempty"`
+	ScaleIn                     *ScaleInParams                     `json:"scaleIn,omitempty"`
+	EtcdAddMember               *EtcdAddMemberParams               `json:"etcdAddMember,omitempty"`
+	EtcdRemoveMember            *EtcdRemoveMemberParams            `json:"etcdRemoveMember,omitempty"`
+	PostgresAddReplica          *PostgresAddReplicaParams          `json:"postgresAddReplica,omitempty"`
+	PostgresSwitchover          *PostgresSwitchoverParams          `json:"postgresSwitchover,omitempty"`
+	PostgresMajorUpgrade        *PostgresMajorUpgradeParams        `json:"postgresMajorUpgrade,omitempty"`
+	PostgresSynchronousStandbys *PostgresSynchronousStandbysParams `json:"postgresSynchronousStandbys,omitempty"`
+}
+
+// set lists the kinds whose parameters are present.
+func (p Params) set() []Kind {
+	present := []struct {
+		kind Kind
+		ok   bool
+	}{
+		{CreateCluster, p.CreateCluster != nil},
+		{ConfigureBackup, p.ConfigureBackup != nil},
+		{TakeBackup, p.TakeBackup != nil},
+		{ExpandStorage, p.ExpandStorage != nil},
+		{UpgradeMember, p.UpgradeMember != nil},
+		{ScaleIn, p.ScaleIn != nil},
+		{EtcdAddMember, p.EtcdAddMember != nil},
+		{EtcdRemoveMember, p.EtcdRemoveMember != nil},
+		{PostgresAddReplica, p.PostgresAddReplica != nil},
+		{PostgresSwitchover, p.PostgresSwitchover != nil},
+		{PostgresMajorUpgrade, p.PostgresMajorUpgrade != nil},
+		{PostgresSynchronousStandbys, p.PostgresSynchronousStandbys != nil},
+	}
+	var out []Kind
+	for _, k := range present {
+		if k.ok {
+			out = append(out, k.kind)
+		}
+	}
+	return out
+}
+
+func (p Params) check(k Kind) error {
+	set := p.set()
+	if len(set) != 1 || set[0] != k {
+		names := make([]string, len(set))
+		for i, s := range set {
+			names[i] = string(s)
+		}
+		return fmt.Errorf("kind %q needs exactly its own parameters, got [%s]", k, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// CreateClusterParams: deploy a new cluster.
+type CreateClusterParams struct {
+	Version string `json:"version"`
+	Members int    `json:"members"`
+	Storage string `json:"storage"`
+}
+
+// BackupSettings is a backup policy as the runtime runs it.
+type BackupSettings struct {
+	Schedule        string `json:"schedule"`
+	TimeZone        string `json:"timeZone"`
+	StorageLocation string `json:"storageLocation"`
+	RetentionCount  int    `json:"retentionCount,omitempty"`
+	RetentionMaxAge string `json:"retentionMaxAge,omitempty"`
+}
+
+// ConfigureBackupParams: change the backup policy. To is nil when backups
+// are turned off; From is nil when they were off.
+type ConfigureBackupParams struct {
+	From *BackupSettings `json:"from,omitempty"`
+	To   *BackupSettings `json:"to,omitempty"`
+}
+
+// TakeBackupParams: take a backup now.
+type TakeBackupParams struct {
+	Reason string `json:"reason"`
+}
+
+// ExpandStorageParams: grow every member's volume.
+type ExpandStorageParams struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// UpgradeMemberParams: move Member to version To by setting the
+// StatefulSet's update partition to Partition (its ordinal). The first
+// member of each hop also changes the pod template's version.
+type UpgradeMemberParams struct {
+	Member    string `json:"member"`
+	Ordinal   int    `json:"ordinal"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Partition int    `json:"partition"`
+	Replicas  int    `json:"replicas"`
+}
+
+// ScaleInParams: shrink the StatefulSet to Replicas, removing Member.
+type ScaleInParams struct {
+	Member   string `json:"member"`
+	Ordinal  int    `json:"ordinal"`
+	Replicas int    `json:"replicas"`
+}
+
+// EtcdAddMemberParams: grow the StatefulSet to Replicas; the new pod
+// Member joins the running cluster (never bootstraps a new one), as a
+// learner when Learner is set.
+type EtcdAddMemberParams struct {
+	Member   string `json:"member"`
+	Ordinal  int    `json:"ordinal"`
+	Replicas int    `json:"replicas"`
+	Learner  bool   `json:"learner"`
+}
+
+// EtcdRemoveMemberParams: remove Member from the etcd membership.
+// TransferLeadership is set when Member led the cluster when planned; the
+// runtime moves leadership away first whenever Member leads and etcd can
+// (3.3+; older versions elect a new leader after the removal).
+type EtcdRemoveMemberParams struct {
+	Member             string `json:"member"`
+	Ordinal            int    `json:"ordinal"`
+	TransferLeadership bool   `json:"transferLeadership"`
+}
+
+// PostgresAddReplicaParams: grow the StatefulSet to Replicas; the new pod
+// Member clones from the primary. Reclone is set when the pod's volume
+// holds data from before a major upgrade and must be wiped first.
+type PostgresAddReplicaParams struct {
+	Member   string `json:"member"`
+	Ordinal  int    `json:"ordinal"`
+	Replicas int    `json:"replicas"`
+	Reclone  bool   `json:"reclone,omitempty"`
+}
+
+// PostgresSwitchoverParams: hand the primary role from From to To.
+type PostgresSwitchoverParams struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Reason string `json:"reason"`
+}
+
+// PostgresMajorUpgradeParams: stop the replicas (the StatefulSet keeps one
+// pod), run pg_upgrade on Primary's data from From to To, start it.
+type PostgresMajorUpgradeParams struct {
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Primary string `json:"primary"`
+}
+
+// PostgresSynchronousStandbysParams: change the number of synchronous
+// standbys.
+type PostgresSynchronousStandbysParams struct {
+	From int `json:"from"`
+	To   int `json:"to"`
+}

@@ -1,0 +1,118 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// ClusterRef names the cluster a plan is for.
+type ClusterRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Namespace  string `json:"namespace,omitempty"`
+}
+
+func (r ClusterRef) String() string { return r.Kind + "/" + r.Name }
+
+// Status sums up a plan.
+type Status string
+
+// The statuses of a plan.
+const (
+	// StatusConverged: the cluster runs what its spec asks for.
+	StatusConverged Status = "Converged"
+	// StatusPlanned: there are steps to take; the first is next.
+	StatusPlanned Status = "Planned"
+	// StatusWaiting: a change is in flight; the plan waits for the gates in
+	// Waiting before it plans anything more.
+	StatusWaiting Status = "Waiting"
+	// StatusRefused: the spec asks for something a rule forbids; nothing
+	// is planned until the spec is fixed.
+	StatusRefused Status = "Refused"
+)
+
+// Plan is the plan for one cluster.
+type Plan struct {
+	Cluster ClusterRef `json:"cluster"`
+	// ID identifies the plan: the cluster, the spec it was made for and its
+	// steps. Re-planning the same change gives the same ID.
+	ID string `json:"id"`
+	// SpecFingerprint and ObservedFingerprint are sha256 digests of the
+	// defaulted spec and of the observed state the plan was computed from.
+	SpecFingerprint     string `json:"specFingerprint"`
+	ObservedFingerprint string `json:"observedFingerprint"`
+	Status              Status `json:"status"`
+	// Waiting lists what must become true before the next step can be
+	// planned, when Status is Waiting.
+	Waiting  []Gate    `json:"waiting,omitempty"`
+	Steps    []Step    `json:"steps"`
+	Refusals []Refusal `json:"refusals"`
+}
+
+// Refusal is a spec change a rule forbids.
+type Refusal struct {
+	// Rule names the rule, for example "storage-shrink".
+	Rule string `json:"rule"`
+	// Field is the spec field at fault, for example "spec.storage".
+	Field string `json:"field,omitempty"`
+	// Reason says what is wrong and what would be allowed.
+	Reason string `json:"reason"`
+}
+
+// List is the output of `cairn plan -o json`.
+type List struct {
+	Plans []Plan `json:"plans"`
+}
+
+var stepIDRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$`)
+
+// ValidStepID reports whether id can name a step: lowercase letters,
+// digits, '.' and '-', at most 63 characters, so that it is safe in a
+// branch name, a file path and a Kubernetes label.
+func ValidStepID(id string) bool { return stepIDRE.MatchString(id) }
+
+// Validate checks a plan read from outside: known kinds, one parameter
+// struct per step matching its kind, valid and unique step IDs.
+func (p *Plan) Validate() error {
+	seen := map[string]bool{}
+	for i, s := range p.Steps {
+		if !ValidStepID(s.ID) {
+			return fmt.Errorf("plan %s: steps[%d]: invalid step id %q", p.Cluster, i, s.ID)
+		}
+		if seen[s.ID] {
+			return fmt.Errorf("plan %s: steps[%d]: duplicate step id %q", p.Cluster, i, s.ID)
+		}
+		seen[s.ID] = true
+		if err := s.Params.check(s.Kind); err != nil {
+			return fmt.Errorf("plan %s: step %s: %w", p.Cluster, s.ID, err)
+		}
+	}
+	return nil
+}
+
+// Fingerprint returns "sha256:" and the hex digest of v's JSON encoding.
+// encoding/json sorts map keys, so equal values give equal fingerprints.
+func Fingerprint(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("plan: fingerprint of unencodable value: %v", err))
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ComputeID derives a plan ID from its cluster, spec fingerprint and step
+// IDs: 12 hex digits.
+func ComputeID(ref ClusterRef, specFingerprint string, steps []Step) string {
+	ids := make([]string, len(steps))
+	for i, s := range steps {
+		ids[i] = s.ID
+	}
+	sum := sha256.Sum256([]byte(ref.String() + "\n" + specFingerprint + "\n" + strings.Join(ids, "\n")))
+	return hex.EncodeToString(sum[:6])
+}

@@ -1,0 +1,104 @@
+package plan
+
+// Step is one small, safe change, rendered as one overlay and reviewed as
+// one pull request.
+type Step struct {
+	// ID is stable: the same change planned again gets the same ID.
+	ID   string `json:"id"`
+	Kind Kind   `json:"kind"`
+	// Summary is one line for a person.
+	Summary string `json:"summary"`
+	// Disruptive steps interrupt clients (a restart of a single member, a
+	// switchover, an offline upgrade); a maintenance window holds them.
+	Disruptive bool `json:"disruptive"`
+	// Reversible is false for steps that cannot be undone by another plan
+	// (a major upgrade, a storage expansion, the last member of an etcd
+	// minor upgrade).
+	Reversible bool `json:"reversible"`
+	// Rollback says how to undo the step, or what to do instead.
+	Rollback string `json:"rollback"`
+	// Gates must hold before the step starts and after it is applied.
+	Gates  []Gate `json:"gates"`
+	Params Params `json:"params"`
+	// Decisions are the policies' verdicts on this step.
+	Decisions []Decision `json:"decisions,omitempty"`
+}
+
+// Phase says when a gate is checked.
+type Phase string
+
+// The phases of a gate.
+const (
+	Before Phase = "before"
+	After  Phase = "after"
+)
+
+// GateKind names a condition on the live state.
+type GateKind string
+
+// The gates cairn checks.
+const (
+	// GateClusterHealthy: every member ready; etcd has a leader and quorum,
+	// PostgreSQL exactly one primary with every replica streaming.
+	GateClusterHealthy GateKind = "ClusterHealthy"
+	// GateMemberReady: Member is ready.
+	GateMemberReady GateKind = "MemberReady"
+	// GateMemberVersion: Member runs Version.
+	GateMemberVersion GateKind = "MemberVersion"
+	// GateMemberVoter: etcd Member is a voting member (a learner that
+	// caught up was promoted).
+	GateMemberVoter GateKind = "MemberVoter"
+	// GateMemberRemoved: etcd Member is no longer in the membership.
+	GateMemberRemoved GateKind = "MemberRemoved"
+	// GateNotLeader: etcd Member does not lead (leadership moved away).
+	GateNotLeader GateKind = "NotLeader"
+	// GateClusterVersion: etcd's cluster version is Version (major.minor).
+	GateClusterVersion GateKind = "ClusterVersion"
+	// GateReplicaStreaming: PostgreSQL Member streams from the primary.
+	GateReplicaStreaming GateKind = "ReplicaStreaming"
+	// GatePrimary: PostgreSQL Member is the primary.
+	GatePrimary GateKind = "Primary"
+	// GateBackupFresh: a verified backup younger than MaxAge exists.
+	GateBackupFresh GateKind = "BackupFresh"
+	// GateBackupConfigured: the runtime runs the backup schedule of the spec.
+	GateBackupConfigured GateKind = "BackupConfigured"
+	// GateStorageCapacity: every member's volume reports at least Quantity.
+	GateStorageCapacity GateKind = "StorageCapacity"
+	// GateStatefulSetSettled: the StatefulSet has as many pods as replicas
+	// and no rollout in progress.
+	GateStatefulSetSettled GateKind = "StatefulSetSettled"
+	// GateMaintenanceWindow: the cluster's maintenance window is open.
+	GateMaintenanceWindow GateKind = "MaintenanceWindow"
+)
+
+// Gate is a condition on the live state.
+type Gate struct {
+	Kind GateKind `json:"kind"`
+	When Phase    `json:"when"`
+	// Member, Version, Quantity and MaxAge qualify the condition, per kind.
+	Member   string `json:"member,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Quantity string `json:"quantity,omitempty"`
+	MaxAge   string `json:"maxAge,omitempty"`
+	// Description says the condition in words.
+	Description string `json:"description"`
+}
+
+// Verdict is a policy's answer on a step.
+type Verdict string
+
+// The verdicts.
+const (
+	Allow Verdict = "Allow"
+	// Hold: the step may go ahead later (outside a maintenance window, say).
+	Hold Verdict = "Hold"
+	// Deny: the step must not go ahead as planned.
+	Deny Verdict = "Deny"
+)
+
+// Decision is one policy's verdict on one step.
+type Decision struct {
+	Policy  string  `json:"policy"`
+	Verdict Verdict `json:"verdict"`
+	Reason  string  `json:"reason,omitempty"`
+}

@@ -1,0 +1,108 @@
+package planner
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/policies"
+)
+
+// Plan plans every desired cluster against the observed state. Clusters
+// that run but have no spec any more get a plan that refuses to delete
+// them. Plans are ordered by cluster name.
+func Plan(desired []spec.Cluster, observed *live.Snapshot, pols policies.Set) plan.List {
+	var out plan.List
+	names := map[string]bool{}
+	for _, c := range desired {
+		names[c.Ref().Kind+"/"+c.Ref().Name] = true
+		out.Plans = append(out.Plans, planCluster(c, observed.Find(c.Ref().Kind, c.Ref().Name), pols))
+	}
+	if observed != nil {
+		for i := range observed.Clusters {
+			o := &observed.Clusters[i]
+			if !names[o.Kind+"/"+o.Name] {
+				out.Plans = append(out.Plans, orphan(o))
+			}
+		}
+	}
+	sortPlans(out.Plans)
+	return out
+}
+
+// PlanCluster plans one cluster; obs is nil when nothing of it runs.
+func PlanCluster(c spec.Cluster, obs *live.Cluster, pols policies.Set) plan.Plan {
+	return planCluster(c, obs, pols)
+}
+
+func planCluster(c spec.Cluster, obs *live.Cluster, pols policies.Set) plan.Plan {
+	var r result
+	switch c := c.(type) {
+	case *spec.EtcdCluster:
+		r = planEtcd(c, obs)
+	case *spec.PostgresCluster:
+		r = planPostgres(c, obs)
+	}
+	ref := c.Ref()
+	p := plan.Plan{
+		Cluster:             plan.ClusterRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace},
+		SpecFingerprint:     plan.Fingerprint(c),
+		ObservedFingerprint: plan.Fingerprint(obs),
+		Steps:               r.steps,
+		Refusals:            r.refusals,
+		Waiting:             r.waiting,
+	}
+	switch {
+	case len(r.refusals) > 0:
+		p.Status, p.Steps, p.Waiting = plan.StatusRefused, []plan.Step{}, nil
+	case len(r.waiting) > 0:
+		p.Status, p.Steps = plan.StatusWaiting, []plan.Step{}
+	case len(r.steps) > 0:
+		p.Status = plan.StatusPlanned
+	default:
+		p.Status = plan.StatusConverged
+	}
+	if p.Steps == nil {
+		p.Steps = []plan.Step{}
+	}
+	if p.Refusals == nil {
+		p.Refusals = []plan.Refusal{}
+	}
+	addWindowGates(c, p.Steps)
+	for i := range p.Steps {
+		p.Steps[i].Decisions = pols.Evaluate(policies.Input{Cluster: c, Observed: obs, Step: p.Steps[i], Index: i})
+	}
+	p.ID = plan.ComputeID(p.Cluster, p.SpecFingerprint, p.Steps)
+	return p
+}
+
+// orphan is the plan for a cluster that runs but whose spec was removed:
+// cairn never deletes a database on its own.
+func orphan(o *live.Cluster) plan.Plan {
+	api := spec.PostgresAPIVersion
+	if o.Kind == spec.EtcdKind {
+		api = spec.EtcdAPIVersion
+	}
+	p := plan.Plan{
+		Cluster:             plan.ClusterRef{APIVersion: api, Kind: o.Kind, Name: o.Name, Namespace: o.Namespace},
+		SpecFingerprint:     plan.Fingerprint(nil),
+		ObservedFingerprint: plan.Fingerprint(o),
+		Status:              plan.StatusRefused,
+		Steps:               []plan.Step{},
+		Refusals: []plan.Refusal{{
+			Rule:   RuleSpecRemoved,
+			Reason: "the cluster runs but its spec is gone from the repo; cairn never deletes a database or its volumes on its own. Restore the spec, or delete the cluster and its PVCs by hand once its data is safe",
+		}},
+	}
+	p.ID = plan.ComputeID(p.Cluster, p.SpecFingerprint, nil)
+	return p
+}
+
+func sortPlans(ps []plan.Plan) {
+	slices.SortStableFunc(ps, func(a, b plan.Plan) int {
+		return cmp.Or(strings.Compare(a.Cluster.Name, b.Cluster.Name), strings.Compare(a.Cluster.Kind, b.Cluster.Kind))
+	})
+}

@@ -1,0 +1,294 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// pgModel is the settled shape of a PostgreSQL cluster while steps are
+// planned: members at ordinals 0..size-1, all at version, one primary.
+type pgModel struct {
+	name    string
+	size    int
+	version spec.Version
+	primary int
+	sync    int
+}
+
+func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) result {
+	var r result
+	n := c.Spec.Instances
+	if n < 1 || n > MaxPostgresInstances {
+		r.refuse(RulePostgresInstancesRange, "spec.instances", "instances must be 1 to %d, got %d", MaxPostgresInstances, n)
+	}
+	if obs == nil {
+		if len(r.refusals) == 0 {
+			r.add(createStep(c, n, "instances"))
+		}
+		return r
+	}
+	refuseShrink(&r, c, obs)
+	want := c.Spec.Version.Parse()
+	cur, ok := pgCurrentVersion(&r, obs)
+	major := ok && want.Major != cur.Major
+	switch {
+	case major && want.Major < cur.Major:
+		r.refuse(RulePostgresMajorDowngrade, "spec.version", "PostgreSQL cannot go back from %d to %d: pg_upgrade only moves forward. Keep %d.x or newer; going back means restoring a backup into a new cluster", cur.Major, want.Major, cur.Major)
+	case major && c.Spec.Backup == nil:
+		r.refuse(RulePostgresMajorNeedsBackup, "spec.backup", "a major upgrade from %s to %s is gated on a fresh, verified backup; configure spec.backup first", cur, want)
+	}
+	if len(r.refusals) > 0 || pgWaits(&r, obs) {
+		return r
+	}
+	m := pgModel{name: c.Metadata.Name, size: len(obs.Members), version: cur, sync: obs.SynchronousStandbys}
+	for _, mem := range obs.Members {
+		if mem.Role == live.RolePrimary {
+			m.primary = mem.Ordinal()
+		}
+	}
+	pgFinish(&r, obs, &m)
+	backupStep(&r, c, obs)
+	storageStep(&r, c, obs)
+	if major {
+		pgSync(&r, &m, 0, "so the primary does not wait for standbys while they are re-cloned")
+		pgMajor(&r, &m, want, n)
+	} else {
+		pgSync(&r, &m, min(m.sync, c.Spec.SynchronousStandbys), "before members are removed")
+		pgResize(&r, &m, upgradeSize(m.size, n, 2), false)
+		if cur != want {
+			pgRoll(&r, &m, want, m.size)
+		}
+		pgResize(&r, &m, n, false)
+	}
+	pgSync(&r, &m, c.Spec.SynchronousStandbys, "as the spec asks")
+	return r
+}
+
+func pgCurrentVersion(r *result, obs *live.Cluster) (spec.Version, bool) {
+	v := obs.StatefulSet.Version
+	if v == "" && len(obs.Members) > 0 {
+		v = obs.Members[0].Version
+	}
+	if v == "" {
+		return spec.Version{}, false
+	}
+	cur, err := spec.ParseRelease(v, 2)
+	if err != nil {
+		r.refuse(RuleUnknownVersion, "", "the cluster reports PostgreSQL version %q, which cairn cannot read; fix the observed state first", v)
+		return spec.Version{}, false
+	}
+	for _, m := range obs.Members {
+		mv, err := spec.ParseRelease(m.Version, 2)
+		if err != nil {
+			r.refuse(RuleUnknownVersion, "", "member %s reports PostgreSQL version %q, which cairn cannot read", m.Name, m.Version)
+			return spec.Version{}, false
+		}
+		if mv.Major != cur.Major {
+			r.refuse(RuleUnknownVersion, "", "member %s runs PostgreSQL %s but the StatefulSet runs %s: members on different major versions need a person to look", m.Name, mv, cur)
+			return spec.Version{}, false
+		}
+	}
+	return cur, true
+}
+
+// pgWaits reports (and records) everything in flight: pods, readiness,
+// and a missing or doubled primary, which the runtime resolves on its own.
+func pgWaits(r *result, obs *live.Cluster) bool {
+	if settle(r, obs) || notReady(r, obs) {
+		return true
+	}
+	var primaries []string
+	for _, m := range obs.Members {
+		switch m.Role {
+		case live.RolePrimary:
+			primaries = append(primaries, m.Name)
+		case live.RoleUnknown:
+			r.wait(memberGate(plan.GateMemberReady, plan.Before, m.Name, "the runtime reports the role of "+m.Name))
+		}
+	}
+	switch {
+	case len(r.waiting) > 0:
+	case len(primaries) == 0 && len(obs.Members) > 0:
+		r.wait(gate(plan.GatePrimary, plan.Before, "the cluster has a primary (the runtime fails over on its own)"))
+	case len(primaries) > 1:
+		r.wait(gate(plan.GatePrimary, plan.Before, fmt.Sprintf("exactly one primary; %v all claim it and the runtime fences all but one", primaries)))
+	}
+	return len(r.waiting) > 0
+}
+
+// pgFinish plans the rest of a rolling minor upgrade that is under way.
+func pgFinish(r *result, obs *live.Cluster, m *pgModel) {
+	k := min(obs.StatefulSet.UpdatePartition, m.size)
+	for _, mem := range obs.Members[:k] {
+		if mem.Version != m.version.String() {
+			pgRoll(r, m, m.version, k)
+			return
+		}
+	}
+}
+
+// pgRoll moves members below partition k to version to, replicas first:
+// the primary is moved to ordinal 0 (the last the partitioned rollout
+// reaches) and, when the rollout gets there, hands over to an upgraded
+// replica before it restarts.
+func pgRoll(r *result, m *pgModel, to spec.Version, k int) {
+	from := m.version
+	if m.size > 1 && m.primary < k && m.primary != 0 {
+		pgSwitchover(r, m, 0, "so that the rolling upgrade reaches the primary last")
+	}
+	for ord := k - 1; ord >= 0; ord-- {
+		if ord == m.primary && m.size > 1 {
+			pgSwitchover(r, m, ord+1, "to an upgraded replica before the old primary restarts")
+		}
+		name := memberName(m.name, ord)
+		primary := ord == m.primary
+		s := plan.Step{
+			ID:         fmt.Sprintf("upgrade-%d-to-%s", ord, to),
+			Kind:       plan.UpgradeMember,
+			Summary:    fmt.Sprintf("Upgrade replica %s from %s to %s (StatefulSet partition %d)", name, from, to, ord),
+			Disruptive: primary || m.size-2 < m.sync,
+			Reversible: true,
+			Rollback:   fmt.Sprintf("Revert the pull request: %s restarts at %s (minor versions share the data format).", name, from),
+			Gates:      []plan.Gate{healthyBefore()},
+			Params: plan.Params{UpgradeMember: &plan.UpgradeMemberParams{
+				Member: name, Ordinal: ord, From: from.String(), To: to.String(), Partition: ord, Replicas: m.size,
+			}},
+		}
+		after := memberGate(plan.GateReplicaStreaming, plan.After, name, name+" streams from the primary")
+		if primary {
+			s.Summary = fmt.Sprintf("Upgrade the only member %s from %s to %s; the database is down while it restarts", name, from, to)
+			after = memberGate(plan.GatePrimary, plan.After, name, name+" is the primary")
+		} else if s.Disruptive {
+			s.Summary += fmt.Sprintf("; commits wait while it restarts (%d synchronous standby(s) wanted)", m.sync)
+		}
+		s.Gates = append(s.Gates,
+			plan.Gate{Kind: plan.GateMemberVersion, When: plan.After, Member: name, Version: to.String(), Description: name + " runs " + to.String()},
+			after, healthyAfter())
+		r.add(s)
+	}
+	m.version = to
+}
+
+func pgSwitchover(r *result, m *pgModel, to int, why string) {
+	from, target := memberName(m.name, m.primary), memberName(m.name, to)
+	r.add(plan.Step{
+		ID:         fmt.Sprintf("switchover-%d-to-%d", m.primary, to),
+		Kind:       plan.PostgresSwitchover,
+		Summary:    fmt.Sprintf("Switch the primary over from %s to %s %s; writes pause for a few seconds", from, target, why),
+		Disruptive: true,
+		Reversible: true,
+		Rollback:   fmt.Sprintf("Switch back with another switchover to %s; no committed transaction is lost either way.", from),
+		Gates: []plan.Gate{healthyBefore(),
+			memberGate(plan.GateReplicaStreaming, plan.Before, target, target+" streams from the primary and has caught up"),
+			memberGate(plan.GatePrimary, plan.After, target, target+" is the primary"),
+			healthyAfter()},
+		Params: plan.Params{PostgresSwitchover: &plan.PostgresSwitchoverParams{From: from, To: target, Reason: why}},
+	})
+	m.primary = to
+}
+
+// pgResize adds replicas at the top or removes them from the top, moving
+// the primary away from a member before it is removed.
+func pgResize(r *result, m *pgModel, target int, reclone bool) {
+	for m.size < target {
+		ord := m.size
+		name := memberName(m.name, ord)
+		verb := "Add replica"
+		if reclone {
+			verb = "Re-clone replica"
+		}
+		r.add(plan.Step{
+			ID:         fmt.Sprintf("pg-add-%d", ord),
+			Kind:       plan.PostgresAddReplica,
+			Summary:    fmt.Sprintf("%s %s at %s, cloned from the primary with pg_basebackup (%d -> %d members)", verb, name, m.version, ord, ord+1),
+			Reversible: true,
+			Rollback:   "Lower spec.instances again; the replica is removed (its volume is kept by the StatefulSet).",
+			Gates: []plan.Gate{healthyBefore(),
+				memberGate(plan.GateMemberReady, plan.After, name, name+" is ready"),
+				memberGate(plan.GateReplicaStreaming, plan.After, name, name+" streams from the primary"),
+				healthyAfter()},
+			Params: plan.Params{PostgresAddReplica: &plan.PostgresAddReplicaParams{Member: name, Ordinal: ord, Replicas: ord + 1, Reclone: reclone}},
+		})
+		m.size++
+	}
+	for m.size > target {
+		ord := m.size - 1
+		if ord == m.primary {
+			pgSwitchover(r, m, 0, "because the primary's member is being removed")
+		}
+		name := memberName(m.name, ord)
+		r.add(plan.Step{
+			ID:         fmt.Sprintf("scale-in-%d", ord),
+			Kind:       plan.ScaleIn,
+			Summary:    fmt.Sprintf("Remove replica %s (%d -> %d members)", name, m.size, m.size-1),
+			Reversible: true,
+			Rollback:   "Raise spec.instances again; the replica is re-cloned from the primary.",
+			Gates: []plan.Gate{healthyBefore(),
+				memberGate(plan.GatePrimary, plan.Before, memberName(m.name, m.primary), memberName(m.name, m.primary)+" is the primary, not "+name),
+				gate(plan.GateStatefulSetSettled, plan.After, fmt.Sprintf("the StatefulSet runs %d pods", ord))},
+			Params: plan.Params{ScaleIn: &plan.ScaleInParams{Member: name, Ordinal: ord, Replicas: ord}},
+		})
+		m.size--
+	}
+}
+
+// pgMajor plans an offline major upgrade: a fresh backup, the primary on
+// ordinal 0, pg_upgrade with the replicas stopped, then re-cloned replicas.
+func pgMajor(r *result, m *pgModel, to spec.Version, instances int) {
+	r.add(plan.Step{
+		ID:         "backup-before-" + to.String(),
+		Kind:       plan.TakeBackup,
+		Summary:    fmt.Sprintf("Take a backup now, before the major upgrade from %s to %s", m.version, to),
+		Reversible: true,
+		Rollback:   "Nothing to undo; the backup is kept under the retention policy.",
+		Gates: []plan.Gate{healthyBefore(),
+			{Kind: plan.GateBackupFresh, When: plan.After, MaxAge: MajorUpgradeBackupMaxAge, Description: "a verified backup younger than " + MajorUpgradeBackupMaxAge + " exists"}},
+		Params: plan.Params{TakeBackup: &plan.TakeBackupParams{Reason: fmt.Sprintf("major upgrade from %s to %s", m.version, to)}},
+	})
+	if m.primary != 0 && m.size > 1 {
+		pgSwitchover(r, m, 0, "so the upgrade runs on the member the StatefulSet keeps")
+	}
+	primary := memberName(m.name, 0)
+	backupStep := "backup-before-" + to.String()
+	r.add(plan.Step{
+		ID:   "pg-major-upgrade-" + to.String(),
+		Kind: plan.PostgresMajorUpgrade,
+		Summary: fmt.Sprintf("Upgrade PostgreSQL from %s to %s offline with pg_upgrade on %s: the replicas stop, the database is down during the upgrade, replicas are re-cloned afterwards",
+			m.version, to, primary),
+		Disruptive: true,
+		Reversible: false,
+		Rollback: fmt.Sprintf("Not reversible: pg_upgrade rewrites the data directory for %d. To go back, restore the backup from step %s into a new cluster at %s.",
+			to.Major, backupStep, m.version),
+		Gates: []plan.Gate{healthyBefore(),
+			{Kind: plan.GateBackupFresh, When: plan.Before, MaxAge: MajorUpgradeBackupMaxAge, Description: "a verified backup younger than " + MajorUpgradeBackupMaxAge + " exists"},
+			memberGate(plan.GatePrimary, plan.Before, primary, primary+" is the primary"),
+			{Kind: plan.GateMemberVersion, When: plan.After, Member: primary, Version: to.String(), Description: primary + " runs " + to.String()},
+			memberGate(plan.GatePrimary, plan.After, primary, primary+" is the primary and takes writes")},
+		Params: plan.Params{PostgresMajorUpgrade: &plan.PostgresMajorUpgradeParams{From: m.version.String(), To: to.String(), Primary: primary}},
+	})
+	old := m.size
+	m.size, m.version = 1, to
+	for m.size < instances {
+		pgResize(r, m, m.size+1, m.size < old)
+	}
+}
+
+// pgSync sets the number of synchronous standbys to n if it differs.
+func pgSync(r *result, m *pgModel, n int, why string) {
+	if m.sync == n {
+		return
+	}
+	r.add(plan.Step{
+		ID:         fmt.Sprintf("sync-standbys-%d", n),
+		Kind:       plan.PostgresSynchronousStandbys,
+		Summary:    fmt.Sprintf("Set synchronous standbys from %d to %d %s (a reload, no restart)", m.sync, n, why),
+		Reversible: true,
+		Rollback:   fmt.Sprintf("Revert the pull request to go back to %d synchronous standby(s).", m.sync),
+		Gates:      []plan.Gate{healthyBefore(), healthyAfter()},
+		Params:     plan.Params{PostgresSynchronousStandbys: &plan.PostgresSynchronousStandbysParams{From: m.sync, To: n}},
+	})
+	m.sync = n
+}

@@ -1,0 +1,14 @@
+// Package policies holds the rules people who own clusters add on top of
+// cairn's domain rules: each policy looks at one planned step (with its
+// cluster's spec and observed state) and allows it, holds it for later, or
+// denies it, with a reason shown in the plan and the pull request.
+//
+// Policies are evaluated by the pure planner, so a policy must be pure as
+// well: anything it depends on (the time, other clusters' state) is given
+// to it when it is built, never read during Evaluate.
+//
+// The domain rules of the planner (etcd quorum, one member at a time, no
+// storage shrink, ...) are not policies and cannot be turned off here.
+//
+// This package imports planner/plan, planner/spec and planner/live only.
+package policies

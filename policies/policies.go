@@ -1,0 +1,50 @@
+package policies
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// Input is what a policy sees of one step.
+type Input struct {
+	// Cluster is the cluster's spec.
+	Cluster spec.Cluster
+	// Observed is the cluster's observed state; nil before it is created.
+	Observed *live.Cluster
+	// Step is the step being decided.
+	Step plan.Step
+	// Index is the step's place in its plan, from 0; the step at 0 is the
+	// next to go.
+	Index int
+}
+
+// Policy decides on steps.
+type Policy interface {
+	// Name identifies the policy in decisions.
+	Name() string
+	// Evaluate returns the policy's verdict on one step. It must be pure.
+	Evaluate(in Input) plan.Decision
+}
+
+// Set is the policies in force.
+type Set []Policy
+
+// Evaluate returns the decisions of every policy on one step that has an
+// opinion (a decision with a verdict), ordered by policy name.
+func (s Set) Evaluate(in Input) []plan.Decision {
+	var out []plan.Decision
+	for _, p := range s {
+		d := p.Evaluate(in)
+		if d.Verdict == "" {
+			continue
+		}
+		d.Policy = p.Name()
+		out = append(out, d)
+	}
+	slices.SortStableFunc(out, func(a, b plan.Decision) int { return cmp.Compare(a.Policy, b.Policy) })
+	return out
+}
