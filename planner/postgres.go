@@ -54,7 +54,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) result {
 	storageStep(&r, c, obs)
 	if major {
 		pgSync(&r, &m, 0, "so the primary does not wait for standbys while they are re-cloned")
-		pgMajor(&r, &m, want, n)
+		pgMajor(&r, obs, &m, want, n)
 	} else {
 		pgSync(&r, &m, min(m.sync, c.Spec.SynchronousStandbys), "before members are removed")
 		pgResize(&r, &m, upgradeSize(m.size, n, 2), false)
@@ -86,7 +86,10 @@ func pgCurrentVersion(r *result, obs *live.Cluster) (spec.Version, bool) {
 			r.refuse(RuleUnknownVersion, "", "member %s reports PostgreSQL version %q, which cairn cannot read", m.Name, m.Version)
 			return spec.Version{}, false
 		}
-		if mv.Major != cur.Major {
+		// Members at or above the partition are being moved to the
+		// template's version (settle waits for them); below it, two
+		// majors side by side mean something went wrong.
+		if mv.Major != cur.Major && m.Ordinal() < obs.StatefulSet.UpdatePartition {
 			r.refuse(RuleUnknownVersion, "", "member %s runs PostgreSQL %s but the StatefulSet runs %s: members on different major versions need a person to look", m.Name, mv, cur)
 			return spec.Version{}, false
 		}
@@ -237,22 +240,15 @@ func pgResize(r *result, m *pgModel, target int, reclone bool) {
 
 // pgMajor plans an offline major upgrade: a fresh backup, the primary on
 // ordinal 0, pg_upgrade with the replicas stopped, then re-cloned replicas.
-func pgMajor(r *result, m *pgModel, to spec.Version, instances int) {
-	r.add(plan.Step{
-		ID:         "backup-before-" + to.String(),
-		Kind:       plan.TakeBackup,
-		Summary:    fmt.Sprintf("Take a backup now, before the major upgrade from %s to %s", m.version, to),
-		Reversible: true,
-		Rollback:   "Nothing to undo; the backup is kept under the retention policy.",
-		Gates: []plan.Gate{healthyBefore(),
-			{Kind: plan.GateBackupFresh, When: plan.After, MaxAge: MajorUpgradeBackupMaxAge, Description: "a verified backup younger than " + MajorUpgradeBackupMaxAge + " exists"}},
-		Params: plan.Params{TakeBackup: &plan.TakeBackupParams{Reason: fmt.Sprintf("major upgrade from %s to %s", m.version, to)}},
-	})
+func pgMajor(r *result, obs *live.Cluster, m *pgModel, to spec.Version, instances int) {
+	backupID := "backup-before-" + to.String()
+	if obs.Backup == nil || obs.Backup.LastRequest != backupID {
+		pgTakeBackup(r, m, to, backupID)
+	}
 	if m.primary != 0 && m.size > 1 {
 		pgSwitchover(r, m, 0, "so the upgrade runs on the member the StatefulSet keeps")
 	}
 	primary := memberName(m.name, 0)
-	backupStep := "backup-before-" + to.String()
 	r.add(plan.Step{
 		ID:   "pg-major-upgrade-" + to.String(),
 		Kind: plan.PostgresMajorUpgrade,
@@ -261,7 +257,7 @@ func pgMajor(r *result, m *pgModel, to spec.Version, instances int) {
 		Disruptive: true,
 		Reversible: false,
 		Rollback: fmt.Sprintf("Not reversible: pg_upgrade rewrites the data directory for %d. To go back, restore the backup from step %s into a new cluster at %s.",
-			to.Major, backupStep, m.version),
+			to.Major, backupID, m.version),
 		Gates: []plan.Gate{healthyBefore(),
 			{Kind: plan.GateBackupFresh, When: plan.Before, MaxAge: MajorUpgradeBackupMaxAge, Description: "a verified backup younger than " + MajorUpgradeBackupMaxAge + " exists"},
 			memberGate(plan.GatePrimary, plan.Before, primary, primary+" is the primary"),
@@ -274,6 +270,22 @@ func pgMajor(r *result, m *pgModel, to spec.Version, instances int) {
 	for m.size < instances {
 		pgResize(r, m, m.size+1, m.size < old)
 	}
+}
+
+// pgTakeBackup asks the runtime for a backup before a major upgrade. The
+// step is done once the runtime reports the request completed, so a
+// re-plan does not ask again.
+func pgTakeBackup(r *result, m *pgModel, to spec.Version, id string) {
+	r.add(plan.Step{
+		ID:         id,
+		Kind:       plan.TakeBackup,
+		Summary:    fmt.Sprintf("Take a backup now, before the major upgrade from %s to %s", m.version, to),
+		Reversible: true,
+		Rollback:   "Nothing to undo; the backup is kept under the retention policy.",
+		Gates: []plan.Gate{healthyBefore(),
+			{Kind: plan.GateBackupFresh, When: plan.After, MaxAge: MajorUpgradeBackupMaxAge, Description: "a verified backup younger than " + MajorUpgradeBackupMaxAge + " exists"}},
+		Params: plan.Params{TakeBackup: &plan.TakeBackupParams{Reason: fmt.Sprintf("major upgrade from %s to %s", m.version, to)}},
+	})
 }
 
 // pgSync sets the number of synchronous standbys to n if it differs.

@@ -121,6 +121,9 @@ type Backup struct {
 	RetentionMaxAge string `json:"retentionMaxAge,omitempty"`
 	// LastSuccessful is when the newest complete, verified backup ended.
 	LastSuccessful Timestamp `json:"lastSuccessful,omitempty"`
+	// LastRequest is the ID of the last on-demand backup request (a
+	// TakeBackup step) the runtime completed.
+	LastRequest string `json:"lastRequest,omitempty"`
 }
 
 // Timestamp is an RFC 3339 time as written.

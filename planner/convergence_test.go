@@ -1,0 +1,232 @@
+package planner
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+var (
+	etcdVersions = []string{"3.2.13", "3.2.32", "3.3.27", "3.4.37", "3.5.10", "3.5.21", "3.6.16", "3.7.3"}
+	pgVersions   = []string{"13.9", "14.5", "14.9", "15.4", "16.2", "17.0", "18.4"}
+	storages     = []string{"8Gi", "10Gi", "20Gi"}
+	schedules    = []string{"", "0 2 * * *", "0 3 * * *"}
+)
+
+type convergenceCase struct {
+	desired  spec.Cluster
+	observed *live.Cluster
+}
+
+func (c convergenceCase) String() string {
+	return fmt.Sprintf("desired %+v\nobserved %+v", c.desired, c.observed)
+}
+
+func genEtcd(t testing.TB, r *rand.Rand) convergenceCase {
+	sizes := []int{1, 3, 5, 7, 1, 3, 5, 7, 4, 8}
+	var extra []string
+	extra = append(extra, "storage: "+storages[r.IntN(len(storages))])
+	if s := schedules[r.IntN(len(schedules))]; s != "" {
+		extra = append(extra, fmt.Sprintf("backup: {schedule: %q, storageLocation: 's3://bkp/e'}", s))
+	}
+	c := convergenceCase{desired: etcdSpec(t, sizes[r.IntN(len(sizes))], etcdVersions[r.IntN(len(etcdVersions))], extra...)}
+	if r.IntN(5) > 0 {
+		n := 1 + r.IntN(7)
+		c.observed = etcdLive(n, etcdVersions[r.IntN(len(etcdVersions))], r.IntN(n))
+		c.observed.Storage = storages[r.IntN(len(storages))]
+	}
+	return c
+}
+
+func genPostgres(t testing.TB, r *rand.Rand) convergenceCase {
+	n := []int{1, 2, 3, 5, 6, 0, 17}[r.IntN(7)]
+	extra := []string{"storage: " + storages[r.IntN(len(storages))]}
+	if n > 1 && r.IntN(2) == 0 {
+		extra = append(extra, fmt.Sprintf("synchronousStandbys: %d", r.IntN(n)))
+	}
+	if s := schedules[r.IntN(len(schedules))]; s != "" {
+		extra = append(extra, fmt.Sprintf("backup: {schedule: %q, storageLocation: 's3://bkp/pg'}", s))
+	}
+	c := convergenceCase{desired: pgSpec(t, n, pgVersions[r.IntN(len(pgVersions))], extra...)}
+	if r.IntN(5) > 0 {
+		m := 1 + r.IntN(5)
+		c.observed = pgLive(m, pgVersions[r.IntN(len(pgVersions))], r.IntN(m))
+		c.observed.Storage = storages[r.IntN(len(storages))]
+		c.observed.SynchronousStandbys = r.IntN(m)
+		if r.IntN(2) == 0 {
+			c.observed = pgBacked(c.observed)
+		}
+	}
+	return c
+}
+
+// expectedRefusals computes, independently of the planner, which rules a
+// case breaks.
+func expectedRefusals(c convergenceCase) []string {
+	var rules []string
+	switch d := c.desired.(type) {
+	case *spec.EtcdCluster:
+		switch {
+		case d.Spec.Size < 1 || d.Spec.Size > 7:
+			rules = append(rules, RuleEtcdSizeRange)
+		case d.Spec.Size%2 == 0:
+			rules = append(rules, RuleEtcdSizeEven)
+		}
+		if o := c.observed; o != nil {
+			if spec.Quantity(o.Storage).Cmp(d.Spec.Storage) > 0 {
+				rules = append(rules, RuleStorageShrink)
+			}
+			have, _ := spec.ParseRelease(o.StatefulSet.Version, 3)
+			if want := d.Spec.Version.Parse(); want.Minor < have.Minor {
+				rules = append(rules, RuleEtcdDowngrade)
+			}
+		}
+	case *spec.PostgresCluster:
+		if d.Spec.Instances < 1 || d.Spec.Instances > 16 {
+			rules = append(rules, RulePostgresInstancesRange)
+		}
+		if o := c.observed; o != nil {
+			if spec.Quantity(o.Storage).Cmp(d.Spec.Storage) > 0 {
+				rules = append(rules, RuleStorageShrink)
+			}
+			have, _ := spec.ParseRelease(o.StatefulSet.Version, 2)
+			want := d.Spec.Version.Parse()
+			switch {
+			case want.Major < have.Major:
+				rules = append(rules, RulePostgresMajorDowngrade)
+			case want.Major > have.Major && d.Spec.Backup == nil:
+				rules = append(rules, RulePostgresMajorNeedsBackup)
+			}
+		}
+	}
+	slices.Sort(rules)
+	return rules
+}
+
+// converge plans and applies steps until the plan is empty, checking the
+// invariants at every state, and returns how many steps it took.
+func converge(t *testing.T, c convergenceCase) int {
+	state := c.observed
+	for n := 0; n < 200; n++ {
+		p := PlanCluster(c.desired, state, nil)
+		switch p.Status {
+		case plan.StatusConverged:
+			checkConverged(t, c.desired, state)
+			return n
+		case plan.StatusRefused:
+			got := refusalRules(p)
+			slices.Sort(got)
+			if n > 0 || !slices.Equal(got, expectedRefusals(c)) {
+				t.Fatalf("after %d steps refused %v, want %v", n, got, expectedRefusals(c))
+			}
+			return n
+		case plan.StatusWaiting:
+			t.Fatalf("after %d steps the plan waits on a settled state: %v", n, p.Waiting)
+		}
+		if n == 0 && len(expectedRefusals(c)) > 0 {
+			t.Fatalf("planned %v but expected refusals %v", stepIDs(p), expectedRefusals(c))
+		}
+		s := p.Steps[0]
+		checkPartial(t, c.desired, state, s)
+		next := apply(t, state, c.desired, s)
+		if err := checkInvariants(state, s, next); err != nil {
+			t.Fatalf("step %d %s: %v", n, s.ID, err)
+		}
+		// The rest of the plan is what the next plan says: step IDs are
+		// stable as the cluster moves along.
+		if again := PlanCluster(c.desired, next, nil); !slices.Equal(stepIDs(again), stepIDs(p)[1:]) {
+			t.Fatalf("after %s the plan changed:\n was  %v\n now  %v", s.ID, stepIDs(p)[1:], stepIDs(again))
+		}
+		state = next
+	}
+	t.Fatal("no convergence after 200 steps")
+	return 0
+}
+
+// checkPartial: right after a step was synced, the planner waits for it or
+// plans the same step again; it never stacks another change on top.
+func checkPartial(t *testing.T, desired spec.Cluster, state *live.Cluster, s plan.Step) {
+	mid := applyPartial(state, s)
+	if mid == nil {
+		return
+	}
+	p := PlanCluster(desired, mid, nil)
+	if p.Status != plan.StatusWaiting && (len(p.Steps) == 0 || p.Steps[0].ID != s.ID) {
+		t.Fatalf("half-way through %s the plan is %s %v", s.ID, p.Status, stepIDs(p))
+	}
+}
+
+func checkConverged(t *testing.T, desired spec.Cluster, c *live.Cluster) {
+	t.Helper()
+	want := desired.Common()
+	size := 0
+	switch d := desired.(type) {
+	case *spec.EtcdCluster:
+		size = d.Spec.Size
+	case *spec.PostgresCluster:
+		size = d.Spec.Instances
+		if c.SynchronousStandbys != d.Spec.SynchronousStandbys {
+			t.Errorf("converged with %d synchronous standbys, want %d", c.SynchronousStandbys, d.Spec.SynchronousStandbys)
+		}
+	}
+	if len(c.Members) != size || c.StatefulSet.Replicas != size {
+		t.Errorf("converged with %d members, want %d", len(c.Members), size)
+	}
+	for _, m := range c.Members {
+		if m.Version != want.Version || !m.Ready {
+			t.Errorf("converged with %+v, want version %s", m, want.Version)
+		}
+	}
+	if spec.Quantity(c.Storage).Cmp(want.Storage) != 0 {
+		t.Errorf("converged with storage %s, want %s", c.Storage, want.Storage)
+	}
+	if !equalBackup(observedBackup(c.Backup), backupSettings(want.Backup)) {
+		t.Errorf("converged with backup %+v, want %+v", c.Backup, want.Backup)
+	}
+}
+
+func TestConvergence(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	gens := map[string]func(testing.TB, *rand.Rand) convergenceCase{"etcd": genEtcd, "postgres": genPostgres}
+	for _, kind := range []string{"etcd", "postgres"} {
+		steps := 0
+		for i := range 400 {
+			c := gens[kind](t, r)
+			t.Run(fmt.Sprintf("%s/%d", kind, i), func(t *testing.T) {
+				defer func() {
+					if t.Failed() {
+						t.Log(c)
+					}
+				}()
+				steps += converge(t, c)
+			})
+		}
+		t.Logf("%s: 400 cases converged in %d steps", kind, steps)
+	}
+}
+
+// TestFailoverIsNotFought: after the runtime fails over at any point of a
+// plan, the planner goes on from the new primary and still converges.
+func TestFailoverIsNotFought(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 200 {
+		c := genPostgres(t, r)
+		if c.observed == nil || len(expectedRefusals(c)) > 0 || len(c.observed.Members) < 2 {
+			continue
+		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			state := clone(c.observed)
+			n := len(state.Members)
+			next := (primaries(state)[0] + 1 + r.IntN(n-1)) % n
+			for j := range state.Members {
+				state.Members[j].Role = settledRole(spec.PostgresKind, j, next)
+			}
+			converge(t, convergenceCase{desired: c.desired, observed: state})
+		})
+	}
+}

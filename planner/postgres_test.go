@@ -1,0 +1,171 @@
+package planner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+)
+
+const withBackup = "backup: {schedule: '0 2 * * *', storageLocation: 's3://bkp/pg'}"
+
+func pgBacked(c *live.Cluster) *live.Cluster {
+	c.Backup = &live.Backup{Schedule: "0 2 * * *", TimeZone: "UTC", StorageLocation: "s3://bkp/pg"}
+	return c
+}
+
+func TestPostgresPlans(t *testing.T) {
+	runCases(t, []planCase{
+		{name: "create from nothing", desired: pgSpec(t, 3, "14.5"), status: plan.StatusPlanned, steps: []string{"create"}},
+		{name: "converged", desired: pgSpec(t, 3, "14.5"), observed: pgLive(3, "14.5", 0), status: plan.StatusConverged},
+		{
+			name: "a failover is not fought: the new primary stays", desired: pgSpec(t, 3, "14.5"), observed: pgLive(3, "14.5", 2),
+			status: plan.StatusConverged,
+		},
+		{
+			name: "scale out adds replicas one at a time", desired: pgSpec(t, 5, "14.5"), observed: pgLive(3, "14.5", 0),
+			status: plan.StatusPlanned, steps: []string{"pg-add-3", "pg-add-4"},
+			check: func(t *testing.T, p plan.Plan) {
+				if !hasGate(p.Steps[0], plan.GateReplicaStreaming, plan.After) || p.Steps[0].Params.PostgresAddReplica.Replicas != 4 {
+					t.Errorf("%+v", p.Steps[0])
+				}
+			},
+		},
+		{
+			name: "scale in never removes the primary: switchover first", desired: pgSpec(t, 1, "14.5"), observed: pgLive(3, "14.5", 2),
+			status: plan.StatusPlanned, steps: []string{"switchover-2-to-0", "scale-in-2", "scale-in-1"},
+			check: func(t *testing.T, p plan.Plan) {
+				sw := p.Steps[0].Params.PostgresSwitchover
+				if sw.From != "pg-2" || sw.To != "pg-0" || !p.Steps[0].Disruptive {
+					t.Errorf("%+v", p.Steps[0])
+				}
+			},
+		},
+		{
+			name: "minor upgrade: replicas first, switchover, old primary last", desired: pgSpec(t, 3, "14.9"), observed: pgLive(3, "14.5", 0),
+			status: plan.StatusPlanned, steps: []string{"upgrade-2-to-14.9", "upgrade-1-to-14.9", "switchover-0-to-1", "upgrade-0-to-14.9"},
+			check: func(t *testing.T, p plan.Plan) {
+				for _, s := range p.Steps {
+					if s.Kind == plan.UpgradeMember && (s.Disruptive || !s.Reversible) {
+						t.Errorf("%s: replica restarts are neither disruptive nor irreversible", s.ID)
+					}
+				}
+			},
+		},
+		{
+			name: "minor upgrade with the primary in the middle moves it to ordinal 0 first", desired: pgSpec(t, 3, "14.9"), observed: pgLive(3, "14.5", 1),
+			status: plan.StatusPlanned, steps: []string{"switchover-1-to-0", "upgrade-2-to-14.9", "upgrade-1-to-14.9", "switchover-0-to-1", "upgrade-0-to-14.9"},
+		},
+		{
+			name: "minor upgrade of a single instance is disruptive", desired: pgSpec(t, 1, "14.9"), observed: pgLive(1, "14.5", 0),
+			status: plan.StatusPlanned, steps: []string{"upgrade-0-to-14.9"},
+			check: func(t *testing.T, p plan.Plan) {
+				if !p.Steps[0].Disruptive || !hasGate(p.Steps[0], plan.GatePrimary, plan.After) {
+					t.Errorf("%+v", p.Steps[0])
+				}
+			},
+		},
+		{
+			name: "a single instance grows to 2 before a minor upgrade", desired: pgSpec(t, 3, "14.9"), observed: pgLive(1, "14.5", 0),
+			status: plan.StatusPlanned, steps: []string{"pg-add-1", "upgrade-1-to-14.9", "switchover-0-to-1", "upgrade-0-to-14.9", "pg-add-2"},
+		},
+		{
+			name: "major upgrade: fresh backup, offline pg_upgrade, replicas re-cloned", desired: pgSpec(t, 3, "15.4", withBackup), observed: pgBacked(pgLive(3, "14.5", 0)),
+			status: plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2"},
+			check: func(t *testing.T, p plan.Plan) {
+				m := p.Steps[1]
+				if m.Reversible || !m.Disruptive || !hasGate(m, plan.GateBackupFresh, plan.Before) {
+					t.Errorf("major step: %+v", m)
+				}
+				if !hasGate(p.Steps[0], plan.GateBackupFresh, plan.After) {
+					t.Error("the backup step must wait for a verified backup")
+				}
+				if !p.Steps[2].Params.PostgresAddReplica.Reclone || !strings.Contains(m.Rollback, "backup-before-15.4") {
+					t.Errorf("re-clone / rollback: %+v %q", p.Steps[2].Params.PostgresAddReplica, m.Rollback)
+				}
+			},
+		},
+		{
+			name: "major upgrade with the primary elsewhere switches to ordinal 0 first", desired: pgSpec(t, 2, "16.2", withBackup), observed: pgBacked(pgLive(3, "14.5", 2)),
+			status: plan.StatusPlanned, steps: []string{"backup-before-16.2", "switchover-2-to-0", "pg-major-upgrade-16.2", "pg-add-1"},
+		},
+		{
+			name: "major upgrade with synchronous standbys turns them off while re-cloning", desired: pgSpec(t, 3, "15.4", withBackup, "synchronousStandbys: 1"),
+			observed: with(pgBacked(pgLive(3, "14.5", 0)), func(c *live.Cluster) { c.SynchronousStandbys = 1 }),
+			status:   plan.StatusPlanned, steps: []string{"sync-standbys-0", "backup-before-15.4", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2", "sync-standbys-1"},
+		},
+		{name: "major upgrade without backups is refused", desired: pgSpec(t, 3, "15.4"), observed: pgLive(3, "14.5", 0), status: plan.StatusRefused, refusals: []string{RulePostgresMajorNeedsBackup}},
+		{name: "major downgrade is refused", desired: pgSpec(t, 3, "13.9", withBackup), observed: pgBacked(pgLive(3, "14.5", 0)), status: plan.StatusRefused, refusals: []string{RulePostgresMajorDowngrade}},
+		{name: "minor downgrade is allowed", desired: pgSpec(t, 1, "14.4"), observed: pgLive(1, "14.5", 0), status: plan.StatusPlanned, steps: []string{"upgrade-0-to-14.4"}},
+		{name: "storage shrink is refused", desired: pgSpec(t, 3, "14.5", "storage: 5Gi"), observed: pgLive(3, "14.5", 0), status: plan.StatusRefused, refusals: []string{RuleStorageShrink}},
+		{name: "storage grows", desired: pgSpec(t, 3, "14.5", "storage: 20Gi"), observed: pgLive(3, "14.5", 0), status: plan.StatusPlanned, steps: []string{"expand-storage-20gi"}},
+		{name: "instances 17 are refused", desired: pgSpec(t, 17, "14.5"), observed: pgLive(3, "14.5", 0), status: plan.StatusRefused, refusals: []string{RulePostgresInstancesRange}},
+		{name: "instances 0 are refused", desired: pgSpec(t, 0, "14.5"), status: plan.StatusRefused, refusals: []string{RulePostgresInstancesRange}},
+		{
+			name: "no primary: the runtime's failover is waited for", desired: pgSpec(t, 5, "14.5"),
+			observed: with(pgLive(3, "14.5", 0), func(c *live.Cluster) { c.Members[0].Role = live.RoleReplica }),
+			status:   plan.StatusWaiting, waiting: "fails over",
+		},
+		{
+			name: "two primaries: the runtime's fencing is waited for", desired: pgSpec(t, 3, "14.5"),
+			observed: with(pgLive(3, "14.5", 0), func(c *live.Cluster) { c.Members[1].Role = live.RolePrimary }),
+			status:   plan.StatusWaiting, waiting: "fences all but one",
+		},
+		{
+			name: "a replica not ready is waited for", desired: pgSpec(t, 3, "14.9"),
+			observed: with(pgLive(3, "14.5", 0), func(c *live.Cluster) { c.Members[2].Ready = false }),
+			status:   plan.StatusWaiting, waiting: "pg-2 is ready",
+		},
+		{
+			name: "a half-done minor upgrade is finished: switchover, then the old primary", desired: pgSpec(t, 3, "14.9"),
+			observed: with(pgLive(3, "14.9", 0), func(c *live.Cluster) {
+				c.StatefulSet.UpdatePartition = 1
+				c.Members[0].Version = "14.5"
+			}),
+			status: plan.StatusPlanned, steps: []string{"switchover-0-to-1", "upgrade-0-to-14.9"},
+		},
+		{
+			name: "after a failover to an upgraded replica mid-upgrade, only replicas remain", desired: pgSpec(t, 3, "14.9"),
+			observed: with(pgLive(3, "14.9", 2), func(c *live.Cluster) {
+				c.StatefulSet.UpdatePartition = 2
+				c.Members[0].Version, c.Members[1].Version = "14.5", "14.5"
+			}),
+			status: plan.StatusPlanned, steps: []string{"upgrade-1-to-14.9", "upgrade-0-to-14.9"},
+		},
+		{
+			name: "synchronous standbys go up at the end and down before a scale-in", desired: pgSpec(t, 2, "14.5", "synchronousStandbys: 1"),
+			observed: with(pgLive(4, "14.5", 0), func(c *live.Cluster) { c.SynchronousStandbys = 2 }),
+			status:   plan.StatusPlanned, steps: []string{"sync-standbys-1", "scale-in-3", "scale-in-2"},
+		},
+		{
+			name: "restarting the only synchronous standby is disruptive", desired: pgSpec(t, 2, "14.9", "synchronousStandbys: 1"),
+			observed: with(pgLive(2, "14.5", 0), func(c *live.Cluster) { c.SynchronousStandbys = 1 }),
+			status:   plan.StatusPlanned, steps: []string{"upgrade-1-to-14.9", "switchover-0-to-1", "upgrade-0-to-14.9"},
+			check: func(t *testing.T, p plan.Plan) {
+				if !p.Steps[0].Disruptive {
+					t.Error("commits wait while the only synchronous standby restarts")
+				}
+			},
+		},
+		{
+			name: "backups turned off", desired: pgSpec(t, 3, "14.5"), observed: pgBacked(pgLive(3, "14.5", 0)),
+			status: plan.StatusPlanned, steps: []string{"configure-backup"},
+			check: func(t *testing.T, p plan.Plan) {
+				if b := p.Steps[0].Params.ConfigureBackup; b.To != nil || b.From == nil {
+					t.Errorf("%+v", b)
+				}
+			},
+		},
+		{
+			name: "members on two majors need a person", desired: pgSpec(t, 3, "15.4", withBackup),
+			observed: with(pgBacked(pgLive(3, "15.4", 0)), func(c *live.Cluster) { c.StatefulSet.UpdatePartition, c.Members[1].Version = 2, "14.5" }),
+			status:   plan.StatusRefused, refusals: []string{RuleUnknownVersion},
+		},
+		{
+			name: "a major upgrade in flight is waited for", desired: pgSpec(t, 3, "15.4", withBackup),
+			observed: with(pgBacked(pgLive(1, "15.4", 0)), func(c *live.Cluster) { c.Members[0].Version, c.Members[0].Ready = "14.5", false }),
+			status:   plan.StatusWaiting, waiting: "pg-0 restarts at 15.4",
+		},
+	})
+}

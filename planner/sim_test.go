@@ -1,0 +1,262 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// The simulator plays the StatefulSet controller, the kubelet and the
+// runtime: it carries a step out on an observed state, either to the
+// settled end (apply) or to the moment right after the rendered change was
+// synced and before the pods caught up (applyPartial).
+
+func clone(c *live.Cluster) *live.Cluster {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.Members = slices.Clone(c.Members)
+	if c.Backup != nil {
+		b := *c.Backup
+		out.Backup = &b
+	}
+	return &out
+}
+
+func member(c *live.Cluster, ord int) *live.Member {
+	for i := range c.Members {
+		if c.Members[i].Ordinal() == ord {
+			return &c.Members[i]
+		}
+	}
+	return nil
+}
+
+func settledRole(kind string, ord, primary int) live.Role {
+	switch {
+	case kind == spec.EtcdKind && ord == primary:
+		return live.RoleLeader
+	case kind == spec.EtcdKind:
+		return live.RoleFollower
+	case ord == primary:
+		return live.RolePrimary
+	}
+	return live.RoleReplica
+}
+
+// apply carries a step out to its settled end.
+func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *live.Cluster {
+	t.Helper()
+	ref := desired.Ref()
+	if s.Kind == plan.CreateCluster {
+		p := s.Params.CreateCluster
+		out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Storage: p.Storage,
+			StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version}}
+		for i := range p.Members {
+			out.Members = append(out.Members, live.Member{Name: memberName(ref.Name, i), Version: p.Version, Ready: true, Role: settledRole(ref.Kind, i, 0)})
+		}
+		if b := backupSettings(desired.Common().Backup); b != nil {
+			out.Backup = &live.Backup{Schedule: b.Schedule, TimeZone: b.TimeZone, StorageLocation: b.StorageLocation, RetentionCount: b.RetentionCount, RetentionMaxAge: b.RetentionMaxAge}
+		}
+		if pg, ok := desired.(*spec.PostgresCluster); ok {
+			out.SynchronousStandbys = pg.Spec.SynchronousStandbys
+		}
+		return out
+	}
+	out := clone(c)
+	switch p := s.Params; s.Kind {
+	case plan.ConfigureBackup:
+		out.Backup = nil
+		if b := p.ConfigureBackup.To; b != nil {
+			out.Backup = &live.Backup{Schedule: b.Schedule, TimeZone: b.TimeZone, StorageLocation: b.StorageLocation, RetentionCount: b.RetentionCount, RetentionMaxAge: b.RetentionMaxAge}
+			if c.Backup != nil {
+				out.Backup.LastSuccessful = c.Backup.LastSuccessful
+			}
+		}
+	case plan.TakeBackup:
+		out.Backup.LastSuccessful, out.Backup.LastRequest = "2026-11-30T03:00:00Z", s.ID
+	case plan.ExpandStorage:
+		out.Storage = p.ExpandStorage.To
+	case plan.UpgradeMember:
+		u := p.UpgradeMember
+		out.StatefulSet.Version, out.StatefulSet.UpdatePartition = u.To, u.Partition
+		for ord := u.Partition; ord < len(out.Members); ord++ {
+			member(out, ord).Version = u.To
+		}
+	case plan.ScaleIn:
+		out.StatefulSet.Replicas = p.ScaleIn.Replicas
+		out.Members = out.Members[:p.ScaleIn.Replicas]
+	case plan.EtcdAddMember:
+		a := p.EtcdAddMember
+		out.StatefulSet.Replicas = a.Replicas
+		out.Members = append(out.Members, live.Member{Name: a.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleFollower})
+	case plan.EtcdRemoveMember:
+		m := member(out, p.EtcdRemoveMember.Ordinal)
+		if m.Role == live.RoleLeader {
+			member(out, 0).Role = live.RoleLeader
+		}
+		m.Role = live.RoleRemoved
+	case plan.PostgresAddReplica:
+		a := p.PostgresAddReplica
+		out.StatefulSet.Replicas = a.Replicas
+		out.Members = append(out.Members, live.Member{Name: a.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleReplica})
+	case plan.PostgresSwitchover:
+		for i := range out.Members {
+			switch out.Members[i].Name {
+			case p.PostgresSwitchover.From:
+				out.Members[i].Role = live.RoleReplica
+			case p.PostgresSwitchover.To:
+				out.Members[i].Role = live.RolePrimary
+			}
+		}
+	case plan.PostgresMajorUpgrade:
+		out.StatefulSet = live.StatefulSet{Replicas: 1, Version: p.PostgresMajorUpgrade.To}
+		out.Members = []live.Member{{Name: p.PostgresMajorUpgrade.Primary, Version: p.PostgresMajorUpgrade.To, Ready: true, Role: live.RolePrimary}}
+	case plan.PostgresSynchronousStandbys:
+		out.SynchronousStandbys = p.PostgresSynchronousStandbys.To
+	default:
+		t.Fatalf("simulator cannot apply %s", s.Kind)
+	}
+	return out
+}
+
+// applyPartial is the state right after a step's manifests were synced and
+// before the pods (or the runtime) caught up; nil when nothing in between
+// can be observed.
+func applyPartial(c *live.Cluster, s plan.Step) *live.Cluster {
+	out := clone(c)
+	switch p := s.Params; s.Kind {
+	case plan.UpgradeMember:
+		u := p.UpgradeMember
+		out.StatefulSet.Version, out.StatefulSet.UpdatePartition = u.To, u.Partition
+		member(out, u.Ordinal).Ready = false
+	case plan.ScaleIn:
+		out.StatefulSet.Replicas = p.ScaleIn.Replicas
+		member(out, p.ScaleIn.Ordinal).Ready = false
+	case plan.EtcdAddMember:
+		out.StatefulSet.Replicas = p.EtcdAddMember.Replicas
+		if p.EtcdAddMember.Learner {
+			out.Members = append(out.Members, live.Member{Name: p.EtcdAddMember.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleLearner})
+		}
+	case plan.PostgresAddReplica:
+		out.StatefulSet.Replicas = p.PostgresAddReplica.Replicas
+	case plan.PostgresMajorUpgrade:
+		out.StatefulSet = live.StatefulSet{Replicas: 1, Version: p.PostgresMajorUpgrade.To}
+		out.Members = []live.Member{{Name: p.PostgresMajorUpgrade.Primary, Version: p.PostgresMajorUpgrade.From, Ready: false, Role: live.RolePrimary}}
+	default:
+		return nil // the runtime acts, or nothing shows before the end
+	}
+	return out
+}
+
+func voters(c *live.Cluster) int {
+	n := 0
+	for _, m := range c.Members {
+		if m.IsVoter() {
+			n++
+		}
+	}
+	return n
+}
+
+func primaries(c *live.Cluster) []int {
+	var out []int
+	for _, m := range c.Members {
+		if m.Role == live.RolePrimary {
+			out = append(out, m.Ordinal())
+		}
+	}
+	return out
+}
+
+// checkInvariants holds for every step taken from a settled state.
+func checkInvariants(before *live.Cluster, s plan.Step, after *live.Cluster) error {
+	if before == nil {
+		return nil
+	}
+	if spec.Quantity(after.Storage).Cmp(spec.Quantity(before.Storage)) < 0 {
+		return fmt.Errorf("storage shrank from %s to %s", before.Storage, after.Storage)
+	}
+	if d := len(after.Members) - len(before.Members); (d > 1 || d < -1) && s.Kind != plan.PostgresMajorUpgrade {
+		return fmt.Errorf("%d members changed at once", d)
+	}
+	if before.Kind == spec.EtcdKind {
+		return checkEtcd(before, s, after)
+	}
+	return checkPostgres(before, s, after)
+}
+
+func checkEtcd(before *live.Cluster, s plan.Step, after *live.Cluster) error {
+	if d := voters(after) - voters(before); d > 1 || d < -1 {
+		return fmt.Errorf("%d voters changed at once", d)
+	}
+	// During the step: how many voters there are and how many are up.
+	n, up := voters(before), voters(before)
+	switch s.Kind {
+	case plan.UpgradeMember:
+		up--
+	case plan.EtcdAddMember:
+		if !s.Params.EtcdAddMember.Learner {
+			n++ // a new voter that has not started yet
+		}
+	case plan.EtcdRemoveMember:
+		if s.Params.EtcdRemoveMember.Ordinal == leaderOf(before) && !s.Params.EtcdRemoveMember.TransferLeadership {
+			up-- // an election follows
+		}
+	}
+	if up < n/2+1 && !s.Disruptive {
+		return fmt.Errorf("step %s loses quorum (%d of %d up) but is not marked disruptive", s.ID, up, n)
+	}
+	if u := s.Params.UpgradeMember; u != nil {
+		from, _ := spec.ParseRelease(u.From, 3)
+		to, _ := spec.ParseRelease(u.To, 3)
+		if to.Major != from.Major || to.Minor < from.Minor || to.Minor > from.Minor+1 {
+			return fmt.Errorf("step %s moves %s -> %s: not along one minor", s.ID, u.From, u.To)
+		}
+	}
+	return nil
+}
+
+func leaderOf(c *live.Cluster) int {
+	for _, m := range c.Members {
+		if m.Role == live.RoleLeader {
+			return m.Ordinal()
+		}
+	}
+	return -1
+}
+
+func checkPostgres(before *live.Cluster, s plan.Step, after *live.Cluster) error {
+	if p := primaries(after); len(p) != 1 {
+		return fmt.Errorf("after %s the primaries are %v", s.ID, p)
+	}
+	primary := primaries(before)[0]
+	switch s.Kind {
+	case plan.UpgradeMember:
+		u := s.Params.UpgradeMember
+		if u.Ordinal == primary && len(before.Members) > 1 {
+			return fmt.Errorf("step %s restarts the primary of a %d-member cluster", s.ID, len(before.Members))
+		}
+		from, _ := spec.ParseRelease(u.From, 2)
+		to, _ := spec.ParseRelease(u.To, 2)
+		if from.Major != to.Major {
+			return fmt.Errorf("step %s changes the major version in a rolling restart", s.ID)
+		}
+	case plan.ScaleIn:
+		if s.Params.ScaleIn.Ordinal == primary {
+			return fmt.Errorf("step %s removes the primary", s.ID)
+		}
+	case plan.PostgresMajorUpgrade:
+		from, _ := spec.ParseRelease(s.Params.PostgresMajorUpgrade.From, 2)
+		to, _ := spec.ParseRelease(s.Params.PostgresMajorUpgrade.To, 2)
+		if to.Major <= from.Major || s.Reversible {
+			return fmt.Errorf("step %s: major %s -> %s reversible=%v", s.ID, from, to, s.Reversible)
+		}
+	}
+	return nil
+}
