@@ -1,0 +1,59 @@
+package live
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestReadExample(t *testing.T) {
+	s, err := ReadFile("../../examples/fleet/live.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := s.Find("PostgresCluster", "my-production-db")
+	if pg == nil || len(pg.Members) != 2 || pg.Members[0].Role != RolePrimary || pg.Backup.LastSuccessful.Time().IsZero() {
+		t.Fatalf("%+v", pg)
+	}
+	if s.Find("EtcdCluster", "nope") != nil || (*Snapshot)(nil).Find("EtcdCluster", "x") != nil {
+		t.Error("Find of a missing cluster")
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	head := "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n"
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"wrong kind", "apiVersion: cairn.dev/v1alpha1\nkind: Other\n", `f.yaml:1:1: apiVersion and kind must be "cairn.dev/v1alpha1" and "LiveState"`},
+		{"unknown field", head + "- kind: EtcdCluster\n  name: e\n  sizes: 3\n", `f.yaml:6:3: clusters[0].sizes: unknown field "sizes"`},
+		{"unknown cluster kind", head + "- kind: Redis\n  name: r\n", `f.yaml:4:9: clusters[0].kind: unknown kind "Redis"`},
+		{"bad member name", head + "- kind: EtcdCluster\n  name: e\n  members:\n  - {name: x-0, role: leader}\n", `f.yaml:7:12: clusters[0].members[0].name: member "x-0" must be named e-<ordinal>`},
+		{"role of the other kind", head + "- kind: EtcdCluster\n  name: e\n  members:\n  - {name: e-0, role: primary}\n", `clusters[0].members[0].role: role "primary" is not one of`},
+		{"duplicate member", head + "- kind: EtcdCluster\n  name: e\n  members:\n  - {name: e-0, role: leader}\n  - {name: e-0, role: follower}\n", `member e-0 is listed twice`},
+		{"duplicate cluster", head + "- {kind: EtcdCluster, name: e}\n- {kind: EtcdCluster, name: e}\n", `cluster EtcdCluster/e is listed twice`},
+		{"bad time", head + "- kind: EtcdCluster\n  name: e\n  backup: {lastSuccessful: yesterday}\n", `f.yaml:6:28: clusters[0].backup.lastSuccessful: must be an RFC 3339 time`},
+		{"bad quantity", head + "- {kind: EtcdCluster, name: e, storage: lots}\n", `clusters[0].storage: must be a Kubernetes quantity`},
+		{"negative replicas", head + "- {kind: EtcdCluster, name: e, statefulSet: {replicas: -1}}\n", `replicas and updatePartition must not be negative`},
+		{"two documents", head + "---\n" + head, `exactly one document, found 2`},
+		{"not yaml", "a: [", `f.yaml:1:1: invalid YAML`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode("f.yaml", []byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMembersAreSortedByOrdinal(t *testing.T) {
+	doc := "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  members:\n  - {name: e-10, role: follower}\n  - {name: e-2, role: leader}\n"
+	s, err := Decode("f.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Clusters[0].Members[0].Name != "e-2" {
+		t.Errorf("%+v", s.Clusters[0].Members)
+	}
+}

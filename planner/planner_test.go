@@ -1,0 +1,125 @@
+package planner
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/policies"
+)
+
+func snapshot(cs ...*live.Cluster) *live.Snapshot {
+	s := &live.Snapshot{APIVersion: live.APIVersion, Kind: live.Kind}
+	for _, c := range cs {
+		s.Clusters = append(s.Clusters, *c)
+	}
+	return s
+}
+
+func TestPlanIsDeterministic(t *testing.T) {
+	desired := []spec.Cluster{etcdSpec(t, 5, "3.5.21"), pgSpec(t, 3, "14.9")}
+	observed := snapshot(pgLive(3, "14.5", 1), etcdLive(3, "3.4.37", 2))
+	first, err := Plan(desired, observed, nil).EncodeJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		slices.Reverse(desired)
+		slices.Reverse(observed.Clusters)
+		again, _ := Plan(desired, observed, nil).EncodeJSON()
+		if !bytes.Equal(first, again) {
+			t.Fatalf("plans differ between runs:\n%s\n%s", first, again)
+		}
+	}
+}
+
+func TestPlanOrdersByNameAndRefusesToDeleteOrphans(t *testing.T) {
+	gone := pgLive(2, "14.5", 0)
+	gone.Name = "aaa-gone"
+	gone.Members[0].Name, gone.Members[1].Name = "aaa-gone-0", "aaa-gone-1"
+	l := Plan([]spec.Cluster{pgSpec(t, 3, "14.5"), etcdSpec(t, 3, "3.5.21")}, snapshot(gone), nil)
+	var names []string
+	for _, p := range l.Plans {
+		names = append(names, p.Cluster.Name)
+	}
+	if !slices.Equal(names, []string{"aaa-gone", "e", "pg"}) {
+		t.Fatalf("plans for %v", names)
+	}
+	if p := l.Plans[0]; p.Status != plan.StatusRefused || p.Refusals[0].Rule != RuleSpecRemoved || len(p.Steps) != 0 {
+		t.Errorf("orphan plan: %+v", p)
+	}
+}
+
+func TestFingerprintsAndIDs(t *testing.T) {
+	a := PlanCluster(etcdSpec(t, 5, "3.5.21"), etcdLive(3, "3.5.21", 0), nil)
+	b := PlanCluster(etcdSpec(t, 5, "3.5.21"), etcdLive(3, "3.5.21", 1), nil)
+	if a.SpecFingerprint != b.SpecFingerprint || a.ObservedFingerprint == b.ObservedFingerprint {
+		t.Error("the observed fingerprint follows the observed state, the spec fingerprint the spec")
+	}
+	if a.ID != b.ID {
+		t.Error("the same change planned against a different leader keeps its plan ID")
+	}
+	c := PlanCluster(etcdSpec(t, 7, "3.5.21"), etcdLive(3, "3.5.21", 0), nil)
+	if c.ID == a.ID || c.SpecFingerprint == a.SpecFingerprint {
+		t.Error("a different spec gives a different plan")
+	}
+	if !strings.HasPrefix(a.SpecFingerprint, "sha256:") || len(a.ID) != 12 {
+		t.Errorf("fingerprint %q id %q", a.SpecFingerprint, a.ID)
+	}
+}
+
+// holdDisruptive holds every disruptive step, as a maintenance-window
+// policy outside its window would.
+type holdDisruptive struct{}
+
+func (holdDisruptive) Name() string { return "hold-disruptive" }
+func (holdDisruptive) Evaluate(in policies.Input) plan.Decision {
+	if in.Step.Disruptive {
+		return plan.Decision{Verdict: plan.Hold, Reason: "outside the window"}
+	}
+	return plan.Decision{}
+}
+
+type denyAll struct{}
+
+func (denyAll) Name() string { return "deny-all" }
+func (denyAll) Evaluate(policies.Input) plan.Decision {
+	return plan.Decision{Verdict: plan.Deny, Reason: "frozen"}
+}
+
+func TestPoliciesDecideOnEachStep(t *testing.T) {
+	p := PlanCluster(pgSpec(t, 3, "14.9"), pgLive(3, "14.5", 0), policies.Set{denyAll{}, holdDisruptive{}})
+	for _, s := range p.Steps {
+		want := []string{"deny-all"}
+		if s.Disruptive {
+			want = append(want, "hold-disruptive")
+		}
+		var got []string
+		for _, d := range s.Decisions {
+			got = append(got, d.Policy)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: decisions %v, want %v", s.ID, got, want)
+		}
+	}
+	if p.Status != plan.StatusPlanned || len(p.Steps) != 4 {
+		t.Errorf("policies decide on steps; they do not remove them: %s %v", p.Status, stepIDs(p))
+	}
+}
+
+func TestJSONShape(t *testing.T) {
+	l := Plan([]spec.Cluster{etcdSpec(t, 3, "3.5.21")}, snapshot(etcdLive(3, "3.5.21", 0)), nil)
+	data, err := l.EncodeJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"plans": [`, `"steps": []`, `"refusals": []`, `"status": "Converged"`, `"apiVersion": "etcd.database.coreos.com/v1beta2"`} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("JSON lacks %s:\n%s", want, data)
+		}
+	}
+}
