@@ -15,19 +15,21 @@ import (
 // that run but have no spec any more get a plan that refuses to delete
 // them. Plans are ordered by cluster name.
 func Plan(desired []spec.Cluster, observed *live.Snapshot, pols policies.Set) plan.List {
-	var out plan.List
-	names := map[string]bool{}
-	for _, c := range desired {
-		names[c.Ref().Kind+"/"+c.Ref().Name] = true
-		out.Plans = append(out.Plans, planCluster(c, observed.Find(c.Ref().Kind, c.Ref().Name), pols))
-	}
+	running := map[string]*live.Cluster{}
 	if observed != nil {
 		for i := range observed.Clusters {
 			o := &observed.Clusters[i]
-			if !names[o.Kind+"/"+o.Name] {
-				out.Plans = append(out.Plans, orphan(o))
-			}
+			running[o.Kind+"/"+o.Name] = o
 		}
+	}
+	out := plan.List{Plans: make([]plan.Plan, 0, len(desired))}
+	for _, c := range desired {
+		key := c.Ref().Kind + "/" + c.Ref().Name
+		out.Plans = append(out.Plans, planCluster(c, running[key], pols))
+		delete(running, key)
+	}
+	for _, o := range running {
+		out.Plans = append(out.Plans, orphan(o))
 	}
 	sortPlans(out.Plans)
 	return out

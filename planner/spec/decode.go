@@ -20,6 +20,10 @@ type ErrorList = strictyaml.ErrorList
 // Limits bound the size and shape of an accepted file.
 var Limits = strictyaml.DefaultLimits
 
+// maxFileErrors is how many problems of one file are worth reading; past
+// it, Decode stops at the next document.
+const maxFileErrors = 100
+
 // kinds maps each served kind to its apiVersion and a constructor.
 var kinds = map[string]struct {
 	apiVersion string
@@ -45,6 +49,11 @@ func Decode(file string, data []byte) ([]Cluster, error) {
 	docs, errs := strictyaml.Parse(file, data, Limits)
 	var out []Cluster
 	for _, doc := range docs {
+		if len(errs) >= maxFileErrors {
+			errs = append(errs, &Error{File: file, Line: doc.Root.Line, Col: doc.Root.Column,
+				Msg: fmt.Sprintf("more than %d problems in this file; stopping here", maxFileErrors)})
+			break
+		}
 		c, derrs := decodeDoc(doc)
 		errs = append(errs, derrs...)
 		if len(derrs) == 0 {
@@ -89,11 +98,16 @@ func decodeDoc(doc strictyaml.Document) (Cluster, ErrorList) {
 	return c, nil
 }
 
-// field returns the value node of key in a mapping, or nil.
+// field returns the value node of key in a mapping, or nil. An alias is
+// resolved once, as the decoder would.
 func field(m *yaml.Node, key string) *yaml.Node {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Kind == yaml.ScalarNode && m.Content[i].Value == key {
-			return m.Content[i+1]
+			n := m.Content[i+1]
+			if n.Kind == yaml.AliasNode && n.Alias != nil {
+				n = n.Alias
+			}
+			return n
 		}
 	}
 	return nil

@@ -18,7 +18,8 @@ type Layout struct {
 	// "clusters".
 	SpecsDir string
 	// RenderedDir is cairn's output; it is never read as specs, even when
-	// it lies under SpecsDir. Default "rendered".
+	// it lies under SpecsDir, and no folder of the same name below SpecsDir
+	// is either. Default "rendered".
 	RenderedDir string
 }
 
@@ -46,17 +47,19 @@ func LoadRepo(repo string, l Layout) ([]Cluster, error) {
 	defer root.Close()
 	fsys := root.FS()
 	if _, err := fs.Stat(fsys, specs); err != nil {
-		return nil, fmt.Errorf("specs dir %s: %w", filepath.Join(repo, specs), err)
+		return nil, fmt.Errorf("specs dir %s: %w", filepath.Join(repo, specs), bare(err))
 	}
 	var files []string
 	err = fs.WalkDir(fsys, specs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (p == rendered || strings.HasPrefix(d.Name(), ".") && p != specs) {
+		// Skip the rendered dir, any folder of the same name below the specs
+		// (as LoadPaths, and so `cairn validate`, does) and hidden folders.
+		if d.IsDir() && p != specs && (p == rendered || d.Name() == path.Base(rendered) || strings.HasPrefix(d.Name(), ".")) {
 			return fs.SkipDir
 		}
-		if d.Type().IsRegular() && isYAML(p) {
+		if isSpecFile(d, p) {
 			files = append(files, p)
 		}
 		return nil
@@ -88,7 +91,7 @@ func LoadPaths(paths []string) ([]Cluster, error) {
 			if d.IsDir() && fp != p && (d.Name() == DefaultLayout.RenderedDir || strings.HasPrefix(d.Name(), ".")) {
 				return fs.SkipDir
 			}
-			if d.Type().IsRegular() && isYAML(fp) {
+			if isSpecFile(d, fp) {
 				files = append(files, fp)
 			}
 			return nil
@@ -103,6 +106,14 @@ func LoadPaths(paths []string) ([]Cluster, error) {
 type osFS struct{}
 
 func (osFS) Open(name string) (fs.File, error) { return os.Open(name) }
+
+// isSpecFile reports whether a walked entry is read as a spec: a YAML file,
+// or a symlink named like one. Symlinks are followed when read (inside the
+// repo only, for LoadRepo) rather than skipped, so a linked spec is never
+// silently missing from the desired state.
+func isSpecFile(d fs.DirEntry, p string) bool {
+	return (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) && isYAML(p)
+}
 
 func isYAML(p string) bool {
 	ext := strings.ToLower(path.Ext(p))
@@ -153,6 +164,16 @@ func loadFiles(fsys fs.FS, base string, files []string) ([]Cluster, error) {
 // readLimited reads a file but refuses one over the size limit without
 // reading it whole.
 func readLimited(fsys fs.FS, name string) ([]byte, error) {
+	info, err := fs.Stat(fsys, name) // follows a symlink, without blocking on a FIFO
+	if err != nil {
+		if li, lerr := fs.Lstat(fsys, name); lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("symlink cannot be followed: %w", bare(err))
+		}
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", info.Mode().Type())
+	}
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
@@ -166,4 +187,15 @@ func readLimited(fsys fs.FS, name string) ([]byte, error) {
 		return nil, fmt.Errorf("file is larger than the %d-byte limit", Limits.MaxBytes)
 	}
 	return data, nil
+}
+
+// bare drops the operation and path of a *fs.PathError, whose path the
+// caller already shows and whose operation ("statat") means nothing to a
+// reader.
+func bare(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

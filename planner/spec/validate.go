@@ -77,13 +77,19 @@ func (v *validator) required(rv reflect.Value, path string) {
 		if path != "" {
 			p = path + "." + name
 		}
+		required := slices.Contains(strings.Split(f.Tag.Get("schema"), ","), "required")
 		if !v.src.Has(p) {
-			if slices.Contains(strings.Split(f.Tag.Get("schema"), ","), "required") {
+			if required {
 				v.fail(path, "missing required field %q", name)
 			}
 			continue
 		}
 		fv := rv.Field(i)
+		if required && fv.IsZero() && (fv.Kind() == reflect.String || fv.Kind() == reflect.Pointer) {
+			// Written, but null or "": the decoder leaves it unset.
+			v.fail(p, "required; it cannot be empty")
+			continue
+		}
 		if fv.Kind() == reflect.Pointer && !fv.IsNil() {
 			fv = fv.Elem()
 		}
@@ -105,7 +111,7 @@ func (v *validator) meta(m ObjectMeta) {
 		}
 	}
 	for _, k := range sortedKeys(m.Labels) {
-		p := "metadata.labels." + k
+		p := strictyaml.MapPath("metadata.labels", k)
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			v.fail(p, "label key %s is not valid: %s", strictyaml.Quote(k), errs[0])
 		}
@@ -131,10 +137,10 @@ func (v *validator) postgres(s PostgresSpec) {
 		return
 	}
 	for _, name := range sortedKeys(s.PostgreSQL.Parameters) {
-		p := "spec.postgresql.parameters." + name
+		p := strictyaml.MapPath("spec.postgresql.parameters", name)
 		switch {
 		case !paramNameRE.MatchString(name):
-			v.fail("spec.postgresql.parameters", "%s is not a PostgreSQL parameter name (lowercase letters, digits and _, e.g. max_connections)", strictyaml.Quote(name))
+			v.fail(p, "%s is not a PostgreSQL parameter name (lowercase letters, digits and _, e.g. max_connections)", strictyaml.Quote(name))
 		case slices.Contains(managedParameters, name):
 			v.fail(p, "%s is managed by cairn and cannot be set here", name)
 		}

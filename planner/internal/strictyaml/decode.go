@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,7 +76,20 @@ type decoder struct {
 	aborted bool
 }
 
+// maxErrors bounds the problems reported for one document: past it, a
+// hostile file would cost more to describe than to read.
+const maxErrors = 100
+
 func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
+	if d.aborted {
+		return
+	}
+	if len(d.errs) >= maxErrors {
+		d.errs = append(d.errs, &Error{File: d.file, Line: n.Line, Col: n.Column, Path: path,
+			Msg: fmt.Sprintf("more than %d problems in this document; stopping here", maxErrors)})
+		d.aborted = true
+		return
+	}
 	d.errs = append(d.errs, &Error{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -169,7 +183,14 @@ func (d *decoder) scalar(n *yaml.Node, path, tag, want string) (string, bool) {
 	return "", false
 }
 
+var digitsRE = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
+
 func (d *decoder) intValue(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" && digitsRE.MatchString(n.Value) {
+		// Too large for 64 bits, so the YAML library resolved it as a float.
+		d.fail(n, path, "%s is out of range", Quote(n.Value))
+		return
+	}
 	s, ok := d.scalar(n, path, "!!int", "a whole number")
 	if !ok {
 		return
@@ -218,7 +239,7 @@ func (d *decoder) mapValue(n *yaml.Node, v reflect.Value, path string, depth int
 	}
 	d.pairs(n, path, func(key string, kn, vn *yaml.Node) {
 		elem := reflect.New(v.Type().Elem()).Elem()
-		p := mapPath(path, key)
+		p := MapPath(path, key)
 		d.value(vn, elem, p, depth+1)
 		v.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), elem)
 	})
@@ -299,7 +320,9 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func mapPath(path, key string) string {
+// MapPath returns the field path of key within the map at path, as errors
+// and Positions spell it: path.key for plain keys, path["key"] otherwise.
+func MapPath(path, key string) string {
 	if key != "" && strings.IndexFunc(key, func(r rune) bool {
 		return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
 	}) < 0 {
