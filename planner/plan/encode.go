@@ -8,13 +8,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// MarshalJSON encodes a list with two-space indentation and a final newline.
-// Empty step and refusal lists are written as [] so readers need not treat
-// null specially.
-func (l List) MarshalJSON() ([]byte, error) {
-	type list List
-	norm := l
-	norm.Plans = make([]Plan, len(l.Plans))
+// normalized returns a copy of the list whose empty step, gate and
+// refusal lists are empty arrays, so readers need not treat null specially.
+func (l List) normalized() List {
+	out := List{Plans: make([]Plan, len(l.Plans))}
 	for i, p := range l.Plans {
 		if p.Steps == nil {
 			p.Steps = []Step{}
@@ -22,36 +19,35 @@ func (l List) MarshalJSON() ([]byte, error) {
 		if p.Refusals == nil {
 			p.Refusals = []Refusal{}
 		}
-		for j := range p.Steps {
-			if p.Steps[j].Gates == nil {
-				p.Steps[j].Gates = []Gate{}
+		steps := make([]Step, len(p.Steps))
+		for j, s := range p.Steps {
+			if s.Gates == nil {
+				s.Gates = []Gate{}
 			}
+			steps[j] = s
 		}
-		norm.Plans[i] = p
+		p.Steps = steps
+		out.Plans[i] = p
 	}
-	if norm.Plans == nil {
-		norm.Plans = []Plan{}
-	}
-	return json.Marshal(list(norm))
+	return out
 }
 
-// EncodeJSON writes the list as indented JSON.
+// EncodeJSON writes the list as JSON with two-space indentation and a
+// final newline, without HTML escaping ("->" stays "->").
 func (l List) EncodeJSON() ([]byte, error) {
-	data, err := json.Marshal(l)
-	if err != nil {
-		return nil, err
-	}
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, data, "", "  "); err != nil {
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(l.normalized()); err != nil {
 		return nil, err
 	}
-	buf.WriteByte('\n')
 	return buf.Bytes(), nil
 }
 
 // EncodeYAML writes the list as YAML, with the same field names as JSON.
 func (l List) EncodeYAML() ([]byte, error) {
-	data, err := json.Marshal(l)
+	data, err := l.EncodeJSON()
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func cairn(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/cairn -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (go test ./cmd/cairn -update):\n%s", name, got)
+	}
+}
+
+func TestPlanExample(t *testing.T) {
+	for _, format := range []string{"table", "json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			code, out, errOut := cairn(t, "plan", "--repo", "../../examples/fleet", "--live", "../../examples/fleet/live.yaml", "-o", format)
+			if code != exitOK || errOut != "" {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			golden(t, "plan-fleet."+format, out)
+		})
+	}
+}
+
+func TestPlanWithoutLiveCreates(t *testing.T) {
+	code, out, _ := cairn(t, "plan", "--repo", "../../examples/fleet")
+	if code != exitOK || strings.Count(out, "  create  ") != 2 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func writeRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const etcd8 = `apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata:
+  name: big
+spec:
+  size: 8
+  version: "3.5.21"
+`
+
+func TestExitCodes(t *testing.T) {
+	refused := writeRepo(t, map[string]string{"clusters/big.yaml": etcd8})
+	typo := writeRepo(t, map[string]string{"clusters/typo.yaml": strings.Replace(etcd8, "size: 8", "sise: 3", 1)})
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"refusal", []string{"plan", "--repo", refused}, exitRefusals, ""},
+		{"typo", []string{"plan", "--repo", typo}, exitInvalid, `clusters/typo.yaml:6:3: spec.sise: unknown field "sise" (did you mean "size"?)`},
+		{"bad output", []string{"plan", "--repo", refused, "-o", "xml"}, exitUsage, "-o must be table, json or yaml"},
+		{"no repo", []string{"plan"}, exitUsage, `required flag(s) "repo" not set`},
+		{"missing live", []string{"plan", "--repo", refused, "--live", "/nonexistent"}, exitInvalid, "read live state"},
+		{"validate ok", []string{"validate", "../../examples/fleet"}, exitOK, ""},
+		{"validate refusal", []string{"validate", refused}, exitInvalid, "big.yaml:6:9: spec.size: etcd size must be 1 to 7, got 8"},
+		{"validate typo", []string{"validate", filepath.Join(typo, "clusters", "typo.yaml")}, exitInvalid, `spec.sise: unknown field`},
+		{"validate nothing", []string{"validate"}, exitUsage, "requires at least 1 arg"},
+		{"unknown command", []string{"frobnicate"}, exitUsage, "unknown command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := cairn(t, tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.stderr) {
+				t.Fatalf("exit %d, want %d; stderr:\n%s\nwant it to contain %q", code, tc.code, errOut, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestRefusalIsShown(t *testing.T) {
+	repo := writeRepo(t, map[string]string{"clusters/big.yaml": etcd8})
+	_, out, _ := cairn(t, "plan", "--repo", repo)
+	if !strings.Contains(out, "refused (etcd-size-range): etcd size must be 1 to 7, got 8") {
+		t.Errorf("table output:\n%s", out)
+	}
+}
