@@ -1,0 +1,41 @@
+# cairn — build and test. `make test` runs every test; CI runs exactly that.
+
+GO       ?= go
+FUZZTIME ?= 20s
+PKGS     := ./...
+
+.PHONY: all build test vet fmt-check unit fuzz bench generate clean
+
+all: build
+
+build:
+	$(GO) build -o bin/cairn ./cmd/cairn
+
+## test: everything CI checks: formatting, vet, unit tests, a bounded fuzz run.
+test: fmt-check vet unit fuzz
+
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit:
+	$(GO) test -count=1 $(PKGS)
+
+## fuzz: a short, bounded run of the spec decoder fuzzer over the committed corpus.
+fuzz:
+	$(GO) test ./planner/spec -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+
+## bench: the planner benchmark (1,000 mixed clusters).
+bench:
+	$(GO) test ./planner -run '^$$' -bench . -benchmem
+
+## generate: rewrite generated files (JSON Schemas, reference page, golden outputs).
+generate:
+	$(GO) test ./planner/spec -run TestGenerated -update
+	$(GO) test ./cmd/cairn -update
+
+clean:
+	rm -rf bin
