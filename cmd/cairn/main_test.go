@@ -115,3 +115,27 @@ func TestRefusalIsShown(t *testing.T) {
 		t.Errorf("table output:\n%s", out)
 	}
 }
+
+func TestSchemaMatchesCommittedCopies(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := cairn(t, "schema", "--out", dir); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, name := range []string{"postgrescluster.json", "etcdcluster.json"} {
+		got, _ := os.ReadFile(filepath.Join(dir, name))
+		want, err := os.ReadFile(filepath.Join("../../docs/schemas", name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s differs from docs/schemas (make generate): %v", name, err)
+		}
+	}
+	code, out, _ := cairn(t, "schema", "EtcdCluster")
+	if code != exitOK || !strings.Contains(out, `"title": "EtcdCluster"`) {
+		t.Errorf("exit %d:\n%.200s", code, out)
+	}
+	if code, _, errOut := cairn(t, "schema"); code != exitUsage || !strings.Contains(errOut, "name a kind") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := cairn(t, "schema", "Redis"); code != exitUsage || !strings.Contains(errOut, `no schema for kind "Redis"`) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}

@@ -225,9 +225,18 @@ func TestDecodeDocuments(t *testing.T) {
 		{name: "empty file", in: "", check: wantClusters(0)},
 		{name: "only a separator", in: "---\n", check: wantClusters(0)},
 		{name: "only separators and comments", in: "---\n# x\n---\n", check: wantClusters(0)},
+		{name: "CRLF line endings", in: strings.ReplaceAll(pgHead+"---\n"+etcdHead, "\n", "\r\n"), check: wantClusters(2)},
+		{name: "byte order mark", in: "\ufeff" + pgHead, check: wantClusters(1)},
+		{name: "control character", in: sub(pgHead, `"db"`, "\"d\x1bb\""),
+			want: `f.yaml:4:11: file contains the control character U+001B; specs must be text`},
 		{name: "a list", in: "- a\n- b\n", want: `f.yaml:1:1: a cluster document must be a mapping with apiVersion, kind, metadata and spec`},
 		{name: "a scalar", in: "---\nhello\n", want: `f.yaml:2:1: a cluster document must be a mapping with apiVersion, kind, metadata and spec`},
-		{name: "syntax error", in: pgHead + "  x: [\n", want: `f.yaml:9:1: invalid YAML: did not find expected node content`},
+		{name: "syntax error at the end", in: pgHead + "  x: [\n", want: `f.yaml:9:1: invalid YAML: did not find expected node content`},
+		{name: "unclosed flow mapping", in: pg("  resources: {limits: {cpu: 1}", "  storageClass: x"),
+			want: `f.yaml:9:1: invalid YAML: did not find expected ',' or '}'`},
+		// The YAML library names the line where the enclosing mapping starts.
+		{name: "list item in a mapping", in: pg("  - x"), want: `f.yaml:6:1: invalid YAML: did not find expected key`},
+		{name: "syntax error on the first line", in: "kind: a: b\n", want: `f.yaml:1:1: invalid YAML: mapping values are not allowed in this context`},
 		{name: "tab indentation", in: pgHead + "\tx: 1\n", want: `f.yaml:9:1: invalid YAML: found character that cannot start any token`},
 	})
 }

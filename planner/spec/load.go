@@ -70,9 +70,10 @@ func LoadRepo(repo string, l Layout) ([]Cluster, error) {
 	return loadFiles(fsys, repo, files)
 }
 
-// LoadPaths reads the given files and directories (directories
-// recursively, skipping any folder named "rendered" and hidden folders),
-// as `cairn validate` does.
+// LoadPaths reads the given files and directories, as `cairn validate`
+// does. A directory with a clusters/ folder is read as a GitOps repo (its
+// specs only); any other directory is searched recursively for YAML files,
+// skipping folders named "rendered" and hidden folders.
 func LoadPaths(paths []string) ([]Cluster, error) {
 	var files []string
 	for _, p := range paths {
@@ -83,6 +84,9 @@ func LoadPaths(paths []string) ([]Cluster, error) {
 		if !info.IsDir() {
 			files = append(files, p)
 			continue
+		}
+		if st, err := os.Stat(filepath.Join(p, DefaultLayout.SpecsDir)); err == nil && st.IsDir() {
+			p = filepath.Join(p, DefaultLayout.SpecsDir)
 		}
 		err = filepath.WalkDir(p, func(fp string, d fs.DirEntry, err error) error {
 			if err != nil {

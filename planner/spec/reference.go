@@ -136,7 +136,7 @@ func writeErrors(b *bytes.Buffer) {
 	b.WriteString("Unknown fields (with a suggestion for a misspelt one), wrong types, duplicate keys, ")
 	b.WriteString("YAML merge keys (`<<`), unquoted versions, bad names, versions cairn cannot run, ")
 	b.WriteString("bad cron expressions, quantities, durations, time zones and storage locations are errors. ")
-	b.WriteString("A field written as null or left empty counts as not written. ")
+	b.WriteString("A field written as null or left empty counts as not written, so a required one is an error. ")
 	b.WriteString("Versions must be quoted: unquoted, `14.10` would be read as the number 14.1. For example:\n\n```\n")
 	for _, ex := range errorExamples {
 		doc := strings.Replace(ReferenceDocuments[ex.kind], ex.old, ex.new, 1)

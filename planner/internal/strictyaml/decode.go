@@ -99,8 +99,10 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string, depth int) {
 	if d.aborted {
 		return
 	}
-	for n.Kind == yaml.AliasNode {
-		if n.Alias == nil || depth > d.lim.MaxDepth {
+	// An alias counts as a level, so a self-referencing anchor ends at the
+	// depth limit below.
+	for n.Kind == yaml.AliasNode && depth <= d.lim.MaxDepth {
+		if n.Alias == nil {
 			d.fail(n, path, "alias cannot be resolved")
 			return
 		}
@@ -195,14 +197,11 @@ func (d *decoder) intValue(n *yaml.Node, v reflect.Value, path string) {
 	if !ok {
 		return
 	}
-	var i int64
-	if err := n.Decode(&i); err != nil {
-		d.fail(n, path, "must be a whole number, got %s", Quote(s))
-		return
-	}
 	// Every count in cairn's documents fits in 32 bits; anything larger is a
-	// typo or an attack, and refusing it keeps planning bounded.
-	if i > math.MaxInt32 || i < math.MinInt32 {
+	// typo or an attack, and refusing it keeps planning bounded. An !!int
+	// fails to decode only when it overflows 64 bits.
+	var i int64
+	if err := n.Decode(&i); err != nil || i > math.MaxInt32 || i < math.MinInt32 {
 		d.fail(n, path, "%s is out of range", Quote(s))
 		return
 	}
@@ -265,27 +264,30 @@ func (d *decoder) sliceValue(n *yaml.Node, v reflect.Value, path string, depth i
 func (d *decoder) pairs(n *yaml.Node, path string, fn func(key string, kn, vn *yaml.Node)) {
 	seen := make(map[string]int, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content) && !d.aborted; i += 2 {
-		kn, vn := n.Content[i], n.Content[i+1]
+		// at is where the key is written; kn is what it means, which for
+		// an alias is the anchored node elsewhere in the file.
+		at, vn := n.Content[i], n.Content[i+1]
+		kn := at
 		if kn.Kind == yaml.AliasNode && kn.Alias != nil {
 			kn = kn.Alias
 		}
 		switch {
 		case kn.Kind != yaml.ScalarNode:
-			d.fail(kn, path, "keys must be plain strings, got %s", describe(kn))
+			d.fail(at, path, "keys must be plain strings, got %s", describe(kn))
 			continue
 		case kn.ShortTag() == "!!merge":
-			d.fail(kn, path, "merge keys (<<) are not supported; write the fields out")
+			d.fail(at, path, "merge keys (<<) are not supported; write the fields out")
 			continue
 		case kn.ShortTag() != "!!str":
-			d.fail(kn, path, "keys must be strings, got %s", describe(kn))
+			d.fail(at, path, "keys must be strings, got %s", describe(kn))
 			continue
 		}
 		if first, dup := seen[kn.Value]; dup {
-			d.fail(kn, join(path, kn.Value), "duplicate key %s (first at line %d)", Quote(kn.Value), first)
+			d.fail(at, join(path, kn.Value), "duplicate key %s (first at line %d)", Quote(kn.Value), first)
 			continue
 		}
-		seen[kn.Value] = kn.Line
-		fn(kn.Value, kn, vn)
+		seen[kn.Value] = at.Line
+		fn(kn.Value, at, vn)
 	}
 }
 

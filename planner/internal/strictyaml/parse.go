@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -65,7 +66,7 @@ func Parse(file string, data []byte, lim Limits) (docs []Document, errs ErrorLis
 			return docs, nil
 		}
 		if err != nil {
-			return nil, ErrorList{syntaxError(file, err)}
+			return nil, ErrorList{syntaxError(file, data, err)}
 		}
 		if i >= lim.MaxDocuments {
 			return nil, ErrorList{{File: file, Line: n.Line, Col: n.Column, Msg: fmt.Sprintf("more than %d documents in one file", lim.MaxDocuments)}}
@@ -95,6 +96,8 @@ func checkBytes(file string, data []byte) *Error {
 			return &Error{File: file, Line: line, Col: col, Msg: "file is not valid UTF-8"}
 		case r == 0:
 			return &Error{File: file, Line: line, Col: col, Msg: "file contains a NUL byte; specs must be text"}
+		case !printable(r):
+			return &Error{File: file, Line: line, Col: col, Msg: fmt.Sprintf("file contains the control character %U; specs must be text", r)}
 		case r == '\n':
 			line, col = line+1, 1
 		default:
@@ -105,15 +108,58 @@ func checkBytes(file string, data []byte) *Error {
 	return nil
 }
 
+// printable reports whether YAML allows r in a file: the YAML library
+// refuses anything else, but without saying where.
+func printable(r rune) bool {
+	switch {
+	case r == '\t', r == '\n', r == '\r', r == 0x85:
+		return true
+	case r >= 0x20 && r <= 0x7e, r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd:
+		return true
+	}
+	return r >= 0x10000 && r <= 0x10ffff
+}
+
 var lineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-func syntaxError(file string, err error) *Error {
+// parserProblems are the messages of the YAML library's parser, as opposed
+// to its scanner. The library numbers the lines of parser errors from 0 and
+// those of scanner errors from 1, and names no line for either on the
+// first line (line 0 to it).
+var parserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
+
+func syntaxError(file string, data []byte, err error) *Error {
 	msg := err.Error()
 	if m := lineRE.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return &Error{File: file, Line: line, Col: 1, Msg: "invalid YAML: " + m[2]}
+		if parserProblems[m[2]] {
+			line++
+		}
+		// At the end of the stream the library points past the last line.
+		last := bytes.Count(data, []byte("\n"))
+		if !bytes.HasSuffix(data, []byte("\n")) {
+			last++
+		}
+		return &Error{File: file, Line: max(min(line, last), 1), Col: 1, Msg: "invalid YAML: " + m[2]}
 	}
-	return &Error{File: file, Msg: "invalid YAML: " + trimYAMLPrefix(msg)}
+	msg = trimYAMLPrefix(msg)
+	if strings.Contains(msg, "anchor") {
+		// Raised while resolving aliases, with no position at all.
+		return &Error{File: file, Msg: "invalid YAML: " + msg}
+	}
+	return &Error{File: file, Line: 1, Col: 1, Msg: "invalid YAML: " + msg}
 }
 
 func trimYAMLPrefix(s string) string {
