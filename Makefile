@@ -26,7 +26,7 @@ unit:
 
 ## fuzz: a short, bounded run of the spec decoder fuzzer over the committed corpus.
 fuzz:
-	$(GO) test ./planner/spec -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./planner/spec -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 
 ## bench: the planner benchmark (1,000 mixed clusters).
 bench:
