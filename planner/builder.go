@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
@@ -24,17 +26,26 @@ func (r *result) wait(g plan.Gate) {
 	r.waiting = append(r.waiting, g)
 }
 
-// add appends a step, keeping IDs unique within the plan.
+// add appends a step. Step IDs name what makes a step distinct, so they
+// are unique within a plan and stable across re-plans; a duplicate or an
+// invalid ID is a planner bug, and silently renaming it would hand the
+// publisher the ID of another (perhaps merged) step.
 func (r *result) add(s plan.Step) {
-	base, id := s.ID, s.ID
-	for n := 2; r.hasID(id); n++ {
-		id = fmt.Sprintf("%s-%d", base, n)
+	if !plan.ValidStepID(s.ID) || r.hasID(s.ID) {
+		panic(fmt.Sprintf("planner: step ID %q is invalid or not unique in %v", s.ID, r.ids()))
 	}
-	s.ID = id
 	if s.Gates == nil {
 		s.Gates = []plan.Gate{}
 	}
 	r.steps = append(r.steps, s)
+}
+
+func (r *result) ids() []string {
+	out := make([]string, len(r.steps))
+	for i, s := range r.steps {
+		out[i] = s.ID
+	}
+	return out
 }
 
 func (r *result) hasID(id string) bool {
@@ -51,8 +62,15 @@ func memberName(cluster string, ordinal int) string {
 	return fmt.Sprintf("%s-%d", cluster, ordinal)
 }
 
-// idPart lowercases a version or quantity for use in a step ID.
-func idPart(s string) string { return strings.ToLower(s) }
+// quantityID is a quantity in canonical form for a step ID: "20Gi" and
+// "21474836480" name the same size, and "+20Gi" the same as "20Gi".
+func quantityID(q spec.Quantity) string {
+	v, err := q.Parse()
+	if err != nil {
+		return strings.ToLower(string(q))
+	}
+	return strings.ToLower(resource.NewQuantity(v.Value(), resource.BinarySI).String())
+}
 
 func gate(kind plan.GateKind, when plan.Phase, desc string) plan.Gate {
 	return plan.Gate{Kind: kind, When: when, Description: desc}

@@ -46,7 +46,7 @@ func storageStep(r *result, c spec.Cluster, obs *live.Cluster) {
 		return
 	}
 	r.add(plan.Step{
-		ID:       "expand-storage-" + idPart(string(want)),
+		ID:       "expand-storage-" + quantityID(want),
 		Kind:     plan.ExpandStorage,
 		Summary:  fmt.Sprintf("Grow every member's volume from %s to %s (online PVC expansion)", obs.Storage, want),
 		Rollback: "Volumes cannot shrink. If the expansion fails, the PVCs keep their old size and report the error in their conditions; fix the StorageClass (allowVolumeExpansion) and re-sync.",
@@ -116,6 +116,10 @@ func equalBackup(a, b *plan.BackupSettings) bool {
 // rolled to the template's version. It reports whether anything is pending.
 func settle(r *result, obs *live.Cluster) bool {
 	sts := obs.StatefulSet
+	if sts.Replicas == 0 && len(obs.Members) == 0 {
+		r.wait(gate(plan.GateStatefulSetSettled, plan.Before, "the StatefulSet runs no pods (scaled to 0 by hand?); cairn plans nothing until its replicas are restored"))
+		return true
+	}
 	for i, m := range obs.Members {
 		if i != m.Ordinal() {
 			name := memberName(obs.Name, i)

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -137,15 +138,25 @@ func converge(t *testing.T, c convergenceCase) int {
 		if err := checkInvariants(state, s, next); err != nil {
 			t.Fatalf("step %d %s: %v", n, s.ID, err)
 		}
-		// The rest of the plan is what the next plan says: step IDs are
-		// stable as the cluster moves along.
-		if again := PlanCluster(c.desired, next, nil); !slices.Equal(stepIDs(again), stepIDs(p)[1:]) {
-			t.Fatalf("after %s the plan changed:\n was  %v\n now  %v", s.ID, stepIDs(p)[1:], stepIDs(again))
+		// The rest of the plan is what the next plan says: step IDs,
+		// parameters and flags are stable as the cluster moves along.
+		if again := PlanCluster(c.desired, next, nil); !slices.Equal(stepKeys(again.Steps), stepKeys(p.Steps[1:])) {
+			t.Fatalf("after %s the plan changed:\n was  %v\n now  %v", s.ID, stepKeys(p.Steps[1:]), stepKeys(again.Steps))
 		}
 		state = next
 	}
 	t.Fatal("no convergence after 200 steps")
 	return 0
+}
+
+// stepKeys sums up each step by what must not change on a re-plan.
+func stepKeys(steps []plan.Step) []string {
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		params, _ := json.Marshal(s.Params)
+		out[i] = fmt.Sprintf("%s %s disruptive=%v reversible=%v %s", s.ID, s.Kind, s.Disruptive, s.Reversible, params)
+	}
+	return out
 }
 
 // checkPartial: right after a step was synced, the planner waits for it or

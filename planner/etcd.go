@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
@@ -57,35 +58,45 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) result {
 
 // etcdCurrentVersion is the version the cluster is at once what is in
 // flight lands: the template's version while a rolling upgrade runs,
-// otherwise the members' (lowest) version.
+// otherwise the members' (lowest) version. Members may trail the template
+// by one minor at most, and never lead it by one.
 func etcdCurrentVersion(r *result, obs *live.Cluster) (spec.Version, bool) {
-	var low spec.Version
-	found := false
+	var versions []spec.Version
 	for _, m := range obs.Members {
 		v, err := spec.ParseRelease(m.Version, 3)
 		if err != nil {
 			r.refuse(RuleUnknownVersion, "", "member %s reports version %q, which cairn cannot read; fix the member or the observed state first", m.Name, m.Version)
 			return spec.Version{}, false
 		}
-		if !found || v.Compare(low) < 0 {
-			low, found = v, true
-		}
+		versions = append(versions, v)
 	}
+	if len(versions) == 0 {
+		return spec.Version{}, false // settle waits for the pods
+	}
+	cur := slices.MinFunc(versions, spec.Version.Compare)
 	if obs.StatefulSet.Version != "" {
-		v, err := spec.ParseRelease(obs.StatefulSet.Version, 3)
+		t, err := spec.ParseRelease(obs.StatefulSet.Version, 3)
 		if err != nil {
 			r.refuse(RuleUnknownVersion, "", "the StatefulSet's template runs version %q, which cairn cannot read", obs.StatefulSet.Version)
 			return spec.Version{}, false
 		}
-		low, found = v, true
-	}
-	if found {
-		if _, err := spec.ParseEtcdVersion(low.String()); err != nil {
-			r.refuse(RuleUnknownVersion, "spec.version", "the cluster runs etcd %s, which cairn cannot upgrade (%v); move it to a supported version by hand first", low, err)
-			return low, false
+		for i, v := range versions {
+			switch {
+			case v.Major != t.Major || v.Minor > t.Minor:
+				r.refuse(RuleEtcdDowngrade, "", "member %s runs %s but the StatefulSet's template %s: etcd cannot go back across minor versions", obs.Members[i].Name, v, t)
+				return t, false
+			case t.Minor > v.Minor+1:
+				r.refuse(RuleEtcdMinorSkip, "", "member %s runs %s but the StatefulSet's template %s: etcd upgrades one minor version at a time; set the template back to 3.%d by hand", obs.Members[i].Name, v, t, v.Minor+1)
+				return t, false
+			}
 		}
+		cur = t
 	}
-	return low, found
+	if !spec.EtcdLineSupported(cur) {
+		r.refuse(RuleUnknownVersion, "", "the cluster runs etcd %s, which cairn cannot upgrade from (supported: %s); move it to a supported version by hand first", cur, spec.EtcdSupported())
+		return cur, false
+	}
+	return cur, true
 }
 
 // etcdWaits reports (and records) everything in flight that must land
@@ -101,6 +112,13 @@ func etcdWaits(r *result, obs *live.Cluster) bool {
 		}
 	}
 	if voters > 0 && healthy < voters/2+1 {
+		if last := obs.Members[len(obs.Members)-1]; healthy == voters-1 && last.IsVoter() && !last.Ready && !last.DataLost {
+			// A voter just added (etcd before 3.4 has no learners) that has
+			// not started yet: quorum returns when it has joined.
+			r.wait(memberGate(plan.GateMemberReady, plan.Before, last.Name, fmt.Sprintf(
+				"%s is starting; with %d voters the cluster has no quorum until it has joined", last.Name, voters)))
+			return true
+		}
 		r.wait(gate(plan.GateClusterHealthy, plan.Before, fmt.Sprintf(
 			"quorum is lost (%d of %d voters healthy): cairn takes no automatic action; bring members back or restore from the latest snapshot (docs/etcd-recovery.md)", healthy, voters)))
 		return true
@@ -128,7 +146,34 @@ func etcdWaits(r *result, obs *live.Cluster) bool {
 	if len(r.waiting) == 0 && leaders != 1 {
 		r.wait(gate(plan.GateClusterHealthy, plan.Before, "the cluster has exactly one leader"))
 	}
+	if len(r.waiting) == 0 {
+		clusterVersionWait(r, obs)
+	}
 	return len(r.waiting) > 0
+}
+
+// clusterVersionWait waits while etcd has not yet raised its cluster
+// version to the minor every member runs (it does so shortly after the
+// last member of a minor upgrade restarts).
+func clusterVersionWait(r *result, obs *live.Cluster) {
+	if obs.ClusterVersion == "" || len(obs.Members) == 0 {
+		return
+	}
+	cv, err := spec.ParseRelease(obs.ClusterVersion, 2)
+	if err != nil {
+		r.wait(gate(plan.GateClusterVersion, plan.Before, fmt.Sprintf("etcd reports a cluster version cairn can read (it reports %q)", obs.ClusterVersion)))
+		return
+	}
+	low, _ := spec.ParseRelease(obs.Members[0].Version, 3)
+	for _, m := range obs.Members[1:] {
+		if v, _ := spec.ParseRelease(m.Version, 3); v.Compare(low) < 0 {
+			low = v
+		}
+	}
+	if cv.Major == low.Major && cv.Minor < low.Minor {
+		want := minorOf(low)
+		r.wait(plan.Gate{Kind: plan.GateClusterVersion, Version: want, Description: "etcd raises its cluster version from " + obs.ClusterVersion + " to " + want})
+	}
 }
 
 // etcdFinish plans what finishes a half-applied change: the StatefulSet
@@ -259,7 +304,7 @@ func etcdUpgrade(r *result, m *etcdModel, path []spec.Version) {
 		from := m.version
 		for ord := m.size - 1; ord >= 0; ord-- {
 			opts := stepOpts{
-				firstOfHop:  ord == m.size-1 && hop > 0,
+				firstOfHop:  ord == m.size-1 && (hop > 0 || !from.SameMinor(to)),
 				lastOfMinor: ord == 0 && !from.SameMinor(to),
 			}
 			r.add(etcdUpgradeStep(m, ord, from, to, opts))
@@ -269,7 +314,7 @@ func etcdUpgrade(r *result, m *etcdModel, path []spec.Version) {
 }
 
 type stepOpts struct {
-	firstOfHop  bool // a previous hop must have raised the cluster version
+	firstOfHop  bool // starts a minor hop: the cluster version must be the previous minor
 	lastOfMinor bool // completes a minor upgrade: etcd raises its cluster version
 }
 

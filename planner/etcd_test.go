@@ -271,6 +271,43 @@ func TestEtcdPlans(t *testing.T) {
 			steps:  []string{"expand-storage-16gi", "upgrade-2-to-3.5.21", "upgrade-1-to-3.5.21", "upgrade-0-to-3.5.21", "etcd-add-3", "etcd-add-4"},
 		},
 		{
+			name: "a cluster on a blocked version can be upgraded off it", desired: etcdSpec(t, 3, "3.5.21"), observed: etcdLive(3, "3.5.1", 0),
+			status: plan.StatusPlanned, steps: []string{"upgrade-2-to-3.5.21", "upgrade-1-to-3.5.21", "upgrade-0-to-3.5.21"},
+		},
+		{
+			name: "a rolling upgrade that skips a minor is refused", desired: etcdSpec(t, 3, "3.4.37"),
+			observed: with(etcdLive(3, "3.2.13", 0), func(c *live.Cluster) { c.StatefulSet.Version, c.StatefulSet.UpdatePartition = "3.4.37", 3 }),
+			status:   plan.StatusRefused, refusals: []string{RuleEtcdMinorSkip},
+		},
+		{
+			name: "a member ahead of the template is refused", desired: etcdSpec(t, 3, "3.4.37"),
+			observed: with(etcdLive(3, "3.4.37", 0), func(c *live.Cluster) { c.Members[2].Version = "3.5.21" }),
+			status:   plan.StatusRefused, refusals: []string{RuleEtcdDowngrade},
+		},
+		{
+			name: "a cluster version that lags the members is waited for", desired: etcdSpec(t, 3, "3.4.37"),
+			observed: with(etcdLive(3, "3.3.27", 0), func(c *live.Cluster) { c.ClusterVersion = "3.2" }),
+			status:   plan.StatusWaiting, waiting: "raises its cluster version from 3.2 to 3.3",
+		},
+		{
+			name: "the first step of a minor upgrade checks the cluster version", desired: etcdSpec(t, 3, "3.4.37"), observed: etcdLive(3, "3.3.27", 0),
+			status: plan.StatusPlanned, steps: []string{"upgrade-2-to-3.4.37", "upgrade-1-to-3.4.37", "upgrade-0-to-3.4.37"},
+			check: func(t *testing.T, p plan.Plan) {
+				if !hasGate(p.Steps[0], plan.GateClusterVersion, plan.Before) || hasGate(p.Steps[1], plan.GateClusterVersion, plan.Before) {
+					t.Errorf("cluster version gates: %+v", p.Steps[:2])
+				}
+			},
+		},
+		{
+			name: "a voter just added before 3.4 is waited for, not called lost quorum", desired: etcdSpec(t, 3, "3.2.13"),
+			observed: with(etcdLive(2, "3.2.13", 0), func(c *live.Cluster) { c.Members[1].Ready = false }),
+			status:   plan.StatusWaiting, waiting: "e-1 is starting",
+		},
+		{
+			name: "storage step IDs use the canonical quantity", desired: etcdSpec(t, 3, "3.5.21", "storage: 17179869184"), observed: etcdLive(3, "3.5.21", 0),
+			status: plan.StatusPlanned, steps: []string{"expand-storage-16gi"},
+		},
+		{
 			name: "an unreadable running version is refused", desired: etcdSpec(t, 3, "3.5.21"),
 			observed: with(etcdLive(3, "3.5.21", 0), func(c *live.Cluster) { c.Members[1].Version = "v3.5" }),
 			status:   plan.StatusRefused, refusals: []string{RuleUnknownVersion},

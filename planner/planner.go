@@ -53,6 +53,7 @@ func planCluster(c spec.Cluster, obs *live.Cluster, pols policies.Set) plan.Plan
 		Cluster:             plan.ClusterRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace},
 		SpecFingerprint:     plan.Fingerprint(c),
 		ObservedFingerprint: plan.Fingerprint(obs),
+		Baseline:            baseline(obs),
 		Steps:               r.steps,
 		Refusals:            r.refusals,
 		Waiting:             r.waiting,
@@ -79,6 +80,27 @@ func planCluster(c spec.Cluster, obs *live.Cluster, pols policies.Set) plan.Plan
 	}
 	p.ID = plan.ComputeID(p.Cluster, p.SpecFingerprint, p.Steps)
 	return p
+}
+
+// baseline records what the running cluster's manifests set.
+func baseline(obs *live.Cluster) *plan.Baseline {
+	if obs == nil {
+		return nil
+	}
+	tmpl := obs.StatefulSet.VolumeClaimStorage
+	if tmpl == "" {
+		tmpl = obs.Storage
+	}
+	return &plan.Baseline{
+		Replicas:            obs.StatefulSet.Replicas,
+		UpdatePartition:     obs.StatefulSet.UpdatePartition,
+		Version:             obs.StatefulSet.Version,
+		Storage:             obs.Storage,
+		TemplateStorage:     tmpl,
+		Backup:              observedBackup(obs.Backup),
+		SynchronousStandbys: obs.SynchronousStandbys,
+		UpgradeFrom:         obs.StatefulSet.UpgradeFrom,
+	}
 }
 
 // orphan is the plan for a cluster that runs but whose spec was removed:

@@ -57,23 +57,24 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) result {
 		pgMajor(&r, obs, &m, want, n)
 	} else {
 		pgSync(&r, &m, min(m.sync, c.Spec.SynchronousStandbys), "before members are removed")
-		pgResize(&r, &m, upgradeSize(m.size, n, 2), false)
-		if cur != want {
-			pgRoll(&r, &m, want, m.size)
+		pgResize(&r, &m, upgradeSize(m.size, n, 2))
+		if m.version != want {
+			cur := m.version.String()
+			pgRoll(&r, &m, func(int) string { return cur }, want, m.size)
 		}
-		pgResize(&r, &m, n, false)
+		pgResize(&r, &m, n)
 	}
 	pgSync(&r, &m, c.Spec.SynchronousStandbys, "as the spec asks")
 	return r
 }
 
 func pgCurrentVersion(r *result, obs *live.Cluster) (spec.Version, bool) {
+	if len(obs.Members) == 0 {
+		return spec.Version{}, false // settle waits for the pods
+	}
 	v := obs.StatefulSet.Version
 	if v == "" && len(obs.Members) > 0 {
 		v = obs.Members[0].Version
-	}
-	if v == "" {
-		return spec.Version{}, false
 	}
 	cur, err := spec.ParseRelease(v, 2)
 	if err != nil {
@@ -127,58 +128,72 @@ func pgFinish(r *result, obs *live.Cluster, m *pgModel) {
 	k := min(obs.StatefulSet.UpdatePartition, m.size)
 	for _, mem := range obs.Members[:k] {
 		if mem.Version != m.version.String() {
-			pgRoll(r, m, m.version, k)
+			from := func(ord int) string { return obs.Members[ord].Version }
+			pgRoll(r, m, from, m.version, k)
 			return
 		}
 	}
 }
 
-// pgRoll moves members below partition k to version to, replicas first:
-// the primary is moved to ordinal 0 (the last the partitioned rollout
-// reaches) and, when the rollout gets there, hands over to an upgraded
-// replica before it restarts.
-func pgRoll(r *result, m *pgModel, to spec.Version, k int) {
-	from := m.version
-	if m.size > 1 && m.primary < k && m.primary != 0 {
-		pgSwitchover(r, m, 0, "so that the rolling upgrade reaches the primary last")
+// pgRoll moves members below partition k to version to, replicas first.
+// The partitioned rollout goes from the highest ordinal down, so a primary
+// with replicas still to upgrade below it is first handed to an upgraded
+// replica if there is one, or else to ordinal 0; when the rollout reaches
+// the primary at ordinal 0, it hands over to an upgraded replica. The same
+// rule from every intermediate state gives the same remaining steps.
+func pgRoll(r *result, m *pgModel, from func(ord int) string, to spec.Version, k int) {
+	purpose := "for-" + to.String()
+	if m.size > 1 && m.primary < k && m.primary > 0 {
+		switch {
+		case k < m.size:
+			pgSwitchover(r, m, k, purpose, "to an upgraded replica before the rest of the rolling upgrade")
+		case m.primary != 0:
+			pgSwitchover(r, m, 0, purpose, "so that the rolling upgrade reaches the primary last")
+		}
 	}
 	for ord := k - 1; ord >= 0; ord-- {
 		if ord == m.primary && m.size > 1 {
-			pgSwitchover(r, m, ord+1, "to an upgraded replica before the old primary restarts")
+			pgSwitchover(r, m, ord+1, purpose, "to an upgraded replica before the old primary restarts")
 		}
-		name := memberName(m.name, ord)
-		primary := ord == m.primary
-		s := plan.Step{
-			ID:         fmt.Sprintf("upgrade-%d-to-%s", ord, to),
-			Kind:       plan.UpgradeMember,
-			Summary:    fmt.Sprintf("Upgrade replica %s from %s to %s (StatefulSet partition %d)", name, from, to, ord),
-			Disruptive: primary || m.size-2 < m.sync,
-			Reversible: true,
-			Rollback:   fmt.Sprintf("Revert the pull request: %s restarts at %s (minor versions share the data format).", name, from),
-			Gates:      []plan.Gate{healthyBefore()},
-			Params: plan.Params{UpgradeMember: &plan.UpgradeMemberParams{
-				Member: name, Ordinal: ord, From: from.String(), To: to.String(), Partition: ord, Replicas: m.size,
-			}},
-		}
-		after := memberGate(plan.GateReplicaStreaming, plan.After, name, name+" streams from the primary")
-		if primary {
-			s.Summary = fmt.Sprintf("Upgrade the only member %s from %s to %s; the database is down while it restarts", name, from, to)
-			after = memberGate(plan.GatePrimary, plan.After, name, name+" is the primary")
-		} else if s.Disruptive {
-			s.Summary += fmt.Sprintf("; commits wait while it restarts (%d synchronous standby(s) wanted)", m.sync)
-		}
-		s.Gates = append(s.Gates,
-			plan.Gate{Kind: plan.GateMemberVersion, When: plan.After, Member: name, Version: to.String(), Description: name + " runs " + to.String()},
-			after, healthyAfter())
-		r.add(s)
+		r.add(pgUpgradeStep(m, ord, from(ord), to))
 	}
 	m.version = to
 }
 
-func pgSwitchover(r *result, m *pgModel, to int, why string) {
+func pgUpgradeStep(m *pgModel, ord int, from string, to spec.Version) plan.Step {
+	name := memberName(m.name, ord)
+	primary := ord == m.primary
+	s := plan.Step{
+		ID:         fmt.Sprintf("upgrade-%d-to-%s", ord, to),
+		Kind:       plan.UpgradeMember,
+		Summary:    fmt.Sprintf("Upgrade replica %s from %s to %s (StatefulSet partition %d)", name, from, to, ord),
+		Disruptive: primary || m.size-2 < m.sync,
+		Reversible: true,
+		Rollback:   fmt.Sprintf("Revert the pull request: %s restarts at %s (minor versions share the data format).", name, from),
+		Gates:      []plan.Gate{healthyBefore()},
+		Params: plan.Params{UpgradeMember: &plan.UpgradeMemberParams{
+			Member: name, Ordinal: ord, From: from, To: to.String(), Partition: ord, Replicas: m.size,
+		}},
+	}
+	after := memberGate(plan.GateReplicaStreaming, plan.After, name, name+" streams from the primary")
+	if primary {
+		s.Summary = fmt.Sprintf("Upgrade the only member %s from %s to %s; the database is down while it restarts", name, from, to)
+		after = memberGate(plan.GatePrimary, plan.After, name, name+" is the primary")
+	} else if s.Disruptive {
+		s.Summary += fmt.Sprintf("; commits wait while it restarts (%d synchronous standby(s) wanted)", m.sync)
+	}
+	s.Gates = append(s.Gates,
+		plan.Gate{Kind: plan.GateMemberVersion, When: plan.After, Member: name, Version: to.String(), Description: name + " runs " + to.String()},
+		after, healthyAfter())
+	return s
+}
+
+// pgSwitchover hands the primary role to ordinal to. purpose makes the ID
+// unique in a plan ("for-14.9", "for-scale-in").
+func pgSwitchover(r *result, m *pgModel, to int, purpose, why string) {
 	from, target := memberName(m.name, m.primary), memberName(m.name, to)
 	r.add(plan.Step{
-		ID:         fmt.Sprintf("switchover-%d-to-%d", m.primary, to),
+		ID:         fmt.Sprintf("switchover-%d-to-%d-%s", m.primary, to, purpose),
 		Kind:       plan.PostgresSwitchover,
 		Summary:    fmt.Sprintf("Switch the primary over from %s to %s %s; writes pause for a few seconds", from, target, why),
 		Disruptive: true,
@@ -195,32 +210,28 @@ func pgSwitchover(r *result, m *pgModel, to int, why string) {
 
 // pgResize adds replicas at the top or removes them from the top, moving
 // the primary away from a member before it is removed.
-func pgResize(r *result, m *pgModel, target int, reclone bool) {
+func pgResize(r *result, m *pgModel, target int) {
 	for m.size < target {
 		ord := m.size
 		name := memberName(m.name, ord)
-		verb := "Add replica"
-		if reclone {
-			verb = "Re-clone replica"
-		}
 		r.add(plan.Step{
 			ID:         fmt.Sprintf("pg-add-%d", ord),
 			Kind:       plan.PostgresAddReplica,
-			Summary:    fmt.Sprintf("%s %s at %s, cloned from the primary with pg_basebackup (%d -> %d members)", verb, name, m.version, ord, ord+1),
+			Summary:    fmt.Sprintf("Add replica %s at %s, cloned from the primary with pg_basebackup (%d -> %d members)", name, m.version, ord, ord+1),
 			Reversible: true,
 			Rollback:   "Lower spec.instances again; the replica is removed (its volume is kept by the StatefulSet).",
 			Gates: []plan.Gate{healthyBefore(),
 				memberGate(plan.GateMemberReady, plan.After, name, name+" is ready"),
 				memberGate(plan.GateReplicaStreaming, plan.After, name, name+" streams from the primary"),
 				healthyAfter()},
-			Params: plan.Params{PostgresAddReplica: &plan.PostgresAddReplicaParams{Member: name, Ordinal: ord, Replicas: ord + 1, Reclone: reclone}},
+			Params: plan.Params{PostgresAddReplica: &plan.PostgresAddReplicaParams{Member: name, Ordinal: ord, Replicas: ord + 1}},
 		})
 		m.size++
 	}
 	for m.size > target {
 		ord := m.size - 1
 		if ord == m.primary {
-			pgSwitchover(r, m, 0, "because the primary's member is being removed")
+			pgSwitchover(r, m, 0, "for-scale-in", "because the primary's member is being removed")
 		}
 		name := memberName(m.name, ord)
 		r.add(plan.Step{
@@ -246,7 +257,7 @@ func pgMajor(r *result, obs *live.Cluster, m *pgModel, to spec.Version, instance
 		pgTakeBackup(r, m, to, backupID)
 	}
 	if m.primary != 0 && m.size > 1 {
-		pgSwitchover(r, m, 0, "so the upgrade runs on the member the StatefulSet keeps")
+		pgSwitchover(r, m, 0, "for-"+to.String(), "so the upgrade runs on the member the StatefulSet keeps")
 	}
 	primary := memberName(m.name, 0)
 	r.add(plan.Step{
@@ -265,11 +276,8 @@ func pgMajor(r *result, obs *live.Cluster, m *pgModel, to spec.Version, instance
 			memberGate(plan.GatePrimary, plan.After, primary, primary+" is the primary and takes writes")},
 		Params: plan.Params{PostgresMajorUpgrade: &plan.PostgresMajorUpgradeParams{From: m.version.String(), To: to.String(), Primary: primary}},
 	})
-	old := m.size
 	m.size, m.version = 1, to
-	for m.size < instances {
-		pgResize(r, m, m.size+1, m.size < old)
-	}
+	pgResize(r, m, instances)
 }
 
 // pgTakeBackup asks the runtime for a backup before a major upgrade. The

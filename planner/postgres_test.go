@@ -34,7 +34,7 @@ func TestPostgresPlans(t *testing.T) {
 		},
 		{
 			name: "scale in never removes the primary: switchover first", desired: pgSpec(t, 1, "14.5"), observed: pgLive(3, "14.5", 2),
-			status: plan.StatusPlanned, steps: []string{"switchover-2-to-0", "scale-in-2", "scale-in-1"},
+			status: plan.StatusPlanned, steps: []string{"switchover-2-to-0-for-scale-in", "scale-in-2", "scale-in-1"},
 			check: func(t *testing.T, p plan.Plan) {
 				sw := p.Steps[0].Params.PostgresSwitchover
 				if sw.From != "pg-2" || sw.To != "pg-0" || !p.Steps[0].Disruptive {
@@ -44,7 +44,7 @@ func TestPostgresPlans(t *testing.T) {
 		},
 		{
 			name: "minor upgrade: replicas first, switchover, old primary last", desired: pgSpec(t, 3, "14.9"), observed: pgLive(3, "14.5", 0),
-			status: plan.StatusPlanned, steps: []string{"upgrade-2-to-14.9", "upgrade-1-to-14.9", "switchover-0-to-1", "upgrade-0-to-14.9"},
+			status: plan.StatusPlanned, steps: []string{"upgrade-2-to-14.9", "upgrade-1-to-14.9", "switchover-0-to-1-for-14.9", "upgrade-0-to-14.9"},
 			check: func(t *testing.T, p plan.Plan) {
 				for _, s := range p.Steps {
 					if s.Kind == plan.UpgradeMember && (s.Disruptive || !s.Reversible) {
@@ -55,7 +55,7 @@ func TestPostgresPlans(t *testing.T) {
 		},
 		{
 			name: "minor upgrade with the primary in the middle moves it to ordinal 0 first", desired: pgSpec(t, 3, "14.9"), observed: pgLive(3, "14.5", 1),
-			status: plan.StatusPlanned, steps: []string{"switchover-1-to-0", "upgrade-2-to-14.9", "upgrade-1-to-14.9", "switchover-0-to-1", "upgrade-0-to-14.9"},
+			status: plan.StatusPlanned, steps: []string{"switchover-1-to-0-for-14.9", "upgrade-2-to-14.9", "upgrade-1-to-14.9", "switchover-0-to-1-for-14.9", "upgrade-0-to-14.9"},
 		},
 		{
 			name: "minor upgrade of a single instance is disruptive", desired: pgSpec(t, 1, "14.9"), observed: pgLive(1, "14.5", 0),
@@ -68,7 +68,7 @@ func TestPostgresPlans(t *testing.T) {
 		},
 		{
 			name: "a single instance grows to 2 before a minor upgrade", desired: pgSpec(t, 3, "14.9"), observed: pgLive(1, "14.5", 0),
-			status: plan.StatusPlanned, steps: []string{"pg-add-1", "upgrade-1-to-14.9", "switchover-0-to-1", "upgrade-0-to-14.9", "pg-add-2"},
+			status: plan.StatusPlanned, steps: []string{"pg-add-1", "upgrade-1-to-14.9", "switchover-0-to-1-for-14.9", "upgrade-0-to-14.9", "pg-add-2"},
 		},
 		{
 			name: "major upgrade: fresh backup, offline pg_upgrade, replicas re-cloned", desired: pgSpec(t, 3, "15.4", withBackup), observed: pgBacked(pgLive(3, "14.5", 0)),
@@ -81,14 +81,14 @@ func TestPostgresPlans(t *testing.T) {
 				if !hasGate(p.Steps[0], plan.GateBackupFresh, plan.After) {
 					t.Error("the backup step must wait for a verified backup")
 				}
-				if !p.Steps[2].Params.PostgresAddReplica.Reclone || !strings.Contains(m.Rollback, "backup-before-15.4") {
-					t.Errorf("re-clone / rollback: %+v %q", p.Steps[2].Params.PostgresAddReplica, m.Rollback)
+				if !strings.Contains(m.Rollback, "backup-before-15.4") {
+					t.Errorf("rollback: %q", m.Rollback)
 				}
 			},
 		},
 		{
 			name: "major upgrade with the primary elsewhere switches to ordinal 0 first", desired: pgSpec(t, 2, "16.2", withBackup), observed: pgBacked(pgLive(3, "14.5", 2)),
-			status: plan.StatusPlanned, steps: []string{"backup-before-16.2", "switchover-2-to-0", "pg-major-upgrade-16.2", "pg-add-1"},
+			status: plan.StatusPlanned, steps: []string{"backup-before-16.2", "switchover-2-to-0-for-16.2", "pg-major-upgrade-16.2", "pg-add-1"},
 		},
 		{
 			name: "major upgrade with synchronous standbys turns them off while re-cloning", desired: pgSpec(t, 3, "15.4", withBackup, "synchronousStandbys: 1"),
@@ -123,7 +123,25 @@ func TestPostgresPlans(t *testing.T) {
 				c.StatefulSet.UpdatePartition = 1
 				c.Members[0].Version = "14.5"
 			}),
-			status: plan.StatusPlanned, steps: []string{"switchover-0-to-1", "upgrade-0-to-14.9"},
+			status: plan.StatusPlanned, steps: []string{"switchover-0-to-1-for-14.9", "upgrade-0-to-14.9"},
+		},
+		{
+			name: "a half-done minor upgrade with the primary below the partition hands over to an upgraded replica once", desired: pgSpec(t, 3, "14.9"),
+			observed: with(pgLive(3, "14.9", 1), func(c *live.Cluster) {
+				c.StatefulSet.UpdatePartition = 2
+				c.Members[0].Version, c.Members[1].Version = "14.5", "14.5"
+			}),
+			status: plan.StatusPlanned, steps: []string{"switchover-1-to-2-for-14.9", "upgrade-1-to-14.9", "upgrade-0-to-14.9"},
+			check: func(t *testing.T, p plan.Plan) {
+				if u := p.Steps[1].Params.UpgradeMember; u.From != "14.5" || u.To != "14.9" {
+					t.Errorf("finishing step moves %s -> %s, want 14.5 -> 14.9", u.From, u.To)
+				}
+			},
+		},
+		{
+			name: "a StatefulSet scaled to zero by hand is waited for", desired: pgSpec(t, 3, "14.5"),
+			observed: with(pgLive(3, "14.5", 0), func(c *live.Cluster) { c.StatefulSet.Replicas, c.Members = 0, nil }),
+			status:   plan.StatusWaiting, waiting: "runs no pods",
 		},
 		{
 			name: "after a failover to an upgraded replica mid-upgrade, only replicas remain", desired: pgSpec(t, 3, "14.9"),
@@ -141,7 +159,7 @@ func TestPostgresPlans(t *testing.T) {
 		{
 			name: "restarting the only synchronous standby is disruptive", desired: pgSpec(t, 2, "14.9", "synchronousStandbys: 1"),
 			observed: with(pgLive(2, "14.5", 0), func(c *live.Cluster) { c.SynchronousStandbys = 1 }),
-			status:   plan.StatusPlanned, steps: []string{"upgrade-1-to-14.9", "switchover-0-to-1", "upgrade-0-to-14.9"},
+			status:   plan.StatusPlanned, steps: []string{"upgrade-1-to-14.9", "switchover-0-to-1-for-14.9", "upgrade-0-to-14.9"},
 			check: func(t *testing.T, p plan.Plan) {
 				if !p.Steps[0].Disruptive {
 					t.Error("commits wait while the only synchronous standby restarts")

@@ -10,6 +10,9 @@ const (
 	RuleEtcdSizeEven = "etcd-size-even"
 	// RuleEtcdDowngrade: etcd cannot go back across minor versions.
 	RuleEtcdDowngrade = "etcd-minor-downgrade"
+	// RuleEtcdMinorSkip: a rolling upgrade in flight skips a minor version
+	// (the template is more than one minor ahead of a member).
+	RuleEtcdMinorSkip = "etcd-minor-skip"
 	// RulePostgresInstancesRange: a PostgreSQL cluster has 1 to 16 members.
 	RulePostgresInstancesRange = "postgres-instances-range"
 	// RulePostgresMajorDowngrade: pg_upgrade only goes forward.

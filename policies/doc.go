@@ -1,7 +1,10 @@
 // Package policies holds the rules people who own clusters add on top of
 // cairn's domain rules: each policy looks at one planned step (with its
 // cluster's spec and observed state) and allows it, holds it for later, or
-// denies it, with a reason shown in the plan and the pull request.
+// denies it, with a reason. The planner records every decision on its step
+// (shown by `cairn plan` and in PLAN.md); holding back or refusing a step's
+// pull request is up to the publisher and the reconcile loop that read
+// them.
 //
 // Policies are evaluated by the pure planner, so a policy must be pure as
 // well: anything it depends on (the time, other clusters' state) is given

@@ -23,7 +23,12 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
@@ -39,11 +44,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.err.Error() != "" {
+		if ee.err != nil {
 			fmt.Fprintln(stderr, ee.err)
 		}
 		return ee.code
 	}
+	// Errors not marked otherwise come from cobra: bad flags or arguments.
 	fmt.Fprintln(stderr, "cairn:", err)
 	return exitUsage
 }

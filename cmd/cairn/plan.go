@@ -74,11 +74,12 @@ func runPlan(w io.Writer, o planOptions) error {
 		return fmt.Errorf("encode plans: %w", err)
 	}
 	if _, err := w.Write(out); err != nil {
-		return err
+		return fmt.Errorf("write plans: %w", err)
 	}
 	for _, p := range plans.Plans {
 		if p.Status == plan.StatusRefused {
-			return &exitError{code: exitRefusals, err: fmt.Errorf("")}
+			// The refusal is already in the output; only the exit code says it.
+			return &exitError{code: exitRefusals}
 		}
 	}
 	return nil

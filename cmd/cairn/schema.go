@@ -38,7 +38,7 @@ committed copies live in docs/schemas/.`,
 					return err
 				}
 				if err := os.WriteFile(filepath.Join(out, strings.ToLower(k)+".json"), data, 0o644); err != nil {
-					return fmt.Errorf("write schema: %w", err)
+					return &exitError{exitInvalid, fmt.Errorf("write schema: %w", err)}
 				}
 			}
 			return nil

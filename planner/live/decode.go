@@ -12,6 +12,11 @@ import (
 	"github.com/cairn-dev/cairn/planner/internal/strictyaml"
 )
 
+// MaxReplicas bounds StatefulSet counts in an observed state: far above
+// any cluster cairn plans (16 members), low enough that a typo cannot make
+// planning expensive.
+const MaxReplicas = 1000
+
 var roles = map[string][]Role{
 	"EtcdCluster":     {RoleLeader, RoleFollower, RoleLearner, RoleRemoved, RoleUnknown},
 	"PostgresCluster": {RolePrimary, RoleReplica, RoleUnknown},
@@ -87,8 +92,8 @@ func (c *checker) cluster(cl *Cluster, path string) {
 		return
 	}
 	sts := cl.StatefulSet
-	if sts.Replicas < 0 || sts.UpdatePartition < 0 {
-		c.fail(path+".statefulSet", "replicas and updatePartition must not be negative")
+	if sts.Replicas < 0 || sts.UpdatePartition < 0 || sts.Replicas > MaxReplicas || sts.UpdatePartition > MaxReplicas {
+		c.fail(path+".statefulSet", "replicas and updatePartition must be 0 to %d", MaxReplicas)
 	}
 	if _, err := resource.ParseQuantity(cl.Storage); cl.Storage != "" && err != nil {
 		c.fail(path+".storage", "must be a Kubernetes quantity such as 100Gi, got %s", strictyaml.Quote(cl.Storage))

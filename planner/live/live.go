@@ -66,6 +66,12 @@ type StatefulSet struct {
 	UpdatePartition int `json:"updatePartition"`
 	// Version is the database version of the pod template.
 	Version string `json:"version"`
+	// VolumeClaimStorage is the storage size in the volumeClaimTemplates;
+	// empty means the same as the cluster's storage.
+	VolumeClaimStorage string `json:"volumeClaimStorage,omitempty"`
+	// UpgradeFrom is the PostgreSQL major the template's pg_upgrade init
+	// container upgrades from, left in place after a major upgrade.
+	UpgradeFrom int `json:"upgradeFrom,omitempty"`
 }
 
 // Role is a member's role as the runtime (or etcd) reports it.

@@ -33,7 +33,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"duplicate cluster", head + "- {kind: EtcdCluster, name: e}\n- {kind: EtcdCluster, name: e}\n", `cluster EtcdCluster/e is listed twice`},
 		{"bad time", head + "- kind: EtcdCluster\n  name: e\n  backup: {lastSuccessful: yesterday}\n", `f.yaml:6:28: clusters[0].backup.lastSuccessful: must be an RFC 3339 time`},
 		{"bad quantity", head + "- {kind: EtcdCluster, name: e, storage: lots}\n", `clusters[0].storage: must be a Kubernetes quantity`},
-		{"negative replicas", head + "- {kind: EtcdCluster, name: e, statefulSet: {replicas: -1}}\n", `replicas and updatePartition must not be negative`},
+		{"negative replicas", head + "- {kind: EtcdCluster, name: e, statefulSet: {replicas: -1}}\n", `replicas and updatePartition must be 0 to 1000`},
+		{"huge replicas", head + "- {kind: EtcdCluster, name: e, statefulSet: {replicas: 20000000}}\n", `replicas and updatePartition must be 0 to 1000`},
 		{"two documents", head + "---\n" + head, `exactly one document, found 2`},
 		{"not yaml", "a: [", `f.yaml:1:1: invalid YAML`},
 	}

@@ -45,6 +45,19 @@ func (l List) EncodeJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// EncodeJSON writes one plan as indented JSON, as EncodeJSON of a list
+// does.
+func (p Plan) EncodeJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(List{Plans: []Plan{p}}.normalized().Plans[0]); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 // EncodeYAML writes the list as YAML, with the same field names as JSON.
 func (l List) EncodeYAML() ([]byte, error) {
 	data, err := l.EncodeJSON()

@@ -174,13 +174,14 @@ type EtcdRemoveMemberParams struct {
 }
 
 // PostgresAddReplicaParams: grow the StatefulSet to Replicas; the new pod
-// Member clones from the primary. Reclone is set when the pod's volume
-// holds data from before a major upgrade and must be wiped first.
+// Member clones from the primary. A volume kept from before (a scale-in,
+// a major upgrade) is reused only if it holds this cluster's data on the
+// running major; otherwise the instance manager replaces it with a fresh
+// clone.
 type PostgresAddReplicaParams struct {
 	Member   string `json:"member"`
 	Ordinal  int    `json:"ordinal"`
 	Replicas int    `json:"replicas"`
-	Reclone  bool   `json:"reclone,omitempty"`
 }
 
 // PostgresSwitchoverParams: hand the primary role from From to To.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strings"
 )
 
 // ClusterRef names the cluster a plan is for.
@@ -17,6 +16,7 @@ type ClusterRef struct {
 	Namespace  string `json:"namespace,omitempty"`
 }
 
+// String returns "Kind/name".
 func (r ClusterRef) String() string { return r.Kind + "/" + r.Name }
 
 // Status sums up a plan.
@@ -47,11 +47,32 @@ type Plan struct {
 	SpecFingerprint     string `json:"specFingerprint"`
 	ObservedFingerprint string `json:"observedFingerprint"`
 	Status              Status `json:"status"`
+	// Baseline is what runs when the plan was made, as the rendered
+	// manifests set it; nil for a cluster that does not exist yet. The
+	// renderer renders it as the base the step overlays patch.
+	Baseline *Baseline `json:"baseline,omitempty"`
 	// Waiting lists what must become true before the next step can be
 	// planned, when Status is Waiting.
 	Waiting  []Gate    `json:"waiting,omitempty"`
 	Steps    []Step    `json:"steps"`
 	Refusals []Refusal `json:"refusals"`
+}
+
+// Baseline holds the settings of a running cluster that steps change.
+type Baseline struct {
+	Replicas        int    `json:"replicas"`
+	UpdatePartition int    `json:"updatePartition"`
+	Version         string `json:"version"`
+	// Storage is the size of the members' volumes; TemplateStorage the
+	// size in the StatefulSet's volumeClaimTemplates, which cannot change
+	// after creation (grown volumes are rendered as PVCs of their own).
+	Storage             string          `json:"storage"`
+	TemplateStorage     string          `json:"templateStorage"`
+	Backup              *BackupSettings `json:"backup,omitempty"`
+	SynchronousStandbys int             `json:"synchronousStandbys,omitempty"`
+	// UpgradeFrom is the PostgreSQL major of the template's pg_upgrade
+	// init container, kept after a major upgrade; 0 when there is none.
+	UpgradeFrom int `json:"upgradeFrom,omitempty"`
 }
 
 // Refusal is a spec change a rule forbids.
@@ -106,13 +127,21 @@ func Fingerprint(v any) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// ComputeID derives a plan ID from its cluster, spec fingerprint and step
-// IDs: 12 hex digits.
+// ComputeID derives a plan ID from its cluster, spec fingerprint and
+// steps (their IDs, kinds, parameters and flags; not the policies'
+// decisions, which change with the time): 12 hex digits.
 func ComputeID(ref ClusterRef, specFingerprint string, steps []Step) string {
-	ids := make([]string, len(steps))
-	for i, s := range steps {
-		ids[i] = s.ID
+	type key struct {
+		ID         string `json:"id"`
+		Kind       Kind   `json:"kind"`
+		Params     Params `json:"params"`
+		Disruptive bool   `json:"disruptive"`
+		Reversible bool   `json:"reversible"`
 	}
-	sum := sha256.Sum256([]byte(ref.String() + "\n" + specFingerprint + "\n" + strings.Join(ids, "\n")))
+	keys := make([]key, len(steps))
+	for i, s := range steps {
+		keys[i] = key{s.ID, s.Kind, s.Params, s.Disruptive, s.Reversible}
+	}
+	sum := sha256.Sum256([]byte(ref.String() + "\n" + specFingerprint + "\n" + Fingerprint(keys)))
 	return hex.EncodeToString(sum[:6])
 }

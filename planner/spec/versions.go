@@ -140,6 +140,14 @@ func etcdLine(v Version) (etcdMinor, bool) {
 	return etcdMinor{}, false
 }
 
+// EtcdLineSupported reports whether cairn runs v's minor line, whatever
+// its patch: a cluster on a blocked or newer patch can still be moved to a
+// version cairn runs.
+func EtcdLineSupported(v Version) bool {
+	_, ok := etcdLine(v)
+	return ok
+}
+
 // EtcdSupported describes the etcd versions cairn runs, for messages.
 func EtcdSupported() string {
 	var parts []string
