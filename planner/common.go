@@ -22,6 +22,11 @@ func createStep(c spec.Cluster, members int, noun string) plan.Step {
 			Version: cm.Version, Members: members, Storage: string(cm.Storage),
 		}},
 	}
+	if _, ok := c.(*spec.PostgresCluster); ok {
+		name := c.Ref().Name
+		s.Gates = append([]plan.Gate{gate(plan.GateSecretsExist, plan.Before, fmt.Sprintf(
+			"the Secrets %s-superuser and %s-replication (key: password) exist; cairn never writes passwords to Git", name, name))}, s.Gates...)
+	}
 	if cm.Backup != nil {
 		s.Gates = append(s.Gates, gate(plan.GateBackupConfigured, plan.After, "the runtime runs the spec's backup schedule"))
 	}

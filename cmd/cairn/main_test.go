@@ -139,3 +139,55 @@ func TestSchemaMatchesCommittedCopies(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
+
+func TestRenderTwiceChangesNothing(t *testing.T) {
+	repo := t.TempDir()
+	for _, f := range []string{"clusters/my-etcd-cluster.yaml", "clusters/my-production-db.yaml", "live.yaml"} {
+		data, err := os.ReadFile(filepath.Join("../../examples/fleet", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"render", "--repo", repo, "--live", filepath.Join(repo, "live.yaml")}
+	if code, out, errOut := cairn(t, args...); code != exitOK || !strings.Contains(out, "rendered/my-production-db (") {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	code, out, _ := cairn(t, args...)
+	if code != exitOK || strings.Count(out, "(0 file(s) changed)") != 2 {
+		t.Fatalf("second render changed files:\n%s", out)
+	}
+	// A stale file in a cluster's folder is removed; other folders are not touched.
+	stale := filepath.Join(repo, "rendered/my-production-db/steps/old/kustomization.yaml")
+	other := filepath.Join(repo, "rendered/someone-else/keep.yaml")
+	for _, f := range []string{stale, other} {
+		_ = os.MkdirAll(filepath.Dir(f), 0o755)
+		_ = os.WriteFile(f, []byte("x"), 0o644)
+	}
+	cairn(t, args...)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale file kept: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("unrelated folder touched: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "rendered/my-production-db/steps")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRenderRefusesBadSpecWithoutWriting(t *testing.T) {
+	repo := writeRepo(t, map[string]string{"clusters/big.yaml": strings.Replace(etcd8, "size: 8", "size: 3\n  bogus: 1", 1)})
+	code, _, errOut := cairn(t, "render", "--repo", repo)
+	if code != exitInvalid || !strings.Contains(errOut, `unknown field "bogus"`) {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "rendered")); !os.IsNotExist(err) {
+		t.Errorf("rendered/ written for an invalid spec: %v", err)
+	}
+}

@@ -67,6 +67,9 @@ const (
 	// GateStatefulSetSettled: the StatefulSet has as many pods as replicas
 	// and no rollout in progress.
 	GateStatefulSetSettled GateKind = "StatefulSetSettled"
+	// GateSecretsExist: the Secrets the cluster's manifests refer to exist
+	// (PostgreSQL: <name>-superuser and <name>-replication, key password).
+	GateSecretsExist GateKind = "SecretsExist"
 	// GateMaintenanceWindow: the cluster's maintenance window is open.
 	GateMaintenanceWindow GateKind = "MaintenanceWindow"
 )

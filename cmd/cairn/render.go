@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/renderer"
+)
+
+type renderOptions struct {
+	planOptions
+	out    string
+	images renderer.Options
+}
+
+func newRender() *cobra.Command {
+	var o renderOptions
+	cmd := &cobra.Command{
+		Use:   "render --repo DIR [--live FILE] [--out DIR]",
+		Short: "Write each cluster's kustomize tree under rendered/<cluster>/",
+		Long: `Plan every cluster of the repo (as cairn plan does) and write its
+kustomize tree to rendered/<cluster>/ under --out (default: the repo): the
+base, one overlay per step, PLAN.md and plan.json, with the entry point at
+the plan's first step (or at the base when nothing is planned). Every tree
+passes kustomize build before anything is written. Running it twice changes
+nothing. A cluster whose spec is gone keeps its rendered folder untouched.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRender(cmd.OutOrStdout(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.repo, "repo", "", "GitOps repo directory (required)")
+	f.StringVar(&o.live, "live", "", "observed-state file; empty means nothing is deployed")
+	f.StringVar(&o.specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
+	f.StringVar(&o.out, "out", "", "directory to write rendered/ into (default: the repo)")
+	f.StringVar(&o.images.CairnImage, "cairn-image", renderer.DefaultOptions.CairnImage, "image of the cairn binary")
+	f.StringVar(&o.images.EtcdRepository, "etcd-repository", renderer.DefaultOptions.EtcdRepository, "etcd image repository (tag v<version>)")
+	f.StringVar(&o.images.PostgresRepository, "postgres-repository", renderer.DefaultOptions.PostgresRepository, "PostgreSQL image repository (tag <version>)")
+	f.StringVar(&o.images.PostgresUpgradeRepository, "postgres-upgrade-repository", renderer.DefaultOptions.PostgresUpgradeRepository, "pg_upgrade image repository (tag <from>-to-<to>)")
+	_ = cmd.MarkFlagRequired("repo")
+	return cmd
+}
+
+func runRender(w io.Writer, o renderOptions) error {
+	r, err := renderer.New(o.images)
+	if err != nil {
+		return &exitError{exitUsage, fmt.Errorf("cairn render: %w", err)}
+	}
+	clusters, err := spec.LoadRepo(o.repo, spec.Layout{SpecsDir: o.specs, RenderedDir: spec.DefaultLayout.RenderedDir})
+	if err != nil {
+		return &exitError{exitInvalid, err}
+	}
+	var observed *live.Snapshot
+	if o.live != "" {
+		if observed, err = live.ReadFile(o.live); err != nil {
+			return &exitError{exitInvalid, err}
+		}
+	}
+	out := o.out
+	if out == "" {
+		out = o.repo
+	}
+	// Render everything first: nothing is written unless every tree builds.
+	trees := map[string]renderer.Tree{}
+	plans := planner.Plan(clusters, observed, nil)
+	for _, c := range clusters {
+		p := find(plans, c.Ref())
+		current := ""
+		if len(p.Steps) > 0 {
+			current = p.Steps[0].ID
+		} else if p.Baseline == nil {
+			fmt.Fprintf(w, "%s: nothing to render (%s)\n", c.Ref(), p.Status)
+			continue
+		}
+		t, err := r.Render(c, p, current)
+		if err != nil {
+			return &exitError{exitInvalid, err}
+		}
+		trees[c.Ref().Name] = t
+	}
+	for _, c := range clusters {
+		t, ok := trees[c.Ref().Name]
+		if !ok {
+			continue
+		}
+		n, err := t.Write(out, renderer.Root(c.Ref().Name))
+		if err != nil {
+			return fmt.Errorf("write %s: %w", renderer.Root(c.Ref().Name), err)
+		}
+		fmt.Fprintf(w, "%s: %s (%d file(s) changed)\n", c.Ref(), renderer.Root(c.Ref().Name), n)
+	}
+	return nil
+}
+
+func find(l plan.List, ref spec.Ref) plan.Plan {
+	for _, p := range l.Plans {
+		if p.Cluster.Kind == ref.Kind && p.Cluster.Name == ref.Name {
+			return p
+		}
+	}
+	panic("cairn: no plan for " + ref.String())
+}

@@ -1,0 +1,123 @@
+package renderer
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// etcd ports.
+const (
+	etcdClientPort = 2379
+	etcdPeerPort   = 2380
+	etcdDataDir    = "/var/lib/etcd"
+)
+
+// etcdObjects renders an etcd cluster at settings s.
+func etcdObjects(c *spec.EtcdCluster, s settings, o Options, token string, initial int) ([]object, error) {
+	n := namesOf(c)
+	image, err := o.EtcdImage(s.version)
+	if err != nil {
+		return nil, err
+	}
+	objs := []object{
+		etcdPeerService(n),
+		etcdClientService(n),
+		etcdStatefulSet(c, n, s, image, o),
+		{file: "pdb.yaml", obj: &policyv1.PodDisruptionBudget{
+			TypeMeta: typeMeta("policy/v1", "PodDisruptionBudget"), ObjectMeta: n.meta(n.cluster, "database"),
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				// Voluntary disruptions never take the cluster below quorum.
+				MinAvailable: ptr(intstr.FromInt32(int32(quorum(s.replicas)))),
+				Selector:     selector(n),
+			},
+		}},
+		cairnConfig(n, s, token, initial),
+	}
+	objs = append(objs, grownVolumes(n, s, c.Spec.StorageClass)...)
+	return append(objs, runtimeObjects(n, o, commonRuntimeRules(n))...), nil
+}
+
+// etcdPeerService is the headless Service that gives every member a
+// stable DNS name, <pod>.<cluster>, including before it is ready (a
+// joining member must be reachable to catch up).
+func etcdPeerService(n names) object {
+	return object{file: "service-peer.yaml", obj: &corev1.Service{
+		TypeMeta: typeMeta("v1", "Service"), ObjectMeta: n.meta(n.cluster, "database"),
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                "None",
+			PublishNotReadyAddresses: true,
+			Selector:                 n.selector(),
+			Ports: []corev1.ServicePort{
+				{Name: "client", Port: etcdClientPort, TargetPort: intstr.FromString("client")},
+				{Name: "peer", Port: etcdPeerPort, TargetPort: intstr.FromString("peer")},
+			},
+		},
+	}}
+}
+
+func etcdClientService(n names) object {
+	return object{file: "service-client.yaml", obj: &corev1.Service{
+		TypeMeta: typeMeta("v1", "Service"), ObjectMeta: n.meta(n.cluster+"-client", "database"),
+		Spec: corev1.ServiceSpec{
+			Selector: n.selector(),
+			Ports:    []corev1.ServicePort{{Name: "client", Port: etcdClientPort, TargetPort: intstr.FromString("client")}},
+		},
+	}}
+}
+
+func etcdStatefulSet(c *spec.EtcdCluster, n names, s settings, image string, o Options) object {
+	container := corev1.Container{
+		Name:    "etcd",
+		Image:   image,
+		Command: []string{cairnBin, "instance", "etcd", "--data-dir", etcdDataDir + "/data", "--config", cairnConfDir, "--peer-service", n.cluster},
+		Env:     podEnv(n),
+		Ports: []corev1.ContainerPort{
+			{Name: "client", ContainerPort: etcdClientPort},
+			{Name: "peer", ContainerPort: etcdPeerPort},
+		},
+		Resources:    resources(c.Spec.Resources),
+		VolumeMounts: append([]corev1.VolumeMount{{Name: dataVolume, MountPath: etcdDataDir}}, commonMounts()...),
+		// /health answers false without a leader: fine for readiness, but
+		// liveness must not restart members while quorum is being restored.
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("client")}},
+			PeriodSeconds: 5, FailureThreshold: 3, TimeoutSeconds: 3,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("client")}},
+			InitialDelaySeconds: 15, PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 5,
+		},
+		SecurityContext: restricted(),
+	}
+	return object{file: "statefulset.yaml", obj: &appsv1.StatefulSet{
+		TypeMeta: typeMeta("apps/v1", "StatefulSet"), ObjectMeta: n.meta(n.cluster, "database"),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr(int32(s.replicas)),
+			ServiceName: n.cluster,
+			Selector:    selector(n),
+			// Members of a new cluster must start together to form quorum.
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
+				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(s.partition))},
+			},
+			PersistentVolumeClaimRetentionPolicy: retainVolumes(),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: podMeta(n),
+				Spec: corev1.PodSpec{
+					InitContainers:                []corev1.Container{installContainer(o)},
+					Containers:                    []corev1.Container{container},
+					Volumes:                       commonVolumes(n),
+					TerminationGracePeriodSeconds: ptr(int64(30)),
+					SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)), FSGroup: ptr(int64(65532))},
+					Affinity:                      spreadMembers(n),
+				},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{templateClaim(n, s, c.Spec.StorageClass)},
+		},
+	}}
+}

@@ -1,0 +1,182 @@
+package renderer
+
+import (
+	"encoding/json"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// Label keys. The role label is the runtime's: rendered manifests select
+// on it but never set it.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelRole      = "cairn.dev/role"
+
+	RolePrimary = "primary"
+	RoleReplica = "replica"
+)
+
+// object is one rendered Kubernetes object and the file it goes in.
+type object struct {
+	file string
+	obj  any
+}
+
+// names are the object names of one cluster.
+type names struct {
+	cluster   string
+	namespace string
+	app       string // "etcd" or "postgresql"
+	labels    map[string]string
+}
+
+func namesOf(c spec.Cluster) names {
+	ref := c.Ref()
+	app := "postgresql"
+	var user map[string]string
+	switch c := c.(type) {
+	case *spec.EtcdCluster:
+		app, user = "etcd", c.Metadata.Labels
+	case *spec.PostgresCluster:
+		user = c.Metadata.Labels
+	}
+	return names{cluster: ref.Name, namespace: ref.Namespace, app: app, labels: user}
+}
+
+// selector are the labels that select the cluster's pods; they never
+// change after creation.
+func (n names) selector() map[string]string {
+	return map[string]string{LabelName: n.app, LabelInstance: n.cluster}
+}
+
+// objectLabels are the labels of every rendered object of a component;
+// the spec's labels first, cairn's on top.
+func (n names) objectLabels(component string) map[string]string {
+	l := maps.Clone(n.labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	maps.Copy(l, n.selector())
+	l[LabelComponent] = component
+	l[LabelManagedBy] = "cairn"
+	return l
+}
+
+func (n names) meta(name, component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Labels: n.objectLabels(component)}
+}
+
+func typeMeta(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+// toMap turns a typed object into plain data without the fields the API
+// server owns (status, creationTimestamp), so output is minimal and stable.
+func toMap(obj any) (map[string]any, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	prune(m)
+	return m, nil
+}
+
+// prune removes what typed Kubernetes structs marshal without meaning:
+// null values (creationTimestamp: null) and empty resources, strategy and
+// status objects. Other empty objects are kept: emptyDir: {} is a volume.
+func prune(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			prune(e)
+			if m, ok := e.(map[string]any); e == nil || ok && len(m) == 0 && prunableEmpty[k] {
+				delete(t, k)
+			}
+		}
+	case []any:
+		for _, e := range t {
+			prune(e)
+		}
+	}
+}
+
+var prunableEmpty = map[string]bool{"resources": true, "strategy": true, "status": true}
+
+// marshalYAML renders objects as one YAML file with sorted keys.
+func marshalYAML(objs ...any) ([]byte, error) {
+	var out []byte
+	for i, o := range objs {
+		m, err := toMap(o)
+		if err != nil {
+			return nil, err
+		}
+		data, err := yaml.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out = append(out, "---\n"...)
+		}
+		out = append(out, data...)
+	}
+	return out, nil
+}
+
+func envFrom(name, fieldPath string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fieldPath}}}
+}
+
+func envSecret(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func quorum(members int) int { return members/2 + 1 }
+
+func selector(n names) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: n.selector()}
+}
+
+// podMeta labels pods with the selector and component only: the role
+// label is added by the runtime and never rendered.
+func podMeta(n names) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Labels: n.objectLabels("database")}
+}
+
+// retainVolumes keeps members' volumes when the StatefulSet shrinks or is
+// deleted: cairn never deletes data.
+func retainVolumes() *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy {
+	return &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+		WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+	}
+}
+
+// spreadMembers asks the scheduler to put members on different nodes.
+func spreadMembers(n names) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: selector(n),
+				TopologyKey:   "kubernetes.io/hostname",
+			},
+		}},
+	}}
+}

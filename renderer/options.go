@@ -1,0 +1,82 @@
+package renderer
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// Options configure where images come from.
+type Options struct {
+	// EtcdRepository is the etcd image repository; tags are "v<version>".
+	EtcdRepository string
+	// PostgresRepository is the PostgreSQL image repository; tags are the
+	// version ("14.5").
+	PostgresRepository string
+	// PostgresUpgradeRepository holds images with two PostgreSQL majors
+	// for pg_upgrade; tags are "<from>-to-<to>" ("14-to-15").
+	PostgresUpgradeRepository string
+	// CairnImage is the image of the cairn binary: the runtime, and the
+	// instance manager copied into every database pod.
+	CairnImage string
+}
+
+// DefaultOptions are the public images.
+var DefaultOptions = Options{
+	EtcdRepository:            "quay.io/coreos/etcd",
+	PostgresRepository:        "docker.io/library/postgres",
+	PostgresUpgradeRepository: "docker.io/tianon/postgres-upgrade",
+	CairnImage:                "ghcr.io/cairn-dev/cairn:v0.1.0",
+}
+
+func (o Options) withDefaults() Options {
+	if o.EtcdRepository == "" {
+		o.EtcdRepository = DefaultOptions.EtcdRepository
+	}
+	if o.PostgresRepository == "" {
+		o.PostgresRepository = DefaultOptions.PostgresRepository
+	}
+	if o.PostgresUpgradeRepository == "" {
+		o.PostgresUpgradeRepository = DefaultOptions.PostgresUpgradeRepository
+	}
+	if o.CairnImage == "" {
+		o.CairnImage = DefaultOptions.CairnImage
+	}
+	return o
+}
+
+// EtcdImage returns the image of an etcd version cairn runs.
+func (o Options) EtcdImage(version string) (string, error) {
+	if _, err := spec.ParseEtcdVersion(version); err != nil {
+		return "", err
+	}
+	return o.withDefaults().EtcdRepository + ":v" + version, nil
+}
+
+// PostgresImage returns the image of a PostgreSQL version cairn runs.
+func (o Options) PostgresImage(version string) (string, error) {
+	if _, err := spec.ParsePostgresVersion(version); err != nil {
+		return "", err
+	}
+	return o.withDefaults().PostgresRepository + ":" + version, nil
+}
+
+// PostgresUpgradeImage returns the pg_upgrade image between two majors.
+func (o Options) PostgresUpgradeImage(from, to int) string {
+	return fmt.Sprintf("%s:%d-to-%d", o.withDefaults().PostgresUpgradeRepository, from, to)
+}
+
+// Validate checks that the repositories are image references without tags.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	for name, repo := range map[string]string{"etcd": o.EtcdRepository, "postgres": o.PostgresRepository, "postgres-upgrade": o.PostgresUpgradeRepository} {
+		if strings.ContainsAny(repo, " @\t\n") || strings.Contains(repo[strings.LastIndex(repo, "/")+1:], ":") {
+			return fmt.Errorf("%s repository %q must be a repository without tag or digest", name, repo)
+		}
+	}
+	if strings.ContainsAny(o.CairnImage, " \t\n") {
+		return fmt.Errorf("cairn image %q is not an image reference", o.CairnImage)
+	}
+	return nil
+}

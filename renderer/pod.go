@@ -1,0 +1,142 @@
+package renderer
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// Paths inside database pods.
+const (
+	cairnBinDir  = "/cairn-bin"
+	cairnBin     = cairnBinDir + "/cairn"
+	cairnConfDir = "/etc/cairn"
+	podInfoDir   = "/etc/podinfo"
+	dataVolume   = "data"
+)
+
+// installContainer copies the cairn binary (the instance manager) into a
+// shared volume, so database images stay the official ones.
+func installContainer(o Options) corev1.Container {
+	return corev1.Container{
+		Name:            "install-cairn",
+		Image:           o.CairnImage,
+		Command:         []string{"/cairn", "instance", "install", cairnBin},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "cairn-bin", MountPath: cairnBinDir}},
+		SecurityContext: restricted(),
+	}
+}
+
+// commonVolumes are the volumes every database pod has: the instance
+// manager's binary, the runtime config (bootstrap mode, requests) and the
+// pod's own labels through the downward API (the role the runtime set).
+func commonVolumes(n names) []corev1.Volume {
+	return []corev1.Volume{
+		{Name: "cairn-bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "cairn-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: n.cluster + "-cairn"}}}},
+		{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
+	}
+}
+
+func commonMounts() []corev1.VolumeMount {
+	return []corev1.VolumeMount{
+		{Name: "cairn-bin", MountPath: cairnBinDir, ReadOnly: true},
+		{Name: "cairn-config", MountPath: cairnConfDir, ReadOnly: true},
+		{Name: "podinfo", MountPath: podInfoDir, ReadOnly: true},
+	}
+}
+
+func podEnv(n names) []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: "CAIRN_CLUSTER", Value: n.cluster},
+		envFrom("POD_NAME", "metadata.name"),
+		envFrom("POD_NAMESPACE", "metadata.namespace"),
+	}
+}
+
+func restricted() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// resources turns the spec's resources into a container's.
+func resources(r *spec.Resources) corev1.ResourceRequirements {
+	var out corev1.ResourceRequirements
+	if r == nil {
+		return out
+	}
+	out.Requests = resourceList(r.Requests)
+	out.Limits = resourceList(r.Limits)
+	return out
+}
+
+func resourceList(l *spec.ResourceList) corev1.ResourceList {
+	if l == nil {
+		return nil
+	}
+	out := corev1.ResourceList{}
+	if l.CPU != "" {
+		out[corev1.ResourceCPU] = resource.MustParse(string(l.CPU))
+	}
+	if l.Memory != "" {
+		out[corev1.ResourceMemory] = resource.MustParse(string(l.Memory))
+	}
+	return out
+}
+
+// volumeClaim is the data volume of one member: the StatefulSet's
+// template, or a PVC of its own once volumes have grown past it.
+func volumeClaimSpec(storage, class string) corev1.PersistentVolumeClaimSpec {
+	s := corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceStorage: resource.MustParse(storage)}},
+	}
+	if class != "" {
+		s.StorageClassName = ptr(class)
+	}
+	return s
+}
+
+// grownVolumes renders each member's PVC at the grown size. The
+// StatefulSet's volumeClaimTemplates cannot change; a PVC named as the
+// StatefulSet would name it is adopted by the StatefulSet, so new members
+// get the grown size too. Pruning is off: a PVC leaves only by hand.
+func grownVolumes(n names, s settings, class string) []object {
+	if s.storage == "" || s.templateStorage == "" || spec.Quantity(s.storage).Cmp(spec.Quantity(s.templateStorage)) <= 0 {
+		return nil
+	}
+	var out []object
+	for i := range s.replicas {
+		name := dataVolume + "-" + memberName(n.cluster, i)
+		m := n.meta(name, "database")
+		m.Annotations = map[string]string{
+			"kustomize.toolkit.fluxcd.io/prune": "disabled",
+			"argocd.argoproj.io/sync-options":   "Prune=false",
+		}
+		out = append(out, object{file: "pvc-" + memberName(n.cluster, i) + ".yaml", obj: &corev1.PersistentVolumeClaim{
+			TypeMeta: typeMeta("v1", "PersistentVolumeClaim"), ObjectMeta: m,
+			Spec: volumeClaimSpec(s.storage, class),
+		}})
+	}
+	return out
+}
+
+func templateClaim(n names, s settings, class string) corev1.PersistentVolumeClaim {
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: n.selector()},
+		Spec:       volumeClaimSpec(s.templateStorage, class),
+	}
+}
+
+func memberName(cluster string, ordinal int) string {
+	return cluster + "-" + strconv.Itoa(ordinal)
+}

@@ -1,0 +1,200 @@
+package renderer
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// PostgreSQL paths and ports.
+const (
+	pgPort      = 5432
+	pgDataMount = "/var/lib/postgresql/data"
+	pgData      = pgDataMount + "/pgdata"
+	pgConfDir   = "/etc/postgresql-cairn"
+	pgUID       = 999 // the postgres user of the official images
+)
+
+func superuserSecret(n names) string   { return n.cluster + "-superuser" }
+func replicationSecret(n names) string { return n.cluster + "-replication" }
+
+// postgresObjects renders a PostgreSQL cluster at settings s.
+func postgresObjects(c *spec.PostgresCluster, s settings, o Options, initial int) ([]object, error) {
+	n := namesOf(c)
+	image, err := o.PostgresImage(s.version)
+	if err != nil {
+		return nil, err
+	}
+	sts, err := postgresStatefulSet(c, n, s, image, o)
+	if err != nil {
+		return nil, err
+	}
+	objs := []object{
+		sts,
+		pgService(n, n.cluster+"-rw", "service-rw.yaml", map[string]string{LabelRole: RolePrimary}, false),
+		pgService(n, n.cluster+"-ro", "service-ro.yaml", map[string]string{LabelRole: RoleReplica}, false),
+		pgService(n, n.cluster+"-r", "service-r.yaml", nil, false),
+		pgService(n, n.cluster+"-hl", "service-headless.yaml", nil, true),
+		postgresConfig(c, n),
+		{file: "pdb.yaml", obj: &policyv1.PodDisruptionBudget{
+			TypeMeta: typeMeta("policy/v1", "PodDisruptionBudget"), ObjectMeta: n.meta(n.cluster, "database"),
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr(intstr.FromInt32(1)), Selector: selector(n)},
+		}},
+		cairnConfig(n, s, "", initial),
+	}
+	objs = append(objs, grownVolumes(n, s, c.Spec.StorageClass)...)
+	return append(objs, runtimeObjects(n, o, postgresRuntimeRules(n))...), nil
+}
+
+// pgService selects the cluster's pods, narrowed by the runtime's role
+// label for -rw (the primary) and -ro (replicas).
+func pgService(n names, name, file string, role map[string]string, headless bool) object {
+	sel := n.selector()
+	for k, v := range role {
+		sel[k] = v
+	}
+	svc := corev1.ServiceSpec{
+		Selector: sel,
+		Ports:    []corev1.ServicePort{{Name: "postgres", Port: pgPort, TargetPort: intstr.FromString("postgres")}},
+	}
+	if headless {
+		svc.ClusterIP, svc.PublishNotReadyAddresses = "None", true
+	}
+	return object{file: file, obj: &corev1.Service{TypeMeta: typeMeta("v1", "Service"), ObjectMeta: n.meta(name, "database"), Spec: svc}}
+}
+
+// postgresConfig is the ConfigMap <cluster>-config: postgresql.conf with
+// the settings streaming replication needs and the spec's parameters, and
+// pg_hba.conf. Settings the runtime changes (synchronous_standby_names,
+// primary_conninfo) live in postgresql.auto.conf, never here.
+func postgresConfig(c *spec.PostgresCluster, n names) object {
+	var conf strings.Builder
+	conf.WriteString("# Rendered by cairn from the PostgresCluster spec; do not edit here.\n")
+	for _, kv := range [][2]string{
+		{"listen_addresses", "'*'"}, {"port", fmt.Sprint(pgPort)},
+		{"hba_file", "'" + pgConfDir + "/pg_hba.conf'"},
+		{"wal_level", "replica"}, {"hot_standby", "on"}, {"wal_log_hints", "on"},
+		{"max_wal_senders", "16"}, {"max_replication_slots", "16"},
+	} {
+		fmt.Fprintf(&conf, "%s = %s\n", kv[0], kv[1])
+	}
+	if c.Spec.PostgreSQL != nil && len(c.Spec.PostgreSQL.Parameters) > 0 {
+		conf.WriteString("# spec.postgresql.parameters\n")
+		keys := make([]string, 0, len(c.Spec.PostgreSQL.Parameters))
+		for k := range c.Spec.PostgreSQL.Parameters {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&conf, "%s = '%s'\n", k, strings.ReplaceAll(string(c.Spec.PostgreSQL.Parameters[k]), "'", "''"))
+		}
+	}
+	hba := "# Rendered by cairn; do not edit here.\n" +
+		"local   all          postgres                 peer\n" +
+		"local   all          all                      scram-sha-256\n" +
+		"host    replication  replicator  0.0.0.0/0    scram-sha-256\n" +
+		"host    replication  replicator  ::/0         scram-sha-256\n" +
+		"host    all          all         0.0.0.0/0    scram-sha-256\n" +
+		"host    all          all         ::/0         scram-sha-256\n"
+	return object{file: "postgres-config.yaml", obj: &corev1.ConfigMap{
+		TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: n.meta(n.cluster+"-config", "config"),
+		Data: map[string]string{"postgresql.conf": conf.String(), "pg_hba.conf": hba},
+	}}
+}
+
+func postgresStatefulSet(c *spec.PostgresCluster, n names, s settings, image string, o Options) (object, error) {
+	env := append(podEnv(n),
+		corev1.EnvVar{Name: "PGDATA", Value: pgData},
+		corev1.EnvVar{Name: "PGPORT", Value: fmt.Sprint(pgPort)},
+		envSecret("POSTGRES_PASSWORD", superuserSecret(n), "password"),
+		envSecret("CAIRN_REPLICATION_PASSWORD", replicationSecret(n), "password"),
+	)
+	mounts := append([]corev1.VolumeMount{
+		{Name: dataVolume, MountPath: pgDataMount},
+		{Name: "postgres-config", MountPath: pgConfDir, ReadOnly: true},
+		{Name: "dshm", MountPath: "/dev/shm"},
+	}, commonMounts()...)
+	container := corev1.Container{
+		Name:    "postgres",
+		Image:   image,
+		Command: []string{cairnBin, "instance", "postgres", "--config", cairnConfDir, "--pg-config", pgConfDir, "--primary-service", n.cluster + "-rw", "--peer-service", n.cluster + "-hl"},
+		Env:     env,
+		Ports:   []corev1.ContainerPort{{Name: "postgres", ContainerPort: pgPort}},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pg_isready", "-h", "127.0.0.1", "-p", fmt.Sprint(pgPort)}}},
+			PeriodSeconds: 5, FailureThreshold: 3, TimeoutSeconds: 3,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("postgres")}},
+			InitialDelaySeconds: 30, PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 5,
+		},
+		Resources:       resources(c.Spec.Resources),
+		VolumeMounts:    mounts,
+		SecurityContext: restricted(),
+	}
+	volumes := append(commonVolumes(n),
+		corev1.Volume{Name: "postgres-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: n.cluster + "-config"}}}},
+		corev1.Volume{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+	)
+	inits := []corev1.Container{installContainer(o)}
+	if s.upgradeFrom > 0 {
+		to, err := spec.ParseRelease(s.version, 2)
+		if err != nil {
+			return object{}, err
+		}
+		inits = append(inits, pgUpgradeContainer(o, s.upgradeFrom, to.Major, env))
+	}
+	return object{file: "statefulset.yaml", obj: &appsv1.StatefulSet{
+		TypeMeta: typeMeta("apps/v1", "StatefulSet"), ObjectMeta: n.meta(n.cluster, "database"),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr(int32(s.replicas)),
+			ServiceName: n.cluster + "-hl",
+			Selector:    selector(n),
+			// Ordered start: the first pod initialises the primary before
+			// the others clone from it.
+			PodManagementPolicy: appsv1.OrderedReadyPodManagement,
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
+				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(s.partition))},
+			},
+			PersistentVolumeClaimRetentionPolicy: retainVolumes(),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: podMeta(n),
+				Spec: corev1.PodSpec{
+					InitContainers:                inits,
+					Containers:                    []corev1.Container{container},
+					Volumes:                       volumes,
+					TerminationGracePeriodSeconds: ptr(int64(60)),
+					SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(pgUID)), FSGroup: ptr(int64(pgUID))},
+					Affinity:                      spreadMembers(n),
+				},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{templateClaim(n, s, c.Spec.StorageClass)},
+		},
+	}}, nil
+}
+
+// pgUpgradeContainer runs pg_upgrade when the data directory is still on
+// the old major; on any other start it does nothing. It stays in the
+// template after the upgrade, so removing it never restarts members.
+func pgUpgradeContainer(o Options, from, to int, env []corev1.EnvVar) corev1.Container {
+	return corev1.Container{
+		Name:    "pg-upgrade",
+		Image:   o.PostgresUpgradeImage(from, to),
+		Command: []string{cairnBin, "instance", "pg-upgrade", "--from", fmt.Sprint(from), "--to", fmt.Sprint(to)},
+		Env:     env,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: dataVolume, MountPath: pgDataMount},
+			{Name: "cairn-bin", MountPath: cairnBinDir, ReadOnly: true},
+		},
+		SecurityContext: restricted(),
+	}
+}

@@ -1,0 +1,286 @@
+package renderer
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// Renderer renders clusters with fixed image options.
+type Renderer struct {
+	opts Options
+}
+
+// New returns a renderer, checking the options.
+func New(o Options) (*Renderer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return &Renderer{opts: o.withDefaults()}, nil
+}
+
+// Root is the folder of a cluster's rendered tree in the GitOps repo.
+func Root(cluster string) string { return "rendered/" + cluster }
+
+// StepDir is the folder of a step's overlay, relative to Root.
+func StepDir(stepID string) string { return "steps/" + stepID }
+
+// Render returns the kustomize tree of one cluster for plan p, with the
+// entry point selecting step current ("" selects the state before the
+// plan's first step). Every overlay and the entry point pass kustomize
+// build before Render returns.
+func (r *Renderer) Render(c spec.Cluster, p plan.Plan, current string) (Tree, error) {
+	ref := c.Ref()
+	if p.Cluster.Kind != ref.Kind || p.Cluster.Name != ref.Name {
+		return nil, fmt.Errorf("render %s: the plan is for %s", ref, p.Cluster)
+	}
+	t, dirs, err := r.renderDirs(c, p)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", ref, err)
+	}
+	root := Root(ref.Name)
+	entry := "base"
+	if current != "" {
+		if !slices.Contains(dirs, StepDir(current)) {
+			return nil, fmt.Errorf("render %s: plan %s has no step %q", ref, p.ID, current)
+		}
+		entry = StepDir(current)
+	} else if p.Baseline == nil {
+		return nil, fmt.Errorf("render %s: the cluster does not run yet, so there is nothing before the first step; render a step", ref)
+	}
+	if err := putKustomization(t, root, kustomization{Resources: []string{entry}}); err != nil {
+		return nil, err
+	}
+	t[root+"/PLAN.md"] = planMarkdown(p, current)
+	pj, err := p.EncodeJSON()
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", ref, err)
+	}
+	t[root+"/plan.json"] = pj
+	for _, d := range append(dirs, "") {
+		if _, err := Build(t, path.Join(root, d)); err != nil {
+			step := strings.TrimPrefix(d, "steps/")
+			if d == "" {
+				step = "entry point"
+			}
+			return nil, fmt.Errorf("render %s step %s: %w", ref, step, err)
+		}
+	}
+	return t, nil
+}
+
+// renderDirs renders the base (for a running cluster) and one overlay per
+// step, each patching the one before.
+func (r *Renderer) renderDirs(c spec.Cluster, p plan.Plan) (Tree, []string, error) {
+	t := Tree{}
+	root := Root(c.Ref().Name)
+	var dirs []string
+	cur := baseSettings(c, p)
+	var prevDir string
+	var prevFiles map[string]map[string]any
+	if cur != nil {
+		files, err := r.files(c, p, *cur)
+		if err != nil {
+			return nil, nil, fmt.Errorf("base: %w", err)
+		}
+		if err := putFull(t, root+"/base", c, files); err != nil {
+			return nil, nil, err
+		}
+		prevDir, prevFiles = "base", files
+		dirs = append(dirs, "base")
+	}
+	for _, s := range p.Steps {
+		next, err := r.next(c, cur, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		files, err := r.files(c, p, next)
+		if err != nil {
+			return nil, nil, fmt.Errorf("step %s: %w", s.ID, err)
+		}
+		dir := StepDir(s.ID)
+		if s.Kind == plan.CreateCluster {
+			err = putFull(t, root+"/"+dir, c, files)
+		} else {
+			err = putOverlay(t, root+"/"+dir, relPath(dir, prevDir), prevFiles, files)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("step %s: %w", s.ID, err)
+		}
+		cur, prevDir, prevFiles = &next, dir, files
+		dirs = append(dirs, dir)
+	}
+	return t, dirs, nil
+}
+
+func (r *Renderer) next(c spec.Cluster, cur *settings, s plan.Step) (settings, error) {
+	if cur == nil {
+		if s.Kind != plan.CreateCluster {
+			return settings{}, fmt.Errorf("step %s: a cluster that does not run yet must be created first", s.ID)
+		}
+		return createSettings(c, s.Params.CreateCluster), nil
+	}
+	return cur.apply(c, s)
+}
+
+// files renders the objects of the cluster at settings s, by file name.
+func (r *Renderer) files(c spec.Cluster, p plan.Plan, s settings) (map[string]map[string]any, error) {
+	var objs []object
+	var err error
+	initial, token := 0, ""
+	if len(p.Steps) > 0 && p.Steps[0].Kind == plan.CreateCluster {
+		initial, token = p.Steps[0].Params.CreateCluster.Members, c.Ref().Name+"-"+p.ID
+	}
+	switch c := c.(type) {
+	case *spec.EtcdCluster:
+		objs, err = etcdObjects(c, s, r.opts, token, initial)
+	case *spec.PostgresCluster:
+		objs, err = postgresObjects(c, s, r.opts, initial)
+	default:
+		err = fmt.Errorf("unknown cluster type %T", c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]any, len(objs))
+	for _, o := range objs {
+		m, err := toMap(o.obj)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.file, err)
+		}
+		out[o.file] = m
+	}
+	return out, nil
+}
+
+func relPath(from, to string) string {
+	up := strings.Repeat("../", strings.Count(from, "/")+1)
+	return up + to
+}
+
+// kustomization is the subset of a Kustomization cairn writes.
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Namespace  string   `json:"namespace,omitempty"`
+	Resources  []string `json:"resources,omitempty"`
+	Patches    []patch  `json:"patches,omitempty"`
+}
+
+type patch struct {
+	Path   string  `json:"path"`
+	Target *target `json:"target,omitempty"`
+}
+
+type target struct {
+	Group   string `json:"group,omitempty"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
+	Name    string `json:"name"`
+}
+
+func putKustomization(t Tree, dir string, k kustomization) error {
+	k.APIVersion, k.Kind = "kustomize.config.k8s.io/v1beta1", "Kustomization"
+	data, err := yaml.Marshal(k)
+	if err != nil {
+		return err
+	}
+	t[dir+"/kustomization.yaml"] = data
+	return nil
+}
+
+// putFull writes every object of a state as the resources of dir.
+func putFull(t Tree, dir string, c spec.Cluster, files map[string]map[string]any) error {
+	k := kustomization{Namespace: c.Ref().Namespace}
+	for _, f := range sortedKeys(files) {
+		data, err := yaml.Marshal(files[f])
+		if err != nil {
+			return err
+		}
+		t[dir+"/"+f] = data
+		k.Resources = append(k.Resources, f)
+	}
+	return putKustomization(t, dir, k)
+}
+
+// putOverlay writes an overlay of prev that holds only the changes to
+// reach next: new objects as resources, changed objects as JSON patches,
+// and removed objects as delete patches.
+func putOverlay(t Tree, dir, prevDir string, prev, next map[string]map[string]any) error {
+	k := kustomization{Resources: []string{prevDir}}
+	for _, f := range sortedKeys(next) {
+		old, ok := prev[f]
+		if !ok {
+			data, err := yaml.Marshal(next[f])
+			if err != nil {
+				return err
+			}
+			t[dir+"/"+f] = data
+			k.Resources = append(k.Resources, f)
+			continue
+		}
+		ops := diff(old, next[f])
+		if len(ops) == 0 {
+			continue
+		}
+		data, err := yaml.Marshal(ops)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(f, ".yaml") + ".patch.yaml"
+		t[dir+"/"+name] = data
+		k.Patches = append(k.Patches, patch{Path: name, Target: targetOf(next[f])})
+	}
+	for _, f := range sortedKeys(prev) {
+		if _, ok := next[f]; ok {
+			continue
+		}
+		data, err := yaml.Marshal(deletePatch(prev[f]))
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(f, ".yaml") + ".delete.yaml"
+		t[dir+"/"+name] = data
+		k.Patches = append(k.Patches, patch{Path: name})
+	}
+	return putKustomization(t, dir, k)
+}
+
+func targetOf(obj map[string]any) *target {
+	api, _ := obj["apiVersion"].(string)
+	group, version, found := strings.Cut(api, "/")
+	if !found {
+		group, version = "", api
+	}
+	kind, _ := obj["kind"].(string)
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	return &target{Group: group, Version: version, Kind: kind, Name: name}
+}
+
+// deletePatch is a strategic-merge patch that removes an object from the
+// build output.
+func deletePatch(obj map[string]any) map[string]any {
+	meta, _ := obj["metadata"].(map[string]any)
+	return map[string]any{
+		"$patch":     "delete",
+		"apiVersion": obj["apiVersion"],
+		"kind":       obj["kind"],
+		"metadata":   map[string]any{"name": meta["name"]},
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

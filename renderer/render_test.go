@@ -1,0 +1,312 @@
+package renderer
+
+import (
+	"bytes"
+	"flag"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden trees under testdata/")
+
+type renderCase struct {
+	name string
+	spec string // YAML of one cluster
+	live string // YAML of the observed cluster (one list item), or ""
+	step string // step to select; "" selects the base
+}
+
+const etcdSpecYAML = `apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: e, namespace: db, labels: {team: storage}}
+spec:
+  size: %SIZE%
+  version: "%VERSION%"
+  storage: %STORAGE%
+  resources: {requests: {cpu: 500m, memory: 1Gi}, limits: {memory: 2Gi}}
+%EXTRA%`
+
+const pgSpecYAML = `apiVersion: db.example.com/v1alpha1
+kind: PostgresCluster
+metadata: {name: pg}
+spec:
+  version: "%VERSION%"
+  instances: %SIZE%
+  storage: %STORAGE%
+  postgresql: {parameters: {max_connections: 200, shared_buffers: 256MB}}
+  backup: {schedule: "0 2 * * *", storageLocation: "s3://bkp/pg", retention: {count: 7}}
+%EXTRA%`
+
+func fill(tmpl string, kv ...string) string {
+	r := strings.NewReplacer(kv...)
+	return r.Replace(tmpl)
+}
+
+func etcdLiveYAML(n int, version string, leader int) string {
+	var b strings.Builder
+	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\nmembers:\n")
+	for i := range n {
+		role := "follower"
+		if i == leader {
+			role = "leader"
+		}
+		b.WriteString("- {name: e-" + itoa(i) + ", version: \"" + version + "\", ready: true, role: " + role + "}\n")
+	}
+	return b.String()
+}
+
+func pgLiveYAML(n int, version string, primary int, extra string) string {
+	var b strings.Builder
+	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
+	b.WriteString("backup: {schedule: \"0 2 * * *\", timeZone: UTC, storageLocation: \"s3://bkp/pg\", retentionCount: 7}\n" + extra + "members:\n")
+	for i := range n {
+		role := "replica"
+		if i == primary {
+			role = "primary"
+		}
+		b.WriteString("- {name: pg-" + itoa(i) + ", version: \"" + version + "\", ready: true, role: " + role + "}\n")
+	}
+	return b.String()
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+var renderCases = []renderCase{
+	{"etcd-create", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), "", "create"},
+	{"etcd-add-learner", fill(etcdSpecYAML, "%SIZE%", "5", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.5.21", 0), "etcd-add-3"},
+	{"etcd-add-voter-3.2", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.2.13", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(1, "3.2.13", 0), "etcd-add-1"},
+	{"etcd-remove-member", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(5, "3.5.21", 4), "etcd-remove-4"},
+	{"etcd-scale-in", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(5, "3.5.21", 4), "scale-in-4"},
+	{"etcd-upgrade", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.4.37", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.3.27", 0), "upgrade-1-to-3.4.37"},
+	{"etcd-expand-storage", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "16Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.5.21", 0), "expand-storage-16gi"},
+	{"etcd-configure-backup", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", "  backup: {schedule: '@daily', timeZone: Europe/Berlin, storageLocation: 'file:///backups/e'}"), etcdLiveYAML(3, "3.5.21", 0), "configure-backup"},
+	{"etcd-converged", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.5.21", 0), ""},
+	{"pg-create", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "", "create"},
+	{"pg-add-replica", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(2, "14.5", 0, ""), "pg-add-2"},
+	{"pg-scale-in", fill(pgSpecYAML, "%SIZE%", "2", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "scale-in-2"},
+	{"pg-upgrade-replica", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.9", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "upgrade-2-to-14.9"},
+	{"pg-switchover", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.9", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "switchover-0-to-1-for-14.9"},
+	{"pg-take-backup", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "backup-before-15.4"},
+	{"pg-major-upgrade", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "pg-major-upgrade-15.4"},
+	{"pg-sync-standbys", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  synchronousStandbys: 1"), pgLiveYAML(3, "14.5", 0, ""), "sync-standbys-1"},
+	{"pg-expand-storage", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "20Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "expand-storage-20gi"},
+	{"pg-configure-backup", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), strings.Replace(pgLiveYAML(3, "14.5", 0, ""), "0 2 * * *", "0 4 * * *", 1), "configure-backup"},
+	{"pg-converged", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 2, ""), ""},
+}
+
+func loadCase(t *testing.T, rc renderCase) (spec.Cluster, plan.Plan) {
+	t.Helper()
+	cs, err := spec.Decode(rc.name+".yaml", []byte(rc.spec))
+	if err != nil {
+		t.Fatalf("spec: %v", err)
+	}
+	var obs *live.Cluster
+	if rc.live != "" {
+		doc := "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- " + strings.ReplaceAll(strings.TrimSpace(rc.live), "\n", "\n  ") + "\n"
+		s, err := live.Decode(rc.name+"-live.yaml", []byte(doc))
+		if err != nil {
+			t.Fatalf("live: %v", err)
+		}
+		obs = &s.Clusters[0]
+	}
+	return cs[0], planner.PlanCluster(cs[0], obs, nil)
+}
+
+func TestGoldenTrees(t *testing.T) {
+	r, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range renderCases {
+		t.Run(rc.name, func(t *testing.T) {
+			c, p := loadCase(t, rc)
+			tree, err := r.Render(c, p, rc.step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join("testdata", rc.name)
+			if *update {
+				if _, err := tree.Write(dir, Root(c.Ref().Name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			golden := readTree(t, dir)
+			if diff := compareTrees(golden, tree); diff != "" {
+				t.Fatalf("tree differs from %s (go test ./renderer -update):\n%s", dir, diff)
+			}
+			// The committed golden tree builds on its own, every folder.
+			for _, d := range kustomizeDirs(golden) {
+				if _, err := Build(golden, d); err != nil {
+					t.Errorf("golden %s: %v", d, err)
+				}
+			}
+		})
+	}
+}
+
+func readTree(t *testing.T, dir string) Tree {
+	t.Helper()
+	tree := Tree{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		tree[filepath.ToSlash(rel)] = data
+		return err
+	})
+	if err != nil {
+		t.Fatalf("read golden %s: %v (go test ./renderer -update)", dir, err)
+	}
+	return tree
+}
+
+func compareTrees(a, b Tree) string {
+	var out []string
+	for _, p := range append(a.Paths(), b.Paths()...) {
+		if !bytes.Equal(a[p], b[p]) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func kustomizeDirs(t Tree) []string {
+	var dirs []string
+	for _, p := range t.Paths() {
+		if path.Base(p) == "kustomization.yaml" {
+			dirs = append(dirs, path.Dir(p))
+		}
+	}
+	return dirs
+}
+
+func TestRenderIsByteStable(t *testing.T) {
+	r, _ := New(Options{})
+	for _, rc := range renderCases {
+		c, p := loadCase(t, rc)
+		a, err := r.Render(c, p, rc.step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := r.Render(c, p, rc.step)
+		if d := compareTrees(a, b); d != "" {
+			t.Errorf("%s: two renders differ in %s", rc.name, d)
+		}
+	}
+}
+
+// allowedChanges are the fields each step kind's overlay may touch: a
+// step's overlay holds what that step changes and nothing else.
+var allowedChanges = map[plan.Kind][]string{
+	plan.EtcdAddMember:               {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable"},
+	plan.ScaleIn:                     {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable"},
+	plan.EtcdRemoveMember:            {"cairn-config.patch.yaml /data/request.remove-member.id", "cairn-config.patch.yaml /data/request.remove-member.member"},
+	plan.UpgradeMember:               {"statefulset.patch.yaml /spec/template/spec/containers/0/image", "statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition"},
+	plan.PostgresAddReplica:          {"statefulset.patch.yaml /spec/replicas"},
+	plan.PostgresSwitchover:          {"cairn-config.patch.yaml /data/request.switchover.id", "cairn-config.patch.yaml /data/request.switchover.to"},
+	plan.TakeBackup:                  {"cairn-config.patch.yaml /data/request.backup.id"},
+	plan.PostgresSynchronousStandbys: {"cairn-config.patch.yaml /data/synchronous-standbys"},
+	plan.ConfigureBackup:             {"cairn-config.patch.yaml /data/backup."},
+	plan.ExpandStorage:               {"pvc-"},
+	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
+		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1"},
+}
+
+func TestOverlaysHoldOnlyTheirStep(t *testing.T) {
+	r, _ := New(Options{})
+	for _, rc := range renderCases {
+		c, p := loadCase(t, rc)
+		tree, err := r.Render(c, p, rc.step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range p.Steps {
+			if s.Kind == plan.CreateCluster {
+				continue
+			}
+			for _, change := range overlayChanges(t, tree, Root(c.Ref().Name)+"/"+StepDir(s.ID)) {
+				if !slices.ContainsFunc(allowedChanges[s.Kind], func(a string) bool { return strings.HasPrefix(change, a) }) {
+					t.Errorf("%s: step %s (%s) changes %s", rc.name, s.ID, s.Kind, change)
+				}
+			}
+		}
+	}
+}
+
+// overlayChanges lists "file op-path" for every patch op and "file" for
+// every new resource of an overlay.
+func overlayChanges(t *testing.T, tree Tree, dir string) []string {
+	var k kustomization
+	if err := yaml.Unmarshal(tree[dir+"/kustomization.yaml"], &k); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, res := range k.Resources[1:] {
+		out = append(out, res)
+	}
+	for _, pt := range k.Patches {
+		var ops []patchOp
+		if err := yaml.Unmarshal(tree[dir+"/"+pt.Path], &ops); err != nil || len(ops) == 0 {
+			out = append(out, pt.Path)
+			continue
+		}
+		for _, op := range ops {
+			out = append(out, pt.Path+" "+op.Path)
+		}
+	}
+	return out
+}
+
+func TestRuntimeOwnedStateIsNeverRendered(t *testing.T) {
+	r, _ := New(Options{})
+	for _, rc := range renderCases {
+		c, p := loadCase(t, rc)
+		tree, err := r.Render(c, p, rc.step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Build(tree, Root(c.Ref().Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range bytes.Split(out, []byte("\n---\n")) {
+			var obj struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+				Spec struct {
+					Template struct {
+						Metadata struct {
+							Labels map[string]string `json:"labels"`
+						} `json:"metadata"`
+					} `json:"template"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal(doc, &obj); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := obj.Spec.Template.Metadata.Labels[LabelRole]; ok {
+				t.Errorf("%s: %s %s sets the runtime's role label on pods", rc.name, obj.Kind, obj.Metadata.Name)
+			}
+			if strings.HasSuffix(obj.Metadata.Name, "-cairn-status") || obj.Kind == "Lease" {
+				t.Errorf("%s: renders the runtime's status object %s %s", rc.name, obj.Kind, obj.Metadata.Name)
+			}
+		}
+	}
+}

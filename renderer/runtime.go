@@ -1,0 +1,96 @@
+package renderer
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// runtimeReplicas: two, so a new leader takes over at once when one dies.
+const runtimeReplicas = 2
+
+// runtimeObjects renders the cluster's runtime: its ServiceAccount, a Role
+// with only the verbs it uses, the binding, and the Deployment.
+func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []object {
+	name := n.cluster + "-runtime"
+	meta := n.meta(name, "runtime")
+	labels := map[string]string{LabelName: "cairn-runtime", LabelInstance: n.cluster}
+	kind := "EtcdCluster"
+	if n.app == "postgresql" {
+		kind = "PostgresCluster"
+	}
+	return []object{
+		{file: "runtime-serviceaccount.yaml", obj: &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta}},
+		{file: "runtime-role.yaml", obj: &rbacv1.Role{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta, Rules: rules}},
+		{file: "runtime-rolebinding.yaml", obj: &rbacv1.RoleBinding{
+			TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta,
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name}},
+		}},
+		{file: "runtime-deployment.yaml", obj: &appsv1.Deployment{
+			TypeMeta: typeMeta("apps/v1", "Deployment"), ObjectMeta: meta,
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr(int32(runtimeReplicas)),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{
+						ServiceAccountName: name,
+						Containers: []corev1.Container{{
+							Name:    "runtime",
+							Image:   o.CairnImage,
+							Command: []string{"/cairn", "runtime", "--kind", kind, "--cluster", n.cluster},
+							Env: []corev1.EnvVar{
+								envFrom("POD_NAME", "metadata.name"),
+								envFrom("POD_NAMESPACE", "metadata.namespace"),
+							},
+							Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}},
+							SecurityContext: restricted(),
+						}},
+						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532))},
+						Affinity:        spreadRuntime(labels),
+					},
+				},
+			},
+		}},
+	}
+}
+
+// commonRuntimeRules are what every runtime uses: it watches the
+// cluster's pods and sets their role labels, reads its config, keeps its
+// status ConfigMap, holds its leader Lease, and records Events.
+func commonRuntimeRules(n names) []rbacv1.PolicyRule {
+	status := n.cluster + "-cairn-status"
+	lease := n.cluster + "-runtime"
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{lease}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+}
+
+// postgresRuntimeRules add reading the cluster's two Secrets: the runtime
+// connects to members to check them and promote one.
+func postgresRuntimeRules(n names) []rbacv1.PolicyRule {
+	return append(commonRuntimeRules(n), rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"secrets"},
+		ResourceNames: []string{superuserSecret(n), replicationSecret(n)}, Verbs: []string{"get"},
+	})
+}
+
+func spreadRuntime(labels map[string]string) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+				TopologyKey:   "kubernetes.io/hostname",
+			},
+		}},
+	}}
+}
