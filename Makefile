@@ -4,7 +4,7 @@ GO       ?= go
 FUZZTIME ?= 20s
 PKGS     := ./...
 
-.PHONY: all build test vet fmt-check unit fuzz bench generate clean
+.PHONY: all build test vet fmt-check unit fuzz bench generate clean testbin
 
 all: build
 
@@ -21,8 +21,14 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-unit:
+unit: testbin
 	$(GO) test -count=1 $(PKGS)
+
+## testbin: the real servers the tests run, built through the Go module proxy.
+testbin: .cache/bin/etcd
+
+.cache/bin/etcd: .ci/etcd/go.mod .ci/etcd/go.sum .ci/etcd/main.go
+	cd .ci/etcd && $(GO) build -o ../../.cache/bin/etcd .
 
 ## fuzz: a short, bounded run of the spec decoder fuzzer over the committed corpus.
 fuzz:
@@ -38,4 +44,4 @@ generate:
 	$(GO) test ./cmd/cairn -update
 
 clean:
-	rm -rf bin
+	rm -rf bin .cache

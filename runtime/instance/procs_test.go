@@ -1,0 +1,130 @@
+package instance
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Real database processes for the tests, on 127.0.0.x.
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+// binary finds a test binary: $env, or the repo's .cache/bin built by
+// `make testbin`. Missing binaries fail the test: they are part of it.
+func binary(t *testing.T, env, name string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	p, _ := filepath.Abs(filepath.Join("..", "..", ".cache", "bin", name))
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s not found at %s: run `make testbin` or set %s", name, p, env)
+	}
+	return p
+}
+
+// freePort returns a port free on ip.
+func freePort(t *testing.T, ip string) int {
+	t.Helper()
+	l, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatalf("listen on %s: %v", ip, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// proc is a child process whose output goes to the test log.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	mu   sync.Mutex
+	out  bytes.Buffer
+}
+
+func start(t *testing.T, cred *syscall.Credential, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(name, args...), done: make(chan struct{})}
+	p.cmd.Stdout = io.MultiWriter(&lockedWriter{p: p})
+	p.cmd.Stderr = p.cmd.Stdout
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.kill(syscall.SIGKILL) })
+	return p
+}
+
+type lockedWriter struct{ p *proc }
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	return w.p.out.Write(b)
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func (p *proc) kill(sig syscall.Signal) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// eventually polls fn until it returns nil or the deadline passes.
+func eventually(t *testing.T, timeout time.Duration, what string, fn func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = fn(ctx); last == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not within %s: %v", what, timeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func hostOf(ord int) string { return "127.0.0." + strconv.Itoa(ord+1) }
+
+func url(host string, port int) string { return fmt.Sprintf("http://%s:%d", host, port) }
