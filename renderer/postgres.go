@@ -82,6 +82,8 @@ func postgresConfig(c *spec.PostgresCluster, n names) object {
 		{"hba_file", "'" + pgConfDir + "/pg_hba.conf'"},
 		{"wal_level", "replica"}, {"hot_standby", "on"}, {"wal_log_hints", "on"},
 		{"max_wal_senders", "16"}, {"max_replication_slots", "16"},
+		// A former primary keeps the WAL pg_rewind reads to bring it back.
+		{"wal_keep_size", "'512MB'"},
 	} {
 		fmt.Fprintf(&conf, "%s = %s\n", kv[0], kv[1])
 	}
@@ -189,10 +191,11 @@ func pgUpgradeContainer(o Options, from, to int, env []corev1.EnvVar) corev1.Con
 	return corev1.Container{
 		Name:    "pg-upgrade",
 		Image:   o.PostgresUpgradeImage(from, to),
-		Command: []string{cairnBin, "instance", "pg-upgrade", "--from", fmt.Sprint(from), "--to", fmt.Sprint(to)},
+		Command: []string{cairnBin, "instance", "pg-upgrade", "--from", fmt.Sprint(from), "--to", fmt.Sprint(to), "--pg-config", pgConfDir},
 		Env:     env,
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: dataVolume, MountPath: pgDataMount},
+			{Name: "postgres-config", MountPath: pgConfDir, ReadOnly: true},
 			{Name: "cairn-bin", MountPath: cairnBinDir, ReadOnly: true},
 		},
 		SecurityContext: restricted(),

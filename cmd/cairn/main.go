@@ -63,6 +63,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidate(), newPlan(), newRender(), newSchema())
+	root.AddCommand(newValidate(), newPlan(), newRender(), newSchema(), newInstance())
 	return root
 }

@@ -1,0 +1,106 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// PgUpgrade upgrades member 0's data directory to a new PostgreSQL major
+// with pg_upgrade --link. It runs in an init container of an image that
+// has both majors, before the new server starts; on every other start it
+// does nothing. Replicas are not upgraded: they are cloned anew from the
+// upgraded primary.
+type PgUpgrade struct {
+	Name     string
+	PGData   string
+	From, To int
+	// OldBin and NewBin hold the two majors' programs.
+	OldBin, NewBin string
+	// ConfigFile is the rendered postgresql.conf both clusters include.
+	ConfigFile        string
+	SuperuserPassword string
+	Credential        *syscall.Credential
+	Log               *slog.Logger
+}
+
+// Run upgrades the data directory if it is member 0's and still on From.
+func (u *PgUpgrade) Run(ctx context.Context) error {
+	ord, err := ordinal(u.Name)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(u.PGData, "PG_VERSION"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		u.Log.Info("no data directory yet; nothing to upgrade", "member", u.Name)
+		return nil
+	case err != nil:
+		return err
+	case ord != 0:
+		u.Log.Info("a replica is not upgraded: it clones from the upgraded primary", "member", u.Name)
+		return nil
+	}
+	switch v := strings.TrimSpace(string(data)); v {
+	case strconv.Itoa(u.To):
+		u.Log.Info("data directory is already on the new major", "member", u.Name, "major", v)
+		return nil
+	case strconv.Itoa(u.From):
+		return u.upgrade(ctx)
+	default:
+		return fmt.Errorf("%s is on PostgreSQL %s; this upgrade goes from %d to %d", u.PGData, v, u.From, u.To)
+	}
+}
+
+// upgrade runs pg_upgrade from PGData into a new data directory and swaps
+// them; the old directory is kept beside it, never deleted.
+func (u *PgUpgrade) upgrade(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(u.PGData, "global", "pg_control.old")); err == nil {
+		return errors.New("an earlier pg_upgrade --link got past the point of no return; restore the backup taken before the upgrade")
+	}
+	next := strings.TrimRight(u.PGData, "/") + ".pg" + strconv.Itoa(u.To) + "-new"
+	old := strings.TrimRight(u.PGData, "/") + ".pg" + strconv.Itoa(u.From)
+	if err := os.RemoveAll(next); err != nil { // ours, from an interrupted attempt: holds no data yet
+		return err
+	}
+	oldPG := u.manager(u.PGData, u.OldBin)
+	newPG := u.manager(next, u.NewBin)
+	u.Log.Info("upgrading the data directory", "member", u.Name, "from", u.From, "to", u.To)
+	// pg_upgrade needs a cleanly shut down old cluster: recover it first.
+	if err := oldPG.run(ctx, nil, "postgres", "--single", "-D", u.PGData, "template1"); err != nil {
+		return fmt.Errorf("recover the old cluster: %w", err)
+	}
+	if err := newPG.initdb(ctx); err != nil {
+		return err
+	}
+	if err := newPG.linkConfig(); err != nil {
+		return err
+	}
+	work := filepath.Dir(u.PGData)
+	err := newPG.runIn(ctx, work, nil, "pg_upgrade",
+		"--old-bindir", u.OldBin, "--new-bindir", u.NewBin,
+		"--old-datadir", u.PGData, "--new-datadir", next,
+		"--username", Superuser, "--link")
+	if err != nil {
+		return fmt.Errorf("pg_upgrade: %w", err)
+	}
+	if err := os.Rename(u.PGData, old); err != nil {
+		return err
+	}
+	if err := os.Rename(next, u.PGData); err != nil {
+		return err
+	}
+	u.Log.Info("upgraded; the old data directory is kept aside", "member", u.Name, "kept_at", old)
+	return nil
+}
+
+func (u *PgUpgrade) manager(pgdata, bin string) *Postgres {
+	return &Postgres{Name: u.Name, PGData: pgdata, BinDir: bin, ConfigFile: u.ConfigFile,
+		SuperuserPassword: u.SuperuserPassword, Credential: u.Credential, Log: u.Log}
+}

@@ -1,0 +1,65 @@
+package instance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Debian ships one PostgreSQL major per release, so pg_upgrade's mechanics
+// are exercised from 15 to 15 (pg_upgrade accepts the same major); the
+// decision of when to run it is tested for every case.
+func TestPgUpgradeKeepsRowsAndTheOldDirectory(t *testing.T) {
+	ctx := context.Background()
+	b := newPGBed(t)
+	m := b.member(0, "new", 0)
+	s := b.start(m, StartPrimary)
+	if _, err := b.conn(0).Exec(ctx, "CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 42)"); err != nil {
+		t.Fatal(err)
+	}
+	s.Kill() // as a pod stopped for the upgrade step might be: not cleanly
+
+	u := &PgUpgrade{Name: m.Name, PGData: m.PGData, From: 15, To: 15, OldBin: b.bin, NewBin: b.bin,
+		ConfigFile: m.ConfigFile, SuperuserPassword: testSuperPW, Credential: b.cred, Log: testLogger(t)}
+	if err := u.upgrade(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "pg-0", "pgdata.pg15", "PG_VERSION")); err != nil {
+		t.Errorf("old data directory not kept aside: %v", err)
+	}
+	b.start(b.member(0, "existing"), StartPrimary)
+	if n, err := b.count(ctx, 0); err != nil || n != 42 {
+		t.Fatalf("after the upgrade: %d rows, %v", n, err)
+	}
+}
+
+func TestPgUpgradeRunsOnlyWhereItShould(t *testing.T) {
+	dir := t.TempDir()
+	write := func(member, version string) string {
+		d := filepath.Join(dir, member)
+		if version != "" {
+			_ = os.MkdirAll(d, 0o700)
+			_ = os.WriteFile(filepath.Join(d, "PG_VERSION"), []byte(version+"\n"), 0o600)
+		}
+		return d
+	}
+	tests := []struct {
+		name, member, version, err string
+	}{
+		{"no data yet", "pg-0", "", ""},
+		{"a replica waits to be cloned", "pg-1", "14", ""},
+		{"already upgraded", "pg-0", "15", ""},
+		{"another major", "pg-0", "13", "is on PostgreSQL 13; this upgrade goes from 14 to 15"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &PgUpgrade{Name: tc.member, PGData: write(tc.name, tc.version), From: 14, To: 15, Log: testLogger(t)}
+			err := u.Run(context.Background())
+			if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("err = %v, want %q", err, tc.err)
+			}
+		})
+	}
+}

@@ -1,0 +1,92 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// retryDelay is how long a member waits before it tries again to find its
+// cluster.
+const retryDelay = 5 * time.Second
+
+// RunEtcd decides how the member starts, waiting while it cannot, and then
+// replaces this process with etcd, so etcd receives the pod's signals.
+func RunEtcd(ctx context.Context, e *Etcd) error {
+	var args []string
+	err := retry(ctx, e.Log.Info, func() (err error) {
+		args, err = e.Args(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		return fmt.Errorf("etcd binary: %w", err)
+	}
+	return syscall.Exec(bin, append([]string{"etcd"}, args...), os.Environ())
+}
+
+// RunPostgres prepares the member, waiting while it cannot start, starts
+// PostgreSQL as a child, and on SIGTERM or SIGINT shuts it down fast. It
+// returns when the server exits.
+func RunPostgres(ctx context.Context, p *Postgres, out io.Writer) error {
+	var role string
+	var initialised bool
+	err := retry(ctx, p.Log.Info, func() (err error) {
+		role, initialised, err = p.Prepare(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	p.Log.Info("starting postgres", "member", p.Name, "role", role)
+	s, err := p.Start(ctx, initialised, out)
+	if err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	select {
+	case sig := <-sigs:
+		p.Log.Info("shutting down", "member", p.Name, "signal", sig.String())
+		return s.Stop()
+	case <-ctx.Done():
+		return s.Stop()
+	case <-s.done:
+		return fmt.Errorf("postgres exited: %v", s.err)
+	}
+}
+
+// retry calls fn until it succeeds, logging each wait; ErrNoCluster,
+// ErrNoPrimary, ErrDataLost and transient errors are all waited out:
+// the pod stays not-ready and visible, and Kubernetes restarts nothing.
+func retry(ctx context.Context, logf func(msg string, args ...any), fn func() error) error {
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		reason := "error"
+		switch {
+		case errors.Is(err, ErrNoCluster), errors.Is(err, ErrNoPrimary):
+			reason = "waiting for the cluster"
+		case errors.Is(err, ErrDataLost):
+			reason = "waiting for the runtime to replace this member"
+		}
+		logf("cannot start yet", "reason", reason, "err", err.Error(), "retry_in", retryDelay.String())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(retryDelay):
+		}
+	}
+}
