@@ -63,16 +63,29 @@ func (r *Renderer) Render(c spec.Cluster, p plan.Plan, current string) (Tree, er
 		return nil, fmt.Errorf("render %s: %w", ref, err)
 	}
 	t[root+"/plan.json"] = pj
-	for _, d := range append(dirs, "") {
-		if _, err := Build(t, path.Join(root, d)); err != nil {
-			step := strings.TrimPrefix(d, "steps/")
-			if d == "" {
-				step = "entry point"
-			}
-			return nil, fmt.Errorf("render %s step %s: %w", ref, step, err)
-		}
+	if err := buildAll(t, root, dirs); err != nil {
+		return nil, fmt.Errorf("render %s %w", ref, err)
 	}
 	return t, nil
+}
+
+// buildAll checks that every folder of the tree builds. Each overlay
+// builds on the one before, so building the last builds them all; only
+// when that fails are the folders built in order, to name the step at
+// fault. The entry point is built last.
+func buildAll(t Tree, root string, dirs []string) error {
+	if _, err := Build(t, path.Join(root, dirs[len(dirs)-1])); err != nil {
+		for _, d := range dirs {
+			if _, err := Build(t, path.Join(root, d)); err != nil {
+				return fmt.Errorf("step %s: %w", strings.TrimPrefix(d, "steps/"), err)
+			}
+		}
+		return err
+	}
+	if _, err := Build(t, root); err != nil {
+		return fmt.Errorf("entry point: %w", err)
+	}
+	return nil
 }
 
 // renderDirs renders the base (for a running cluster) and one overlay per

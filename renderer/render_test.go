@@ -310,3 +310,36 @@ func TestRuntimeOwnedStateIsNeverRendered(t *testing.T) {
 		}
 	}
 }
+
+func TestBuildFailureNamesTheStep(t *testing.T) {
+	r, _ := New(Options{})
+	c, p := loadCase(t, renderCases[1]) // etcd-add-learner: two add steps
+	tree, err := r.Render(c, p, "etcd-add-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := Root(c.Ref().Name)
+	tree[root+"/steps/etcd-add-3/statefulset.patch.yaml"] = []byte("- op: replace\n  path: /spec/no/such/field\n  value: 1\n")
+	err = buildAll(tree, root, []string{"base", "steps/etcd-add-3", "steps/etcd-add-4"})
+	if err == nil || !strings.Contains(err.Error(), "step etcd-add-3:") {
+		t.Fatalf("err = %v, want it to name step etcd-add-3", err)
+	}
+}
+
+func TestRenderRefusesWhatCannotBeRendered(t *testing.T) {
+	r, _ := New(Options{})
+	c, p := loadCase(t, renderCases[0]) // etcd-create
+	if _, err := r.Render(c, p, ""); err == nil || !strings.Contains(err.Error(), "does not run yet") {
+		t.Errorf("base of a cluster that does not exist: %v", err)
+	}
+	if _, err := r.Render(c, p, "nope"); err == nil || !strings.Contains(err.Error(), `has no step "nope"`) {
+		t.Errorf("unknown step: %v", err)
+	}
+	other, _ := loadCase(t, renderCases[9]) // a PostgreSQL cluster
+	if _, err := r.Render(other, p, "create"); err == nil || !strings.Contains(err.Error(), "the plan is for EtcdCluster/e") {
+		t.Errorf("plan of another cluster: %v", err)
+	}
+	if _, err := New(Options{EtcdRepository: "quay.io/coreos/etcd:v3"}); err == nil {
+		t.Error("a repository with a tag is refused")
+	}
+}

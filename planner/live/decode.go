@@ -22,6 +22,11 @@ var roles = map[string][]Role{
 	"PostgresCluster": {RolePrimary, RoleReplica, RoleUnknown},
 }
 
+// Limits bound an observed-state file. It is written by machines and may
+// describe a whole fleet, so it gets more room than a hand-written spec,
+// still within a fixed budget of time and memory.
+var Limits = strictyaml.Limits{MaxBytes: 64 << 20, MaxDocuments: 2, MaxNodes: 4_000_000, MaxDepth: 32}
+
 // ReadFile reads an observed-state file.
 func ReadFile(path string) (*Snapshot, error) {
 	data, err := os.ReadFile(path)
@@ -34,7 +39,7 @@ func ReadFile(path string) (*Snapshot, error) {
 // Decode decodes and checks an observed-state document. Errors name the
 // file, line, column and field.
 func Decode(file string, data []byte) (*Snapshot, error) {
-	docs, errs := strictyaml.Parse(file, data, strictyaml.DefaultLimits)
+	docs, errs := strictyaml.Parse(file, data, Limits)
 	if len(errs) > 0 {
 		return nil, errs.Err()
 	}
@@ -42,7 +47,7 @@ func Decode(file string, data []byte) (*Snapshot, error) {
 		return nil, fmt.Errorf("%s: a live-state file holds exactly one document, found %d", file, len(docs))
 	}
 	var s Snapshot
-	pos, errs := strictyaml.Decode(docs[0], &s, strictyaml.DefaultLimits)
+	pos, errs := strictyaml.Decode(docs[0], &s, Limits)
 	if len(errs) > 0 {
 		return nil, errs.Err()
 	}
