@@ -34,14 +34,16 @@ testbin: .cache/bin/etcd
 fuzz:
 	$(GO) test ./planner/spec -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 
-## bench: the planner benchmark (1,000 mixed clusters).
+## bench: planning and rendering (with kustomize builds) 1,000 mixed clusters.
 bench:
 	$(GO) test ./planner -run '^$$' -bench . -benchmem
+	$(GO) test ./renderer -run '^$$' -bench . -benchmem -benchtime 1x
 
 ## generate: rewrite generated files (JSON Schemas, reference page, golden outputs).
 generate:
 	$(GO) test ./planner/spec -run TestGenerated -update
 	$(GO) test ./cmd/cairn -update
+	$(GO) test ./renderer -update
 
 clean:
 	rm -rf bin .cache
