@@ -1,0 +1,151 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// MaxAttempts bounds how often a rejected push is rebuilt and retried.
+const MaxAttempts = 3
+
+// Change is one commit's content: the files of a folder, replacing it.
+type Change struct {
+	// Root is the folder the files replace, such as "rendered/my-db".
+	Root string
+	// Files are by slash-separated path from the repo's root, all under Root.
+	Files   map[string][]byte
+	Message string
+	// Name and Email sign the commit as author and committer.
+	Name, Email string
+}
+
+// Build makes the change for a base commit. Publish calls it again when
+// the base has moved since the last attempt.
+type Build func(base *object.Commit) (Change, error)
+
+// Result says what Publish did.
+type Result struct {
+	// Commit is the branch's head after Publish.
+	Commit plumbing.Hash
+	// Base is the base commit the change was built on.
+	Base plumbing.Hash
+	// Pushed is false when the branch already held the change.
+	Pushed bool
+}
+
+// ErrRejected: the remote kept rejecting the push after MaxAttempts.
+var ErrRejected = errors.New("push rejected")
+
+// Publish commits the change onto the base branch's head on branch and
+// pushes it, unless the branch already holds the same content on the same
+// base. A push rejected because the branch moved meanwhile (another
+// publisher) is fetched, rebuilt and retried up to MaxAttempts times.
+func (r *Repo) Publish(ctx context.Context, branch string, build Build) (Result, error) {
+	var last error
+	for range MaxAttempts {
+		if err := r.Fetch(ctx, branch); err != nil {
+			return Result{}, err
+		}
+		base, err := r.Base()
+		if err != nil {
+			return Result{}, err
+		}
+		change, err := build(base)
+		if err != nil {
+			return Result{}, err
+		}
+		commit, err := r.commit(base, change)
+		if err != nil {
+			return Result{}, fmt.Errorf("commit %s: %w", branch, err)
+		}
+		remote, err := r.RemoteBranch(branch)
+		if err != nil {
+			return Result{}, err
+		}
+		if remote != nil && sameChange(remote, commit, base) {
+			return Result{Commit: remote.Hash, Base: base.Hash}, nil
+		}
+		pushed, err := r.push(ctx, branch, commit.Hash, remote)
+		if err == nil {
+			return Result{Commit: commit.Hash, Base: base.Hash, Pushed: pushed}, nil
+		}
+		if !rejected(err) {
+			return Result{}, fmt.Errorf("push %s: %w", branch, err)
+		}
+		last = err
+	}
+	return Result{}, fmt.Errorf("push %s: %w after %d attempts: %v", branch, ErrRejected, MaxAttempts, last)
+}
+
+// sameChange: the branch already holds this change if it is this commit,
+// or a commit with the same tree on the same base.
+func sameChange(remote, commit, base *object.Commit) bool {
+	if remote.Hash == commit.Hash {
+		return true
+	}
+	return remote.TreeHash == commit.TreeHash && len(remote.ParentHashes) == 1 && remote.ParentHashes[0] == base.Hash
+}
+
+// commit writes the change onto base in the working directory and commits
+// it, with the base's time so the same change gives the same hash.
+func (r *Repo) commit(base *object.Commit, c Change) (*object.Commit, error) {
+	for p := range c.Files {
+		if !strings.HasPrefix(p, c.Root+"/") {
+			return nil, fmt.Errorf("file %s is outside %s", p, c.Root)
+		}
+	}
+	if err := r.CheckoutBase(); err != nil {
+		return nil, err
+	}
+	if err := writeFiles(r.dir, c.Root, c.Files); err != nil {
+		return nil, err
+	}
+	wt, err := r.repo.Worktree()
+	if err != nil {
+		return nil, err
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		return nil, err
+	}
+	sig := &object.Signature{Name: c.Name, Email: c.Email, When: base.Committer.When}
+	h, err := wt.Commit(c.Message, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true})
+	if err != nil {
+		return nil, err
+	}
+	return r.repo.CommitObject(h)
+}
+
+// push sets branch to commit on the remote, only if the remote branch is
+// still where it was fetched (a lease), or still absent.
+func (r *Repo) push(ctx context.Context, branch string, commit plumbing.Hash, remote *object.Commit) (bool, error) {
+	local := plumbing.NewBranchReferenceName("cairn-push/" + branch)
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, commit)); err != nil {
+		return false, err
+	}
+	defer r.repo.Storer.RemoveReference(local)
+	dst := plumbing.NewBranchReferenceName(branch)
+	opts := &git.PushOptions{RemoteName: "origin", Auth: r.remote.Auth,
+		RefSpecs: []config.RefSpec{config.RefSpec(local.String() + ":" + dst.String())}}
+	if remote != nil {
+		opts.RefSpecs = []config.RefSpec{config.RefSpec("+" + local.String() + ":" + dst.String())}
+		opts.RequireRemoteRefs = []config.RefSpec{config.RefSpec(remote.Hash.String() + ":" + dst.String())}
+	}
+	err := r.repo.PushContext(ctx, opts)
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		// Another publisher pushed the very same commit meanwhile.
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func rejected(err error) bool {
+	return errors.Is(err, git.ErrNonFastForwardUpdate) || strings.Contains(err.Error(), "required to be") ||
+		strings.Contains(err.Error(), "non-fast-forward") || strings.Contains(err.Error(), "fetch first")
+}

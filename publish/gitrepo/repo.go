@@ -1,0 +1,144 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// Remote says where the GitOps repo is and how to reach it.
+type Remote struct {
+	// URL is an https://, ssh:// or file URL, or a local path.
+	URL string
+	// Auth is nil for local repos; see TokenAuth and SSHAuth.
+	Auth transport.AuthMethod
+	// Base is the branch specs live on and steps merge into. Default main.
+	Base string
+}
+
+// Repo is a clone of the GitOps repo in a working directory.
+type Repo struct {
+	remote Remote
+	dir    string
+	repo   *git.Repository
+}
+
+// Clone clones the remote's base branch into dir (which must be empty or
+// absent).
+func Clone(ctx context.Context, r Remote, dir string) (*Repo, error) {
+	if r.Base == "" {
+		r.Base = "main"
+	}
+	repo, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{
+		URL:           r.URL,
+		Auth:          r.Auth,
+		ReferenceName: plumbing.NewBranchReferenceName(r.Base),
+		SingleBranch:  true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("clone %s (branch %s): %w", redact(r.URL), r.Base, err)
+	}
+	return &Repo{remote: r, dir: dir, repo: repo}, nil
+}
+
+// Dir is the working directory; after Clone it holds the base branch.
+func (r *Repo) Dir() string { return r.dir }
+
+// Base returns the base branch's head commit as last fetched.
+func (r *Repo) Base() (*object.Commit, error) {
+	ref, err := r.repo.Reference(plumbing.NewRemoteReferenceName("origin", r.remote.Base), true)
+	if err != nil {
+		return nil, fmt.Errorf("base branch %s: %w", r.remote.Base, err)
+	}
+	return r.repo.CommitObject(ref.Hash())
+}
+
+// Fetch updates the base branch and the given branches from the remote.
+// Branches that do not exist there are skipped.
+func (r *Repo) Fetch(ctx context.Context, branches ...string) error {
+	specs := []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/%[1]s:refs/remotes/origin/%[1]s", r.remote.Base))}
+	for _, b := range branches {
+		specs = append(specs, config.RefSpec(fmt.Sprintf("+refs/heads/%[1]s:refs/remotes/origin/%[1]s", b)))
+	}
+	for {
+		err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: r.remote.Auth, Force: true})
+		var missing git.NoMatchingRefSpecError
+		switch {
+		case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+			return nil
+		case errors.As(err, &missing) && len(specs) > 1:
+			// A branch that does not exist yet: fetch without it.
+			specs = slices.DeleteFunc(specs, func(s config.RefSpec) bool { return strings.Contains(err.Error(), s.Src()) })
+			if len(specs) == 0 {
+				return nil
+			}
+		default:
+			return fmt.Errorf("fetch %s: %w", redact(r.remote.URL), err)
+		}
+	}
+}
+
+// RemoteBranch returns the head of a branch on the remote as last fetched,
+// or nil when it does not exist.
+func (r *Repo) RemoteBranch(branch string) (*object.Commit, error) {
+	ref, err := r.repo.Reference(plumbing.NewRemoteReferenceName("origin", branch), true)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.repo.CommitObject(ref.Hash())
+}
+
+// CheckoutBase resets the working directory to the base branch's head.
+func (r *Repo) CheckoutBase() error {
+	base, err := r.Base()
+	if err != nil {
+		return err
+	}
+	wt, err := r.repo.Worktree()
+	if err != nil {
+		return err
+	}
+	if err := wt.Checkout(&git.CheckoutOptions{Hash: base.Hash, Force: true}); err != nil {
+		return fmt.Errorf("checkout base %s: %w", base.Hash, err)
+	}
+	return wt.Clean(&git.CleanOptions{Dir: true})
+}
+
+// redact keeps credentials in a URL out of errors and logs.
+func redact(u string) string {
+	if i := strings.Index(u, "@"); i >= 0 {
+		if j := strings.Index(u, "://"); j >= 0 && j < i {
+			return u[:j+3] + "***" + u[i:]
+		}
+	}
+	return u
+}
+
+func writeFiles(dir, root string, files map[string][]byte) error {
+	if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(root))); err != nil {
+		return err
+	}
+	for p, data := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// newRemote makes a bare repo with a main branch holding files, and
+// returns its path.
+func newRemote(t *testing.T, files map[string]string) string {
+	t.Helper()
+	bare := filepath.Join(t.TempDir(), "gitops.git")
+	if _, err := git.PlainInitWithOptions(bare, &git.PlainInitOptions{Bare: true,
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}}); err != nil {
+		t.Fatal(err)
+	}
+	commitTo(t, bare, "main", files, "initial")
+	return bare
+}
+
+// commitTo commits files onto branch of the bare repo, as a person would.
+func commitTo(t *testing.T, bare, branch string, files map[string]string, msg string) plumbing.Hash {
+	t.Helper()
+	dir := t.TempDir()
+	var repo *git.Repository
+	var err error
+	if _, err := readBranchErr(bare, branch); err == nil {
+		repo, err = git.PlainClone(dir, false, &git.CloneOptions{URL: bare, ReferenceName: plumbing.NewBranchReferenceName(branch), SingleBranch: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		if repo, err = git.PlainInit(dir, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := repo.CreateRemote(gitconfigRemote{URL: bare}.config()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		_ = os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wt, _ := repo.Worktree()
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "person", Email: "p@example.com", When: time.Now()}
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, AllowEmptyCommits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), h)
+	_ = repo.Storer.SetReference(ref)
+	if err := repo.Push(&git.PushOptions{RefSpecs: []configRefSpec{configRefSpec(ref.Name().String() + ":" + ref.Name().String())}}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func change(content string) Build {
+	return func(*object.Commit) (Change, error) {
+		return Change{Root: "rendered/db", Files: map[string][]byte{
+			"rendered/db/kustomization.yaml": []byte(content),
+			"rendered/db/PLAN.md":            []byte("plan\n"),
+		}, Message: "cairn: db: step\n\nCairn-Step: s\n", Name: "cairn", Email: "cairn@example.com"}, nil
+	}
+}
+
+func clone(t *testing.T, url string) *Repo {
+	t.Helper()
+	r, err := Clone(context.Background(), Remote{URL: url}, filepath.Join(t.TempDir(), "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestPublishIsIdempotentAndFollowsTheBase(t *testing.T) {
+	ctx := context.Background()
+	bare := newRemote(t, map[string]string{"clusters/db.yaml": "spec\n", "rendered/db/old.yaml": "stale\n"})
+	r := clone(t, bare)
+
+	first, err := r.Publish(ctx, "cairn/db/s", change("v1\n"))
+	if err != nil || !first.Pushed {
+		t.Fatalf("first publish: %+v %v", first, err)
+	}
+	// The branch holds the base plus exactly the new folder.
+	got := readBranch(t, bare, "cairn/db/s")
+	if got["rendered/db/kustomization.yaml"] != "v1\n" || got["clusters/db.yaml"] != "spec\n" || got["rendered/db/old.yaml"] != "" {
+		t.Fatalf("branch content: %v", got)
+	}
+
+	// The same change again, from a fresh clone: no commit, no push.
+	again, err := clone(t, bare).Publish(ctx, "cairn/db/s", change("v1\n"))
+	if err != nil || again.Pushed || again.Commit != first.Commit {
+		t.Fatalf("repeat publish: %+v %v (first %s)", again, err, first.Commit)
+	}
+
+	// The base moves (a new spec commit): the step is rebuilt on it.
+	newBase := commitTo(t, bare, "main", map[string]string{"clusters/db.yaml": "spec v2\n"}, "edit spec")
+	moved, err := r.Publish(ctx, "cairn/db/s", change("v1\n"))
+	if err != nil || !moved.Pushed || moved.Base != newBase {
+		t.Fatalf("after the base moved: %+v %v", moved, err)
+	}
+	if got := readBranch(t, bare, "cairn/db/s"); got["clusters/db.yaml"] != "spec v2\n" {
+		t.Fatalf("not rebuilt on the new base: %v", got)
+	}
+}
+
+func TestConcurrentPublishersEndWithOneBranchHead(t *testing.T) {
+	ctx := context.Background()
+	bare := newRemote(t, map[string]string{"clusters/db.yaml": "spec\n"})
+	a, b := clone(t, bare), clone(t, bare)
+
+	// The same change from two publishers gives the same commit: the
+	// second push writes nothing.
+	ra, err := a.Publish(ctx, "cairn/db/same", change("v1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	rb, err := b.Publish(ctx, "cairn/db/same", func(base *object.Commit) (Change, error) { calls++; return change("v1\n")(base) })
+	if err != nil || rb.Commit != ra.Commit || rb.Pushed {
+		t.Fatalf("same change: %+v vs %+v, %v", rb, ra, err)
+	}
+
+	// a pushes an older plan's change while b builds a newer one: b's push
+	// is rejected, and b fetches, rebuilds and pushes over it with a lease.
+	calls = 0
+	res, err := b.Publish(ctx, "cairn/db/s", func(base *object.Commit) (Change, error) {
+		calls++
+		if calls == 1 {
+			if _, err := a.Publish(ctx, "cairn/db/s", change("v0\n")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return change("v1\n")(base)
+	})
+	if err != nil || calls != 2 || !res.Pushed {
+		t.Fatalf("calls=%d %+v %v", calls, res, err)
+	}
+	if got := readBranch(t, bare, "cairn/db/s"); got["rendered/db/kustomization.yaml"] != "v1\n" {
+		t.Fatalf("branch holds %q", got["rendered/db/kustomization.yaml"])
+	}
+}
+
+func TestPushRejectedEveryTimeIsAnError(t *testing.T) {
+	ctx := context.Background()
+	bare := newRemote(t, map[string]string{"clusters/db.yaml": "spec\n"})
+	r, other := clone(t, bare), clone(t, bare)
+	n := 0
+	_, err := r.Publish(ctx, "cairn/db/s", func(base *object.Commit) (Change, error) {
+		n++
+		if _, err := other.Publish(ctx, "cairn/db/s", change("other "+strings.Repeat("x", n)+"\n")); err != nil {
+			t.Fatal(err)
+		}
+		return change("mine\n")(base)
+	})
+	if !errors.Is(err, ErrRejected) || n != MaxAttempts {
+		t.Fatalf("err = %v after %d builds, want ErrRejected after %d", err, n, MaxAttempts)
+	}
+}
+
+func TestChangeOutsideItsRootIsRefused(t *testing.T) {
+	bare := newRemote(t, map[string]string{"clusters/db.yaml": "spec\n"})
+	_, err := clone(t, bare).Publish(context.Background(), "cairn/db/s", func(*object.Commit) (Change, error) {
+		return Change{Root: "rendered/db", Files: map[string][]byte{"clusters/db.yaml": []byte("x")}}, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "outside rendered/db") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := readBranchErr(bare, "cairn/db/s"); err == nil {
+		t.Error("a branch was pushed for a refused change")
+	}
+}
+
+func TestRedact(t *testing.T) {
+	if got := redact("https://x-access-token:ghs_secret@github.com/o/r.git"); strings.Contains(got, "ghs_secret") {
+		t.Errorf("redact = %q", got)
+	}
+}
