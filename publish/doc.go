@@ -3,6 +3,11 @@
 // repeated, interrupted or concurrent. It never plans: it publishes what
 // the planner and renderer produced.
 //
-// Sub-packages: gitrepo (clone, commit, push with go-git) and the pull
-// request providers. Imports: planner/plan, renderer (for trees), go-git.
+// Publisher publishes plans made by the caller (cmd/cairn plans against
+// the base commit it fetched): per cluster, the first step's rendered tree
+// as a deterministic commit on branch cairn/<cluster>/<step-id>, and a pull
+// request through a Provider: Local (records in the repo) or GitHub.
+//
+// Imports: planner/plan, planner/spec, renderer (trees and builds for the
+// diff), publish/gitrepo. Never the planner.
 package publish

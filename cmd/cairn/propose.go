@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"text/tabwriter"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/publish/gitrepo"
+	"github.com/cairn-dev/cairn/renderer"
+)
+
+type remoteOptions struct {
+	repo, base, tokenFile, sshKey, knownHosts string
+}
+
+func (o *remoteOptions) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.repo, "repo", "", "GitOps repo: a local path or a git URL (required)")
+	f.StringVar(&o.base, "base", "main", "branch the specs live on and steps merge into")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding an HTTPS token (default: $CAIRN_GIT_TOKEN)")
+	f.StringVar(&o.sshKey, "ssh-key", "", "private key for an ssh:// repo")
+	f.StringVar(&o.knownHosts, "known-hosts", "", "known_hosts file for ssh (default: the user's)")
+	_ = cmd.MarkFlagRequired("repo")
+}
+
+func (o *remoteOptions) remote() (gitrepo.Remote, error) {
+	r := gitrepo.Remote{URL: o.repo, Base: o.base}
+	var auth transport.AuthMethod
+	switch {
+	case o.sshKey != "":
+		a, err := gitrepo.SSHAuth(o.sshKey, "", o.knownHosts)
+		if err != nil {
+			return r, err
+		}
+		auth = a
+	default:
+		token, err := gitrepo.ReadToken(o.tokenFile, "CAIRN_GIT_TOKEN")
+		if err != nil {
+			return r, err
+		}
+		if token != "" {
+			auth = gitrepo.TokenAuth(token)
+		}
+	}
+	r.Auth = auth
+	return r, nil
+}
+
+// clone clones the repo into a temporary directory removed by cleanup.
+func (o *remoteOptions) clone(ctx context.Context) (repo *gitrepo.Repo, cleanup func(), err error) {
+	r, err := o.remote()
+	if err != nil {
+		return nil, nil, &exitError{exitUsage, err}
+	}
+	dir, err := os.MkdirTemp("", "cairn-repo-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	repo, err = gitrepo.Clone(ctx, r, dir+"/work")
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return repo, cleanup, nil
+}
+
+func newPropose() *cobra.Command {
+	var o remoteOptions
+	var liveFile, specs string
+	var images renderer.Options
+	cmd := &cobra.Command{
+		Use:   "propose --repo URL|DIR [--live FILE]",
+		Short: "Plan, render and publish each cluster's next step as a branch and a pull request",
+		Long: `One pass of cairn's main job: clone the GitOps repo, plan every cluster
+against the live state, and publish each plan's first step as a commit on
+branch cairn/<cluster>/<step-id> with a pull request (kept in the repo
+under refs/cairn/pr/ by the local provider; see cairn pr list). A pull
+request a new plan supersedes is closed with the reason. Running it again
+with nothing changed writes nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPropose(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, liveFile, specs, images)
+		},
+	}
+	o.flags(cmd)
+	cmd.Flags().StringVar(&liveFile, "live", "", "observed-state file; empty means nothing is deployed")
+	cmd.Flags().StringVar(&specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
+	cmd.Flags().StringVar(&images.CairnImage, "cairn-image", renderer.DefaultOptions.CairnImage, "image of the cairn binary")
+	return cmd
+}
+
+func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, liveFile, specs string, images renderer.Options) error {
+	r, err := renderer.New(images)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	repo, cleanup, err := o.clone(ctx)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	pub := &publish.Publisher{Repo: repo, PRs: &publish.Local{Repo: repo, Base: o.base}, Render: r.Render,
+		Name: "cairn", Email: "cairn@users.noreply.cairn.dev", Log: slog.New(slog.NewTextHandler(errw, nil))}
+	for attempt := 1; ; attempt++ {
+		outcomes, plans, err := proposeOnce(ctx, repo, pub, liveFile, spec.Layout{SpecsDir: specs})
+		if errors.Is(err, publish.ErrBaseMoved) && attempt < gitrepo.MaxAttempts {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		printOutcomes(w, outcomes)
+		for _, p := range plans.Plans {
+			if p.Status == plan.StatusRefused {
+				return &exitError{code: exitRefusals}
+			}
+		}
+		return nil
+	}
+}
+
+// proposeOnce plans against the base branch's head and publishes.
+func proposeOnce(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher, liveFile string, layout spec.Layout) ([]publish.Outcome, plan.List, error) {
+	if err := repo.Fetch(ctx); err != nil {
+		return nil, plan.List{}, err
+	}
+	if err := repo.CheckoutBase(); err != nil {
+		return nil, plan.List{}, err
+	}
+	base, err := repo.Base()
+	if err != nil {
+		return nil, plan.List{}, err
+	}
+	clusters, err := spec.LoadRepo(repo.Dir(), layout)
+	if err != nil {
+		return nil, plan.List{}, &exitError{exitInvalid, err}
+	}
+	var observed *live.Snapshot
+	if liveFile != "" {
+		if observed, err = live.ReadFile(liveFile); err != nil {
+			return nil, plan.List{}, &exitError{exitInvalid, err}
+		}
+	}
+	plans := planner.Plan(clusters, observed, nil)
+	out, err := pub.Publish(ctx, base, clusters, plans)
+	return out, plans, err
+}
+
+func printOutcomes(w io.Writer, outcomes []publish.Outcome) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tSTATUS\tSTEP\tPULL REQUEST\tNOTE")
+	for _, o := range outcomes {
+		step, note := o.Step, o.Note
+		if step == "" {
+			step = "-"
+		}
+		if len(o.Closed) > 0 {
+			note = fmt.Sprintf("closed %v %s", o.Closed, note)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Cluster, o.Status, step, o.Action, note)
+	}
+	tw.Flush()
+}
+
+func newPR() *cobra.Command {
+	cmd := &cobra.Command{Use: "pr", Short: "Pull requests kept by the local provider"}
+	var o remoteOptions
+	list := &cobra.Command{
+		Use:   "list --repo URL|DIR",
+		Short: "List cairn's pull requests recorded in the repo (open, merged, closed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			repo, cleanup, err := o.clone(ctx)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			prs, err := (&publish.Local{Repo: repo, Base: o.base}).List(ctx)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "BRANCH\tSTATE\tTITLE\tCLOSED BECAUSE")
+			for _, pr := range prs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", pr.Branch, pr.State, pr.Title, pr.CloseReason)
+			}
+			return tw.Flush()
+		},
+	}
+	o.flags(list)
+	cmd.AddCommand(list)
+	return cmd
+}

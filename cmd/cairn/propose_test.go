@@ -1,0 +1,185 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// gitopsRepo is a bare repo whose main branch holds the example specs, as
+// a team's GitOps repo would.
+func gitopsRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	bare := filepath.Join(t.TempDir(), "gitops.git")
+	if _, err := git.PlainInitWithOptions(bare, &git.PlainInitOptions{Bare: true,
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}}); err != nil {
+		t.Fatal(err)
+	}
+	personCommit(t, bare, files, true)
+	return bare
+}
+
+// personCommit commits files onto main of the bare repo.
+func personCommit(t *testing.T, bare string, files map[string]string, first bool) {
+	t.Helper()
+	dir := t.TempDir()
+	var repo *git.Repository
+	var err error
+	if first {
+		repo, err = git.PlainInit(dir, false)
+		if err == nil {
+			_, err = repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{bare}})
+		}
+	} else {
+		repo, err = git.PlainClone(dir, false, &git.CloneOptions{URL: bare, ReferenceName: "refs/heads/main", SingleBranch: true})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		_ = os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wt, _ := repo.Worktree()
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := wt.Commit("edit specs", &git.CommitOptions{Author: &object.Signature{Name: "p", Email: "p@example.com", When: time.Now()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = repo.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", h))
+	if err := repo.Push(&git.PushOptions{RefSpecs: []config.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// merge fast-forwards main to a step's branch, as a reviewer merging it.
+func merge(t *testing.T, bare, branch string) {
+	t.Helper()
+	repo, err := git.PlainOpen(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", ref.Hash())); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func refs(t *testing.T, bare string) map[string]string {
+	t.Helper()
+	repo, _ := git.PlainOpen(bare)
+	it, _ := repo.References()
+	out := map[string]string{}
+	_ = it.ForEach(func(r *plumbing.Reference) error { out[r.Name().String()] = r.Hash().String(); return nil })
+	return out
+}
+
+func exampleFiles(t *testing.T) map[string]string {
+	files := map[string]string{}
+	for _, f := range []string{"clusters/my-etcd-cluster.yaml", "clusters/my-production-db.yaml"} {
+		data, err := os.ReadFile(filepath.Join("../../examples/fleet", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f] = string(data)
+	}
+	return files
+}
+
+func TestProposeLocalProviderStepByStep(t *testing.T) {
+	bare := gitopsRepo(t, exampleFiles(t))
+	liveFile := filepath.Join(t.TempDir(), "live.yaml")
+	data, _ := os.ReadFile("../../examples/fleet/live.yaml")
+	_ = os.WriteFile(liveFile, data, 0o644)
+	propose := func() string {
+		t.Helper()
+		code, out, errOut := cairn(t, "propose", "--repo", bare, "--live", liveFile)
+		if code != exitOK {
+			t.Fatalf("propose: exit %d\n%s\n%s", code, out, errOut)
+		}
+		return out
+	}
+
+	out := propose()
+	if strings.Count(out, "opened") != 2 {
+		t.Fatalf("first run:\n%s", out)
+	}
+	before := refs(t, bare)
+	if before["refs/heads/cairn/my-etcd-cluster/etcd-add-1"] == "" || before["refs/cairn/pr/cairn/my-production-db/pg-add-2"] == "" {
+		t.Fatalf("branches and records: %v", before)
+	}
+
+	// Nothing changed: nothing is written.
+	out = propose()
+	if strings.Count(out, "unchanged") != 2 {
+		t.Fatalf("second run:\n%s", out)
+	}
+	after := refs(t, bare)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s moved on a no-op run", k)
+		}
+	}
+
+	// The etcd step is merged: no new pull request until the live state
+	// shows it done.
+	merge(t, bare, "cairn/my-etcd-cluster/etcd-add-1")
+	if out = propose(); !strings.Contains(out, "etcd-add-1   merged") && !strings.Contains(out, "merged") {
+		t.Fatalf("after merge:\n%s", out)
+	}
+	// The member joined: the next step's pull request opens.
+	grown := strings.Replace(string(data), "statefulSet: {replicas: 1, updatePartition: 0, version: \"3.2.13\"}",
+		"statefulSet: {replicas: 2, updatePartition: 0, version: \"3.2.13\"}", 1)
+	grown = strings.Replace(grown, "      - {name: my-etcd-cluster-0, version: \"3.2.13\", ready: true, role: leader}\n",
+		"      - {name: my-etcd-cluster-0, version: \"3.2.13\", ready: true, role: leader}\n      - {name: my-etcd-cluster-1, version: \"3.2.13\", ready: true, role: follower}\n", 1)
+	_ = os.WriteFile(liveFile, []byte(grown), 0o644)
+	if out = propose(); !strings.Contains(out, "etcd-add-2") || !strings.Contains(out, "opened") {
+		t.Fatalf("next step:\n%s", out)
+	}
+
+	// A spec edit that is refused closes the open pull request with the
+	// reason and publishes no broken manifests.
+	files := exampleFiles(t)
+	files["clusters/my-production-db.yaml"] = strings.Replace(files["clusters/my-production-db.yaml"], `storage: "100Gi"`, `storage: "50Gi"`, 1)
+	personCommit(t, bare, files, false)
+	code, out, _ := cairn(t, "propose", "--repo", bare, "--live", liveFile)
+	if code != exitRefusals || !strings.Contains(out, "storage-shrink") {
+		t.Fatalf("refusal: exit %d\n%s", code, out)
+	}
+	_, list, _ := cairn(t, "pr", "list", "--repo", bare)
+	if !strings.Contains(list, "cairn/my-production-db/pg-add-2") || !strings.Contains(list, "closed") || !strings.Contains(list, "refused: storage-shrink") {
+		t.Fatalf("pr list:\n%s", list)
+	}
+	if !strings.Contains(list, "cairn/my-etcd-cluster/etcd-add-1") || !strings.Contains(list, "merged") {
+		t.Fatalf("pr list:\n%s", list)
+	}
+}
+
+func TestProposeRefusesInvalidSpecsWithoutWriting(t *testing.T) {
+	files := exampleFiles(t)
+	files["clusters/bad.yaml"] = strings.Replace(etcd8, "size: 8", "sise: 3", 1)
+	bare := gitopsRepo(t, files)
+	before := refs(t, bare)
+	code, _, errOut := cairn(t, "propose", "--repo", bare)
+	if code != exitInvalid || !strings.Contains(errOut, `unknown field "sise"`) {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if after := refs(t, bare); len(after) != len(before) {
+		t.Fatalf("refs written for an invalid spec: %v", after)
+	}
+}

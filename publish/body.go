@@ -1,0 +1,110 @@
+package publish
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cairn-dev/cairn/planner/plan"
+)
+
+// MaxBody is GitHub's limit on a pull request body, in characters.
+const MaxBody = 65536
+
+// Title is a step's pull request title.
+func Title(p plan.Plan, s plan.Step) string {
+	return fmt.Sprintf("cairn: %s: %s", p.Cluster.Name, s.Summary)
+}
+
+// Labels are a step's pull request labels: its kind, and whether it is
+// disruptive or irreversible.
+func Labels(s plan.Step) []string {
+	labels := []string{"cairn", "cairn/" + strings.ToLower(string(s.Kind))}
+	if s.Disruptive {
+		labels = append(labels, "cairn/disruptive")
+	}
+	if !s.Reversible {
+		labels = append(labels, "cairn/irreversible")
+	}
+	return labels
+}
+
+// Body is what a reviewer reads: the whole plan with this step marked, a
+// diagram, the gates, disruption and rollback, policy decisions, and the
+// manifest diff of this step in a collapsed block. It stays under MaxBody
+// by cutting the diff, never the rest.
+func Body(p plan.Plan, current int, specCommit, diff string) string {
+	s := p.Steps[current]
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s: step %d of %d\n\n%s\n\n", p.Cluster, current+1, len(p.Steps), s.Summary)
+	fmt.Fprintf(&b, "Plan `%s`, planned from spec commit `%s` against observed state `%s`.\n\n", p.ID, short(specCommit), short(strings.TrimPrefix(p.ObservedFingerprint, "sha256:")))
+	b.WriteString("| | # | Step | Disruptive | Reversible | Summary |\n|---|---|---|---|---|---|\n")
+	for i, st := range p.Steps {
+		mark := ""
+		if i == current {
+			mark = "▶"
+		}
+		fmt.Fprintf(&b, "| %s | %d | `%s` | %s | %s | %s |\n", mark, i+1, st.ID, yesNo(st.Disruptive), yesNo(st.Reversible), cell(st.Summary))
+	}
+	b.WriteString("\n```mermaid\nflowchart LR\n")
+	for i, st := range p.Steps {
+		fmt.Fprintf(&b, "  s%d[\"%d. %s\"]\n", i, i+1, st.ID)
+		if i > 0 {
+			fmt.Fprintf(&b, "  s%d --> s%d\n", i-1, i)
+		}
+	}
+	fmt.Fprintf(&b, "  style s%d stroke-width:3px\n```\n\n", current)
+	writeGates(&b, s)
+	fmt.Fprintf(&b, "**Disruptive:** %s. **Reversible:** %s. **Rollback:** %s\n\n", yesNo(s.Disruptive), yesNo(s.Reversible), s.Rollback)
+	for _, d := range s.Decisions {
+		fmt.Fprintf(&b, "- Policy `%s`: **%s** %s\n", d.Policy, d.Verdict, d.Reason)
+	}
+	footer := fmt.Sprintf("\n<!-- cairn cluster=%s step=%s plan=%s -->\n", p.Cluster, s.ID, p.ID)
+	head := "<details><summary>Manifests this step changes</summary>\n\n```diff\n"
+	tail := "```\n\n</details>\n"
+	room := MaxBody - b.Len() - len(head) - len(tail) - len(footer) - 200
+	if len(diff) > room {
+		cut := strings.LastIndexByte(diff[:max(room, 0)], '\n') + 1
+		diff = diff[:cut] + fmt.Sprintf("... (diff cut at %d of %d characters; see the branch)\n", cut, len(diff))
+	}
+	b.WriteString(head + diff + tail + footer)
+	return b.String()
+}
+
+func writeGates(b *strings.Builder, s plan.Step) {
+	for _, when := range []plan.Phase{plan.Before, plan.After} {
+		title := "Before it starts"
+		if when == plan.After {
+			title = "Done when"
+		}
+		first := true
+		for _, g := range s.Gates {
+			if g.When != when {
+				continue
+			}
+			if first {
+				fmt.Fprintf(b, "**%s:**\n", title)
+				first = false
+			}
+			fmt.Fprintf(b, "- [ ] %s\n", g.Description)
+		}
+		if !first {
+			b.WriteString("\n")
+		}
+	}
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+func yesNo(v bool) string {
+	if v {
+		return "yes"
+	}
+	return "no"
+}
+
+func cell(s string) string { return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s) }

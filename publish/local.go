@@ -1,0 +1,124 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cairn-dev/cairn/publish/gitrepo"
+)
+
+// Local keeps pull requests in the GitOps repo itself, as records under
+// refs/cairn/pr/<branch>: the default when no GitHub repository is
+// configured. A person reviews a step's branch and merges it with git;
+// Local sees it merged once the base branch contains the branch's commit.
+type Local struct {
+	Repo *gitrepo.Repo
+	Base string
+}
+
+const localPrefix = "pr/"
+
+func (l *Local) ref(branch string) string { return gitrepo.RecordPrefix + localPrefix + branch }
+
+// Find implements Provider.
+func (l *Local) Find(ctx context.Context, branch string) (*PullRequest, error) {
+	prs, err := l.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range prs {
+		if prs[i].Branch == branch {
+			return &prs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// Open implements Provider.
+func (l *Local) Open(ctx context.Context, pr PullRequest) (*PullRequest, error) {
+	existing, err := l.Find(ctx, pr.Branch)
+	if err != nil {
+		return nil, err
+	}
+	if existing != nil && existing.State == Open {
+		return existing, nil
+	}
+	pr.State, pr.Base, pr.CloseReason = Open, l.Base, ""
+	return &pr, l.write(ctx, pr, existing)
+}
+
+// Update implements Provider.
+func (l *Local) Update(ctx context.Context, pr PullRequest) error {
+	existing, err := l.Find(ctx, pr.Branch)
+	if err != nil {
+		return err
+	}
+	if existing == nil || existing.State != Open {
+		return fmt.Errorf("update %s: no open pull request", pr.Branch)
+	}
+	pr.State, pr.Base = Open, existing.Base
+	return l.write(ctx, pr, existing)
+}
+
+// Close implements Provider.
+func (l *Local) Close(ctx context.Context, pr PullRequest, reason string) error {
+	existing, err := l.Find(ctx, pr.Branch)
+	if err != nil || existing == nil {
+		return err
+	}
+	closed := *existing
+	closed.State, closed.CloseReason = Closed, reason
+	return l.write(ctx, closed, existing)
+}
+
+// List implements Provider.
+func (l *Local) List(ctx context.Context) ([]PullRequest, error) { return l.load(ctx) }
+
+func (l *Local) load(ctx context.Context) ([]PullRequest, error) {
+	if err := l.Repo.FetchRecords(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.Repo.Fetch(ctx); err != nil {
+		return nil, err
+	}
+	records, err := l.Repo.Records(localPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []PullRequest
+	for ref, data := range records {
+		var pr PullRequest
+		if err := json.Unmarshal(data, &pr); err != nil {
+			return nil, fmt.Errorf("pull request record %s: %w", ref, err)
+		}
+		if pr.State == Open && pr.Head != "" {
+			if merged, err := l.Repo.Merged(pr.Head); err != nil {
+				return nil, err
+			} else if merged {
+				pr.State = Merged
+			}
+		}
+		out = append(out, pr)
+	}
+	slices.SortFunc(out, func(a, b PullRequest) int { return strings.Compare(a.Branch, b.Branch) })
+	return out, nil
+}
+
+func (l *Local) write(ctx context.Context, pr PullRequest, old *PullRequest) error {
+	data, err := json.MarshalIndent(pr, "", "  ")
+	if err != nil {
+		return err
+	}
+	var oldData []byte
+	if old != nil {
+		records, err := l.Repo.Records(localPrefix + pr.Branch)
+		if err != nil {
+			return err
+		}
+		oldData = records[l.ref(pr.Branch)]
+	}
+	return l.Repo.WriteRecord(ctx, l.ref(pr.Branch), append(data, '\n'), oldData)
+}

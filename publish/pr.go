@@ -1,0 +1,65 @@
+package publish
+
+import (
+	"context"
+	"strings"
+)
+
+// State is a pull request's state.
+type State string
+
+// The states of a pull request.
+const (
+	Open   State = "open"
+	Closed State = "closed"
+	Merged State = "merged"
+)
+
+// PullRequest is one proposed step as a provider holds it.
+type PullRequest struct {
+	// Number is the provider's number; 0 for the local provider, which
+	// names pull requests by branch.
+	Number int    `json:"number,omitempty"`
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
+	Title  string `json:"title"`
+	Body   string `json:"body"`
+	State  State  `json:"state"`
+	// Head is the branch's commit the pull request was last updated for.
+	Head   string   `json:"head"`
+	Labels []string `json:"labels,omitempty"`
+	// CloseReason says why cairn closed it.
+	CloseReason string `json:"closeReason,omitempty"`
+}
+
+// Provider holds the pull requests of one repo: GitHub, or the local
+// provider. It is the set of calls the proposer makes, nothing more.
+type Provider interface {
+	// Find returns the most recent pull request with head branch, or nil.
+	Find(ctx context.Context, branch string) (*PullRequest, error)
+	// Open opens a pull request; one already open for the branch is
+	// returned instead (the provider adopts it).
+	Open(ctx context.Context, pr PullRequest) (*PullRequest, error)
+	// Update sets the title, body, head and labels of an open pull request.
+	Update(ctx context.Context, pr PullRequest) error
+	// Close closes an open pull request with a comment saying why.
+	Close(ctx context.Context, pr PullRequest, reason string) error
+	// List returns the pull requests of cairn's branches, open or not.
+	List(ctx context.Context) ([]PullRequest, error)
+}
+
+// BranchPrefix starts the name of every branch cairn publishes.
+const BranchPrefix = "cairn/"
+
+// Branch is the deterministic branch of one step of one cluster.
+func Branch(cluster, stepID string) string { return BranchPrefix + cluster + "/" + stepID }
+
+// clusterOf returns the cluster of a cairn branch, or "".
+func clusterOf(branch string) string {
+	rest, ok := strings.CutPrefix(branch, BranchPrefix)
+	if !ok {
+		return ""
+	}
+	cluster, _, _ := strings.Cut(rest, "/")
+	return cluster
+}

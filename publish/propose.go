@@ -1,0 +1,213 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/publish/gitrepo"
+	"github.com/cairn-dev/cairn/renderer"
+)
+
+// Publisher publishes the next step of every cluster as a branch and a
+// pull request, and closes the pull requests a new plan supersedes.
+// Publishing the same plans again writes nothing. It never plans: the
+// caller plans against the base commit and hands the plans in.
+type Publisher struct {
+	Repo *gitrepo.Repo
+	PRs  Provider
+	// Render renders a cluster's tree for a plan, selecting a step.
+	Render func(c spec.Cluster, p plan.Plan, step string) (renderer.Tree, error)
+	// Name and Email sign cairn's commits.
+	Name, Email string
+	Log         *slog.Logger
+}
+
+// Action is what Publish did for a cluster.
+type Action string
+
+// The actions.
+const (
+	ActionOpened    Action = "opened"
+	ActionUpdated   Action = "updated"
+	ActionUnchanged Action = "unchanged"
+	// ActionMerged: the step's pull request is merged; the step waits for
+	// the live state, and no new pull request is opened meanwhile.
+	ActionMerged Action = "merged"
+	// ActionDeclined: a person closed the step's pull request; cairn does
+	// not reopen it.
+	ActionDeclined Action = "declined"
+	ActionNone     Action = "none"
+)
+
+// Outcome is what happened to one cluster.
+type Outcome struct {
+	Cluster string
+	Status  plan.Status
+	Step    string
+	Branch  string
+	Action  Action
+	// Closed lists the branches whose pull requests were closed.
+	Closed []string
+	// Note explains a refusal or a wait.
+	Note string
+}
+
+// ErrBaseMoved: the base branch moved after the plans were made; plan
+// again on the new base and publish again.
+var ErrBaseMoved = errors.New("the base branch moved while publishing")
+
+// Publish publishes the first step of each plan, which the caller made
+// from the specs at base. clusters are those specs.
+func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters []spec.Cluster, plans plan.List) ([]Outcome, error) {
+	prs, err := p.PRs.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Outcome
+	for _, pl := range plans.Plans {
+		o, err := p.one(ctx, find(clusters, pl.Cluster), pl, base, prs)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func find(cs []spec.Cluster, ref plan.ClusterRef) spec.Cluster {
+	for _, c := range cs {
+		if c.Ref().Kind == ref.Kind && c.Ref().Name == ref.Name {
+			return c
+		}
+	}
+	return nil // a running cluster whose spec is gone
+}
+
+// one publishes a cluster's first step and closes what it supersedes.
+func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) (Outcome, error) {
+	o := Outcome{Cluster: pl.Cluster.String(), Status: pl.Status, Action: ActionNone, Note: note(pl)}
+	reason := o.Note
+	if pl.Status == plan.StatusPlanned && c != nil {
+		s := pl.Steps[0]
+		o.Step, o.Branch = s.ID, Branch(pl.Cluster.Name, s.ID)
+		reason = fmt.Sprintf("superseded by %s (plan %s, spec commit %s)", o.Branch, pl.ID, short(base.Hash.String()))
+		action, err := p.publishStep(ctx, c, pl, base, existing(prs, o.Branch))
+		if err != nil {
+			return o, fmt.Errorf("%s step %s: %w", pl.Cluster, s.ID, err)
+		}
+		o.Action = action
+	}
+	for _, pr := range prs {
+		if pr.State != Open || clusterOf(pr.Branch) != pl.Cluster.Name || pr.Branch == o.Branch {
+			continue
+		}
+		if err := p.PRs.Close(ctx, pr, reason); err != nil {
+			return o, fmt.Errorf("close %s: %w", pr.Branch, err)
+		}
+		o.Closed = append(o.Closed, pr.Branch)
+	}
+	return o, nil
+}
+
+func existing(prs []PullRequest, branch string) *PullRequest {
+	for i := range prs {
+		if prs[i].Branch == branch {
+			return &prs[i]
+		}
+	}
+	return nil
+}
+
+func note(pl plan.Plan) string {
+	switch pl.Status {
+	case plan.StatusRefused:
+		var rs []string
+		for _, r := range pl.Refusals {
+			rs = append(rs, r.Rule+": "+r.Reason)
+		}
+		return "refused: " + strings.Join(rs, "; ")
+	case plan.StatusWaiting:
+		var ws []string
+		for _, g := range pl.Waiting {
+			ws = append(ws, g.Description)
+		}
+		return "waiting: " + strings.Join(ws, "; ")
+	case plan.StatusConverged:
+		return "converged: the cluster runs what its spec asks for"
+	}
+	return ""
+}
+
+// publishStep pushes the step's branch and opens or updates its pull
+// request, writing nothing that is already there.
+func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, pr *PullRequest) (Action, error) {
+	switch {
+	case pr != nil && pr.State == Merged:
+		return ActionMerged, nil
+	case pr != nil && pr.State == Closed && pr.CloseReason == "":
+		return ActionDeclined, nil
+	}
+	s := pl.Steps[0]
+	tree, err := p.Render(c, pl, s.ID)
+	if err != nil {
+		return "", err
+	}
+	root := renderer.Root(pl.Cluster.Name)
+	res, err := p.Repo.Publish(ctx, Branch(pl.Cluster.Name, s.ID), func(b *object.Commit) (gitrepo.Change, error) {
+		if b.Hash != base.Hash {
+			return gitrepo.Change{}, ErrBaseMoved
+		}
+		return gitrepo.Change{Root: root, Files: tree, Message: commitMessage(pl, base), Name: p.Name, Email: p.Email}, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	diff, err := stepDiff(tree, pl)
+	if err != nil {
+		return "", err
+	}
+	want := PullRequest{Branch: Branch(pl.Cluster.Name, s.ID), Title: Title(pl, s), Body: Body(pl, 0, base.Hash.String(), diff),
+		Head: res.Commit.String(), Labels: Labels(s)}
+	switch {
+	case pr == nil || pr.State != Open:
+		_, err = p.PRs.Open(ctx, want)
+		return ActionOpened, err
+	case pr.Title == want.Title && pr.Body == want.Body && pr.Head == want.Head && slices.Equal(pr.Labels, want.Labels):
+		return ActionUnchanged, nil
+	default:
+		want.Number = pr.Number
+		return ActionUpdated, p.PRs.Update(ctx, want)
+	}
+}
+
+// stepDiff is the change of the step's built manifests against what runs.
+func stepDiff(tree renderer.Tree, pl plan.Plan) (string, error) {
+	root := renderer.Root(pl.Cluster.Name)
+	after, err := renderer.Build(tree, path.Join(root, renderer.StepDir(pl.Steps[0].ID)))
+	if err != nil {
+		return "", err
+	}
+	var before []byte
+	if pl.Baseline != nil {
+		if before, err = renderer.Build(tree, path.Join(root, "base")); err != nil {
+			return "", err
+		}
+	}
+	return unifiedDiff(string(before), string(after)), nil
+}
+
+func commitMessage(pl plan.Plan, base *object.Commit) string {
+	s := pl.Steps[0]
+	return fmt.Sprintf("cairn: %s: %s\n\nStep 1 of %d of plan %s: %s, disruptive: %s, reversible: %s.\n\nCairn-Cluster: %s\nCairn-Step: %s\nCairn-Plan: %s\nCairn-Spec-Commit: %s\n",
+		pl.Cluster.Name, s.Summary, len(pl.Steps), pl.ID, s.Kind, yesNo(s.Disruptive), yesNo(s.Reversible),
+		pl.Cluster, s.ID, pl.ID, base.Hash)
+}
