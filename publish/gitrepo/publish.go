@@ -145,7 +145,11 @@ func (r *Repo) push(ctx context.Context, branch string, commit plumbing.Hash, re
 	return err == nil, err
 }
 
+// rejected reports whether a push lost a race: the branch moved (lease,
+// non-fast-forward) or another push held the ref's lock.
 func rejected(err error) bool {
-	return errors.Is(err, git.ErrNonFastForwardUpdate) || strings.Contains(err.Error(), "required to be") ||
-		strings.Contains(err.Error(), "non-fast-forward") || strings.Contains(err.Error(), "fetch first")
+	msg := err.Error()
+	return errors.Is(err, git.ErrNonFastForwardUpdate) || strings.Contains(msg, "required to be") ||
+		strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "fetch first") ||
+		strings.Contains(msg, "failed to update ref") || strings.Contains(msg, "cannot lock ref")
 }

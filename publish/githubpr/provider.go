@@ -1,0 +1,213 @@
+package githubpr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v60/github"
+
+	"github.com/cairn-dev/cairn/publish"
+)
+
+// pulls, issues and statuses are the go-github calls cairn makes.
+type pulls interface {
+	List(ctx context.Context, owner, repo string, opts *github.PullRequestListOptions) ([]*github.PullRequest, *github.Response, error)
+	Create(ctx context.Context, owner, repo string, pr *github.NewPullRequest) (*github.PullRequest, *github.Response, error)
+	Edit(ctx context.Context, owner, repo string, number int, pr *github.PullRequest) (*github.PullRequest, *github.Response, error)
+}
+
+type issues interface {
+	ReplaceLabelsForIssue(ctx context.Context, owner, repo string, number int, labels []string) ([]*github.Label, *github.Response, error)
+	CreateComment(ctx context.Context, owner, repo string, number int, comment *github.IssueComment) (*github.IssueComment, *github.Response, error)
+}
+
+// Provider keeps cairn's pull requests on GitHub.
+type Provider struct {
+	Owner, Repo, Base string
+	pulls             pulls
+	issues            issues
+	transport         *transport
+	// MaxWait bounds one wait for a rate limit; longer waits fail.
+	MaxWait time.Duration
+	// sleep waits; tests replace it.
+	sleep func(context.Context, time.Duration) error
+	Log   *slog.Logger
+}
+
+// Options configure New.
+type Options struct {
+	// BaseURL is the API's URL; empty for api.github.com. GitHub
+	// Enterprise: https://HOST/api/v3/.
+	BaseURL string
+	Token   string
+	// Transport is the HTTP transport underneath; nil for the default.
+	Transport http.RoundTripper
+	Log       *slog.Logger
+}
+
+// New returns a provider for owner/repo, whose steps merge into base.
+func New(owner, repo, base string, o Options) (*Provider, error) {
+	t := newTransport(o.Transport, o.Token)
+	c := github.NewClient(&http.Client{Transport: t, Timeout: 30 * time.Second})
+	if o.BaseURL != "" {
+		u, err := url.Parse(strings.TrimSuffix(o.BaseURL, "/") + "/")
+		if err != nil {
+			return nil, fmt.Errorf("github base URL: %w", err)
+		}
+		c.BaseURL = u
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Provider{Owner: owner, Repo: repo, Base: base, pulls: c.PullRequests, issues: c.Issues,
+		transport: t, MaxWait: 15 * time.Minute, sleep: sleepCtx, Log: log}, nil
+}
+
+// Counts returns the API calls made so far.
+func (p *Provider) Counts() Counts { return p.transport.counts() }
+
+// Find implements publish.Provider: the newest pull request of branch.
+func (p *Provider) Find(ctx context.Context, branch string) (*publish.PullRequest, error) {
+	var found []*github.PullRequest
+	err := p.call(ctx, "list pull requests", func() (*github.Response, error) {
+		prs, resp, err := p.pulls.List(ctx, p.Owner, p.Repo, &github.PullRequestListOptions{
+			State: "all", Head: p.Owner + ":" + branch, Base: p.Base, Sort: "created", Direction: "desc",
+			ListOptions: github.ListOptions{PerPage: 10}})
+		found = prs
+		return resp, err
+	})
+	if err != nil || len(found) == 0 {
+		return nil, err
+	}
+	pr := convert(found[0])
+	return &pr, nil
+}
+
+// Open implements publish.Provider. A pull request already open for the
+// branch (GitHub answers 422) is adopted and brought up to date.
+func (p *Provider) Open(ctx context.Context, want publish.PullRequest) (*publish.PullRequest, error) {
+	var created *github.PullRequest
+	err := p.call(ctx, "create pull request", func() (*github.Response, error) {
+		pr, resp, err := p.pulls.Create(ctx, p.Owner, p.Repo, &github.NewPullRequest{
+			Title: github.String(want.Title), Head: github.String(want.Branch), Base: github.String(p.Base),
+			Body: github.String(want.Body), MaintainerCanModify: github.Bool(false)})
+		created = pr
+		return resp, err
+	})
+	var gerr *github.ErrorResponse
+	if errors.As(err, &gerr) && gerr.Response != nil && gerr.Response.StatusCode == http.StatusUnprocessableEntity && strings.Contains(gerr.Error(), "already exists") {
+		existing, ferr := p.Find(ctx, want.Branch)
+		if ferr != nil || existing == nil || existing.State != publish.Open {
+			return nil, fmt.Errorf("create pull request for %s: %w", want.Branch, err)
+		}
+		p.Log.Info("adopting the open pull request of the branch", "branch", want.Branch, "number", existing.Number)
+		want.Number = existing.Number
+		return &want, p.Update(ctx, want)
+	}
+	if err != nil {
+		return nil, err
+	}
+	want.Number, want.State = created.GetNumber(), publish.Open
+	return &want, p.labels(ctx, want.Number, want.Labels)
+}
+
+// Update implements publish.Provider.
+func (p *Provider) Update(ctx context.Context, want publish.PullRequest) error {
+	err := p.call(ctx, "edit pull request", func() (*github.Response, error) {
+		_, resp, err := p.pulls.Edit(ctx, p.Owner, p.Repo, want.Number, &github.PullRequest{
+			Title: github.String(want.Title), Body: github.String(want.Body)})
+		return resp, err
+	})
+	if err != nil {
+		return err
+	}
+	return p.labels(ctx, want.Number, want.Labels)
+}
+
+// Close implements publish.Provider: a comment saying why, then closing.
+func (p *Provider) Close(ctx context.Context, pr publish.PullRequest, reason string) error {
+	err := p.call(ctx, "comment", func() (*github.Response, error) {
+		_, resp, err := p.issues.CreateComment(ctx, p.Owner, p.Repo, pr.Number, &github.IssueComment{
+			Body: github.String("cairn closed this pull request: " + reason)})
+		return resp, err
+	})
+	if err != nil {
+		return err
+	}
+	// The marker tells a pull request cairn closed (and may reopen when
+	// its step comes back) from one a person closed (left closed).
+	body := pr.Body + "\n" + closedMarker + "\n"
+	return p.call(ctx, "close pull request", func() (*github.Response, error) {
+		_, resp, err := p.pulls.Edit(ctx, p.Owner, p.Repo, pr.Number, &github.PullRequest{State: github.String("closed"), Body: github.String(body)})
+		return resp, err
+	})
+}
+
+const closedMarker = "<!-- cairn closed -->"
+
+// List implements publish.Provider: every pull request of a cairn branch
+// into the base, following pagination.
+func (p *Provider) List(ctx context.Context) ([]publish.PullRequest, error) {
+	var out []publish.PullRequest
+	opts := &github.PullRequestListOptions{State: "all", Base: p.Base, ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		var page []*github.PullRequest
+		var next int
+		err := p.call(ctx, "list pull requests", func() (*github.Response, error) {
+			prs, resp, err := p.pulls.List(ctx, p.Owner, p.Repo, opts)
+			page = prs
+			if resp != nil {
+				next = resp.NextPage
+			}
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, pr := range page {
+			if strings.HasPrefix(pr.GetHead().GetRef(), publish.BranchPrefix) {
+				out = append(out, convert(pr))
+			}
+		}
+		if next == 0 {
+			return out, nil
+		}
+		opts.Page = next
+	}
+}
+
+func (p *Provider) labels(ctx context.Context, number int, labels []string) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	return p.call(ctx, "set labels", func() (*github.Response, error) {
+		_, resp, err := p.issues.ReplaceLabelsForIssue(ctx, p.Owner, p.Repo, number, slices.Clone(labels))
+		return resp, err
+	})
+}
+
+func convert(pr *github.PullRequest) publish.PullRequest {
+	out := publish.PullRequest{Number: pr.GetNumber(), Branch: pr.GetHead().GetRef(), Base: pr.GetBase().GetRef(),
+		Title: pr.GetTitle(), Body: pr.GetBody(), Head: pr.GetHead().GetSHA(), State: publish.Open}
+	switch {
+	case pr.GetMerged() || pr.MergedAt != nil:
+		out.State = publish.Merged
+	case pr.GetState() == "closed":
+		out.State = publish.Closed
+		if strings.Contains(pr.GetBody(), closedMarker) {
+			out.CloseReason = "closed by cairn"
+		}
+	}
+	for _, l := range pr.Labels {
+		out.Labels = append(out.Labels, l.GetName())
+	}
+	return out
+}

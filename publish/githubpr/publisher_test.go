@@ -1,0 +1,178 @@
+package githubpr
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/publish/gitrepo"
+	"github.com/cairn-dev/cairn/renderer"
+)
+
+const etcdSpec = `apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: e}
+spec: {size: 5, version: "3.5.21"}
+`
+
+const etcdLive = `apiVersion: cairn.dev/v1alpha1
+kind: LiveState
+clusters:
+- kind: EtcdCluster
+  name: e
+  storage: 8Gi
+  statefulSet: {replicas: 3, version: "3.5.21"}
+  members:
+  - {name: e-0, version: "3.5.21", ready: true, role: leader}
+  - {name: e-1, version: "3.5.21", ready: true, role: follower}
+  - {name: e-2, version: "3.5.21", ready: true, role: follower}
+`
+
+// bareRepo is a GitOps repo with one etcd spec on main.
+func bareRepo(t *testing.T) string {
+	t.Helper()
+	bare := filepath.Join(t.TempDir(), "gitops.git")
+	if _, err := git.PlainInitWithOptions(bare, &git.PlainInitOptions{Bare: true,
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	repo, _ := git.PlainInit(dir, false)
+	_, _ = repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{bare}})
+	_ = os.MkdirAll(filepath.Join(dir, "clusters"), 0o755)
+	_ = os.WriteFile(filepath.Join(dir, "clusters", "e.yaml"), []byte(etcdSpec), 0o644)
+	wt, _ := repo.Worktree()
+	_, _ = wt.Add("clusters/e.yaml")
+	h, err := wt.Commit("spec", &git.CommitOptions{Author: &object.Signature{Name: "p", Email: "p@x", When: time.Now()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = repo.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", h))
+	if err := repo.Push(&git.PushOptions{RefSpecs: []config.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
+		t.Fatal(err)
+	}
+	return bare
+}
+
+// headsOf reads branch heads from the bare repo, as GitHub does.
+func headsOf(bare string) func(string) string {
+	return func(branch string) string {
+		repo, err := git.PlainOpen(bare)
+		if err != nil {
+			return ""
+		}
+		ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
+		if err != nil {
+			return ""
+		}
+		return ref.Hash().String()
+	}
+}
+
+// publishOnce is one run of cairn propose with the GitHub provider.
+func publishOnce(t *testing.T, bare string, p *Provider) ([]publish.Outcome, error) {
+	t.Helper()
+	ctx := context.Background()
+	repo, err := gitrepo.Clone(ctx, gitrepo.Remote{URL: bare}, filepath.Join(t.TempDir(), "w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := renderer.New(renderer.Options{})
+	base, _ := repo.Base()
+	clusters, err := spec.LoadRepo(repo.Dir(), spec.DefaultLayout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := live.Decode("live.yaml", []byte(etcdLive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := &publish.Publisher{Repo: repo, PRs: p, Render: r.Render, Name: "cairn", Email: "c@x"}
+	return pub.Publish(ctx, base, clusters, planner.Plan(clusters, obs, nil))
+}
+
+func TestPublisherOnGitHub(t *testing.T) {
+	f, srv := newFakeGitHub(t)
+	bare := bareRepo(t)
+	f.headSHA = headsOf(bare)
+
+	p1, _ := newProvider(t, srv.URL, f.token)
+	out, err := publishOnce(t, bare, p1)
+	if err != nil || out[0].Action != publish.ActionOpened {
+		t.Fatalf("%+v %v", out, err)
+	}
+	open := f.open()
+	if len(open) != 1 || open[0].Head.Ref != "cairn/e/etcd-add-3" || len(open[0].Labels) != 2 || len(open[0].Body) > publish.MaxBody {
+		t.Fatalf("pull request: %+v", open)
+	}
+	t.Logf("REST calls to open one step's pull request: %+v", p1.Counts())
+
+	// A no-op run makes no write calls.
+	p2, _ := newProvider(t, srv.URL, f.token)
+	out, err = publishOnce(t, bare, p2)
+	if err != nil || out[0].Action != publish.ActionUnchanged || p2.Counts().Writes != 0 {
+		t.Fatalf("no-op run: %+v %v, calls %+v", out, err, p2.Counts())
+	}
+	t.Logf("REST calls to re-check an unchanged plan: %+v", p2.Counts())
+}
+
+func TestPublisherRecoversFromACrashBetweenCalls(t *testing.T) {
+	for _, at := range []string{"POST /repos/o/r/pulls", "PUT /repos/o/r/issues/"} {
+		t.Run(at, func(t *testing.T) {
+			f, srv := newFakeGitHub(t)
+			bare := bareRepo(t)
+			f.headSHA = headsOf(bare)
+			f.failAt = at // the run dies after the push, before (or after) the PR
+			p, _ := newProvider(t, srv.URL, f.token)
+			if _, err := publishOnce(t, bare, p); err == nil {
+				t.Fatal("the injected failure did not fail the run")
+			}
+			p, _ = newProvider(t, srv.URL, f.token)
+			if _, err := publishOnce(t, bare, p); err != nil {
+				t.Fatal(err)
+			}
+			open := f.open()
+			if len(open) != 1 || len(open[0].Labels) != 2 {
+				t.Fatalf("after recovery: %+v", open)
+			}
+		})
+	}
+}
+
+func TestTwoPublishersAtOnceOpenOnePullRequest(t *testing.T) {
+	f, srv := newFakeGitHub(t)
+	bare := bareRepo(t)
+	f.headSHA = headsOf(bare)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, _ := newProvider(t, srv.URL, f.token)
+			_, errs[i] = publishOnce(t, bare, p)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, gitrepo.ErrRejected) {
+			t.Fatal(err)
+		}
+	}
+	if open := f.open(); len(open) != 1 {
+		t.Fatalf("%d pull requests open for one step", len(open))
+	}
+}

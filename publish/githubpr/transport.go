@@ -1,0 +1,89 @@
+package githubpr
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// Counts are the API calls of a run.
+type Counts struct {
+	Reads, Writes, NotModified int64
+}
+
+// transport counts calls and makes GETs conditional: a 304 answer is
+// served from the cached body of the last 200 for that URL.
+type transport struct {
+	base  http.RoundTripper
+	token string
+
+	reads, writes, notModified atomic.Int64
+
+	mu    sync.Mutex
+	cache map[string]cached
+}
+
+type cached struct {
+	etag   string
+	header http.Header
+	body   []byte
+}
+
+func newTransport(base http.RoundTripper, token string) *transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &transport{base: base, token: token, cache: map[string]cached{}}
+}
+
+func (t *transport) counts() Counts {
+	return Counts{Reads: t.reads.Load(), Writes: t.writes.Load(), NotModified: t.notModified.Load()}
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	if t.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	if req.Method != http.MethodGet {
+		t.writes.Add(1)
+		return t.base.RoundTrip(req)
+	}
+	t.reads.Add(1)
+	key := req.URL.String()
+	t.mu.Lock()
+	c, ok := t.cache[key]
+	t.mu.Unlock()
+	if ok {
+		req.Header.Set("If-None-Match", c.etag)
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotModified && ok:
+		t.notModified.Add(1)
+		resp.Body.Close()
+		header := c.header.Clone()
+		// Keep the fresh rate-limit headers of the 304.
+		for k, v := range resp.Header {
+			header[k] = v
+		}
+		return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: header, Request: req,
+			Body: io.NopCloser(bytes.NewReader(c.body)), ContentLength: int64(len(c.body))}, nil
+	case resp.StatusCode == http.StatusOK && resp.Header.Get("ETag") != "":
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		t.mu.Lock()
+		t.cache[key] = cached{etag: resp.Header.Get("ETag"), header: resp.Header.Clone(), body: body}
+		t.mu.Unlock()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return resp, nil
+}
