@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -17,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/publish/githubpr"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
 	"github.com/cairn-dev/cairn/renderer"
 )
@@ -77,8 +79,15 @@ func (o *remoteOptions) clone(ctx context.Context) (repo *gitrepo.Repo, cleanup 
 	return repo, cleanup, nil
 }
 
+// githubOptions select the GitHub provider instead of the local one.
+type githubOptions struct {
+	repo, api, tokenFile string
+	verbose              bool
+}
+
 func newPropose() *cobra.Command {
 	var o remoteOptions
+	var gh githubOptions
 	var liveFile, specs string
 	var images renderer.Options
 	cmd := &cobra.Command{
@@ -92,17 +101,48 @@ request a new plan supersedes is closed with the reason. Running it again
 with nothing changed writes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPropose(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, liveFile, specs, images)
+			return runPropose(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, gh, liveFile, specs, images)
 		},
 	}
 	o.flags(cmd)
 	cmd.Flags().StringVar(&liveFile, "live", "", "observed-state file; empty means nothing is deployed")
 	cmd.Flags().StringVar(&specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
 	cmd.Flags().StringVar(&images.CairnImage, "cairn-image", renderer.DefaultOptions.CairnImage, "image of the cairn binary")
+	cmd.Flags().StringVar(&gh.repo, "github", "", "OWNER/REPO: open pull requests on GitHub instead of recording them in the repo")
+	cmd.Flags().StringVar(&gh.api, "github-api", "", "GitHub API URL (GitHub Enterprise: https://HOST/api/v3/)")
+	cmd.Flags().StringVar(&gh.tokenFile, "github-token-file", "", "file holding the GitHub token (default: $GITHUB_TOKEN)")
+	cmd.Flags().BoolVarP(&gh.verbose, "verbose", "v", false, "print the GitHub API calls made")
 	return cmd
 }
 
-func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, liveFile, specs string, images renderer.Options) error {
+// provider returns the pull request provider: GitHub when --github is
+// set, else the local one. counts reports GitHub API calls.
+func (gh githubOptions) provider(repo *gitrepo.Repo, base string, log *slog.Logger) (publish.Provider, func() string, error) {
+	if gh.repo == "" {
+		return &publish.Local{Repo: repo, Base: base}, func() string { return "" }, nil
+	}
+	owner, name, ok := strings.Cut(gh.repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return nil, nil, &exitError{exitUsage, fmt.Errorf("--github must be OWNER/REPO, got %q", gh.repo)}
+	}
+	token, err := gitrepo.ReadToken(gh.tokenFile, "GITHUB_TOKEN")
+	if err != nil {
+		return nil, nil, &exitError{exitUsage, err}
+	}
+	if token == "" {
+		return nil, nil, &exitError{exitUsage, fmt.Errorf("--github needs a token: --github-token-file or $GITHUB_TOKEN")}
+	}
+	p, err := githubpr.New(owner, name, base, githubpr.Options{BaseURL: gh.api, Token: token, Log: log})
+	if err != nil {
+		return nil, nil, &exitError{exitUsage, err}
+	}
+	return p, func() string {
+		c := p.Counts()
+		return fmt.Sprintf("GitHub API calls: %d reads (%d answered 304 Not Modified), %d writes\n", c.Reads, c.NotModified, c.Writes)
+	}, nil
+}
+
+func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh githubOptions, liveFile, specs string, images renderer.Options) error {
 	r, err := renderer.New(images)
 	if err != nil {
 		return &exitError{exitUsage, err}
@@ -112,8 +152,16 @@ func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, liveFil
 		return err
 	}
 	defer cleanup()
-	pub := &publish.Publisher{Repo: repo, PRs: &publish.Local{Repo: repo, Base: o.base}, Render: r.Render,
-		Name: "cairn", Email: "cairn@users.noreply.cairn.dev", Log: slog.New(slog.NewTextHandler(errw, nil))}
+	log := slog.New(slog.NewTextHandler(errw, nil))
+	prs, counts, err := gh.provider(repo, o.base, log)
+	if err != nil {
+		return err
+	}
+	pub := &publish.Publisher{Repo: repo, PRs: prs, Render: r.Render,
+		Name: "cairn", Email: "cairn@users.noreply.cairn.dev", Log: log}
+	if gh.verbose {
+		defer func() { fmt.Fprint(errw, counts()) }()
+	}
 	for attempt := 1; ; attempt++ {
 		outcomes, plans, err := proposeOnce(ctx, repo, pub, liveFile, spec.Layout{SpecsDir: specs})
 		if errors.Is(err, publish.ErrBaseMoved) && attempt < gitrepo.MaxAttempts {
