@@ -6,7 +6,7 @@
 //
 //	kustomization.yaml        entry point; selects the current step
 //	base/                     the cluster as it runs before the plan
-//	steps/NN-<step-id>/       one overlay per step, patching the one before
+//	steps/<step-id>/          one overlay per step, patching the one before
 //	PLAN.md, plan.json        the plan, the current step marked
 //
 // A step's overlay holds only what that step changes (a replica count, a

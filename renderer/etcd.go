@@ -87,9 +87,10 @@ func etcdStatefulSet(c *spec.EtcdCluster, n names, s settings, image string, o O
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("client")}},
 			PeriodSeconds: 5, FailureThreshold: 3, TimeoutSeconds: 3,
 		},
+		StartupProbe: startupProbe(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("client")}}),
 		LivenessProbe: &corev1.Probe{
-			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("client")}},
-			InitialDelaySeconds: 15, PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 5,
+			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("client")}},
+			PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 5,
 		},
 		SecurityContext: restricted(),
 	}
@@ -113,7 +114,8 @@ func etcdStatefulSet(c *spec.EtcdCluster, n names, s settings, image string, o O
 					Containers:                    []corev1.Container{container},
 					Volumes:                       commonVolumes(n),
 					TerminationGracePeriodSeconds: ptr(int64(30)),
-					SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)), FSGroup: ptr(int64(65532))},
+					SecurityContext:               podSecurity(65532),
+					AutomountServiceAccountToken:  ptr(false),
 					Affinity:                      spreadMembers(n),
 				},
 			},

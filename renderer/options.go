@@ -70,7 +70,8 @@ func (o Options) PostgresUpgradeImage(from, to int) string {
 // Validate checks that the repositories are image references without tags.
 func (o Options) Validate() error {
 	o = o.withDefaults()
-	for name, repo := range map[string]string{"etcd": o.EtcdRepository, "postgres": o.PostgresRepository, "postgres-upgrade": o.PostgresUpgradeRepository} {
+	for _, r := range [][2]string{{"etcd", o.EtcdRepository}, {"postgres", o.PostgresRepository}, {"postgres-upgrade", o.PostgresUpgradeRepository}} {
+		name, repo := r[0], r[1]
 		if strings.ContainsAny(repo, " @\t\n") || strings.Contains(repo[strings.LastIndex(repo, "/")+1:], ":") {
 			return fmt.Errorf("%s repository %q must be a repository without tag or digest", name, repo)
 		}

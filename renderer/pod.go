@@ -60,11 +60,31 @@ func podEnv(n names) []corev1.EnvVar {
 	}
 }
 
+// restricted meets the Pod Security "restricted" profile.
 func restricted() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr(false),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+}
+
+// podSecurity runs a database pod as uid, with its volumes group-owned
+// by it. OnRootMismatch keeps the kubelet from re-applying group
+// permissions on every mount, which would make PGDATA group-readable and
+// stop PostgreSQL from starting.
+func podSecurity(uid int64) *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot: ptr(true), RunAsUser: ptr(uid), FSGroup: ptr(uid),
+		FSGroupChangePolicy: ptr(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// startupProbe gives a member an hour to start (a clone, a rewind, crash
+// recovery, waiting for its cluster) before liveness applies.
+func startupProbe(h corev1.ProbeHandler) *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: h, PeriodSeconds: 10, FailureThreshold: 360, TimeoutSeconds: 5}
 }
 
 // resources turns the spec's resources into a container's.
@@ -121,6 +141,7 @@ func grownVolumes(n names, s settings, class string) []object {
 		m.Annotations = map[string]string{
 			"kustomize.toolkit.fluxcd.io/prune": "disabled",
 			"argocd.argoproj.io/sync-options":   "Prune=false",
+			"argocd.argoproj.io/compare-options": "IgnoreExtraneous",
 		}
 		out = append(out, object{file: "pvc-" + memberName(n.cluster, i) + ".yaml", obj: &corev1.PersistentVolumeClaim{
 			TypeMeta: typeMeta("v1", "PersistentVolumeClaim"), ObjectMeta: m,

@@ -80,6 +80,7 @@ func postgresConfig(c *spec.PostgresCluster, n names) object {
 	for _, kv := range [][2]string{
 		{"listen_addresses", "'*'"}, {"port", fmt.Sprint(pgPort)},
 		{"hba_file", "'" + pgConfDir + "/pg_hba.conf'"},
+		{"password_encryption", "'scram-sha-256'"},
 		{"wal_level", "replica"}, {"hot_standby", "on"}, {"wal_log_hints", "on"},
 		{"max_wal_senders", "16"}, {"max_replication_slots", "16"},
 		// A former primary keeps the WAL pg_rewind reads to bring it back.
@@ -111,19 +112,25 @@ func postgresConfig(c *spec.PostgresCluster, n names) object {
 	}}
 }
 
-func postgresStatefulSet(c *spec.PostgresCluster, n names, s settings, image string, o Options) (object, error) {
-	env := append(podEnv(n),
+// postgresEnv is the database container's environment: the passwords
+// only as references to the Secrets.
+func postgresEnv(n names) []corev1.EnvVar {
+	return append(podEnv(n),
 		corev1.EnvVar{Name: "PGDATA", Value: pgData},
 		corev1.EnvVar{Name: "PGPORT", Value: fmt.Sprint(pgPort)},
 		envSecret("POSTGRES_PASSWORD", superuserSecret(n), "password"),
 		envSecret("CAIRN_REPLICATION_PASSWORD", replicationSecret(n), "password"),
 	)
+}
+
+func postgresContainer(c *spec.PostgresCluster, n names, image string, env []corev1.EnvVar) corev1.Container {
 	mounts := append([]corev1.VolumeMount{
 		{Name: dataVolume, MountPath: pgDataMount},
 		{Name: "postgres-config", MountPath: pgConfDir, ReadOnly: true},
 		{Name: "dshm", MountPath: "/dev/shm"},
 	}, commonMounts()...)
-	container := corev1.Container{
+	port := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("postgres")}}
+	return corev1.Container{
 		Name:    "postgres",
 		Image:   image,
 		Command: []string{cairnBin, "instance", "postgres", "--config", cairnConfDir, "--pg-config", pgConfDir, "--primary-service", n.cluster + "-rw", "--peer-service", n.cluster + "-hl"},
@@ -133,14 +140,17 @@ func postgresStatefulSet(c *spec.PostgresCluster, n names, s settings, image str
 			ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pg_isready", "-h", "127.0.0.1", "-p", fmt.Sprint(pgPort)}}},
 			PeriodSeconds: 5, FailureThreshold: 3, TimeoutSeconds: 3,
 		},
-		LivenessProbe: &corev1.Probe{
-			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("postgres")}},
-			InitialDelaySeconds: 30, PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 5,
-		},
+		StartupProbe:    startupProbe(port),
+		LivenessProbe:   &corev1.Probe{ProbeHandler: port, PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 5},
 		Resources:       resources(c.Spec.Resources),
 		VolumeMounts:    mounts,
 		SecurityContext: restricted(),
 	}
+}
+
+func postgresStatefulSet(c *spec.PostgresCluster, n names, s settings, image string, o Options) (object, error) {
+	env := postgresEnv(n)
+	container := postgresContainer(c, n, image, env)
 	volumes := append(commonVolumes(n),
 		corev1.Volume{Name: "postgres-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: n.cluster + "-config"}}}},
@@ -175,7 +185,8 @@ func postgresStatefulSet(c *spec.PostgresCluster, n names, s settings, image str
 					Containers:                    []corev1.Container{container},
 					Volumes:                       volumes,
 					TerminationGracePeriodSeconds: ptr(int64(60)),
-					SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(pgUID)), FSGroup: ptr(int64(pgUID))},
+					SecurityContext:               podSecurity(pgUID),
+					AutomountServiceAccountToken:  ptr(false),
 					Affinity:                      spreadMembers(n),
 				},
 			},

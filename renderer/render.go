@@ -1,6 +1,8 @@
 package renderer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path"
 	"slices"
@@ -64,7 +66,7 @@ func (r *Renderer) Render(c spec.Cluster, p plan.Plan, current string) (Tree, er
 	}
 	t[root+"/plan.json"] = pj
 	if err := buildAll(t, root, dirs); err != nil {
-		return nil, fmt.Errorf("render %s %w", ref, err)
+		return nil, fmt.Errorf("render %s: %w", ref, err)
 	}
 	return t, nil
 }
@@ -121,7 +123,7 @@ func (r *Renderer) renderDirs(c spec.Cluster, p plan.Plan) (Tree, []string, erro
 		if s.Kind == plan.CreateCluster {
 			err = putFull(t, root+"/"+dir, c, files)
 		} else {
-			err = putOverlay(t, root+"/"+dir, relPath(dir, prevDir), prevFiles, files)
+			err = putOverlay(t, root+"/"+dir, relPath(dir, prevDir), c.Ref().Namespace, prevFiles, files)
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("step %s: %w", s.ID, err)
@@ -148,7 +150,7 @@ func (r *Renderer) files(c spec.Cluster, p plan.Plan, s settings) (map[string]ma
 	var err error
 	initial, token := 0, ""
 	if len(p.Steps) > 0 && p.Steps[0].Kind == plan.CreateCluster {
-		initial, token = p.Steps[0].Params.CreateCluster.Members, c.Ref().Name+"-"+p.ID
+		initial, token = p.Steps[0].Params.CreateCluster.Members, clusterToken(c.Ref())
 	}
 	switch c := c.(type) {
 	case *spec.EtcdCluster:
@@ -170,6 +172,14 @@ func (r *Renderer) files(c spec.Cluster, p plan.Plan, s settings) (map[string]ma
 		out[o.file] = m
 	}
 	return out, nil
+}
+
+// clusterToken is etcd's initial cluster token: stable for a cluster (a
+// re-plan while it is being created must not change it), distinct between
+// clusters.
+func clusterToken(ref spec.Ref) string {
+	sum := sha256.Sum256([]byte(ref.Namespace + "/" + ref.Name))
+	return ref.Name + "-" + hex.EncodeToString(sum[:4])
 }
 
 func relPath(from, to string) string {
@@ -225,8 +235,10 @@ func putFull(t Tree, dir string, c spec.Cluster, files map[string]map[string]any
 // putOverlay writes an overlay of prev that holds only the changes to
 // reach next: new objects as resources, changed objects as JSON patches,
 // and removed objects as delete patches.
-func putOverlay(t Tree, dir, prevDir string, prev, next map[string]map[string]any) error {
-	k := kustomization{Resources: []string{prevDir}}
+func putOverlay(t Tree, dir, prevDir, namespace string, prev, next map[string]map[string]any) error {
+	// The namespace is set again: objects new in this overlay (grown
+	// volumes) must land beside those of the base.
+	k := kustomization{Namespace: namespace, Resources: []string{prevDir}}
 	for _, f := range sortedKeys(next) {
 		old, ok := prev[f]
 		if !ok {

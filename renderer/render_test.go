@@ -93,6 +93,8 @@ var renderCases = []renderCase{
 	{"etcd-upgrade", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.4.37", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.3.27", 0), "upgrade-1-to-3.4.37"},
 	{"etcd-expand-storage", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "16Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.5.21", 0), "expand-storage-16gi"},
 	{"etcd-configure-backup", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", "  backup: {schedule: '@daily', timeZone: Europe/Berlin, storageLocation: 'file:///backups/e'}"), etcdLiveYAML(3, "3.5.21", 0), "configure-backup"},
+	{"etcd-scale-in-grown-volumes", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "16Gi", "%EXTRA%", ""),
+		strings.Replace(strings.Replace(etcdLiveYAML(5, "3.5.21", 0), "storage: 8Gi", "storage: 16Gi", 1), "updatePartition: 0,", "updatePartition: 0, volumeClaimStorage: 8Gi,", 1), "scale-in-4"},
 	{"etcd-converged", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.5.21", 0), ""},
 	{"pg-create", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "", "create"},
 	{"pg-add-replica", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(2, "14.5", 0, ""), "pg-add-2"},
@@ -213,11 +215,11 @@ func TestRenderIsByteStable(t *testing.T) {
 // allowedChanges are the fields each step kind's overlay may touch: a
 // step's overlay holds what that step changes and nothing else.
 var allowedChanges = map[plan.Kind][]string{
-	plan.EtcdAddMember:               {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable"},
-	plan.ScaleIn:                     {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable"},
+	plan.EtcdAddMember:               {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pvc-"},
+	plan.ScaleIn:                     {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pvc-"},
 	plan.EtcdRemoveMember:            {"cairn-config.patch.yaml /data/request.remove-member.id", "cairn-config.patch.yaml /data/request.remove-member.member"},
 	plan.UpgradeMember:               {"statefulset.patch.yaml /spec/template/spec/containers/0/image", "statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition"},
-	plan.PostgresAddReplica:          {"statefulset.patch.yaml /spec/replicas"},
+	plan.PostgresAddReplica:          {"statefulset.patch.yaml /spec/replicas", "pvc-"},
 	plan.PostgresSwitchover:          {"cairn-config.patch.yaml /data/request.switchover.id", "cairn-config.patch.yaml /data/request.switchover.to"},
 	plan.TakeBackup:                  {"cairn-config.patch.yaml /data/request.backup.id"},
 	plan.PostgresSynchronousStandbys: {"cairn-config.patch.yaml /data/synchronous-standbys"},
@@ -313,7 +315,7 @@ func TestRuntimeOwnedStateIsNeverRendered(t *testing.T) {
 
 func TestBuildFailureNamesTheStep(t *testing.T) {
 	r, _ := New(Options{})
-	c, p := loadCase(t, renderCases[1]) // etcd-add-learner: two add steps
+	c, p := loadCase(t, caseNamed(t, "etcd-add-learner")) // two add steps
 	tree, err := r.Render(c, p, "etcd-add-3")
 	if err != nil {
 		t.Fatal(err)
@@ -328,18 +330,28 @@ func TestBuildFailureNamesTheStep(t *testing.T) {
 
 func TestRenderRefusesWhatCannotBeRendered(t *testing.T) {
 	r, _ := New(Options{})
-	c, p := loadCase(t, renderCases[0]) // etcd-create
+	c, p := loadCase(t, caseNamed(t, "etcd-create"))
 	if _, err := r.Render(c, p, ""); err == nil || !strings.Contains(err.Error(), "does not run yet") {
 		t.Errorf("base of a cluster that does not exist: %v", err)
 	}
 	if _, err := r.Render(c, p, "nope"); err == nil || !strings.Contains(err.Error(), `has no step "nope"`) {
 		t.Errorf("unknown step: %v", err)
 	}
-	other, _ := loadCase(t, renderCases[9]) // a PostgreSQL cluster
+	other, _ := loadCase(t, caseNamed(t, "pg-create"))
 	if _, err := r.Render(other, p, "create"); err == nil || !strings.Contains(err.Error(), "the plan is for EtcdCluster/e") {
 		t.Errorf("plan of another cluster: %v", err)
 	}
 	if _, err := New(Options{EtcdRepository: "quay.io/coreos/etcd:v3"}); err == nil {
 		t.Error("a repository with a tag is refused")
 	}
+}
+
+func caseNamed(t *testing.T, name string) renderCase {
+	for _, rc := range renderCases {
+		if rc.name == name {
+			return rc
+		}
+	}
+	t.Fatalf("no render case %s", name)
+	return renderCase{}
 }

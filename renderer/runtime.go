@@ -48,7 +48,8 @@ func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []object {
 							Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}},
 							SecurityContext: restricted(),
 						}},
-						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532))},
+						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)),
+							SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 						Affinity:        spreadRuntime(labels),
 					},
 				},
@@ -65,7 +66,7 @@ func commonRuntimeRules(n names) []rbacv1.PolicyRule {
 	lease := n.cluster + "-runtime"
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.cluster + "-cairn", status}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},

@@ -28,6 +28,9 @@ func (t Tree) Paths() []string {
 // tree does not have are removed. Running it twice changes nothing. root
 // must be a folder of the tree, such as "rendered/my-db".
 func (t Tree) Write(dir, root string) (changed int, err error) {
+	if parts := strings.Split(root, "/"); len(parts) != 2 || parts[0] != "rendered" || parts[1] == "" || parts[1] == "." || parts[1] == ".." {
+		return 0, fmt.Errorf("write: %q is not a cluster's folder rendered/<cluster>", root)
+	}
 	base := filepath.Join(dir, filepath.FromSlash(root))
 	want := map[string]bool{}
 	for _, p := range t.Paths() {

@@ -356,8 +356,8 @@ func TestDecodeNames(t *testing.T) {
 			want: `f.yaml:5:14: metadata.namespace: "Prod" is not a valid namespace: ` + rfc},
 		{name: "bad label key", in: sub(pgHead, `  name: "db"`, "  name: db\n  labels:\n    ok: fine\n    \"bad key\": x"),
 			want: `f.yaml:7:16: metadata.labels["bad key"]: label key "bad key" is not valid: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`},
-		{name: "bad label value", in: sub(pgHead, `  name: "db"`, "  name: db\n  labels:\n    ok: fine\n    app.kubernetes.io/name: a b"),
-			want: `f.yaml:7:29: metadata.labels["app.kubernetes.io/name"]: label value "a b" is not valid: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
+		{name: "bad label value", in: sub(pgHead, `  name: "db"`, "  name: db\n  labels:\n    ok: fine\n    example.com/team: a b"),
+			want: `f.yaml:7:23: metadata.labels["example.com/team"]: label value "a b" is not valid: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
 	})
 }
 
@@ -498,4 +498,14 @@ func TestDecodeRetention(t *testing.T) {
 		{name: "count", in: retention("{count: 7}"), check: wantClusters(1)},
 		{name: "weeks", in: retention("{maxAge: 4w}"), check: wantClusters(1)},
 	})
+}
+
+func TestReservedLabelsAreRefused(t *testing.T) {
+	for _, key := range []string{"cairn.dev/role", "app.kubernetes.io/instance"} {
+		doc := "apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata:\n  name: e\n  labels: {" + key + ": x}\nspec: {size: 3, version: \"3.5.21\"}\n"
+		_, err := Decode("l.yaml", []byte(doc))
+		if err == nil || !strings.Contains(err.Error(), "is set by cairn") {
+			t.Errorf("%s: %v", key, err)
+		}
+	}
 }

@@ -114,6 +114,8 @@ func (v *validator) meta(m ObjectMeta) {
 		p := strictyaml.MapPath("metadata.labels", k)
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			v.fail(p, "label key %s is not valid: %s", strictyaml.Quote(k), errs[0])
+		} else if reservedLabel(k) {
+			v.fail(p, "label key %s is set by cairn (its Services and runtime select on it); choose another key", strictyaml.Quote(k))
 		}
 		if errs := validation.IsValidLabelValue(m.Labels[k]); len(errs) > 0 {
 			v.fail(p, "label value %s is not valid: %s", strictyaml.Quote(m.Labels[k]), errs[0])
@@ -194,6 +196,16 @@ func (v *validator) timeZone(path, tz string) {
 	if _, err := time.LoadLocation(tz); err != nil {
 		v.fail(path, "%s is not an IANA time zone such as UTC or Europe/Berlin", strictyaml.Quote(tz))
 	}
+}
+
+// reservedLabel reports label keys cairn sets on what it renders: the
+// selector labels and the runtime's role label.
+func reservedLabel(k string) bool {
+	switch k {
+	case "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "app.kubernetes.io/managed-by":
+		return true
+	}
+	return strings.HasPrefix(k, "cairn.dev/")
 }
 
 func sortedKeys[V any](m map[string]V) []string {
