@@ -139,8 +139,8 @@ func grownVolumes(n names, s settings, class string) []object {
 		name := dataVolume + "-" + memberName(n.cluster, i)
 		m := n.meta(name, "database")
 		m.Annotations = map[string]string{
-			"kustomize.toolkit.fluxcd.io/prune": "disabled",
-			"argocd.argoproj.io/sync-options":   "Prune=false",
+			"kustomize.toolkit.fluxcd.io/prune":  "disabled",
+			"argocd.argoproj.io/sync-options":    "Prune=false",
 			"argocd.argoproj.io/compare-options": "IgnoreExtraneous",
 		}
 		out = append(out, object{file: "pvc-" + memberName(n.cluster, i) + ".yaml", obj: &corev1.PersistentVolumeClaim{

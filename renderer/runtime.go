@@ -50,7 +50,7 @@ func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []object {
 						}},
 						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)),
 							SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-						Affinity:        spreadRuntime(labels),
+						Affinity: spreadRuntime(labels),
 					},
 				},
 			},
