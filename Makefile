@@ -4,7 +4,7 @@ GO       ?= go
 FUZZTIME ?= 20s
 PKGS     := ./...
 
-.PHONY: all build test vet fmt-check unit fuzz bench generate clean testbin
+.PHONY: all build test vet fmt-check unit fuzz bench generate clean testbin testbin-kube
 
 all: build
 
@@ -47,3 +47,13 @@ generate:
 
 clean:
 	rm -rf bin .cache
+
+## testbin-kube: the Kubernetes control plane (kube-apiserver,
+## kube-controller-manager) built from k8s.io/kubernetes through the Go
+## module proxy, for the live-state tests to come (about 7 minutes on 2
+## cores the first time).
+testbin-kube: .cache/bin/kube-apiserver .cache/bin/kube-controller-manager
+
+.cache/bin/kube-apiserver .cache/bin/kube-controller-manager: .ci/kube/go.mod .ci/kube/go.sum
+	cd .ci/kube && $(GO) build -o ../../.cache/bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	cd .ci/kube && $(GO) build -o ../../.cache/bin/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
