@@ -110,7 +110,9 @@ func newInstancePostgres() *cobra.Command {
 					fmt.Sprintf("%s.%s.svc:5432", primaryService, env.namespace),
 					fmt.Sprintf("%s-0.%s.%s.svc:5432", env.cluster, peerService, env.namespace),
 				},
-				Config: cfg, SuperuserPassword: super, ReplicationPassword: repl,
+				Peers:     instance.HeadlessPeers(fmt.Sprintf("%s.%s.svc", peerService, env.namespace), 5432),
+				RoleLabel: instance.RoleLabelFile("/etc/podinfo/labels"),
+				Config:    cfg, SuperuserPassword: super, ReplicationPassword: repl,
 				Log: slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil)),
 			}
 			ctx, cancel := signalContext()

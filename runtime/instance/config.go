@@ -22,6 +22,9 @@ type Config struct {
 	Token string
 	// SynchronousStandbys is PostgreSQL's wanted number.
 	SynchronousStandbys int
+	// RemoveMember names the etcd member a merged scale-in step asked the
+	// runtime to remove; that member must not join again.
+	RemoveMember string
 }
 
 // ReadConfig reads the mounted ConfigMap in dir. Missing keys keep their
@@ -60,6 +63,7 @@ func ReadConfig(dir string) (Config, error) {
 	set("initial-members", func(v string) (e error) { c.InitialMembers, e = strconv.Atoi(v); return })
 	set("initial-cluster-token", func(v string) error { c.Token = v; return nil })
 	set("synchronous-standbys", func(v string) (e error) { c.SynchronousStandbys, e = strconv.Atoi(v); return })
+	set("request.remove-member.member", func(v string) error { c.RemoveMember = v; return nil })
 	return c, err
 }
 

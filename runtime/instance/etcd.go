@@ -21,6 +21,10 @@ import (
 // bootstrap one. The caller waits and tries again.
 var ErrNoCluster = errors.New("no member of the cluster answers and this member may not bootstrap it")
 
+// ErrRemoving: a merged scale-in step removes this member; it waits for
+// the StatefulSet to shrink instead of joining again.
+var ErrRemoving = errors.New("this member is being removed by a scale-in step")
+
 // ErrDataLost: this member is in the membership but its data directory is
 // empty. Starting it would fail; the runtime replaces it (remove, then
 // re-add), and the next attempt joins.
@@ -63,7 +67,17 @@ func (e *Etcd) Args(ctx context.Context) ([]string, error) {
 		defer cli.Close()
 	}
 	reachable := err == nil
+	if e.Config.RemoveMember == e.Name && (!reachable || !e.inMembership(members) || !hasData) {
+		return nil, fmt.Errorf("%s: %w", e.Name, ErrRemoving)
+	}
 	switch {
+	case hasData && reachable && e.readdedUnstarted(members):
+		// Removed and added again (a replacement) while it was down: the
+		// new member is unstarted and its old data belongs to the old one.
+		if err := e.moveAside(); err != nil {
+			return nil, err
+		}
+		return e.join(ctx, cli, members)
 	case hasData && reachable && !e.inMembership(members):
 		// Removed while it was down (a scale-in, a replacement): its data
 		// belongs to a member ID the cluster no longer knows.
@@ -101,6 +115,14 @@ func (e *Etcd) cluster(ctx context.Context) (*clientv3.Client, []*etcdserverpb.M
 		return nil, nil, err
 	}
 	return cli, resp.Members, nil
+}
+
+// readdedUnstarted reports whether the member with this peer URL was added
+// but never started (no name, no client URLs).
+func (e *Etcd) readdedUnstarted(members []*etcdserverpb.Member) bool {
+	return slices.ContainsFunc(members, func(m *etcdserverpb.Member) bool {
+		return m.Name == "" && len(m.ClientURLs) == 0 && slices.Contains(m.PeerURLs, e.PeerURL(e.Name))
+	})
 }
 
 func (e *Etcd) inMembership(members []*etcdserverpb.Member) bool {

@@ -221,3 +221,12 @@ func TestEtcdNeverBootstrapsOutsideACreateStep(t *testing.T) {
 		}
 	}
 }
+
+func TestEtcdMemberBeingRemovedWaits(t *testing.T) {
+	b := newEtcdBed(t, 3)
+	m := b.manager("e-2", "existing")
+	m.Config.RemoveMember = "e-2"
+	if _, err := m.Args(context.Background()); !errors.Is(err, ErrRemoving) {
+		t.Fatalf("got %v, want ErrRemoving", err)
+	}
+}

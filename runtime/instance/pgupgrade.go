@@ -36,6 +36,9 @@ func (u *PgUpgrade) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if done, err := u.finishSwap(); err != nil || done {
+		return err
+	}
 	data, err := os.ReadFile(filepath.Join(u.PGData, "PG_VERSION"))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -58,16 +61,47 @@ func (u *PgUpgrade) Run(ctx context.Context) error {
 	}
 }
 
+func (u *PgUpgrade) paths() (next, old string) {
+	base := strings.TrimRight(u.PGData, "/")
+	return base + ".pg" + strconv.Itoa(u.To) + "-new", base + ".pg" + strconv.Itoa(u.From)
+}
+
+// finishSwap completes an upgrade interrupted after pg_upgrade succeeded:
+// the new directory is complete (pg_upgrade removes its output folder
+// last) and only the renames are missing.
+func (u *PgUpgrade) finishSwap() (bool, error) {
+	next, old := u.paths()
+	version, err := os.ReadFile(filepath.Join(next, "PG_VERSION"))
+	if err != nil || strings.TrimSpace(string(version)) != strconv.Itoa(u.To) {
+		return false, nil
+	}
+	if ok, _ := dirHas(filepath.Join(next, "pg_upgrade_output.d")); ok {
+		return false, nil // pg_upgrade did not finish: upgrade() starts over
+	}
+	if ok, _ := dirHas(filepath.Join(u.PGData, "global", "pg_control.old")); ok {
+		if err := os.Rename(u.PGData, old); err != nil {
+			return false, fmt.Errorf("finish the upgrade: %w", err)
+		}
+	}
+	if ok, _ := dirHas(u.PGData); ok {
+		return false, nil
+	}
+	if err := os.Rename(next, u.PGData); err != nil {
+		return false, fmt.Errorf("finish the upgrade: %w", err)
+	}
+	u.Log.Info("finished an interrupted upgrade", "member", u.Name, "kept_at", old)
+	return true, nil
+}
+
 // upgrade runs pg_upgrade from PGData into a new data directory and swaps
 // them; the old directory is kept beside it, never deleted.
 func (u *PgUpgrade) upgrade(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(u.PGData, "global", "pg_control.old")); err == nil {
 		return errors.New("an earlier pg_upgrade --link got past the point of no return; restore the backup taken before the upgrade")
 	}
-	next := strings.TrimRight(u.PGData, "/") + ".pg" + strconv.Itoa(u.To) + "-new"
-	old := strings.TrimRight(u.PGData, "/") + ".pg" + strconv.Itoa(u.From)
+	next, old := u.paths()
 	if err := os.RemoveAll(next); err != nil { // ours, from an interrupted attempt: holds no data yet
-		return err
+		return fmt.Errorf("remove an interrupted attempt: %w", err)
 	}
 	oldPG := u.manager(u.PGData, u.OldBin)
 	newPG := u.manager(next, u.NewBin)
@@ -91,10 +125,10 @@ func (u *PgUpgrade) upgrade(ctx context.Context) error {
 		return fmt.Errorf("pg_upgrade: %w", err)
 	}
 	if err := os.Rename(u.PGData, old); err != nil {
-		return err
+		return fmt.Errorf("keep the old data directory aside: %w", err)
 	}
 	if err := os.Rename(next, u.PGData); err != nil {
-		return err
+		return fmt.Errorf("move the upgraded data directory in place: %w", err)
 	}
 	u.Log.Info("upgraded; the old data directory is kept aside", "member", u.Name, "kept_at", old)
 	return nil

@@ -63,3 +63,24 @@ func TestPgUpgradeRunsOnlyWhereItShould(t *testing.T) {
 		})
 	}
 }
+
+func TestPgUpgradeFinishesAnInterruptedSwap(t *testing.T) {
+	dir := t.TempDir()
+	pgdata := filepath.Join(dir, "pgdata")
+	next := pgdata + ".pg15-new"
+	_ = os.MkdirAll(next, 0o700)
+	_ = os.WriteFile(filepath.Join(next, "PG_VERSION"), []byte("15\n"), 0o600)
+	_ = os.MkdirAll(filepath.Join(pgdata, "global"), 0o700)
+	_ = os.WriteFile(filepath.Join(pgdata, "PG_VERSION"), []byte("14\n"), 0o600)
+	_ = os.WriteFile(filepath.Join(pgdata, "global", "pg_control.old"), nil, 0o600)
+	u := &PgUpgrade{Name: "pg-0", PGData: pgdata, From: 14, To: 15, Log: testLogger(t)}
+	if err := u.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := os.ReadFile(filepath.Join(pgdata, "PG_VERSION")); strings.TrimSpace(string(v)) != "15" {
+		t.Errorf("PGDATA holds %q", v)
+	}
+	if _, err := os.Stat(filepath.Join(pgdata+".pg14", "global", "pg_control.old")); err != nil {
+		t.Errorf("old directory not kept: %v", err)
+	}
+}

@@ -61,7 +61,15 @@ type Postgres struct {
 	// Candidates are host:port addresses to look for the primary at, in
 	// order: the <cluster>-rw Service, then member 0.
 	Candidates []string
-	Config     Config
+	// Peers lists every member's host:port, ready or not (the headless
+	// Service's addresses); a member checks them all before it would start
+	// as a primary. Nil checks only Candidates.
+	Peers func(ctx context.Context) []string
+	// RoleLabel reads the role the runtime gave this pod (the downward
+	// API's labels file); a member labelled replica or fenced never starts
+	// as a primary on its own. Nil means no label.
+	RoleLabel func() string
+	Config    Config
 	// SuperuserPassword and ReplicationPassword come from the Secrets.
 	SuperuserPassword, ReplicationPassword string
 	// Credential runs the PostgreSQL programs as another user (when the
@@ -97,11 +105,26 @@ func (p *Postgres) prepare(ctx context.Context) (role string, initialised bool, 
 	if err != nil {
 		return "", false, err
 	}
+	if err := p.discardPartialClone(); err != nil {
+		return "", false, err
+	}
 	hasData, err := dirHas(filepath.Join(p.PGData, "PG_VERSION"))
 	if err != nil {
 		return "", false, err
 	}
-	primary := p.findPrimary(ctx)
+	if hasData {
+		// PostgreSQL refuses a data directory others can read; a volume's
+		// fsGroup may have widened it.
+		if err := os.Chmod(p.PGData, 0o700); err != nil {
+			return "", false, fmt.Errorf("data directory permissions: %w", err)
+		}
+	}
+	primary := p.findPrimary(ctx, p.Candidates)
+	if primary == "" && p.Peers != nil && (hasData || ord == 0) {
+		// Before starting as a primary (or initialising one), look at every
+		// member, ready or not: the Services list ready pods only.
+		primary = p.findPrimary(ctx, p.Peers(ctx))
+	}
 	if hasData {
 		if stale, err := p.staleMajor(); err != nil {
 			return "", false, err
@@ -130,14 +153,22 @@ func (p *Postgres) prepare(ctx context.Context) (role string, initialised bool, 
 		return StartReplica, false, p.follow(primary)
 	case p.isStandby():
 		return StartReplica, false, nil
+	case p.RoleLabel != nil && (p.RoleLabel() == "replica" || p.RoleLabel() == "fenced"):
+		// The runtime moved the primary role away while this member was
+		// down: it waits to follow the new primary, never takes writes.
+		return "", false, fmt.Errorf("%s is labelled %s and no primary answers: %w", p.Name, p.RoleLabel(), ErrNoPrimary)
 	}
 	return StartPrimary, false, nil
 }
 
-// findPrimary returns the first candidate that accepts connections and is
+// findPrimary returns the first of addrs that accepts connections and is
 // not in recovery, or "".
-func (p *Postgres) findPrimary(ctx context.Context) string {
-	for _, c := range p.Candidates {
+func (p *Postgres) findPrimary(ctx context.Context, addrs []string) string {
+	self := p.Host + ":" + strconv.Itoa(p.Port)
+	for _, c := range addrs {
+		if c == self {
+			continue
+		}
 		inRecovery, err := p.query(ctx, c, "SELECT pg_is_in_recovery()")
 		if err == nil && !inRecovery {
 			return c
@@ -190,14 +221,26 @@ func (p *Postgres) clone(ctx context.Context, primary string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.ensureDir(p.PGData); err != nil {
+	// Clone beside the data directory and move it in only when complete:
+	// an interrupted clone never looks like data.
+	tmp := p.cloneDir()
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := p.ensureDir(tmp); err != nil {
 		return err
 	}
 	p.Log.Info("cloning from the primary", "member", p.Name, "primary", primary)
 	err = p.run(ctx, []string{"PGPASSWORD=" + p.ReplicationPassword}, "pg_basebackup",
-		"-h", host, "-p", strconv.Itoa(port), "-U", ReplicationUser, "-D", p.PGData,
+		"-h", host, "-p", strconv.Itoa(port), "-U", ReplicationUser, "-D", tmp,
 		"-X", "stream", "--checkpoint=fast", "--no-password")
 	if err != nil {
+		return fmt.Errorf("clone from %s: %w", primary, err)
+	}
+	if err := os.RemoveAll(p.PGData); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p.PGData); err != nil {
 		return fmt.Errorf("clone from %s: %w", primary, err)
 	}
 	return p.follow(primary)
@@ -271,6 +314,17 @@ func (p *Postgres) follow(primary string) error {
 	return p.writeOwned(filepath.Join(p.PGData, "standby.signal"), "")
 }
 
+func (p *Postgres) cloneDir() string { return strings.TrimRight(p.PGData, "/") + ".cloning" }
+
+// discardPartialClone removes what an interrupted clone left: it was never
+// data, only a copy in progress.
+func (p *Postgres) discardPartialClone() error {
+	if err := os.RemoveAll(p.cloneDir()); err != nil {
+		return fmt.Errorf("remove an interrupted clone: %w", err)
+	}
+	return nil
+}
+
 func (p *Postgres) passfile() string { return filepath.Join(filepath.Dir(p.PGData), ".cairn-pgpass") }
 
 func (p *Postgres) isStandby() bool {
@@ -300,7 +354,10 @@ func (p *Postgres) staleMajor() (bool, error) {
 func (p *Postgres) moveAside() error {
 	dest := fmt.Sprintf("%s.stale-%d", strings.TrimRight(p.PGData, "/"), time.Now().Unix())
 	p.Log.Warn("data directory is of another major; keeping it aside and cloning", "member", p.Name, "moved_to", dest)
-	return os.Rename(p.PGData, dest)
+	if err := os.Rename(p.PGData, dest); err != nil {
+		return fmt.Errorf("move data aside: %w", err)
+	}
+	return nil
 }
 
 func (p *Postgres) bin(name string) string {
@@ -336,9 +393,14 @@ func (p *Postgres) ensureDir(dir string) error {
 	return p.chown(dir)
 }
 
-// writeOwned writes a file readable by the member's user only.
+// writeOwned writes a file readable by the member's user only (also when
+// it existed with wider permissions: libpq ignores a passfile others can
+// read).
 func (p *Postgres) writeOwned(path, content string) error {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		return err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
 		return err
 	}
 	return p.chown(path)

@@ -246,3 +246,56 @@ func containsAny(s string, subs ...string) bool {
 	}
 	return false
 }
+
+func TestPostgresLabelledReplicaNeverStartsAsPrimary(t *testing.T) {
+	ctx := context.Background()
+	b := newPGBed(t)
+	s := b.start(b.member(0, "new", 0), StartPrimary)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The runtime failed over while pg-0 was down and labelled it replica;
+	// no primary answers now. pg-0 waits instead of taking writes.
+	m := b.member(0, "existing", 1)
+	m.RoleLabel = func() string { return "replica" }
+	if _, _, err := m.Prepare(ctx); !errors.Is(err, ErrNoPrimary) {
+		t.Fatalf("got %v, want ErrNoPrimary", err)
+	}
+	// Unlabelled (or labelled primary), it restarts as the primary it was.
+	m.RoleLabel = func() string { return "primary" }
+	if role, _, err := m.Prepare(ctx); err != nil || role != StartPrimary {
+		t.Fatalf("role %s, %v", role, err)
+	}
+}
+
+func TestPostgresPeersAreCheckedBeforeStartingAsPrimary(t *testing.T) {
+	ctx := context.Background()
+	b := newPGBed(t)
+	b.start(b.member(0, "new", 0), StartPrimary)
+	b.start(b.member(1, "new", 0), StartReplica)
+	// pg-2 has no data and its candidates (the Services) list nobody, but
+	// its peers include the running primary: it clones, never initialises.
+	m := b.member(2, "new")
+	m.Name = "pg-0" // the worst case: it would be allowed to initdb
+	m.Peers = func(context.Context) []string { return []string{b.addr(1), b.addr(0)} }
+	role, initialised, err := m.Prepare(ctx)
+	if err != nil || role != StartReplica || initialised {
+		t.Fatalf("role %s initialised %v: %v", role, initialised, err)
+	}
+}
+
+func TestPostgresDiscardsAnInterruptedClone(t *testing.T) {
+	b := newPGBed(t)
+	m := b.member(1, "existing", 0)
+	partial := m.cloneDir()
+	if err := os.MkdirAll(filepath.Join(partial, "base"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(partial, "PG_VERSION"), []byte("15\n"), 0o600)
+	if _, _, err := m.Prepare(context.Background()); !errors.Is(err, ErrNoPrimary) {
+		t.Fatalf("got %v, want ErrNoPrimary (no data, no primary)", err)
+	}
+	if _, err := os.Stat(partial); !os.IsNotExist(err) {
+		t.Errorf("the interrupted clone is still there: %v", err)
+	}
+}

@@ -67,8 +67,9 @@ func RunPostgres(ctx context.Context, p *Postgres, out io.Writer) error {
 }
 
 // retry calls fn until it succeeds, logging each wait; ErrNoCluster,
-// ErrNoPrimary, ErrDataLost and transient errors are all waited out:
-// the pod stays not-ready and visible, and Kubernetes restarts nothing.
+// ErrNoPrimary, ErrDataLost, ErrRemoving and transient errors are all
+// waited out while the pod stays not ready (its startup probe allows an
+// hour before Kubernetes restarts it).
 func retry(ctx context.Context, logf func(msg string, args ...any), fn func() error) error {
 	for {
 		err := fn()
@@ -81,6 +82,8 @@ func retry(ctx context.Context, logf func(msg string, args ...any), fn func() er
 			reason = "waiting for the cluster"
 		case errors.Is(err, ErrDataLost):
 			reason = "waiting for the runtime to replace this member"
+		case errors.Is(err, ErrRemoving):
+			reason = "waiting for the StatefulSet to shrink"
 		}
 		logf("cannot start yet", "reason", reason, "err", err.Error(), "retry_in", retryDelay.String())
 		select {

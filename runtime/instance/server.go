@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -46,8 +45,8 @@ func (p *Postgres) Start(ctx context.Context, initialised bool, out io.Writer) (
 		s.Stop()
 		return nil, err
 	}
-	if initialised {
-		if err := p.createReplicationUser(ctx, self); err != nil {
+	if initialised || p.isPrimary(ctx, self) {
+		if err := p.ensureReplicationUser(ctx, self); err != nil {
 			s.Stop()
 			return nil, err
 		}
@@ -56,17 +55,23 @@ func (p *Postgres) Start(ctx context.Context, initialised bool, out io.Writer) (
 	return s, nil
 }
 
+// waitReady waits for the server to accept connections for as long as it
+// runs: crash recovery may take long, and the pod's startup probe, not a
+// deadline here, decides when to give up.
 func (p *Postgres) waitReady(ctx context.Context, s *Server, self string) error {
-	deadline := time.Now().Add(2 * time.Minute)
+	logged := time.Now()
 	for {
-		if _, err := p.query(ctx, self, "SELECT true"); err == nil {
+		_, err := p.query(ctx, self, "SELECT true")
+		if err == nil {
 			return nil
-		} else if time.Now().After(deadline) {
-			return fmt.Errorf("postgres did not accept connections within 2m: %w", err)
+		}
+		if time.Since(logged) > time.Minute {
+			p.Log.Info("postgres is still starting", "member", p.Name, "err", err.Error())
+			logged = time.Now()
 		}
 		select {
 		case <-s.done:
-			return fmt.Errorf("postgres exited while starting: %v", s.err)
+			return fmt.Errorf("postgres exited while starting: %w", s.err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
@@ -74,16 +79,32 @@ func (p *Postgres) waitReady(ctx context.Context, s *Server, self string) error 
 	}
 }
 
-func (p *Postgres) createReplicationUser(ctx context.Context, self string) error {
-	// DDL takes no parameters; the password goes in as a quoted literal.
-	err := p.exec(ctx, self, "CREATE ROLE "+ReplicationUser+" WITH REPLICATION LOGIN PASSWORD "+quoteLiteral(p.ReplicationPassword))
+func (p *Postgres) isPrimary(ctx context.Context, self string) bool {
+	inRecovery, err := p.query(ctx, self, "SELECT pg_is_in_recovery()")
+	return err == nil && !inRecovery
+}
+
+// ensureReplicationUser creates the replication user, or sets its
+// password, on every start of a primary: a crash right after initdb, or a
+// rotated Secret, heals on the next start. The password is sent only as a
+// SCRAM verifier computed here, so no statement or log line holds it.
+func (p *Postgres) ensureReplicationUser(ctx context.Context, self string) error {
+	verifier, err := scramVerifier(p.ReplicationPassword)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", ReplicationUser, err)
+		return err
+	}
+	stmt := fmt.Sprintf(`DO $cairn$ BEGIN
+IF EXISTS (SELECT FROM pg_roles WHERE rolname = '%[1]s') THEN
+  ALTER ROLE %[1]s WITH REPLICATION LOGIN PASSWORD %[2]s;
+ELSE
+  CREATE ROLE %[1]s WITH REPLICATION LOGIN PASSWORD %[2]s;
+END IF;
+END $cairn$`, ReplicationUser, quoteLiteral(verifier))
+	if err := p.exec(ctx, self, stmt); err != nil {
+		return fmt.Errorf("ensure the %s user: %w", ReplicationUser, err)
 	}
 	return nil
 }
-
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Stop shuts the server down fast (SIGINT: roll back open transactions,
 // checkpoint, exit) and waits for it.

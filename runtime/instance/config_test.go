@@ -1,0 +1,38 @@
+package instance
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadConfig(t *testing.T) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{"bootstrap": "new\n", "initial-members": "3", "initial-cluster-token": "e-1",
+		"synchronous-standbys": "1", "request.remove-member.member": "e-4"} {
+		_ = os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644)
+	}
+	c, err := ReadConfig(dir)
+	if err != nil || c != (Config{Bootstrap: "new", InitialMembers: 3, Token: "e-1", SynchronousStandbys: 1, RemoveMember: "e-4"}) {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if c, err := ReadConfig(t.TempDir()); err != nil || c.Bootstrap != "existing" {
+		t.Errorf("defaults: %+v %v", c, err)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "bootstrap"), []byte("maybe"), 0o644)
+	if _, err := ReadConfig(dir); err == nil || !strings.Contains(err.Error(), "must be new or existing") {
+		t.Errorf("bad bootstrap: %v", err)
+	}
+}
+
+func TestRoleLabelFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "labels")
+	_ = os.WriteFile(p, []byte("app.kubernetes.io/name=\"postgresql\"\ncairn.dev/role=\"fenced\"\n"), 0o644)
+	if got := RoleLabelFile(p)(); got != "fenced" {
+		t.Errorf("role = %q", got)
+	}
+	if got := RoleLabelFile(filepath.Join(t.TempDir(), "none"))(); got != "" {
+		t.Errorf("missing file: %q", got)
+	}
+}
