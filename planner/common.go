@@ -116,6 +116,29 @@ func equalBackup(a, b *plan.BackupSettings) bool {
 	return *a == *b
 }
 
+// sealStep ends a cluster's creation when no other step would: while the
+// rendered config still says bootstrap=new, a member that lost its data
+// could bootstrap alone.
+func sealStep(r *result, obs *live.Cluster) {
+	if len(r.steps) > 0 || obs.Bootstrap != "new" {
+		return
+	}
+	r.add(seal())
+}
+
+// seal is the step that ends a creation; a create plan ends with it.
+func seal() plan.Step {
+	return plan.Step{
+		ID:         "seal-bootstrap",
+		Kind:       plan.SealBootstrap,
+		Summary:    "End the creation: members that lose their data rejoin the running cluster instead of bootstrapping (a config change, no restart)",
+		Reversible: true,
+		Rollback:   "Nothing to undo; the cluster runs on unchanged.",
+		Gates:      []plan.Gate{healthyBefore()},
+		Params:     plan.Params{SealBootstrap: &plan.SealBootstrapParams{}},
+	}
+}
+
 // settle waits for what the StatefulSet and the pods have not finished:
 // pods still to be created or removed, members not ready, members not yet
 // rolled to the template's version. It reports whether anything is pending.

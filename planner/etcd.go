@@ -30,6 +30,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) result {
 	if obs == nil {
 		if len(r.refusals) == 0 {
 			r.add(createStep(c, size, "members"))
+			r.add(seal())
 		}
 		return r
 	}
@@ -53,6 +54,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) result {
 	etcdResize(&r, &m, upgradeSize(m.size, size, 3))
 	etcdUpgrade(&r, &m, path)
 	etcdResize(&r, &m, size)
+	sealStep(&r, obs)
 	return r
 }
 

@@ -52,7 +52,7 @@ func TestEtcdPlans(t *testing.T) {
 	runCases(t, []planCase{
 		{
 			name: "create from nothing", desired: etcdSpec(t, 3, "3.5.21"),
-			status: plan.StatusPlanned, steps: []string{"create"},
+			status: plan.StatusPlanned, steps: []string{"create", "seal-bootstrap"},
 			check: func(t *testing.T, p plan.Plan) {
 				c := p.Steps[0].Params.CreateCluster
 				if c.Members != 3 || c.Version != "3.5.21" || c.Storage != "8Gi" {
@@ -61,6 +61,11 @@ func TestEtcdPlans(t *testing.T) {
 			},
 		},
 		{name: "converged", desired: etcdSpec(t, 3, "3.5.21"), observed: etcdLive(3, "3.5.21", 0), status: plan.StatusConverged},
+		{
+			name: "a created cluster still in bootstrap mode is sealed", desired: etcdSpec(t, 3, "3.5.21"),
+			observed: with(etcdLive(3, "3.5.21", 0), func(c *live.Cluster) { c.Bootstrap = "new" }),
+			status:   plan.StatusPlanned, steps: []string{"seal-bootstrap"},
+		},
 		{
 			name: "scale out 3 to 5 adds learners one at a time", desired: etcdSpec(t, 5, "3.5.21"), observed: etcdLive(3, "3.5.21", 0),
 			status: plan.StatusPlanned, steps: []string{"etcd-add-3", "etcd-add-4"},

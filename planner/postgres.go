@@ -27,6 +27,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) result {
 	if obs == nil {
 		if len(r.refusals) == 0 {
 			r.add(createStep(c, n, "instances"))
+			r.add(seal())
 		}
 		return r
 	}
@@ -65,6 +66,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) result {
 		pgResize(&r, &m, n)
 	}
 	pgSync(&r, &m, c.Spec.SynchronousStandbys, "as the spec asks")
+	sealStep(&r, obs)
 	return r
 }
 

@@ -17,7 +17,7 @@ func pgBacked(c *live.Cluster) *live.Cluster {
 
 func TestPostgresPlans(t *testing.T) {
 	runCases(t, []planCase{
-		{name: "create from nothing", desired: pgSpec(t, 3, "14.5"), status: plan.StatusPlanned, steps: []string{"create"}},
+		{name: "create from nothing", desired: pgSpec(t, 3, "14.5"), status: plan.StatusPlanned, steps: []string{"create", "seal-bootstrap"}},
 		{name: "converged", desired: pgSpec(t, 3, "14.5"), observed: pgLive(3, "14.5", 0), status: plan.StatusConverged},
 		{
 			name: "a failover is not fought: the new primary stays", desired: pgSpec(t, 3, "14.5"), observed: pgLive(3, "14.5", 2),

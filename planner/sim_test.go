@@ -55,7 +55,7 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 	ref := desired.Ref()
 	if s.Kind == plan.CreateCluster {
 		p := s.Params.CreateCluster
-		out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Storage: p.Storage,
+		out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Storage: p.Storage, Bootstrap: "new",
 			StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version}}
 		for i := range p.Members {
 			out.Members = append(out.Members, live.Member{Name: memberName(ref.Name, i), Version: p.Version, Ready: true, Role: settledRole(ref.Kind, i, 0)})
@@ -69,7 +69,9 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		return out
 	}
 	out := clone(c)
+	out.Bootstrap = "existing" // every step after the create step seals it
 	switch p := s.Params; s.Kind {
+	case plan.SealBootstrap:
 	case plan.ConfigureBackup:
 		out.Backup = nil
 		if b := p.ConfigureBackup.To; b != nil {

@@ -225,6 +225,7 @@ var allowedChanges = map[plan.Kind][]string{
 	plan.PostgresSynchronousStandbys: {"cairn-config.patch.yaml /data/synchronous-standbys"},
 	plan.ConfigureBackup:             {"cairn-config.patch.yaml /data/backup."},
 	plan.ExpandStorage:               {"pvc-"},
+	plan.SealBootstrap:               {"cairn-config.patch.yaml /data/bootstrap"},
 	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1"},
 }

@@ -111,6 +111,8 @@ func (cur settings) apply(c spec.Cluster, s plan.Step) (settings, error) {
 		next.version, next.replicas, next.partition, next.upgradeFrom = p.PostgresMajorUpgrade.To, 1, 0, from.Major
 	case plan.PostgresSynchronousStandbys:
 		next.sync = p.PostgresSynchronousStandbys.To
+	case plan.SealBootstrap:
+		// bootstrap is "existing" after any step but a create
 	default:
 		return cur, fmt.Errorf("step %s: the renderer does not know step kind %q", s.ID, s.Kind)
 	}

@@ -56,6 +56,9 @@ type Cluster struct {
 	SynchronousStandbys int `json:"synchronousStandbys,omitempty"`
 	// ClusterVersion is etcd's cluster version ("3.4"), as etcd reports it.
 	ClusterVersion string `json:"clusterVersion,omitempty"`
+	// Bootstrap is the bootstrap mode of the rendered config the cluster
+	// runs with: "new" until a step after the create step is synced.
+	Bootstrap string `json:"bootstrap,omitempty"`
 }
 
 // StatefulSet is the part of a StatefulSet the planner reads.

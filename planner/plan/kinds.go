@@ -41,6 +41,9 @@ const (
 	// PostgresSynchronousStandbys changes the number of synchronous
 	// standbys.
 	PostgresSynchronousStandbys Kind = "PostgresSynchronousStandbys"
+	// SealBootstrap ends a cluster's creation: its rendered config stops
+	// allowing members to bootstrap, so one that loses its data rejoins.
+	SealBootstrap Kind = "SealBootstrap"
 )
 
 // Params holds the parameters of a step: exactly the one field that
@@ -58,6 +61,7 @@ type Params struct {
 	PostgresSwitchover          *PostgresSwitchoverParams          `json:"postgresSwitchover,omitempty"`
 	PostgresMajorUpgrade        *PostgresMajorUpgradeParams        `json:"postgresMajorUpgrade,omitempty"`
 	PostgresSynchronousStandbys *PostgresSynchronousStandbysParams `json:"postgresSynchronousStandbys,omitempty"`
+	SealBootstrap               *SealBootstrapParams               `json:"sealBootstrap,omitempty"`
 }
 
 // set lists the kinds whose parameters are present.
@@ -78,6 +82,7 @@ func (p Params) set() []Kind {
 		{PostgresSwitchover, p.PostgresSwitchover != nil},
 		{PostgresMajorUpgrade, p.PostgresMajorUpgrade != nil},
 		{PostgresSynchronousStandbys, p.PostgresSynchronousStandbys != nil},
+		{SealBootstrap, p.SealBootstrap != nil},
 	}
 	var out []Kind
 	for _, k := range present {
@@ -205,3 +210,7 @@ type PostgresSynchronousStandbysParams struct {
 	From int `json:"from"`
 	To   int `json:"to"`
 }
+
+// SealBootstrapParams: switch the rendered config from bootstrap to join
+// mode. It has no parameters.
+type SealBootstrapParams struct{}
