@@ -28,7 +28,11 @@ type Publisher struct {
 	Render func(c spec.Cluster, p plan.Plan, step string) (renderer.Tree, error)
 	// Name and Email sign cairn's commits.
 	Name, Email string
-	Log         *slog.Logger
+	// Hold, when set, holds a cluster back: its pull requests are left as
+	// they are (the reconcile loop holds a cluster until the merged step's
+	// gates pass in the live state).
+	Hold func(cluster plan.ClusterRef) (held bool, reason string)
+	Log  *slog.Logger
 }
 
 // Action is what Publish did for a cluster.
@@ -45,7 +49,9 @@ const (
 	// ActionDeclined: a person closed the step's pull request; cairn does
 	// not reopen it.
 	ActionDeclined Action = "declined"
-	ActionNone     Action = "none"
+	// ActionHeld: the cluster is held back (see Publisher.Hold).
+	ActionHeld Action = "held"
+	ActionNone Action = "none"
 )
 
 // Outcome is what happened to one cluster.
@@ -95,6 +101,12 @@ func find(cs []spec.Cluster, ref plan.ClusterRef) spec.Cluster {
 // one publishes a cluster's first step and closes what it supersedes.
 func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) (Outcome, error) {
 	o := Outcome{Cluster: pl.Cluster.String(), Status: pl.Status, Action: ActionNone, Note: note(pl)}
+	if p.Hold != nil {
+		if held, why := p.Hold(pl.Cluster); held {
+			o.Action, o.Note = ActionHeld, why
+			return o, nil
+		}
+	}
 	reason := o.Note
 	if pl.Status == plan.StatusPlanned && c != nil {
 		s := pl.Steps[0]

@@ -182,6 +182,19 @@ func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh gith
 
 // proposeOnce plans against the base branch's head and publishes.
 func proposeOnce(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher, liveFile string, layout spec.Layout) ([]publish.Outcome, plan.List, error) {
+	var observed *live.Snapshot
+	if liveFile != "" {
+		var err error
+		if observed, err = live.ReadFile(liveFile); err != nil {
+			return nil, plan.List{}, &exitError{exitInvalid, err}
+		}
+	}
+	return proposeWith(ctx, repo, pub, observed, layout, nil)
+}
+
+// proposeWith fetches the base branch, plans its specs against observed
+// and publishes; loaded, when set, sees the specs before publishing.
+func proposeWith(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher, observed *live.Snapshot, layout spec.Layout, loaded func([]spec.Cluster)) ([]publish.Outcome, plan.List, error) {
 	if err := repo.Fetch(ctx); err != nil {
 		return nil, plan.List{}, err
 	}
@@ -196,11 +209,8 @@ func proposeOnce(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher
 	if err != nil {
 		return nil, plan.List{}, &exitError{exitInvalid, err}
 	}
-	var observed *live.Snapshot
-	if liveFile != "" {
-		if observed, err = live.ReadFile(liveFile); err != nil {
-			return nil, plan.List{}, &exitError{exitInvalid, err}
-		}
+	if loaded != nil {
+		loaded(clusters)
 	}
 	plans := planner.Plan(clusters, observed, nil)
 	out, err := pub.Publish(ctx, base, clusters, plans)

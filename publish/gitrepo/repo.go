@@ -142,3 +142,18 @@ func writeFiles(dir, root string, files map[string][]byte) error {
 	}
 	return nil
 }
+
+// ReadBase returns a file of the base branch's head commit (as last
+// fetched), whatever the working directory holds.
+func (r *Repo) ReadBase(path string) ([]byte, error) {
+	base, err := r.Base()
+	if err != nil {
+		return nil, err
+	}
+	f, err := base.File(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s at %s: %w", path, base.Hash, err)
+	}
+	s, err := f.Contents()
+	return []byte(s), err
+}

@@ -1,0 +1,166 @@
+package gates
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// Result is one gate's state.
+type Result struct {
+	Gate plan.Gate
+	Pass bool
+	// Reason says what is missing when it does not pass.
+	Reason string
+}
+
+// After evaluates every "after" gate of a step.
+func After(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Result {
+	var out []Result
+	for _, g := range s.Gates {
+		if g.When == plan.After {
+			out = append(out, Evaluate(g, c, obs, now))
+		}
+	}
+	return out
+}
+
+// Pass reports whether all results pass, and the first reason if not.
+func Pass(results []Result) (bool, string) {
+	for _, r := range results {
+		if !r.Pass {
+			return false, fmt.Sprintf("%s: %s", r.Gate.Description, r.Reason)
+		}
+	}
+	return true, ""
+}
+
+// Evaluate checks one gate. A condition the observed state does not
+// show (obs is nil, a field is not observed) does not pass.
+func Evaluate(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) Result {
+	r := Result{Gate: g}
+	if obs == nil {
+		r.Reason = "the cluster is not observed"
+		return r
+	}
+	r.Pass, r.Reason = check(g, c, obs, now)
+	if r.Pass {
+		r.Reason = ""
+	}
+	return r
+}
+
+func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool, string) {
+	m := member(obs, g.Member)
+	switch g.Kind {
+	case plan.GateClusterHealthy:
+		return healthy(obs)
+	case plan.GateStatefulSetSettled:
+		return settled(obs)
+	case plan.GateMemberReady:
+		return m != nil && m.Ready, fmt.Sprintf("%s is not ready", g.Member)
+	case plan.GateMemberVersion:
+		return m != nil && m.Version == g.Version, fmt.Sprintf("%s does not run %s", g.Member, g.Version)
+	case plan.GateMemberVoter:
+		return m != nil && m.IsVoter() && m.Ready, fmt.Sprintf("%s is not a voting member", g.Member)
+	case plan.GateMemberRemoved:
+		return m == nil || m.Role == live.RoleRemoved, fmt.Sprintf("%s is still a member", g.Member)
+	case plan.GateNotLeader:
+		return m == nil || m.Role != live.RoleLeader, fmt.Sprintf("%s still leads", g.Member)
+	case plan.GatePrimary:
+		return m != nil && m.Ready && m.Role == live.RolePrimary, fmt.Sprintf("%s is not the primary", g.Member)
+	case plan.GateReplicaStreaming:
+		// The observed state says replica and ready; the runtime reports a
+		// replica ready only while it streams.
+		return m != nil && m.Ready && m.Role == live.RoleReplica, fmt.Sprintf("%s is not a streaming replica", g.Member)
+	case plan.GateClusterVersion:
+		return obs.ClusterVersion == g.Version, fmt.Sprintf("etcd reports cluster version %q", obs.ClusterVersion)
+	case plan.GateStorageCapacity:
+		return obs.Storage != "" && spec.Quantity(obs.Storage).Cmp(spec.Quantity(g.Quantity)) >= 0, fmt.Sprintf("volumes report %q", obs.Storage)
+	case plan.GateBackupFresh:
+		return backupFresh(obs, g, now)
+	case plan.GateBackupConfigured:
+		return backupConfigured(c, obs)
+	}
+	return false, fmt.Sprintf("cairn cannot check %s gates against the observed state", g.Kind)
+}
+
+func member(obs *live.Cluster, name string) *live.Member {
+	for i := range obs.Members {
+		if obs.Members[i].Name == name {
+			return &obs.Members[i]
+		}
+	}
+	return nil
+}
+
+func settled(obs *live.Cluster) (bool, string) {
+	if len(obs.Members) != obs.StatefulSet.Replicas {
+		return false, fmt.Sprintf("%d pods for %d replicas", len(obs.Members), obs.StatefulSet.Replicas)
+	}
+	for _, m := range obs.Members {
+		if !m.Ready {
+			return false, m.Name + " is not ready"
+		}
+	}
+	return true, ""
+}
+
+func healthy(obs *live.Cluster) (bool, string) {
+	if ok, why := settled(obs); !ok {
+		return false, why
+	}
+	leaders, primaries := 0, 0
+	for _, m := range obs.Members {
+		switch m.Role {
+		case live.RoleLeader:
+			leaders++
+		case live.RolePrimary:
+			primaries++
+		case live.RoleLearner, live.RoleUnknown, live.RoleRemoved:
+			return false, fmt.Sprintf("%s is %s", m.Name, m.Role)
+		}
+		if m.DataLost {
+			return false, m.Name + " lost its data"
+		}
+	}
+	if obs.Kind == spec.EtcdKind && leaders != 1 {
+		return false, fmt.Sprintf("%d leaders", leaders)
+	}
+	if obs.Kind == spec.PostgresKind && primaries != 1 {
+		return false, fmt.Sprintf("%d primaries", primaries)
+	}
+	return true, ""
+}
+
+func backupFresh(obs *live.Cluster, g plan.Gate, now time.Time) (bool, string) {
+	if obs.Backup == nil || obs.Backup.LastSuccessful == "" {
+		return false, "no successful backup is observed"
+	}
+	maxAge, err := spec.Duration(g.MaxAge).Parse()
+	if err != nil {
+		return false, fmt.Sprintf("max age %q: %v", g.MaxAge, err)
+	}
+	age := now.Sub(obs.Backup.LastSuccessful.Time())
+	return age <= maxAge, fmt.Sprintf("the last backup is %s old", age.Round(time.Minute))
+}
+
+func backupConfigured(c spec.Cluster, obs *live.Cluster) (bool, string) {
+	want := c.Common().Backup
+	have := obs.Backup
+	switch {
+	case want == nil:
+		return have == nil || have.Schedule == "", "the runtime still runs backups"
+	case have == nil:
+		return false, "the runtime runs no backups"
+	}
+	tz := have.TimeZone
+	if tz == "" {
+		tz = spec.DefaultTimeZone
+	}
+	ok := have.Schedule == string(want.Schedule) && have.StorageLocation == string(want.StorageLocation) && tz == want.TimeZone
+	return ok, fmt.Sprintf("the runtime runs %q to %s", have.Schedule, have.StorageLocation)
+}

@@ -1,0 +1,69 @@
+package gates
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+func etcd(members ...live.Member) *live.Cluster {
+	return &live.Cluster{Kind: spec.EtcdKind, Name: "e", Storage: "8Gi", ClusterVersion: "3.5",
+		StatefulSet: live.StatefulSet{Replicas: len(members)}, Members: members}
+}
+
+func TestEvaluate(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	leader := live.Member{Name: "e-0", Version: "3.5.21", Ready: true, Role: live.RoleLeader}
+	follower := live.Member{Name: "e-1", Version: "3.5.21", Ready: true, Role: live.RoleFollower}
+	learner := live.Member{Name: "e-2", Version: "3.5.21", Ready: true, Role: live.RoleLearner}
+	notReady := live.Member{Name: "e-1", Version: "3.5.21", Role: live.RoleFollower}
+	cs, err := spec.Decode("e.yaml", []byte("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec: {size: 3, version: \"3.5.21\", backup: {schedule: '0 2 * * *', storageLocation: 's3://bkp/e'}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cs[0]
+	backedUp := func(at time.Time) *live.Cluster {
+		o := etcd(leader, follower)
+		o.Backup = &live.Backup{Schedule: "0 2 * * *", StorageLocation: "s3://bkp/e", LastSuccessful: live.Timestamp(at.Format(time.RFC3339))}
+		return o
+	}
+	tests := []struct {
+		name string
+		gate plan.Gate
+		obs  *live.Cluster
+		pass bool
+	}{
+		{"healthy", plan.Gate{Kind: plan.GateClusterHealthy}, etcd(leader, follower), true},
+		{"a learner is not healthy", plan.Gate{Kind: plan.GateClusterHealthy}, etcd(leader, follower, learner), false},
+		{"no leader", plan.Gate{Kind: plan.GateClusterHealthy}, etcd(follower), false},
+		{"pods missing", plan.Gate{Kind: plan.GateStatefulSetSettled}, func() *live.Cluster { o := etcd(leader); o.StatefulSet.Replicas = 2; return o }(), false},
+		{"member ready", plan.Gate{Kind: plan.GateMemberReady, Member: "e-1"}, etcd(leader, follower), true},
+		{"member not ready", plan.Gate{Kind: plan.GateMemberReady, Member: "e-1"}, etcd(leader, notReady), false},
+		{"missing member", plan.Gate{Kind: plan.GateMemberReady, Member: "e-9"}, etcd(leader), false},
+		{"version", plan.Gate{Kind: plan.GateMemberVersion, Member: "e-0", Version: "3.5.21"}, etcd(leader), true},
+		{"other version", plan.Gate{Kind: plan.GateMemberVersion, Member: "e-0", Version: "3.6.16"}, etcd(leader), false},
+		{"learner is no voter", plan.Gate{Kind: plan.GateMemberVoter, Member: "e-2"}, etcd(leader, follower, learner), false},
+		{"removed", plan.Gate{Kind: plan.GateMemberRemoved, Member: "e-2"}, etcd(leader, follower), true},
+		{"still a member", plan.Gate{Kind: plan.GateMemberRemoved, Member: "e-1"}, etcd(leader, follower), false},
+		{"cluster version", plan.Gate{Kind: plan.GateClusterVersion, Version: "3.5"}, etcd(leader), true},
+		{"storage", plan.Gate{Kind: plan.GateStorageCapacity, Quantity: "16Gi"}, etcd(leader), false},
+		{"fresh backup", plan.Gate{Kind: plan.GateBackupFresh, MaxAge: "6h"}, backedUp(now.Add(-time.Hour)), true},
+		{"stale backup", plan.Gate{Kind: plan.GateBackupFresh, MaxAge: "6h"}, backedUp(now.Add(-7 * time.Hour)), false},
+		{"no backup", plan.Gate{Kind: plan.GateBackupFresh, MaxAge: "6h"}, etcd(leader), false},
+		{"backup configured", plan.Gate{Kind: plan.GateBackupConfigured}, backedUp(now), true},
+		{"backup not configured", plan.Gate{Kind: plan.GateBackupConfigured}, etcd(leader), false},
+		{"unobserved", plan.Gate{Kind: plan.GateClusterHealthy}, nil, false},
+		{"unknown gate kind", plan.Gate{Kind: plan.GateMaintenanceWindow}, etcd(leader), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Evaluate(tc.gate, c, tc.obs, now)
+			if r.Pass != tc.pass || (!r.Pass && r.Reason == "") || (r.Pass && r.Reason != "") {
+				t.Fatalf("%+v, want pass=%v", r, tc.pass)
+			}
+		})
+	}
+}
