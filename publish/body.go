@@ -28,6 +28,29 @@ func Labels(s plan.Step) []string {
 	return labels
 }
 
+// StepCheck is the commit status of a step's head: failure if a policy
+// denies the step, pending if one holds it, success otherwise.
+func StepCheck(p plan.Plan, s plan.Step) Check {
+	c := Check{State: "success", Description: fmt.Sprintf("step %s of plan %s is ready for review", s.ID, p.ID)}
+	for _, d := range s.Decisions {
+		switch {
+		case d.Verdict == plan.Deny:
+			return Check{State: "failure", Description: limit(fmt.Sprintf("denied by %s: %s", d.Policy, d.Reason))}
+		case d.Verdict == plan.Hold && c.State == "success":
+			c = Check{State: "pending", Description: limit(fmt.Sprintf("held by %s: %s", d.Policy, d.Reason))}
+		}
+	}
+	return c
+}
+
+// limit keeps a status description within GitHub's 140 characters.
+func limit(s string) string {
+	if r := []rune(s); len(r) > 140 {
+		return string(r[:139]) + "…"
+	}
+	return s
+}
+
 // Body is what a reviewer reads: the whole plan with this step marked, a
 // diagram, the gates, disruption and rollback, policy decisions, and the
 // manifest diff of this step in a collapsed block. It stays under MaxBody

@@ -30,7 +30,19 @@ type PullRequest struct {
 	Labels []string `json:"labels,omitempty"`
 	// CloseReason says why cairn closed it.
 	CloseReason string `json:"closeReason,omitempty"`
+	// Check is the commit status cairn sets on Head.
+	Check Check `json:"check"`
 }
+
+// Check is a commit status: success when nothing holds the step back,
+// pending while a policy holds it, failure when a policy denies it.
+type Check struct {
+	State       string `json:"state"`
+	Description string `json:"description"`
+}
+
+// CheckContext names cairn's commit status.
+const CheckContext = "cairn/plan"
 
 // Provider holds the pull requests of one repo: GitHub, or the local
 // provider. It is the set of calls the proposer makes, nothing more.

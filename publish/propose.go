@@ -188,12 +188,12 @@ func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Pla
 		return "", err
 	}
 	want := PullRequest{Branch: Branch(pl.Cluster.Name, s.ID), Title: Title(pl, s), Body: Body(pl, 0, base.Hash.String(), diff),
-		Head: res.Commit.String(), Labels: Labels(s)}
+		Head: res.Commit.String(), Labels: Labels(s), Check: StepCheck(pl, s)}
 	switch {
 	case pr == nil || pr.State != Open:
 		_, err = p.PRs.Open(ctx, want)
 		return ActionOpened, err
-	case pr.Title == want.Title && pr.Body == want.Body && pr.Head == want.Head && slices.Equal(pr.Labels, want.Labels):
+	case pr.Title == want.Title && pr.Body == want.Body && pr.Head == want.Head && slices.Equal(pr.Labels, want.Labels) && (pr.Check == Check{} || pr.Check == want.Check):
 		return ActionUnchanged, nil
 	default:
 		want.Number = pr.Number

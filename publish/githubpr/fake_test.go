@@ -32,6 +32,8 @@ type fakeGitHub struct {
 	// failAt makes the call with this "METHOD path-prefix" fail once with
 	// a 502, as a crash between calls would leave things.
 	failAt string
+	// statuses are the commit statuses set, by sha.
+	statuses map[string]map[string]string
 	// headSHA is the commit a branch points at, as GitHub reads it from
 	// the repo; nil gives placeholders.
 	headSHA func(branch string) string
@@ -100,12 +102,28 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.labels(w, r, parts[4])
 	case parts[3] == "issues" && len(parts) == 6 && parts[5] == "comments" && r.Method == http.MethodPost:
 		f.comment(w, r, parts[4])
+	case parts[3] == "statuses" && len(parts) == 5 && r.Method == http.MethodPost:
+		var in struct{ State, Description, Context string }
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.State == "" {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"message": "Validation Failed"})
+			return
+		}
+		if f.statuses == nil {
+			f.statuses = map[string]map[string]string{}
+		}
+		f.statuses[parts[4]] = map[string]string{"state": in.State, "context": in.Context, "description": in.Description}
+		writeJSON(w, http.StatusCreated, in)
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
 	}
 }
 
 func (f *fakeGitHub) rateLimit(w http.ResponseWriter) {
+	if f.limitKind == "429" {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusTooManyRequests, map[string]string{"message": "You have exceeded a secondary rate limit."})
+		return
+	}
 	if f.limitKind == "primary" {
 		w.Header().Set("X-RateLimit-Limit", "5000")
 		w.Header().Set("X-RateLimit-Remaining", "0")

@@ -23,6 +23,10 @@ type pulls interface {
 	Edit(ctx context.Context, owner, repo string, number int, pr *github.PullRequest) (*github.PullRequest, *github.Response, error)
 }
 
+type statuses interface {
+	CreateStatus(ctx context.Context, owner, repo, ref string, status *github.RepoStatus) (*github.RepoStatus, *github.Response, error)
+}
+
 type issues interface {
 	ReplaceLabelsForIssue(ctx context.Context, owner, repo string, number int, labels []string) ([]*github.Label, *github.Response, error)
 	CreateComment(ctx context.Context, owner, repo string, number int, comment *github.IssueComment) (*github.IssueComment, *github.Response, error)
@@ -33,6 +37,7 @@ type Provider struct {
 	Owner, Repo, Base string
 	pulls             pulls
 	issues            issues
+	statuses          statuses
 	transport         *transport
 	// MaxWait bounds one wait for a rate limit; longer waits fail.
 	MaxWait time.Duration
@@ -67,7 +72,7 @@ func New(owner, repo, base string, o Options) (*Provider, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Provider{Owner: owner, Repo: repo, Base: base, pulls: c.PullRequests, issues: c.Issues,
+	return &Provider{Owner: owner, Repo: repo, Base: base, pulls: c.PullRequests, issues: c.Issues, statuses: c.Repositories,
 		transport: t, MaxWait: 15 * time.Minute, sleep: sleepCtx, Log: log}, nil
 }
 
@@ -116,7 +121,10 @@ func (p *Provider) Open(ctx context.Context, want publish.PullRequest) (*publish
 		return nil, err
 	}
 	want.Number, want.State = created.GetNumber(), publish.Open
-	return &want, p.labels(ctx, want.Number, want.Labels)
+	if err := p.labels(ctx, want.Number, want.Labels); err != nil {
+		return nil, err
+	}
+	return &want, p.status(ctx, want)
 }
 
 // Update implements publish.Provider.
@@ -129,7 +137,23 @@ func (p *Provider) Update(ctx context.Context, want publish.PullRequest) error {
 	if err != nil {
 		return err
 	}
-	return p.labels(ctx, want.Number, want.Labels)
+	if err := p.labels(ctx, want.Number, want.Labels); err != nil {
+		return err
+	}
+	return p.status(ctx, want)
+}
+
+// status sets cairn's commit status on the pull request's head.
+func (p *Provider) status(ctx context.Context, pr publish.PullRequest) error {
+	if pr.Head == "" || pr.Check.State == "" {
+		return nil
+	}
+	return p.call(ctx, "set commit status", func() (*github.Response, error) {
+		_, resp, err := p.statuses.CreateStatus(ctx, p.Owner, p.Repo, pr.Head, &github.RepoStatus{
+			State: github.String(pr.Check.State), Description: github.String(pr.Check.Description),
+			Context: github.String(publish.CheckContext)})
+		return resp, err
+	})
 }
 
 // Close implements publish.Provider: a comment saying why, then closing.

@@ -66,7 +66,7 @@ func TestListFollowsPagination(t *testing.T) {
 }
 
 func TestRateLimitsAreWaitedOut(t *testing.T) {
-	for _, kind := range []string{"secondary", "primary"} {
+	for _, kind := range []string{"secondary", "primary", "429"} {
 		t.Run(kind, func(t *testing.T) {
 			f, srv := newFakeGitHub(t)
 			f.limitNext, f.limitKind = 2, kind

@@ -118,6 +118,9 @@ func TestPublisherOnGitHub(t *testing.T) {
 	if len(open) != 1 || open[0].Head.Ref != "cairn/e/etcd-add-3" || len(open[0].Labels) != 2 || len(open[0].Body) > publish.MaxBody {
 		t.Fatalf("pull request: %+v", open)
 	}
+	if st := f.statuses[open[0].Head.SHA]; st["state"] != "success" || st["context"] != publish.CheckContext {
+		t.Errorf("commit status on the head: %v", st)
+	}
 	t.Logf("REST calls to open one step's pull request: %+v", p1.Counts())
 
 	// A no-op run makes no write calls.
@@ -127,6 +130,15 @@ func TestPublisherOnGitHub(t *testing.T) {
 		t.Fatalf("no-op run: %+v %v, calls %+v", out, err, p2.Counts())
 	}
 	t.Logf("REST calls to re-check an unchanged plan: %+v", p2.Counts())
+	// In the reconcile loop the provider lives on: a re-check is one
+	// conditional read, answered 304 Not Modified.
+	before := p2.Counts()
+	if _, err := publishOnce(t, bare, p2); err != nil {
+		t.Fatal(err)
+	}
+	if c := p2.Counts(); c.Reads-before.Reads != 1 || c.NotModified-before.NotModified != 1 || c.Writes != 0 {
+		t.Fatalf("loop re-check: %+v after %+v", c, before)
+	}
 }
 
 func TestPublisherRecoversFromACrashBetweenCalls(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/google/go-github/v60/github"
@@ -46,6 +48,18 @@ func retryAfter(err error) (time.Duration, bool) {
 			return max(*secondary.RetryAfter, time.Second), true
 		}
 		return time.Minute, true // GitHub's advice without Retry-After
+	}
+	// GitHub may also answer 429, which go-github does not classify.
+	var resp *github.ErrorResponse
+	if errors.As(err, &resp) && resp.Response != nil && resp.Response.StatusCode == http.StatusTooManyRequests {
+		h := resp.Response.Header
+		if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil {
+			return max(time.Duration(s)*time.Second, time.Second), true
+		}
+		if reset, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			return max(time.Until(time.Unix(reset, 0))+time.Second, time.Second), true
+		}
+		return time.Minute, true
 	}
 	return 0, false
 }
