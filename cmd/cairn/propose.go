@@ -24,7 +24,7 @@ import (
 )
 
 type remoteOptions struct {
-	repo, base, tokenFile, sshKey, knownHosts string
+	repo, base, tokenFile, sshKey, knownHosts, signKey string
 }
 
 func (o *remoteOptions) flags(cmd *cobra.Command) {
@@ -34,6 +34,7 @@ func (o *remoteOptions) flags(cmd *cobra.Command) {
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding an HTTPS token (default: $CAIRN_GIT_TOKEN)")
 	f.StringVar(&o.sshKey, "ssh-key", "", "private key for an ssh:// repo")
 	f.StringVar(&o.knownHosts, "known-hosts", "", "known_hosts file for ssh (default: the user's)")
+	f.StringVar(&o.signKey, "sign-key", "", "armored OpenPGP private key to sign commits with (passphrase: $CAIRN_SIGN_PASSPHRASE)")
 	_ = cmd.MarkFlagRequired("repo")
 }
 
@@ -75,6 +76,12 @@ func (o *remoteOptions) clone(ctx context.Context) (repo *gitrepo.Repo, cleanup 
 	if err != nil {
 		cleanup()
 		return nil, nil, err
+	}
+	if o.signKey != "" {
+		if repo.SignKey, err = gitrepo.ReadSignKey(o.signKey, os.Getenv("CAIRN_SIGN_PASSPHRASE")); err != nil {
+			cleanup()
+			return nil, nil, &exitError{exitUsage, err}
+		}
 	}
 	return repo, cleanup, nil
 }

@@ -115,7 +115,7 @@ func (r *Repo) commit(base *object.Commit, c Change) (*object.Commit, error) {
 		return nil, err
 	}
 	sig := &object.Signature{Name: c.Name, Email: c.Email, When: base.Committer.When}
-	h, err := wt.Commit(c.Message, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true})
+	h, err := wt.Commit(c.Message, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true, SignKey: r.SignKey})
 	if err != nil {
 		return nil, err
 	}

@@ -9,12 +9,37 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 )
+
+// ReadSignKey reads an armored OpenPGP private key for signing commits,
+// decrypting it with passphrase when it is encrypted.
+func ReadSignKey(file, passphrase string) (*openpgp.Entity, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("signing key: %w", err)
+	}
+	defer f.Close()
+	list, err := openpgp.ReadArmoredKeyRing(f)
+	if err != nil || len(list) == 0 {
+		return nil, fmt.Errorf("signing key %s: not an armored OpenPGP key: %v", file, err)
+	}
+	e := list[0]
+	if e.PrivateKey == nil {
+		return nil, fmt.Errorf("signing key %s holds no private key", file)
+	}
+	if e.PrivateKey.Encrypted {
+		if err := e.PrivateKey.Decrypt([]byte(passphrase)); err != nil {
+			return nil, fmt.Errorf("signing key %s: wrong passphrase", file)
+		}
+	}
+	return e, nil
+}
 
 // Remote says where the GitOps repo is and how to reach it.
 type Remote struct {
@@ -31,6 +56,8 @@ type Repo struct {
 	remote Remote
 	dir    string
 	repo   *git.Repository
+	// SignKey, when set, signs every commit cairn makes (OpenPGP).
+	SignKey *openpgp.Entity
 }
 
 // Clone clones the remote's base branch into dir (which must be empty or
