@@ -21,7 +21,7 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-unit: testbin
+unit: testbin testbin-kube
 	$(GO) test -count=1 $(PKGS)
 
 ## testbin: the real servers the tests run, built through the Go module proxy.

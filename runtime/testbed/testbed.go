@@ -1,0 +1,187 @@
+// Package testbed starts a real Kubernetes control plane for tests: etcd
+// and kube-apiserver (and, when asked, kube-controller-manager), built
+// from the Go module proxy into .cache/bin by `make testbin testbin-kube`.
+// It is for tests only; nothing in cairn's binary imports it.
+package testbed
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// ControlPlane is a running etcd and kube-apiserver.
+type ControlPlane struct {
+	URL   string
+	Token string
+	dir   string
+}
+
+// Bin returns the path of a test binary in the repo's .cache/bin, failing
+// the test when it is missing.
+func Bin(t testing.TB, name string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	p := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s not found at %s: run `make testbin testbin-kube`", name, p)
+	}
+	return p
+}
+
+// Start starts etcd and kube-apiserver on loopback and waits until the API
+// server is ready. Both stop when the test ends.
+func Start(t testing.TB) *ControlPlane {
+	t.Helper()
+	dir := t.TempDir()
+	etcdClient, etcdPeer, apiPort := freePort(t), freePort(t), freePort(t)
+	run(t, dir, "etcd", Bin(t, "etcd"),
+		"--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", "http://127.0.0.1:"+strconv.Itoa(etcdClient),
+		"--advertise-client-urls", "http://127.0.0.1:"+strconv.Itoa(etcdClient),
+		"--listen-peer-urls", "http://127.0.0.1:"+strconv.Itoa(etcdPeer),
+		"--initial-advertise-peer-urls", "http://127.0.0.1:"+strconv.Itoa(etcdPeer),
+		"--initial-cluster", "default=http://127.0.0.1:"+strconv.Itoa(etcdPeer))
+	token := randomHex(t)
+	keyFile := filepath.Join(dir, "sa.key")
+	writeKey(t, keyFile)
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, "kube-apiserver", Bin(t, "kube-apiserver"),
+		"--etcd-servers", "http://127.0.0.1:"+strconv.Itoa(etcdClient),
+		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(apiPort), "--cert-dir", filepath.Join(dir, "certs"),
+		"--token-auth-file", tokens, "--authorization-mode", "RBAC",
+		"--service-account-issuer", "https://kubernetes.default.svc",
+		"--service-account-key-file", keyFile, "--service-account-signing-key-file", keyFile,
+		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged",
+		// Loopback cannot back the kubernetes Service; tests do not need it.
+		"--endpoint-reconciler-type", "none")
+	cp := &ControlPlane{URL: "https://127.0.0.1:" + strconv.Itoa(apiPort), Token: token, dir: dir}
+	cp.waitReady(t)
+	return cp
+}
+
+// Config is a client config with the admin token.
+func (cp *ControlPlane) Config() *rest.Config {
+	return &rest.Config{Host: cp.URL, BearerToken: cp.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}
+}
+
+// Client is a clientset with the admin token.
+func (cp *ControlPlane) Client(t testing.TB) *kubernetes.Clientset {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(cp.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (cp *ControlPlane) waitReady(t testing.TB) {
+	t.Helper()
+	c := cp.Client(t)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		cancel()
+		if err == nil && string(body) == "ok" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-apiserver not ready after 2m: %v %s", err, body)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func run(t testing.TB, dir, name, bin string, args ...string) {
+	t.Helper()
+	log, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		log.Close()
+		if t.Failed() {
+			data, _ := os.ReadFile(log.Name())
+			if len(data) > 3000 {
+				data = data[len(data)-3000:]
+			}
+			t.Logf("%s log (tail):\n%s", name, data)
+		}
+	})
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func randomHex(t testing.TB) string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func writeKey(t testing.TB, path string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Namespace creates a namespace for a test.
+func (cp *ControlPlane) Namespace(t testing.TB, name string) string {
+	t.Helper()
+	_, err := cp.Client(t).CoreV1().Namespaces().Create(context.Background(), namespace(name), createOpts)
+	if err != nil {
+		t.Fatal(fmt.Errorf("create namespace %s: %w", name, err))
+	}
+	return name
+}
