@@ -82,11 +82,14 @@ func Body(p plan.Plan, current int, specCommit, diff string) string {
 		fmt.Fprintf(&b, "- Policy `%s`: **%s** %s\n", d.Policy, d.Verdict, d.Reason)
 	}
 	footer := fmt.Sprintf("\n<!-- cairn cluster=%s step=%s plan=%s -->\n", p.Cluster, s.ID, p.ID)
-	head := "<details><summary>Manifests this step changes</summary>\n\n```diff\n"
-	tail := "```\n\n</details>\n"
-	room := MaxBody - b.Len() - len(head) - len(tail) - len(footer) - 200
+	// The fence is longer than any run of backticks in the diff, so no
+	// manifest line can end the block early.
+	fence := strings.Repeat("`", max(3, longestRun(diff, '`')+1))
+	head := "<details><summary>Manifests this step changes</summary>\n\n" + fence + "diff\n"
+	tail := fence + "\n\n</details>\n"
+	room := max(MaxBody-b.Len()-len(head)-len(tail)-len(footer)-200, 0)
 	if len(diff) > room {
-		cut := strings.LastIndexByte(diff[:max(room, 0)], '\n') + 1
+		cut := strings.LastIndexByte(diff[:room], '\n') + 1
 		diff = diff[:cut] + fmt.Sprintf("... (diff cut at %d of %d characters; see the branch)\n", cut, len(diff))
 	}
 	b.WriteString(head + diff + tail + footer)
@@ -131,3 +134,16 @@ func yesNo(v bool) string {
 }
 
 func cell(s string) string { return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s) }
+
+func longestRun(s string, c byte) int {
+	best, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			run++
+			best = max(best, run)
+		} else {
+			run = 0
+		}
+	}
+	return best
+}

@@ -58,3 +58,25 @@ func TestStepCheck(t *testing.T) {
 		t.Errorf("%+v", c)
 	}
 }
+
+func TestLabelsCompareAsSetsAndKeepPeoplesLabels(t *testing.T) {
+	have := []string{"cairn/disruptive", "needs-dba", "cairn", "cairn/upgrademember"}
+	want := []string{"cairn", "cairn/upgrademember", "cairn/disruptive"}
+	if !sameLabels(have, want) {
+		t.Error("the same cairn labels in another order are the same")
+	}
+	if sameLabels(have, []string{"cairn", "cairn/upgrademember"}) {
+		t.Error("a cairn label less is a change")
+	}
+	got := withOthers(have, []string{"cairn", "cairn/scalein"})
+	if strings.Join(got, ",") != "cairn,cairn/scalein,needs-dba" {
+		t.Errorf("labels = %v", got)
+	}
+}
+
+func TestTheDiffFenceOutgrowsBackticksInTheDiff(t *testing.T) {
+	b := Body(bodyPlan(), 0, "abc", "+ script: |\n+   ```\n+   echo\n")
+	if !strings.Contains(b, "````diff\n") || !strings.Contains(b, "\n````\n") {
+		t.Errorf("fence:\n%s", b)
+	}
+}

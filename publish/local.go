@@ -47,7 +47,14 @@ func (l *Local) Open(ctx context.Context, pr PullRequest) (*PullRequest, error) 
 		return existing, nil
 	}
 	pr.State, pr.Base, pr.CloseReason = Open, l.Base, ""
-	return &pr, l.write(ctx, pr, existing)
+	if err := l.write(ctx, pr, existing); err != nil {
+		// Another publisher may have recorded it first: adopt theirs.
+		if again, ferr := l.Find(ctx, pr.Branch); ferr == nil && again != nil && again.State == Open {
+			return again, nil
+		}
+		return nil, err
+	}
+	return &pr, nil
 }
 
 // Update implements Provider.

@@ -47,8 +47,6 @@ const CheckContext = "cairn/plan"
 // Provider holds the pull requests of one repo: GitHub, or the local
 // provider. It is the set of calls the proposer makes, nothing more.
 type Provider interface {
-	// Find returns the most recent pull request with head branch, or nil.
-	Find(ctx context.Context, branch string) (*PullRequest, error)
 	// Open opens a pull request; one already open for the branch is
 	// returned instead (the provider adopts it).
 	Open(ctx context.Context, pr PullRequest) (*PullRequest, error)

@@ -31,7 +31,7 @@ type Publisher struct {
 	// Hold, when set, holds a cluster back: its pull requests are left as
 	// they are (the reconcile loop holds a cluster until the merged step's
 	// gates pass in the live state).
-	Hold func(cluster plan.ClusterRef) (held bool, reason string)
+	Hold func(pl plan.Plan) (held bool, reason string)
 	Log  *slog.Logger
 }
 
@@ -51,7 +51,9 @@ const (
 	ActionDeclined Action = "declined"
 	// ActionHeld: the cluster is held back (see Publisher.Hold).
 	ActionHeld Action = "held"
-	ActionNone Action = "none"
+	// ActionFailed: publishing failed; Note says why.
+	ActionFailed Action = "failed"
+	ActionNone   Action = "none"
 )
 
 // Outcome is what happened to one cluster.
@@ -79,14 +81,21 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 		return nil, err
 	}
 	var out []Outcome
+	var errs []error
 	for _, pl := range plans.Plans {
 		o, err := p.one(ctx, find(clusters, pl.Cluster), pl, base, prs)
+		if errors.Is(err, ErrBaseMoved) {
+			return out, err // plan everything again on the new base
+		}
 		if err != nil {
-			return out, err
+			// One cluster's failure does not hold the others back.
+			p.logger().Error("publishing failed", "cluster", pl.Cluster.String(), "err", err.Error())
+			o.Action, o.Note = ActionFailed, err.Error()
+			errs = append(errs, err)
 		}
 		out = append(out, o)
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 func find(cs []spec.Cluster, ref plan.ClusterRef) spec.Cluster {
@@ -102,7 +111,7 @@ func find(cs []spec.Cluster, ref plan.ClusterRef) spec.Cluster {
 func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) (Outcome, error) {
 	o := Outcome{Cluster: pl.Cluster.String(), Status: pl.Status, Action: ActionNone, Note: note(pl)}
 	if p.Hold != nil {
-		if held, why := p.Hold(pl.Cluster); held {
+		if held, why := p.Hold(pl); held {
 			o.Action, o.Note = ActionHeld, why
 			return o, nil
 		}
@@ -118,6 +127,11 @@ func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base 
 		}
 		o.Action = action
 	}
+	if pl.Status == plan.StatusWaiting {
+		// A member not ready or a change in flight is no reason to close
+		// a pull request someone may be reviewing: it waits with the plan.
+		return o, nil
+	}
 	for _, pr := range prs {
 		if pr.State != Open || clusterOf(pr.Branch) != pl.Cluster.Name || pr.Branch == o.Branch {
 			continue
@@ -128,6 +142,13 @@ func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base 
 		o.Closed = append(o.Closed, pr.Branch)
 	}
 	return o, nil
+}
+
+func (p *Publisher) logger() *slog.Logger {
+	if p.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Log
 }
 
 func existing(prs []PullRequest, branch string) *PullRequest {
@@ -193,10 +214,11 @@ func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Pla
 	case pr == nil || pr.State != Open:
 		_, err = p.PRs.Open(ctx, want)
 		return ActionOpened, err
-	case pr.Title == want.Title && pr.Body == want.Body && pr.Head == want.Head && slices.Equal(pr.Labels, want.Labels) && (pr.Check == Check{} || pr.Check == want.Check):
+	case pr.Title == want.Title && pr.Body == want.Body && pr.Head == want.Head && sameLabels(pr.Labels, want.Labels) && (pr.Check == Check{} || pr.Check == want.Check):
 		return ActionUnchanged, nil
 	default:
 		want.Number = pr.Number
+		want.Labels = withOthers(pr.Labels, want.Labels)
 		return ActionUpdated, p.PRs.Update(ctx, want)
 	}
 }
@@ -222,4 +244,32 @@ func commitMessage(pl plan.Plan, base *object.Commit) string {
 	return fmt.Sprintf("cairn: %s: %s\n\nStep 1 of %d of plan %s: %s, disruptive: %s, reversible: %s.\n\nCairn-Cluster: %s\nCairn-Step: %s\nCairn-Plan: %s\nCairn-Spec-Commit: %s\n",
 		pl.Cluster.Name, s.Summary, len(pl.Steps), pl.ID, s.Kind, yesNo(s.Disruptive), yesNo(s.Reversible),
 		pl.Cluster, s.ID, pl.ID, base.Hash)
+}
+
+// sameLabels compares the cairn labels of two label sets, in any order:
+// providers do not keep the order, and people add labels of their own.
+func sameLabels(have, want []string) bool {
+	return slices.Equal(cairnLabels(have), cairnLabels(want))
+}
+
+func cairnLabels(labels []string) []string {
+	var out []string
+	for _, l := range labels {
+		if l == "cairn" || strings.HasPrefix(l, "cairn/") {
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// withOthers is want's cairn labels plus the labels people added.
+func withOthers(have, want []string) []string {
+	out := cairnLabels(want)
+	for _, l := range have {
+		if l != "cairn" && !strings.HasPrefix(l, "cairn/") && !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -48,8 +48,8 @@ func (r *reconciler) pass(ctx context.Context) ([]publish.Outcome, error) {
 		}
 	}
 	clusters := map[string]spec.Cluster{}
-	r.pub.Hold = func(ref plan.ClusterRef) (bool, string) {
-		return r.held(ref, clusters[ref.Name], observed.Find(ref.Kind, ref.Name))
+	r.pub.Hold = func(pl plan.Plan) (bool, string) {
+		return r.held(pl, clusters[pl.Cluster.Name], observed.Find(pl.Cluster.Kind, pl.Cluster.Name))
 	}
 	for attempt := 1; ; attempt++ {
 		out, _, err := proposeWith(ctx, r.repo, r.pub, observed, r.layout, func(cs []spec.Cluster) {
@@ -67,11 +67,11 @@ func (r *reconciler) pass(ctx context.Context) ([]publish.Outcome, error) {
 // held reads the step the base branch's entry point selects (the step
 // merged last) and its plan, and holds the cluster until that step's
 // "after" gates pass in the live state.
-func (r *reconciler) held(ref plan.ClusterRef, c spec.Cluster, obs *live.Cluster) (bool, string) {
+func (r *reconciler) held(pl plan.Plan, c spec.Cluster, obs *live.Cluster) (bool, string) {
 	if c == nil {
 		return false, ""
 	}
-	root := renderer.Root(ref.Name)
+	root := renderer.Root(pl.Cluster.Name)
 	entry, err := r.repo.ReadBase(root + "/kustomization.yaml")
 	if err != nil {
 		return false, "" // nothing merged yet
@@ -90,6 +90,10 @@ func (r *reconciler) held(ref plan.ClusterRef, c spec.Cluster, obs *live.Cluster
 	var merged plan.Plan
 	if err := json.Unmarshal(data, &merged); err != nil {
 		return true, fmt.Sprintf("merged step %s: plan.json: %v", stepID, err)
+	}
+	if merged.SpecFingerprint != pl.SpecFingerprint {
+		// The spec changed since: its plan goes ahead (and supersedes).
+		return false, ""
 	}
 	for _, s := range merged.Steps {
 		if s.ID != stepID {
@@ -184,7 +188,7 @@ func validSignature(secret, body []byte, header string) bool {
 func newReconcile() *cobra.Command {
 	var o remoteOptions
 	var gh githubOptions
-	var liveFile, specs, addr, secretFile string
+	var liveFile, specs, addr, secretFile, image string
 	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "reconcile --repo URL|DIR [--live FILE] [--interval 1m] [--webhook-addr :8080]",
@@ -199,7 +203,7 @@ state (--live, read again on every pass).`,
 			ctx, cancel := signalContext()
 			defer cancel()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			r, cleanup, err := newReconciler(ctx, o, gh, liveFile, specs, log)
+			r, cleanup, err := newReconciler(ctx, o, gh, liveFile, specs, image, log)
 			if err != nil {
 				return err
 			}
@@ -211,7 +215,7 @@ state (--live, read again on every pass).`,
 					return &exitError{exitUsage, fmt.Errorf("--webhook-addr needs a secret: --webhook-secret-file or $CAIRN_WEBHOOK_SECRET")}
 				}
 				srv := &http.Server{Addr: addr, Handler: &webhook{secret: []byte(secret), base: o.base, trigger: trigger, log: log},
-					ReadHeaderTimeout: 10 * time.Second}
+					ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 				go func() {
 					if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 						log.Error("webhook server stopped", "err", err.Error())
@@ -231,11 +235,12 @@ state (--live, read again on every pass).`,
 	cmd.Flags().StringVar(&gh.repo, "github", "", "OWNER/REPO: pull requests on GitHub")
 	cmd.Flags().StringVar(&gh.api, "github-api", "", "GitHub API URL")
 	cmd.Flags().StringVar(&gh.tokenFile, "github-token-file", "", "file holding the GitHub token (default: $GITHUB_TOKEN)")
+	cmd.Flags().StringVar(&image, "cairn-image", renderer.DefaultOptions.CairnImage, "image of the cairn binary (as cairn propose)")
 	return cmd
 }
 
-func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, liveFile, specs string, log *slog.Logger) (*reconciler, func(), error) {
-	rend, err := renderer.New(renderer.Options{})
+func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, liveFile, specs, image string, log *slog.Logger) (*reconciler, func(), error) {
+	rend, err := renderer.New(renderer.Options{CairnImage: image})
 	if err != nil {
 		return nil, nil, err
 	}

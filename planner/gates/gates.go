@@ -17,13 +17,24 @@ type Result struct {
 	Reason string
 }
 
-// After evaluates every "after" gate of a step.
+// After evaluates every "after" gate of a step. A backup step's gate is
+// checked against the policy that step set, not today's spec.
 func After(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Result {
 	var out []Result
 	for _, g := range s.Gates {
-		if g.When == plan.After {
-			out = append(out, Evaluate(g, c, obs, now))
+		if g.When != plan.After {
+			continue
 		}
+		if g.Kind == plan.GateBackupConfigured && s.Params.ConfigureBackup != nil {
+			r := Result{Gate: g}
+			r.Pass, r.Reason = backupIs(s.Params.ConfigureBackup.To, obs)
+			if r.Pass {
+				r.Reason = ""
+			}
+			out = append(out, r)
+			continue
+		}
+		out = append(out, Evaluate(g, c, obs, now))
 	}
 	return out
 }
@@ -162,5 +173,25 @@ func backupConfigured(c spec.Cluster, obs *live.Cluster) (bool, string) {
 		tz = spec.DefaultTimeZone
 	}
 	ok := have.Schedule == string(want.Schedule) && have.StorageLocation == string(want.StorageLocation) && tz == want.TimeZone
+	return ok, fmt.Sprintf("the runtime runs %q to %s", have.Schedule, have.StorageLocation)
+}
+
+// backupIs compares the observed backup policy with the one a step set.
+func backupIs(want *plan.BackupSettings, obs *live.Cluster) (bool, string) {
+	if obs == nil {
+		return false, "the cluster is not observed"
+	}
+	have := obs.Backup
+	if want == nil {
+		return have == nil || have.Schedule == "", "the runtime still runs backups"
+	}
+	if have == nil {
+		return false, "the runtime runs no backups"
+	}
+	tz := have.TimeZone
+	if tz == "" {
+		tz = spec.DefaultTimeZone
+	}
+	ok := have.Schedule == want.Schedule && have.StorageLocation == want.StorageLocation && tz == want.TimeZone
 	return ok, fmt.Sprintf("the runtime runs %q to %s", have.Schedule, have.StorageLocation)
 }

@@ -40,11 +40,12 @@ type fakeGitHub struct {
 }
 
 type fakePR struct {
-	Number   int      `json:"number"`
-	State    string   `json:"state"`
-	Title    string   `json:"title"`
-	Body     string   `json:"body"`
-	Merged   bool     `json:"merged"`
+	Number int    `json:"number"`
+	State  string `json:"state"`
+	Title  string `json:"title"`
+	Body   string `json:"body"`
+	// MergedAt is all the list endpoint says of a merge.
+	MergedAt *string  `json:"merged_at"`
 	Head     fakeRef  `json:"head"`
 	Base     fakeRef  `json:"base"`
 	Labels   []fakeLb `json:"labels"`
@@ -53,8 +54,13 @@ type fakePR struct {
 }
 
 type fakeRef struct {
-	Ref string `json:"ref"`
-	SHA string `json:"sha"`
+	Ref  string   `json:"ref"`
+	SHA  string   `json:"sha"`
+	Repo fakeRepo `json:"repo"`
+}
+
+type fakeRepo struct {
+	FullName string `json:"full_name"`
 }
 
 type fakeLb struct {
@@ -108,6 +114,10 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"message": "Validation Failed"})
 			return
 		}
+		if f.headSHA != nil && !f.knownSHA(parts[4]) {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"message": "No commit found for SHA: " + parts[4]})
+			return
+		}
 		if f.statuses == nil {
 			f.statuses = map[string]map[string]string{}
 		}
@@ -141,6 +151,9 @@ func (f *fakeGitHub) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var out []*fakePR
 	for _, pr := range f.prs {
+		if pr.Head.Repo.FullName == "" {
+			pr.Head.Repo.FullName = "o/r"
+		}
 		if f.headSHA != nil && pr.State == "open" {
 			pr.Head.SHA = f.headSHA(pr.Head.Ref)
 		}
@@ -151,7 +164,8 @@ func (f *fakeGitHub) list(w http.ResponseWriter, r *http.Request) {
 		if state != "all" && pr.State != state {
 			continue
 		}
-		if h := q.Get("head"); h != "" && !strings.HasSuffix(h, ":"+pr.Head.Ref) {
+		// head is "owner:branch": a fork's branch of the same name is not it.
+		if h := q.Get("head"); h != "" && h != strings.Split(pr.Head.Repo.FullName, "/")[0]+":"+pr.Head.Ref {
 			continue
 		}
 		if b := q.Get("base"); b != "" && pr.Base.Ref != b {
@@ -159,7 +173,8 @@ func (f *fakeGitHub) list(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, pr)
 	}
-	if q.Get("direction") == "desc" {
+	// GitHub lists newest first unless asked otherwise.
+	if q.Get("direction") != "asc" {
 		slices.Reverse(out)
 	}
 	per, _ := strconv.Atoi(q.Get("per_page"))
@@ -196,7 +211,7 @@ func (f *fakeGitHub) create(w http.ResponseWriter, r *http.Request, owner string
 		return
 	}
 	for _, pr := range f.prs {
-		if pr.State == "open" && pr.Head.Ref == in.Head && pr.Base.Ref == in.Base {
+		if pr.State == "open" && pr.Head.Ref == in.Head && pr.Base.Ref == in.Base && pr.Head.Repo.FullName == owner+"/r" {
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
 				"errors": []map[string]string{{"resource": "PullRequest", "code": "custom",
 					"message": "A pull request already exists for " + owner + ":" + in.Head + "."}}})
@@ -212,7 +227,7 @@ func (f *fakeGitHub) create(w http.ResponseWriter, r *http.Request, owner string
 		}
 	}
 	pr := &fakePR{Number: len(f.prs) + 1, State: "open", Title: in.Title, Body: in.Body,
-		Head: fakeRef{Ref: in.Head, SHA: sha}, Base: fakeRef{Ref: in.Base}, Labels: []fakeLb{}}
+		Head: fakeRef{Ref: in.Head, SHA: sha, Repo: fakeRepo{FullName: owner + "/r"}}, Base: fakeRef{Ref: in.Base}, Labels: []fakeLb{}}
 	f.prs = append(f.prs, pr)
 	writeJSON(w, http.StatusCreated, pr)
 }
@@ -258,6 +273,8 @@ func (f *fakeGitHub) labels(w http.ResponseWriter, r *http.Request, num string) 
 		_ = json.Unmarshal(raw, &wrapped)
 		names = wrapped.Labels
 	}
+	// GitHub does not keep the order labels were given in.
+	slices.Sort(names)
 	pr.Labels = nil
 	for _, n := range names {
 		pr.Labels = append(pr.Labels, fakeLb{Name: n})
@@ -292,4 +309,13 @@ func (f *fakeGitHub) open() []*fakePR {
 		}
 	}
 	return out
+}
+
+func (f *fakeGitHub) knownSHA(sha string) bool {
+	for _, pr := range f.prs {
+		if f.headSHA(pr.Head.Ref) == sha {
+			return true
+		}
+	}
+	return false
 }

@@ -68,6 +68,7 @@ func New(owner, repo, base string, o Options) (*Provider, error) {
 		}
 		c.BaseURL = u
 	}
+	t.host = c.BaseURL.Host
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -89,11 +90,16 @@ func (p *Provider) Find(ctx context.Context, branch string) (*publish.PullReques
 		found = prs
 		return resp, err
 	})
-	if err != nil || len(found) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	pr := convert(found[0])
-	return &pr, nil
+	for _, f := range found {
+		if p.ours(f) {
+			pr := convert(f)
+			return &pr, nil
+		}
+	}
+	return nil, nil
 }
 
 // Open implements publish.Provider. A pull request already open for the
@@ -120,27 +126,30 @@ func (p *Provider) Open(ctx context.Context, want publish.PullRequest) (*publish
 	if err != nil {
 		return nil, err
 	}
+	// Labels last: a run that dies before them leaves labels to repair,
+	// and the repair sets the status again.
 	want.Number, want.State = created.GetNumber(), publish.Open
-	if err := p.labels(ctx, want.Number, want.Labels); err != nil {
+	if err := p.status(ctx, want); err != nil {
 		return nil, err
 	}
-	return &want, p.status(ctx, want)
+	return &want, p.labels(ctx, want.Number, want.Labels)
 }
 
-// Update implements publish.Provider.
+// Update implements publish.Provider. The body is written last: a run
+// that dies before it leaves a body to repair, and the repair sets labels
+// and status again.
 func (p *Provider) Update(ctx context.Context, want publish.PullRequest) error {
-	err := p.call(ctx, "edit pull request", func() (*github.Response, error) {
+	if err := p.labels(ctx, want.Number, want.Labels); err != nil {
+		return err
+	}
+	if err := p.status(ctx, want); err != nil {
+		return err
+	}
+	return p.call(ctx, "edit pull request", func() (*github.Response, error) {
 		_, resp, err := p.pulls.Edit(ctx, p.Owner, p.Repo, want.Number, &github.PullRequest{
 			Title: github.String(want.Title), Body: github.String(want.Body)})
 		return resp, err
 	})
-	if err != nil {
-		return err
-	}
-	if err := p.labels(ctx, want.Number, want.Labels); err != nil {
-		return err
-	}
-	return p.status(ctx, want)
 }
 
 // status sets cairn's commit status on the pull request's head.
@@ -197,7 +206,7 @@ func (p *Provider) List(ctx context.Context) ([]publish.PullRequest, error) {
 			return nil, err
 		}
 		for _, pr := range page {
-			if strings.HasPrefix(pr.GetHead().GetRef(), publish.BranchPrefix) {
+			if p.ours(pr) {
 				out = append(out, convert(pr))
 			}
 		}
@@ -206,6 +215,13 @@ func (p *Provider) List(ctx context.Context) ([]publish.PullRequest, error) {
 		}
 		opts.Page = next
 	}
+}
+
+// ours reports whether a pull request is cairn's: a cairn branch of this
+// very repo, never one of a fork that happens to use the same name.
+func (p *Provider) ours(pr *github.PullRequest) bool {
+	repo := pr.GetHead().GetRepo().GetFullName()
+	return strings.HasPrefix(pr.GetHead().GetRef(), publish.BranchPrefix) && strings.EqualFold(repo, p.Owner+"/"+p.Repo)
 }
 
 func (p *Provider) labels(ctx context.Context, number int, labels []string) error {

@@ -188,3 +188,20 @@ func TestTwoPublishersAtOnceOpenOnePullRequest(t *testing.T) {
 		t.Fatalf("%d pull requests open for one step", len(open))
 	}
 }
+
+func TestAForksPullRequestIsNotCairns(t *testing.T) {
+	f, srv := newFakeGitHub(t)
+	bare := bareRepo(t)
+	f.headSHA = headsOf(bare)
+	// Someone opens a pull request from a fork with cairn's branch name.
+	f.prs = append(f.prs, &fakePR{Number: 1, State: "open", Title: "not cairn", Body: "x",
+		Head: fakeRef{Ref: "cairn/e/etcd-add-3", SHA: "f0f0", Repo: fakeRepo{FullName: "mallory/r"}}, Base: fakeRef{Ref: "main"}})
+	p, _ := newProvider(t, srv.URL, f.token)
+	out, err := publishOnce(t, bare, p)
+	if err != nil || out[0].Action != publish.ActionOpened {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if f.prs[0].Title != "not cairn" || len(f.prs) != 2 || f.prs[1].Head.Repo.FullName != "o/r" {
+		t.Fatalf("the fork's pull request was taken over: %+v", f.prs)
+	}
+}

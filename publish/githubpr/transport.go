@@ -18,6 +18,9 @@ type Counts struct {
 type transport struct {
 	base  http.RoundTripper
 	token string
+	// host is the API's host; the token goes to it only, never to a host
+	// a redirect points at.
+	host string
 
 	reads, writes, notModified atomic.Int64
 
@@ -44,7 +47,7 @@ func (t *transport) counts() Counts {
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
-	if t.token != "" {
+	if t.token != "" && req.URL.Host == t.host {
 		req.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	if req.Method != http.MethodGet {

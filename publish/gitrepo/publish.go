@@ -43,6 +43,10 @@ type Result struct {
 // ErrRejected: the remote kept rejecting the push after MaxAttempts.
 var ErrRejected = errors.New("push rejected")
 
+// ErrForeignCommit: the branch's head is not a commit cairn made (a person
+// pushed to it); cairn leaves the branch alone.
+var ErrForeignCommit = errors.New("the branch holds a commit cairn did not make")
+
 // Publish commits the change onto the base branch's head on branch and
 // pushes it, unless the branch already holds the same content on the same
 // base. A push rejected because the branch moved meanwhile (another
@@ -69,8 +73,15 @@ func (r *Repo) Publish(ctx context.Context, branch string, build Build) (Result,
 		if err != nil {
 			return Result{}, err
 		}
-		if remote != nil && sameChange(remote, commit, base) {
-			return Result{Commit: remote.Hash, Base: base.Hash}, nil
+		if remote != nil && !ours(remote, change) {
+			return Result{}, fmt.Errorf("%s: %w (%s by %s)", branch, ErrForeignCommit, remote.Hash.String()[:12], remote.Committer.Email)
+		}
+		if remote != nil {
+			if keep, parent, err := r.sameChange(remote, commit, base, change.Root); err != nil {
+				return Result{}, err
+			} else if keep {
+				return Result{Commit: remote.Hash, Base: parent}, nil
+			}
 		}
 		pushed, err := r.push(ctx, branch, commit.Hash, remote)
 		if err == nil {
@@ -84,13 +95,51 @@ func (r *Repo) Publish(ctx context.Context, branch string, build Build) (Result,
 	return Result{}, fmt.Errorf("push %s: %w after %d attempts: %v", branch, ErrRejected, MaxAttempts, last)
 }
 
-// sameChange: the branch already holds this change if it is this commit,
-// or a commit with the same tree on the same base.
-func sameChange(remote, commit, base *object.Commit) bool {
+// sameChange reports whether the branch already holds this change: the
+// same commit, or the same folder on a base that is part of today's base
+// (commits to other files since then change nothing the step touches, and
+// rewriting the branch for them would dismiss reviews for no reason). It
+// returns the base the kept branch was built on.
+func (r *Repo) sameChange(remote, commit, base *object.Commit, root string) (bool, plumbing.Hash, error) {
 	if remote.Hash == commit.Hash {
-		return true
+		return true, base.Hash, nil
 	}
-	return remote.TreeHash == commit.TreeHash && len(remote.ParentHashes) == 1 && remote.ParentHashes[0] == base.Hash
+	if len(remote.ParentHashes) != 1 {
+		return false, plumbing.ZeroHash, nil
+	}
+	parent, err := r.repo.CommitObject(remote.ParentHashes[0])
+	if err != nil {
+		return false, plumbing.ZeroHash, nil
+	}
+	if parent.Hash != base.Hash {
+		if ok, err := parent.IsAncestor(base); err != nil || !ok {
+			return false, plumbing.ZeroHash, err
+		}
+	}
+	a, errA := subtree(remote, root)
+	b, errB := subtree(commit, root)
+	if errA != nil || errB != nil {
+		return false, plumbing.ZeroHash, nil
+	}
+	return a == b, parent.Hash, nil
+}
+
+func subtree(c *object.Commit, root string) (plumbing.Hash, error) {
+	tree, err := c.Tree()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	sub, err := tree.Tree(root)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return sub.Hash, nil
+}
+
+// ours reports whether cairn made a commit: its committer, and a
+// Cairn-Step trailer.
+func ours(c *object.Commit, change Change) bool {
+	return c.Committer.Email == change.Email && strings.Contains(c.Message, "\nCairn-Step: ")
 }
 
 // commit writes the change onto base in the working directory and commits
@@ -113,6 +162,9 @@ func (r *Repo) commit(base *object.Commit, c Change) (*object.Commit, error) {
 	}
 	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
 		return nil, err
+	}
+	if status, err := wt.Status(); err == nil && status.IsClean() {
+		return nil, fmt.Errorf("the change to %s is empty: the base already holds it", c.Root)
 	}
 	sig := &object.Signature{Name: c.Name, Email: c.Email, When: base.Committer.When}
 	h, err := wt.Commit(c.Message, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true, SignKey: r.SignKey})

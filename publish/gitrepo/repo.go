@@ -98,7 +98,9 @@ func (r *Repo) Fetch(ctx context.Context, branches ...string) error {
 		specs = append(specs, config.RefSpec(fmt.Sprintf("+refs/heads/%[1]s:refs/remotes/origin/%[1]s", b)))
 	}
 	for {
-		err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: r.remote.Auth, Force: true})
+		// Prune drops branches deleted on the remote, so a lease never
+		// expects a branch that is gone.
+		err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: r.remote.Auth, Force: true, Prune: true})
 		var missing git.NoMatchingRefSpecError
 		switch {
 		case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):

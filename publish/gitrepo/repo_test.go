@@ -109,14 +109,47 @@ func TestPublishIsIdempotentAndFollowsTheBase(t *testing.T) {
 		t.Fatalf("repeat publish: %+v %v (first %s)", again, err, first.Commit)
 	}
 
-	// The base moves (a new spec commit): the step is rebuilt on it.
-	newBase := commitTo(t, bare, "main", map[string]string{"clusters/db.yaml": "spec v2\n"}, "edit spec")
-	moved, err := r.Publish(ctx, "cairn/db/s", change("v1\n"))
-	if err != nil || !moved.Pushed || moved.Base != newBase {
-		t.Fatalf("after the base moved: %+v %v", moved, err)
+	// The base moves with a commit that does not change the step's folder:
+	// the branch is kept, so reviews on it are not dismissed.
+	commitTo(t, bare, "main", map[string]string{"clusters/db.yaml": "spec v2\n"}, "edit spec")
+	kept, err := r.Publish(ctx, "cairn/db/s", change("v1\n"))
+	if err != nil || kept.Pushed || kept.Commit != first.Commit || kept.Base != first.Base {
+		t.Fatalf("after an unrelated base move: %+v %v", kept, err)
 	}
-	if got := readBranch(t, bare, "cairn/db/s"); got["clusters/db.yaml"] != "spec v2\n" {
+	// A change to the step's folder is rebuilt on today's base.
+	newBase := commitTo(t, bare, "main", map[string]string{"clusters/db.yaml": "spec v3\n"}, "edit spec again")
+	moved, err := r.Publish(ctx, "cairn/db/s", change("v2\n"))
+	if err != nil || !moved.Pushed || moved.Base != newBase {
+		t.Fatalf("after the step changed: %+v %v", moved, err)
+	}
+	if got := readBranch(t, bare, "cairn/db/s"); got["clusters/db.yaml"] != "spec v3\n" || got["rendered/db/kustomization.yaml"] != "v2\n" {
 		t.Fatalf("not rebuilt on the new base: %v", got)
+	}
+}
+
+func TestAPersonsCommitOnTheBranchIsLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	bare := newRemote(t, map[string]string{"clusters/db.yaml": "spec\n"})
+	r := clone(t, bare)
+	if _, err := r.Publish(ctx, "cairn/db/s", change("v1\n")); err != nil {
+		t.Fatal(err)
+	}
+	fix := commitTo(t, bare, "cairn/db/s", map[string]string{"rendered/db/kustomization.yaml": "fixed by hand\n"}, "reviewer fix")
+	_, err := r.Publish(ctx, "cairn/db/s", change("v2\n"))
+	if !errors.Is(err, ErrForeignCommit) {
+		t.Fatalf("err = %v, want ErrForeignCommit", err)
+	}
+	repo, _ := git.PlainOpen(bare)
+	if ref, _ := repo.Reference(plumbing.NewBranchReferenceName("cairn/db/s"), true); ref.Hash() != fix {
+		t.Error("the person's commit was pushed over")
+	}
+}
+
+func TestAnEmptyChangeIsRefused(t *testing.T) {
+	bare := newRemote(t, map[string]string{"rendered/db/kustomization.yaml": "v1\n", "rendered/db/PLAN.md": "plan\n"})
+	_, err := clone(t, bare).Publish(context.Background(), "cairn/db/s", change("v1\n"))
+	if err == nil || !strings.Contains(err.Error(), "is empty") {
+		t.Fatalf("err = %v", err)
 	}
 }
 
