@@ -176,12 +176,16 @@ func writeKey(t testing.TB, path string) {
 	}
 }
 
-// Namespace creates a namespace for a test.
+// Namespace creates a namespace for a test, with the default
+// ServiceAccount the controller-manager would otherwise create.
 func (cp *ControlPlane) Namespace(t testing.TB, name string) string {
 	t.Helper()
-	_, err := cp.Client(t).CoreV1().Namespaces().Create(context.Background(), namespace(name), createOpts)
-	if err != nil {
+	c := cp.Client(t)
+	if _, err := c.CoreV1().Namespaces().Create(context.Background(), namespace(name), createOpts); err != nil {
 		t.Fatal(fmt.Errorf("create namespace %s: %w", name, err))
+	}
+	if _, err := c.CoreV1().ServiceAccounts(name).Create(context.Background(), serviceAccount("default"), createOpts); err != nil {
+		t.Fatal(fmt.Errorf("create the default ServiceAccount of %s: %w", name, err))
 	}
 	return name
 }

@@ -1,0 +1,247 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/testbed"
+)
+
+const superPW, replPW = "super-pw", "repl-pw"
+
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+// pgMembers runs real PostgreSQL 15 members on 127.0.0.<n+1>, all on one
+// port, as pods would have it.
+type pgMembers struct {
+	t    *testing.T
+	dir  string
+	port int
+	cred *syscall.Credential
+}
+
+func newMembers(t *testing.T) *pgMembers {
+	m := &pgMembers{t: t}
+	dir, err := os.MkdirTemp("", "cairn-agent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	m.dir = dir
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatalf("running as root needs a postgres user: %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		m.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		_ = os.Chown(dir, uid, gid)
+	}
+	conf := fmt.Sprintf("wal_level = replica\nhot_standby = on\nwal_log_hints = on\nwal_keep_size = 512MB\nmax_wal_senders = 8\npassword_encryption = 'scram-sha-256'\nhba_file = '%s/pg_hba.conf'\n", dir)
+	hba := "local all postgres peer\nhost replication replicator 0.0.0.0/0 scram-sha-256\nhost all all 0.0.0.0/0 scram-sha-256\n"
+	_ = os.WriteFile(filepath.Join(dir, "postgresql.conf"), []byte(conf), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "pg_hba.conf"), []byte(hba), 0o644)
+	for port := 20000 + os.Getpid()%20000; ; port++ {
+		if free(port, "127.0.0.1") && free(port, "127.0.0.2") {
+			m.port = port
+			break
+		}
+	}
+	return m
+}
+
+func free(port int, ip string) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+func (m *pgMembers) ip(ord int) string { return "127.0.0." + strconv.Itoa(ord+1) }
+
+func (m *pgMembers) start(ord int, bootstrap string, candidates ...int) *instance.Server {
+	m.t.Helper()
+	name := "pg-" + strconv.Itoa(ord)
+	home := filepath.Join(m.dir, name)
+	_ = os.MkdirAll(home, 0o700)
+	if m.cred != nil {
+		_ = os.Chown(home, int(m.cred.Uid), int(m.cred.Gid))
+	}
+	var cands []string
+	for _, c := range candidates {
+		cands = append(cands, net.JoinHostPort(m.ip(c), strconv.Itoa(m.port)))
+	}
+	p := &instance.Postgres{Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: "/usr/lib/postgresql/15/bin",
+		ConfigFile: filepath.Join(m.dir, "postgresql.conf"),
+		Settings:   map[string]string{"listen_addresses": m.ip(ord), "port": strconv.Itoa(m.port), "unix_socket_directories": home},
+		Host:       m.ip(ord), Port: m.port, Candidates: cands, Config: instance.Config{Bootstrap: bootstrap},
+		SuperuserPassword: superPW, ReplicationPassword: replPW, Credential: m.cred,
+		Log: slog.New(slog.NewTextHandler(logWriter{m.t}, nil))}
+	ctx := context.Background()
+	_, initialised, err := p.Prepare(ctx)
+	if err != nil {
+		m.t.Fatalf("%s: %v", name, err)
+	}
+	s, err := p.Start(ctx, initialised, logWriter{m.t})
+	if err != nil {
+		m.t.Fatalf("%s: %v", name, err)
+	}
+	m.t.Cleanup(s.Kill)
+	return s
+}
+
+func (m *pgMembers) exec(ord int, sql string) {
+	m.t.Helper()
+	cfg, _ := pgx.ParseConfig("")
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = m.ip(ord), uint16(m.port), "postgres", superPW, "postgres"
+	c, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	if _, err := c.Exec(context.Background(), sql); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// pods registers the members as pods of cluster pg, with their addresses,
+// as the StatefulSet and the kubelet would.
+func pods(t *testing.T, c kubernetes.Interface, ns string, m *pgMembers, n int) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pg-superuser"},
+		Data: map[string][]byte{"password": []byte(superPW)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pg-" + strconv.Itoa(i),
+			Labels: map[string]string{labelName: "postgresql", labelInstance: "pg"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "postgres", Image: "postgres:15"}}}}
+		created, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: m.ip(i)}
+		if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func labels(t *testing.T, c kubernetes.Interface, ns string) map[string]string {
+	t.Helper()
+	list, err := c.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range list.Items {
+		out[p.Name] = p.Labels[LabelRole]
+	}
+	return out
+}
+
+func eventually(t *testing.T, what string, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func TestRolesFollowTheMembers(t *testing.T) {
+	cp := testbed.Start(t)
+	c := cp.Client(t)
+	ns := cp.Namespace(t, "db")
+	m := newMembers(t)
+	pg0 := m.start(0, "new", 0)
+	m.start(1, "new", 0)
+	pods(t, c, ns, m, 2)
+	r := &Roles{Client: c, Namespace: ns, Cluster: "pg", Port: m.port, Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}
+	if err := r.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := labels(t, c, ns); got["pg-0"] != RolePrimary || got["pg-1"] != RoleReplica {
+		t.Fatalf("labels %v", got)
+	}
+	// A switchover: pg-0 stops cleanly, pg-1 is promoted, pg-0 comes back
+	// as its replica (the instance manager rewinds it). The labels follow.
+	if err := pg0.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	m.exec(1, "SELECT pg_promote()")
+	eventually(t, "pg-1 primary", func() error {
+		if err := r.Pass(context.Background()); err != nil {
+			return err
+		}
+		if got := labels(t, c, ns); got["pg-1"] != RolePrimary {
+			return fmt.Errorf("labels %v", got)
+		}
+		return nil
+	})
+	m.start(0, "existing", 1)
+	if err := r.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := labels(t, c, ns); got["pg-0"] != RoleReplica || got["pg-1"] != RolePrimary {
+		t.Fatalf("labels %v", got)
+	}
+}
+
+func TestOneLeaderLabels(t *testing.T) {
+	cp := testbed.Start(t)
+	c := cp.Client(t)
+	ns := cp.Namespace(t, "db")
+	m := newMembers(t)
+	m.start(0, "new", 0)
+	pods(t, c, ns, m, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, id := range []string{"runtime-a", "runtime-b"} {
+		a := New(Config{Cluster: "pg", Namespace: ns, Identity: id, PostgresPort: m.port, Interval: 200 * time.Millisecond, Postgres: true,
+			Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}, c)
+		go func() { _ = a.Run(ctx) }()
+	}
+	eventually(t, "a leader labels the primary", func() error {
+		if got := labels(t, c, ns); got["pg-0"] != RolePrimary {
+			return fmt.Errorf("labels %v", got)
+		}
+		return nil
+	})
+	lease, err := c.CoordinationV1().Leases(ns).Get(context.Background(), "pg-runtime", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || (*lease.Spec.HolderIdentity != "runtime-a" && *lease.Spec.HolderIdentity != "runtime-b") {
+		t.Fatalf("lease %+v %v", lease, err)
+	}
+}
