@@ -58,29 +58,24 @@ func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []object {
 	}
 }
 
-// commonRuntimeRules are what every runtime uses: it watches the
-// cluster's pods and sets their role labels, reads its config, keeps its
-// status ConfigMap, holds its leader Lease, and records Events.
+// commonRuntimeRules are what every runtime uses today, and nothing more:
+// it holds its leader Lease, and lists and labels the cluster's pods. (Its
+// status ConfigMap and Events get their verbs when it writes them.)
 func commonRuntimeRules(n names) []rbacv1.PolicyRule {
-	status := n.cluster + "-cairn-status"
 	lease := n.cluster + "-runtime"
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.cluster + "-cairn", status}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{lease}, Verbs: []string{"get", "update"}},
-		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 }
 
-// postgresRuntimeRules add reading the cluster's two Secrets: the runtime
-// connects to members to check them and promote one.
+// postgresRuntimeRules add reading the superuser Secret: the runtime
+// connects to members to ask them their role.
 func postgresRuntimeRules(n names) []rbacv1.PolicyRule {
 	return append(commonRuntimeRules(n), rbacv1.PolicyRule{
 		APIGroups: []string{""}, Resources: []string{"secrets"},
-		ResourceNames: []string{superuserSecret(n), replicationSecret(n)}, Verbs: []string{"get"},
+		ResourceNames: []string{superuserSecret(n)}, Verbs: []string{"get"},
 	})
 }
 

@@ -245,3 +245,32 @@ func TestOneLeaderLabels(t *testing.T) {
 		t.Fatalf("lease %+v %v", lease, err)
 	}
 }
+
+// The runtime works with exactly the Role the renderer writes for it.
+func TestRenderedRoleIsEnough(t *testing.T) {
+	cp := testbed.Start(t)
+	admin := cp.Client(t)
+	ns := cp.Namespace(t, "db")
+	applyRenderedRBAC(t, admin, ns)
+	m := newMembers(t)
+	m.start(0, "new", 0)
+	pods(t, admin, ns, m, 1)
+
+	cfg := cp.Config()
+	cfg.Impersonate.UserName = "system:serviceaccount:" + ns + ":pg-runtime"
+	runtimeClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := New(Config{Cluster: "pg", Namespace: ns, Identity: "runtime-a", PostgresPort: m.port, Interval: 200 * time.Millisecond, Postgres: true,
+		Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}, runtimeClient)
+	go func() { _ = a.Run(ctx) }()
+	eventually(t, "the runtime, as its service account, labels the primary", func() error {
+		if got := labels(t, admin, ns); got["pg-0"] != RolePrimary {
+			return fmt.Errorf("labels %v", got)
+		}
+		return nil
+	})
+}
