@@ -59,12 +59,14 @@ func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []object {
 }
 
 // commonRuntimeRules are what every runtime uses today, and nothing more:
-// it holds its leader Lease, and lists and labels the cluster's pods. (Its
-// status ConfigMap and Events get their verbs when it writes them.)
+// it holds its leader Lease, lists and labels the cluster's pods, and
+// keeps its status ConfigMap. (Events get their verbs when it writes them.)
 func commonRuntimeRules(n names) []rbacv1.PolicyRule {
-	lease := n.cluster + "-runtime"
+	lease, status := n.cluster+"-runtime", n.cluster+"-cairn-status"
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{lease}, Verbs: []string{"get", "update"}},
 	}

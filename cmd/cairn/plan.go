@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -9,14 +10,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/planner"
-	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 type planOptions struct {
 	repo     string
-	live     string
+	src      liveSource
 	output   string
 	specs    string
 	rendered string
@@ -34,11 +34,11 @@ repo against the observed state in --live (docs/live-state.md). Without
 Exit codes: 0 planned, 1 invalid specs or live state, 2 usage, 3 a plan
 refuses a spec change (the refusal says which rule and why).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.OutOrStdout(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.Context(), cmd.OutOrStdout(), o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.repo, "repo", "", "GitOps repo directory (required)")
-	f.StringVar(&o.live, "live", "", "observed-state file; empty means nothing is deployed")
+	o.src.flags(f)
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	f.StringVar(&o.specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
 	f.StringVar(&o.rendered, "rendered", spec.DefaultLayout.RenderedDir, "folder of the repo holding rendered output (never read as specs)")
@@ -46,7 +46,7 @@ refuses a spec change (the refusal says which rule and why).`,
 	return cmd
 }
 
-func runPlan(w io.Writer, o planOptions) error {
+func runPlan(ctx context.Context, w io.Writer, o planOptions) error {
 	if o.output != "table" && o.output != "json" && o.output != "yaml" {
 		return &exitError{exitUsage, fmt.Errorf("cairn plan: -o must be table, json or yaml, got %q", o.output)}
 	}
@@ -54,11 +54,9 @@ func runPlan(w io.Writer, o planOptions) error {
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}
-	var observed *live.Snapshot
-	if o.live != "" {
-		if observed, err = live.ReadFile(o.live); err != nil {
-			return &exitError{exitInvalid, err}
-		}
+	observed, err := o.src.read(ctx, clusters)
+	if err != nil {
+		return err
 	}
 	plans := planner.Plan(clusters, observed, nil)
 	var out []byte

@@ -95,7 +95,8 @@ type githubOptions struct {
 func newPropose() *cobra.Command {
 	var o remoteOptions
 	var gh githubOptions
-	var liveFile, specs string
+	var src liveSource
+	var specs string
 	var images renderer.Options
 	cmd := &cobra.Command{
 		Use:   "propose --repo URL|DIR [--live FILE]",
@@ -108,11 +109,11 @@ request a new plan supersedes is closed with the reason. Running it again
 with nothing changed writes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPropose(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, gh, liveFile, specs, images)
+			return runPropose(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, gh, src, specs, images)
 		},
 	}
 	o.flags(cmd)
-	cmd.Flags().StringVar(&liveFile, "live", "", "observed-state file; empty means nothing is deployed")
+	src.flags(cmd.Flags())
 	cmd.Flags().StringVar(&specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
 	cmd.Flags().StringVar(&images.CairnImage, "cairn-image", renderer.DefaultOptions.CairnImage, "image of the cairn binary")
 	cmd.Flags().StringVar(&gh.repo, "github", "", "OWNER/REPO: open pull requests on GitHub instead of recording them in the repo")
@@ -149,7 +150,7 @@ func (gh githubOptions) provider(repo *gitrepo.Repo, base string, log *slog.Logg
 	}, nil
 }
 
-func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh githubOptions, liveFile, specs string, images renderer.Options) error {
+func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh githubOptions, src liveSource, specs string, images renderer.Options) error {
 	r, err := renderer.New(images)
 	if err != nil {
 		return &exitError{exitUsage, err}
@@ -170,7 +171,7 @@ func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh gith
 		defer func() { fmt.Fprint(errw, counts()) }()
 	}
 	for attempt := 1; ; attempt++ {
-		outcomes, plans, err := proposeOnce(ctx, repo, pub, liveFile, spec.Layout{SpecsDir: specs})
+		outcomes, plans, err := proposeWith(ctx, repo, pub, src.read, spec.Layout{SpecsDir: specs})
 		if errors.Is(err, publish.ErrBaseMoved) && attempt < gitrepo.MaxAttempts {
 			continue
 		}
@@ -187,21 +188,10 @@ func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh gith
 	}
 }
 
-// proposeOnce plans against the base branch's head and publishes.
-func proposeOnce(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher, liveFile string, layout spec.Layout) ([]publish.Outcome, plan.List, error) {
-	var observed *live.Snapshot
-	if liveFile != "" {
-		var err error
-		if observed, err = live.ReadFile(liveFile); err != nil {
-			return nil, plan.List{}, &exitError{exitInvalid, err}
-		}
-	}
-	return proposeWith(ctx, repo, pub, observed, layout, nil)
-}
-
-// proposeWith fetches the base branch, plans its specs against observed
-// and publishes; loaded, when set, sees the specs before publishing.
-func proposeWith(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher, observed *live.Snapshot, layout spec.Layout, loaded func([]spec.Cluster)) ([]publish.Outcome, plan.List, error) {
+// proposeWith fetches the base branch, observes its specs' clusters,
+// plans and publishes.
+func proposeWith(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher,
+	observe func(context.Context, []spec.Cluster) (*live.Snapshot, error), layout spec.Layout) ([]publish.Outcome, plan.List, error) {
 	if err := repo.Fetch(ctx); err != nil {
 		return nil, plan.List{}, err
 	}
@@ -216,8 +206,9 @@ func proposeWith(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher
 	if err != nil {
 		return nil, plan.List{}, &exitError{exitInvalid, err}
 	}
-	if loaded != nil {
-		loaded(clusters)
+	observed, err := observe(ctx, clusters)
+	if err != nil {
+		return nil, plan.List{}, err
 	}
 	plans := planner.Plan(clusters, observed, nil)
 	out, err := pub.Publish(ctx, base, clusters, plans)

@@ -30,33 +30,33 @@ import (
 // publishes its next step, but holds a cluster while the step merged last
 // has not shown its "after" gates in the live state.
 type reconciler struct {
-	repo     *gitrepo.Repo
-	pub      *publish.Publisher
-	liveFile string
-	layout   spec.Layout
-	now      func() time.Time
-	log      *slog.Logger
+	repo   *gitrepo.Repo
+	pub    *publish.Publisher
+	src    liveSource
+	layout spec.Layout
+	now    func() time.Time
+	log    *slog.Logger
 }
 
 // pass is one round of the loop.
 func (r *reconciler) pass(ctx context.Context) ([]publish.Outcome, error) {
+	// The specs and the observed state of this pass, for Hold.
+	var clusters map[string]spec.Cluster
 	var observed *live.Snapshot
-	if r.liveFile != "" {
-		var err error
-		if observed, err = live.ReadFile(r.liveFile); err != nil {
-			return nil, err
+	observe := func(ctx context.Context, cs []spec.Cluster) (*live.Snapshot, error) {
+		clusters = map[string]spec.Cluster{}
+		for _, c := range cs {
+			clusters[c.Ref().Name] = c
 		}
+		var err error
+		observed, err = r.src.read(ctx, cs)
+		return observed, err
 	}
-	clusters := map[string]spec.Cluster{}
 	r.pub.Hold = func(pl plan.Plan) (bool, string) {
 		return r.held(pl, clusters[pl.Cluster.Name], observed.Find(pl.Cluster.Kind, pl.Cluster.Name))
 	}
 	for attempt := 1; ; attempt++ {
-		out, _, err := proposeWith(ctx, r.repo, r.pub, observed, r.layout, func(cs []spec.Cluster) {
-			for _, c := range cs {
-				clusters[c.Ref().Name] = c
-			}
-		})
+		out, _, err := proposeWith(ctx, r.repo, r.pub, observe, r.layout)
 		if errors.Is(err, publish.ErrBaseMoved) && attempt < gitrepo.MaxAttempts {
 			continue
 		}
@@ -188,7 +188,8 @@ func validSignature(secret, body []byte, header string) bool {
 func newReconcile() *cobra.Command {
 	var o remoteOptions
 	var gh githubOptions
-	var liveFile, specs, addr, secretFile, image string
+	var src liveSource
+	var specs, addr, secretFile, image string
 	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "reconcile --repo URL|DIR [--live FILE] [--interval 1m] [--webhook-addr :8080]",
@@ -203,7 +204,7 @@ state (--live, read again on every pass).`,
 			ctx, cancel := signalContext()
 			defer cancel()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			r, cleanup, err := newReconciler(ctx, o, gh, liveFile, specs, image, log)
+			r, cleanup, err := newReconciler(ctx, o, gh, src, specs, image, log)
 			if err != nil {
 				return err
 			}
@@ -227,7 +228,7 @@ state (--live, read again on every pass).`,
 		},
 	}
 	o.flags(cmd)
-	cmd.Flags().StringVar(&liveFile, "live", "", "observed-state file, read on every pass")
+	src.flags(cmd.Flags())
 	cmd.Flags().StringVar(&specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
 	cmd.Flags().DurationVar(&interval, "interval", time.Minute, "time between passes")
 	cmd.Flags().StringVar(&addr, "webhook-addr", "", "address to accept GitHub webhooks on, such as :8080")
@@ -239,7 +240,7 @@ state (--live, read again on every pass).`,
 	return cmd
 }
 
-func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, liveFile, specs, image string, log *slog.Logger) (*reconciler, func(), error) {
+func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, src liveSource, specs, image string, log *slog.Logger) (*reconciler, func(), error) {
 	rend, err := renderer.New(renderer.Options{CairnImage: image})
 	if err != nil {
 		return nil, nil, err
@@ -254,5 +255,5 @@ func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, liveF
 		return nil, nil, err
 	}
 	pub := &publish.Publisher{Repo: repo, PRs: prs, Render: rend.Render, Name: "cairn", Email: "cairn@users.noreply.cairn.dev", Log: log}
-	return &reconciler{repo: repo, pub: pub, liveFile: liveFile, layout: spec.Layout{SpecsDir: specs}, now: time.Now, log: log}, cleanup, nil
+	return &reconciler{repo: repo, pub: pub, src: src, layout: spec.Layout{SpecsDir: specs}, now: time.Now, log: log}, cleanup, nil
 }

@@ -1,13 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/planner"
-	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/renderer"
@@ -31,11 +31,11 @@ the plan's first step (or at the base when nothing is planned). Every tree
 passes kustomize build before anything is written. Running it twice changes
 nothing. A cluster whose spec is gone keeps its rendered folder untouched.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runRender(cmd.OutOrStdout(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRender(cmd.Context(), cmd.OutOrStdout(), o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.repo, "repo", "", "GitOps repo directory (required)")
-	f.StringVar(&o.live, "live", "", "observed-state file; empty means nothing is deployed")
+	o.src.flags(f)
 	f.StringVar(&o.specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
 	f.StringVar(&o.out, "out", "", "directory to write rendered/ into (default: the repo)")
 	f.StringVar(&o.images.CairnImage, "cairn-image", renderer.DefaultOptions.CairnImage, "image of the cairn binary")
@@ -46,7 +46,7 @@ nothing. A cluster whose spec is gone keeps its rendered folder untouched.`,
 	return cmd
 }
 
-func runRender(w io.Writer, o renderOptions) error {
+func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 	r, err := renderer.New(o.images)
 	if err != nil {
 		return &exitError{exitUsage, fmt.Errorf("cairn render: %w", err)}
@@ -55,11 +55,9 @@ func runRender(w io.Writer, o renderOptions) error {
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}
-	var observed *live.Snapshot
-	if o.live != "" {
-		if observed, err = live.ReadFile(o.live); err != nil {
-			return &exitError{exitInvalid, err}
-		}
+	observed, err := o.src.read(ctx, clusters)
+	if err != nil {
+		return err
 	}
 	out := o.out
 	if out == "" {

@@ -47,7 +47,7 @@ func New(cfg Config, client kubernetes.Interface) *Agent {
 	}
 	return &Agent{cfg: cfg, client: client,
 		roles:    &Roles{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Port: cfg.PostgresPort, Log: cfg.Log},
-		learners: &Learners{Endpoints: cfg.EtcdEndpoints, Log: cfg.Log}}
+		learners: &Learners{Endpoints: cfg.EtcdEndpoints, Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Log: cfg.Log}}
 }
 
 // Run takes part in the leader election on the Lease <cluster>-runtime

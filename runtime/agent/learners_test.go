@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/runtime/testbed"
@@ -58,7 +60,10 @@ func TestLearnerIsPromoted(t *testing.T) {
 		return err
 	})
 	run("e-2", args)
-	l := &Learners{Endpoints: eps, Log: log}
+	cp := testbed.Start(t)
+	kube := cp.Client(t)
+	ns := cp.Namespace(t, "db")
+	l := &Learners{Endpoints: eps, Client: kube, Namespace: ns, Cluster: "e", Log: log}
 	eventually(t, "e-2 promoted", func() error {
 		if err := l.Pass(ctx); err != nil {
 			return err
@@ -78,6 +83,34 @@ func TestLearnerIsPromoted(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("e-2 is not yet a voter")
+	})
+	// The status the planner's observation reads: three voters, one
+	// leader, and the cluster version.
+	eventually(t, "status reported", func() error {
+		if err := l.Pass(ctx); err != nil {
+			return err
+		}
+		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "e-cairn-status", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		var st etcdStatus
+		if err := json.Unmarshal([]byte(cm.Data[etcdStatusKey]), &st); err != nil {
+			return err
+		}
+		leaders := 0
+		for _, m := range st.Members {
+			if m.Leader {
+				leaders++
+			}
+			if m.Learner || m.Version != "3.7.3" {
+				return fmt.Errorf("member %+v", m)
+			}
+		}
+		if len(st.Members) != 3 || leaders != 1 || st.ClusterVersion != "3.7" {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
 	})
 	_ = os.RemoveAll(dir)
 }

@@ -189,3 +189,27 @@ func (cp *ControlPlane) Namespace(t testing.TB, name string) string {
 	}
 	return name
 }
+
+// Kubeconfig writes a kubeconfig file for the control plane and returns
+// its path.
+func (cp *ControlPlane) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(cp.dir, "kubeconfig")
+	data := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: testbed
+  cluster: {server: %q, insecure-skip-tls-verify: true}
+users:
+- name: admin
+  user: {token: %q}
+contexts:
+- name: testbed
+  context: {cluster: testbed, user: admin}
+current-context: testbed
+`, cp.URL, cp.Token)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

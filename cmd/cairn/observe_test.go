@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cairn-dev/cairn/runtime/testbed"
+)
+
+// cairn plan reads the live state from a real API server.
+func TestPlanWithKubeconfig(t *testing.T) {
+	cp := testbed.Start(t)
+	c := cp.Client(t)
+	ns := cp.Namespace(t, "db")
+	ctx := context.Background()
+	sel := map[string]string{"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": "my-etcd-cluster"}
+	three := int32(3)
+	container := corev1.Container{Name: "etcd", Image: "quay.io/coreos/etcd:v3.2.13"}
+	_, err := c.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "my-etcd-cluster"},
+		Spec: appsv1.StatefulSetSpec{Replicas: &three, Selector: &metav1.LabelSelector{MatchLabels: sel}, ServiceName: "my-etcd-cluster",
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{Containers: []corev1.Container{container}}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"my-etcd-cluster-0", "my-etcd-cluster-1", "my-etcd-cluster-2"} {
+		pod, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: sel},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{container}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := corev1.ConditionTrue
+		if i == 2 {
+			ready = corev1.ConditionFalse // a member that goes not-ready shows up as such
+		}
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}}
+		if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "my-etcd-cluster-cairn-status"},
+		Data: map[string]string{"etcd.json": `{"clusterVersion":"3.2","members":[{"name":"my-etcd-cluster-0","leader":true},{"name":"my-etcd-cluster-1"},{"name":"my-etcd-cluster-2"}]}`}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := cp.Kubeconfig(t)
+	code, out, errOut := cairn(t, "plan", "--repo", "../../examples/fleet", "--kubeconfig", kc, "--namespace", ns)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "EtcdCluster/my-etcd-cluster  waiting") || !strings.Contains(out, "my-etcd-cluster-2 is ready") ||
+		!strings.Contains(out, "PostgresCluster/my-production-db  2 step(s)") {
+		t.Fatalf("plan:\n%s", out)
+	}
+	if code, _, errOut := cairn(t, "plan", "--repo", "../../examples/fleet", "--kubeconfig", kc, "--live", "x"); code != exitUsage || !strings.Contains(errOut, "give one") {
+		t.Errorf("both sources: exit %d %s", code, errOut)
+	}
+}

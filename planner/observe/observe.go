@@ -1,0 +1,255 @@
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// Names the renderer gives a cluster's objects and labels.
+const (
+	labelName     = "app.kubernetes.io/name"
+	labelInstance = "app.kubernetes.io/instance"
+	labelRole     = "cairn.dev/role"
+	// StatusKey is the key of the runtime's status ConfigMap
+	// (<cluster>-cairn-status) that holds an EtcdStatus.
+	StatusKey = "etcd.json"
+)
+
+// EtcdStatus is what the runtime reports of an etcd cluster.
+type EtcdStatus struct {
+	ClusterVersion string       `json:"clusterVersion"`
+	Members        []EtcdMember `json:"members"`
+}
+
+// EtcdMember is one member as etcd lists it.
+type EtcdMember struct {
+	Name    string `json:"name"`
+	ID      string `json:"id"`
+	Learner bool   `json:"learner"`
+	Leader  bool   `json:"leader"`
+	Version string `json:"version,omitempty"`
+}
+
+// Observer reads clusters from one Kubernetes cluster.
+type Observer struct {
+	Client kubernetes.Interface
+	// Namespace is where clusters whose spec names none run.
+	Namespace string
+}
+
+// Observe returns the observed state of the given clusters; those with no
+// StatefulSet are left out (nothing of them is deployed).
+func (o *Observer) Observe(ctx context.Context, clusters []spec.Cluster) (*live.Snapshot, error) {
+	snap := &live.Snapshot{APIVersion: live.APIVersion, Kind: live.Kind}
+	for _, c := range clusters {
+		oc, err := o.cluster(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("observe %s: %w", c.Ref(), err)
+		}
+		if oc != nil {
+			snap.Clusters = append(snap.Clusters, *oc)
+		}
+	}
+	return snap, nil
+}
+
+func (o *Observer) namespace(c spec.Cluster) string {
+	if ns := c.Ref().Namespace; ns != "" {
+		return ns
+	}
+	return o.Namespace
+}
+
+func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, error) {
+	ref, ns := c.Ref(), o.namespace(c)
+	sts, err := o.Client.AppsV1().StatefulSets(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	isEtcd := ref.Kind == spec.EtcdKind
+	out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace, StatefulSet: statefulSet(sts, isEtcd)}
+	config, err := o.configMap(ctx, ns, ref.Name+"-cairn")
+	if err != nil {
+		return nil, err
+	}
+	status, err := o.configMap(ctx, ns, ref.Name+"-cairn-status")
+	if err != nil {
+		return nil, err
+	}
+	applyConfig(out, config)
+	var etcd *EtcdStatus
+	if isEtcd && status[StatusKey] != "" {
+		etcd = &EtcdStatus{}
+		if err := json.Unmarshal([]byte(status[StatusKey]), etcd); err != nil {
+			return nil, fmt.Errorf("runtime status: %w", err)
+		}
+		out.ClusterVersion = etcd.ClusterVersion
+	}
+	if out.Members, err = o.members(ctx, ns, ref.Name, sts, isEtcd, etcd); err != nil {
+		return nil, err
+	}
+	if out.Storage, err = o.storage(ctx, ns, sts, out.Members); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func statefulSet(sts *appsv1.StatefulSet, isEtcd bool) live.StatefulSet {
+	s := live.StatefulSet{Version: versionOf(sts.Spec.Template.Spec.Containers, isEtcd)}
+	if sts.Spec.Replicas != nil {
+		s.Replicas = int(*sts.Spec.Replicas)
+	}
+	if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		s.UpdatePartition = int(*ru.Partition)
+	}
+	if len(sts.Spec.VolumeClaimTemplates) > 0 {
+		if q, ok := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+			s.VolumeClaimStorage = q.String()
+		}
+	}
+	for _, ic := range sts.Spec.Template.Spec.InitContainers {
+		if ic.Name == "pg-upgrade" {
+			if i := slices.Index(ic.Command, "--from"); i >= 0 && i+1 < len(ic.Command) {
+				s.UpgradeFrom, _ = strconv.Atoi(ic.Command[i+1])
+			}
+		}
+	}
+	return s
+}
+
+// versionOf reads the database version from the database container's
+// image tag ("quay.io/coreos/etcd:v3.5.21", "postgres:14.5").
+func versionOf(containers []corev1.Container, isEtcd bool) string {
+	name := "postgres"
+	if isEtcd {
+		name = "etcd"
+	}
+	for _, c := range containers {
+		if c.Name != name {
+			continue
+		}
+		image := c.Image
+		if i := strings.IndexByte(image, '@'); i >= 0 {
+			image = image[:i]
+		}
+		i := strings.LastIndexByte(image, ':')
+		if i < 0 || strings.Contains(image[i:], "/") {
+			return ""
+		}
+		return strings.TrimPrefix(image[i+1:], "v")
+	}
+	return ""
+}
+
+func (o *Observer) configMap(ctx context.Context, ns, name string) (map[string]string, error) {
+	cm, err := o.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cm.Data, nil
+}
+
+// applyConfig reads the rendered config the pods run with.
+func applyConfig(out *live.Cluster, data map[string]string) {
+	out.Bootstrap = data["bootstrap"]
+	out.SynchronousStandbys, _ = strconv.Atoi(data["synchronous-standbys"])
+	if data["backup.schedule"] == "" {
+		return
+	}
+	b := &live.Backup{Schedule: data["backup.schedule"], TimeZone: data["backup.time-zone"],
+		StorageLocation: data["backup.storage-location"], RetentionMaxAge: data["backup.retention.max-age"]}
+	b.RetentionCount, _ = strconv.Atoi(data["backup.retention.count"])
+	out.Backup = b
+}
+
+func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.StatefulSet, isEtcd bool, etcd *EtcdStatus) ([]live.Member, error) {
+	pods, err := o.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: metav1.FormatLabelSelector(sts.Spec.Selector)})
+	if err != nil {
+		return nil, err
+	}
+	var out []live.Member
+	for _, p := range pods.Items {
+		if !strings.HasPrefix(p.Name, cluster+"-") || p.DeletionTimestamp != nil {
+			continue
+		}
+		m := live.Member{Name: p.Name, Version: versionOf(p.Spec.Containers, isEtcd), Ready: ready(&p), Role: live.RoleUnknown}
+		if isEtcd {
+			m.Role = etcdRole(p.Name, etcd)
+		} else if r := p.Labels[labelRole]; r == string(live.RolePrimary) || r == string(live.RoleReplica) {
+			m.Role = live.Role(r)
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b live.Member) int { return a.Ordinal() - b.Ordinal() })
+	return out, nil
+}
+
+func etcdRole(pod string, st *EtcdStatus) live.Role {
+	if st == nil {
+		return live.RoleUnknown
+	}
+	for _, m := range st.Members {
+		switch {
+		case m.Name != pod:
+		case m.Learner:
+			return live.RoleLearner
+		case m.Leader:
+			return live.RoleLeader
+		default:
+			return live.RoleFollower
+		}
+	}
+	return live.RoleRemoved
+}
+
+func ready(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// storage is the smallest capacity among the members' volumes, or the
+// claim template's size while none reports one.
+func (o *Observer) storage(ctx context.Context, ns string, sts *appsv1.StatefulSet, members []live.Member) (string, error) {
+	var smallest *resource.Quantity
+	for _, m := range members {
+		pvc, err := o.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-"+m.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if q, ok := pvc.Status.Capacity[corev1.ResourceStorage]; ok && (smallest == nil || q.Cmp(*smallest) < 0) {
+			smallest = &q
+		}
+	}
+	if smallest != nil {
+		return smallest.String(), nil
+	}
+	return statefulSet(sts, false).VolumeClaimStorage, nil
+}

@@ -1,0 +1,147 @@
+package observe
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/runtime/testbed"
+)
+
+func decode(t *testing.T, doc string) []spec.Cluster {
+	t.Helper()
+	cs, err := spec.Decode("specs.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// deploy creates what the renderer's manifests and the controllers make
+// of a cluster: the StatefulSet, its pods (with their readiness), their
+// PVCs (with capacities), the rendered config and the runtime's status.
+func deploy(t *testing.T, c kubernetes.Interface, ns, name, app, image string, ready []bool, roles []string, capacity []string, config, status map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	sel := map[string]string{labelName: app, labelInstance: name}
+	container := corev1.Container{Name: map[string]string{"etcd": "etcd", "postgresql": "postgres"}[app], Image: image}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.StatefulSetSpec{
+		Replicas: ptr(int32(len(ready))), Selector: &metav1.LabelSelector{MatchLabels: sel}, ServiceName: name,
+		UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(1))}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{Containers: []corev1.Container{container}}},
+		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Gi")}}}}},
+	}}
+	if _, err := c.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range ready {
+		labels := map[string]string{labelName: app, labelInstance: name}
+		if roles != nil && roles[i] != "" {
+			labels[labelRole] = roles[i]
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + string(rune('0'+i)), Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{container}}}
+		created, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cond := corev1.ConditionFalse
+		if r {
+			cond = corev1.ConditionTrue
+		}
+		created.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: cond}}}
+		if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-" + pod.Name}, Spec: sts.Spec.VolumeClaimTemplates[0].Spec}
+		pc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(capacity[i])}}
+		if _, err := c.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, pc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for cm, data := range map[string]map[string]string{name + "-cairn": config, name + "-cairn-status": status} {
+		if data == nil {
+			continue
+		}
+		if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm}, Data: data}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestObserveARealAPIServer(t *testing.T) {
+	cp := testbed.Start(t)
+	c := cp.Client(t)
+	ns := cp.Namespace(t, "db")
+	deploy(t, c, ns, "e", "etcd", "quay.io/coreos/etcd:v3.5.21", []bool{true, true, false}, nil, []string{"16Gi", "8Gi", "8Gi"},
+		map[string]string{"bootstrap": "existing"},
+		map[string]string{StatusKey: `{"clusterVersion":"3.5","members":[{"name":"e-0","id":"1","leader":true},{"name":"e-1","id":"2"},{"name":"e-2","id":"3","learner":true}]}`})
+	deploy(t, c, ns, "pg", "postgresql", "docker.io/library/postgres:14.5", []bool{true, true}, []string{"primary", ""}, []string{"10Gi", "10Gi"},
+		map[string]string{"bootstrap": "new", "synchronous-standbys": "1", "backup.schedule": "0 2 * * *", "backup.time-zone": "UTC", "backup.storage-location": "s3://b/pg", "backup.retention.count": "7"}, nil)
+	specs := decode(t, `apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: e}
+spec: {size: 3, version: "3.5.21"}
+---
+apiVersion: db.example.com/v1alpha1
+kind: PostgresCluster
+metadata: {name: pg}
+spec: {version: "14.5", instances: 2, storage: 10Gi}
+---
+apiVersion: db.example.com/v1alpha1
+kind: PostgresCluster
+metadata: {name: not-deployed}
+spec: {version: "14.5", instances: 1, storage: 10Gi}
+`)
+	snap, err := (&Observer{Client: c, Namespace: ns}).Observe(context.Background(), specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []live.Cluster{
+		{Kind: "EtcdCluster", Name: "e", Storage: "8Gi", ClusterVersion: "3.5", Bootstrap: "existing",
+			StatefulSet: live.StatefulSet{Replicas: 3, UpdatePartition: 1, Version: "3.5.21", VolumeClaimStorage: "8Gi"},
+			Members: []live.Member{
+				{Name: "e-0", Version: "3.5.21", Ready: true, Role: live.RoleLeader},
+				{Name: "e-1", Version: "3.5.21", Ready: true, Role: live.RoleFollower},
+				{Name: "e-2", Version: "3.5.21", Ready: false, Role: live.RoleLearner},
+			}},
+		{Kind: "PostgresCluster", Name: "pg", Storage: "10Gi", Bootstrap: "new", SynchronousStandbys: 1,
+			Backup:      &live.Backup{Schedule: "0 2 * * *", TimeZone: "UTC", StorageLocation: "s3://b/pg", RetentionCount: 7},
+			StatefulSet: live.StatefulSet{Replicas: 2, UpdatePartition: 1, Version: "14.5", VolumeClaimStorage: "8Gi"},
+			Members: []live.Member{
+				{Name: "pg-0", Version: "14.5", Ready: true, Role: live.RolePrimary},
+				{Name: "pg-1", Version: "14.5", Ready: true, Role: live.RoleUnknown},
+			}},
+	}
+	if !reflect.DeepEqual(snap.Clusters, want) {
+		t.Fatalf("observed:\n%+v\nwant:\n%+v", snap.Clusters, want)
+	}
+}
+
+func TestVersionOf(t *testing.T) {
+	for image, want := range map[string]string{
+		"quay.io/coreos/etcd:v3.5.21": "3.5.21", "postgres:14.5": "14.5", "localhost:5000/postgres": "",
+		"docker.io/library/postgres:15.4@sha256:abc": "15.4",
+	} {
+		if got := versionOf([]corev1.Container{{Name: "postgres", Image: image}, {Name: "etcd", Image: image}}, false); got != want {
+			t.Errorf("%s: %q, want %q", image, got, want)
+		}
+	}
+}
