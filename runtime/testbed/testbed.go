@@ -18,12 +18,19 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
 )
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -212,4 +219,64 @@ current-context: testbed
 		t.Fatal(err)
 	}
 	return p
+}
+
+// ServerSideApply applies a YAML stream of objects with server-side apply,
+// into namespace when an object names none. With dryRun the API server
+// validates and admits everything (schemas, defaults, immutable fields)
+// but stores nothing.
+func (cp *ControlPlane) ServerSideApply(t testing.TB, namespace string, stream []byte, dryRun bool) error {
+	t.Helper()
+	return cp.apply(t, namespace, false, stream, dryRun)
+}
+
+// ApplyInto applies a YAML stream into namespace, whatever namespace the
+// objects name, as Flux's targetNamespace does.
+func (cp *ControlPlane) ApplyInto(t testing.TB, namespace string, stream []byte) error {
+	t.Helper()
+	return cp.apply(t, namespace, true, stream, false)
+}
+
+func (cp *ControlPlane) apply(t testing.TB, namespace string, override bool, stream []byte, dryRun bool) error {
+	dyn, err := dynamic.NewForConfig(cp.Config())
+	if err != nil {
+		return err
+	}
+	groups, err := restmapper.GetAPIGroupResources(cp.Client(t).Discovery())
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+	for _, doc := range strings.Split(string(stream), "\n---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var obj unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("%s: %w", gvk, err)
+		}
+		ri := dyn.Resource(m.Resource)
+		var res dynamic.ResourceInterface = ri
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ns := obj.GetNamespace()
+			if ns == "" || override {
+				ns = namespace
+			}
+			obj.SetNamespace(ns)
+			res = ri.Namespace(ns)
+		}
+		opts := metav1.ApplyOptions{FieldManager: "cairn-test", Force: true}
+		if dryRun {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		if _, err := res.Apply(context.Background(), obj.GetName(), &obj, opts); err != nil {
+			return fmt.Errorf("apply %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+	}
+	return nil
 }
