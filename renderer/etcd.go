@@ -38,7 +38,7 @@ func etcdObjects(c *spec.EtcdCluster, s settings, o Options, token string, initi
 		cairnConfig(n, s, token, initial),
 	}
 	objs = append(objs, grownVolumes(n, s, c.Spec.StorageClass)...)
-	return append(objs, runtimeObjects(n, o, commonRuntimeRules(n))...), nil
+	return append(objs, runtimeObjects(n, o, etcdRuntimeRules(n))...), nil
 }
 
 // etcdPeerService is the headless Service that gives every member a

@@ -58,27 +58,36 @@ func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []object {
 	}
 }
 
-// commonRuntimeRules are what every runtime uses today, and nothing more:
-// it holds its leader Lease, lists and labels the cluster's pods, and
-// keeps its status ConfigMap. (Events get their verbs when it writes them.)
+// commonRuntimeRules are what every runtime uses: its leader Lease.
 func commonRuntimeRules(n names) []rbacv1.PolicyRule {
-	lease, status := n.cluster+"-runtime", n.cluster+"-cairn-status"
+	lease := n.cluster + "-runtime"
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{lease}, Verbs: []string{"get", "update"}},
 	}
 }
 
-// postgresRuntimeRules add reading the superuser Secret: the runtime
-// connects to members to ask them their role.
+// etcdRuntimeRules add what an etcd runtime uses today and nothing more:
+// reading the StatefulSet and a learner's pod before promoting it, and
+// keeping its status ConfigMap.
+func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
+	status := n.cluster + "-cairn-status"
+	return append(commonRuntimeRules(n),
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update"}},
+	)
+}
+
+// postgresRuntimeRules add what a PostgreSQL runtime uses today: listing
+// and labelling the pods, and reading the superuser Secret to ask each
+// member its role.
 func postgresRuntimeRules(n names) []rbacv1.PolicyRule {
-	return append(commonRuntimeRules(n), rbacv1.PolicyRule{
-		APIGroups: []string{""}, Resources: []string{"secrets"},
-		ResourceNames: []string{superuserSecret(n)}, Verbs: []string{"get"},
-	})
+	return append(commonRuntimeRules(n),
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{superuserSecret(n)}, Verbs: []string{"get"}},
+	)
 }
 
 func spreadRuntime(labels map[string]string) *corev1.Affinity {

@@ -43,6 +43,9 @@ func TestRenderedOverlaysPassServerSideDryRun(t *testing.T) {
 			builds++
 		}
 	}
+	if builds < 20 {
+		t.Fatalf("only %d rendered folders found under %s", builds, root)
+	}
 	t.Logf("%d rendered folders dry-run applied", builds)
 }
 
@@ -68,6 +71,9 @@ func TestStepsApplyInOrder(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+		}
+		if clusterRoot == "" {
+			t.Fatalf("%s: no plan.json", c.Name())
 		}
 		dirs := []string{}
 		if p.Baseline != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/observe"
@@ -21,7 +22,7 @@ type liveSource struct {
 func (l *liveSource) flags(f *pflag.FlagSet) {
 	f.StringVar(&l.file, "live", "", "observed-state file (docs/live-state.md)")
 	f.StringVar(&l.kubeconfig, "kubeconfig", "", "observe the clusters in the Kubernetes cluster of this kubeconfig instead")
-	f.StringVar(&l.namespace, "namespace", "default", "with --kubeconfig: the namespace of clusters whose spec names none")
+	f.StringVar(&l.namespace, "namespace", "", "with --kubeconfig: the namespace of clusters whose spec names none (default: the kubeconfig context's)")
 }
 
 // read returns the observed state of clusters; nil when no source is set.
@@ -44,7 +45,14 @@ func (l liveSource) read(ctx context.Context, clusters []spec.Cluster) (*live.Sn
 		if err != nil {
 			return nil, err
 		}
-		return (&observe.Observer{Client: client, Namespace: l.namespace}).Observe(ctx, clusters)
+		ns := l.namespace
+		if ns == "" {
+			if ns, _, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+				&clientcmd.ClientConfigLoadingRules{ExplicitPath: l.kubeconfig}, &clientcmd.ConfigOverrides{}).Namespace(); err != nil {
+				return nil, &exitError{exitUsage, fmt.Errorf("kubeconfig: %w", err)}
+			}
+		}
+		return (&observe.Observer{Client: client, Namespace: ns}).Observe(ctx, clusters)
 	}
 	return nil, nil
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/runtime/agent"
@@ -40,6 +41,7 @@ member removal, dead-member replacement and backups are being built on it.`,
 				return err
 			}
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			klog.SetSlogLogger(log) // client-go's leader election logs through slog too
 			ctx, cancel := signalContext()
 			defer cancel()
 			if kind != spec.PostgresKind && kind != spec.EtcdKind {

@@ -4,7 +4,7 @@
 // volume claim size), its pods (ready, version, role), the smallest volume
 // capacity, the rendered config the pods run with (backup policy,
 // synchronous standbys, bootstrap mode) and the runtime's status (etcd
-// membership and cluster version, last backup).
+// membership and cluster version).
 //
 // It only reads. Imports: planner/live, planner/spec, client-go.
 package observe

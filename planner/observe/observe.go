@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,19 +30,23 @@ const (
 	StatusKey = "etcd.json"
 )
 
-// EtcdStatus is what the runtime reports of an etcd cluster.
+// EtcdStatus is what the runtime reports of an etcd cluster
+// (testdata/etcd-status.json is an example the runtime's tests decode too).
 type EtcdStatus struct {
+	// ObservedAt is when the runtime listed the members (RFC 3339).
+	ObservedAt     string       `json:"observedAt"`
 	ClusterVersion string       `json:"clusterVersion"`
 	Members        []EtcdMember `json:"members"`
 }
 
 // EtcdMember is one member as etcd lists it.
 type EtcdMember struct {
-	Name    string `json:"name"`
-	ID      string `json:"id"`
-	Learner bool   `json:"learner"`
-	Leader  bool   `json:"leader"`
-	Version string `json:"version,omitempty"`
+	Name     string   `json:"name"`
+	ID       string   `json:"id"`
+	PeerURLs []string `json:"peerURLs"`
+	Learner  bool     `json:"learner"`
+	Leader   bool     `json:"leader"`
+	Version  string   `json:"version,omitempty"`
 }
 
 // Observer reads clusters from one Kubernetes cluster.
@@ -195,7 +200,7 @@ func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.
 		}
 		m := live.Member{Name: p.Name, Version: versionOf(p.Spec.Containers, isEtcd), Ready: ready(&p), Role: live.RoleUnknown}
 		if isEtcd {
-			m.Role = etcdRole(p.Name, etcd)
+			m.Role = etcdRole(&p, etcd)
 		} else if r := p.Labels[labelRole]; r == string(live.RolePrimary) || r == string(live.RoleReplica) {
 			m.Role = live.Role(r)
 		}
@@ -205,13 +210,20 @@ func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.
 	return out, nil
 }
 
-func etcdRole(pod string, st *EtcdStatus) live.Role {
+// etcdRole is a pod's member role in the runtime's status. A pod missing
+// from the membership is "removed" only when the status is newer than the
+// pod and lists no member that has not started yet (which has no name and
+// could be this pod); otherwise its role is unknown.
+func etcdRole(pod *corev1.Pod, st *EtcdStatus) live.Role {
 	if st == nil {
 		return live.RoleUnknown
 	}
+	unnamed := false
 	for _, m := range st.Members {
 		switch {
-		case m.Name != pod:
+		case m.Name == "":
+			unnamed = true
+		case m.Name != pod.Name:
 		case m.Learner:
 			return live.RoleLearner
 		case m.Leader:
@@ -219,6 +231,10 @@ func etcdRole(pod string, st *EtcdStatus) live.Role {
 		default:
 			return live.RoleFollower
 		}
+	}
+	at, err := time.Parse(time.RFC3339, st.ObservedAt)
+	if unnamed || err != nil || !at.After(pod.CreationTimestamp.Time) {
+		return live.RoleUnknown
 	}
 	return live.RoleRemoved
 }

@@ -2,8 +2,11 @@ package observe
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"reflect"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -92,7 +95,7 @@ func TestObserveARealAPIServer(t *testing.T) {
 	ns := cp.Namespace(t, "db")
 	deploy(t, c, ns, "e", "etcd", "quay.io/coreos/etcd:v3.5.21", []bool{true, true, false}, nil, []string{"16Gi", "8Gi", "8Gi"},
 		map[string]string{"bootstrap": "existing"},
-		map[string]string{StatusKey: `{"clusterVersion":"3.5","members":[{"name":"e-0","id":"1","leader":true},{"name":"e-1","id":"2"},{"name":"e-2","id":"3","learner":true}]}`})
+		map[string]string{StatusKey: freshStatus(t)})
 	deploy(t, c, ns, "pg", "postgresql", "docker.io/library/postgres:14.5", []bool{true, true}, []string{"primary", ""}, []string{"10Gi", "10Gi"},
 		map[string]string{"bootstrap": "new", "synchronous-standbys": "1", "backup.schedule": "0 2 * * *", "backup.time-zone": "UTC", "backup.storage-location": "s3://b/pg", "backup.retention.count": "7"}, nil)
 	specs := decode(t, `apiVersion: etcd.database.coreos.com/v1beta2
@@ -143,5 +146,37 @@ func TestVersionOf(t *testing.T) {
 		if got := versionOf([]corev1.Container{{Name: "postgres", Image: image}, {Name: "etcd", Image: image}}, false); got != want {
 			t.Errorf("%s: %q, want %q", image, got, want)
 		}
+	}
+}
+
+// freshStatus is the shared example of the runtime's status, observed now.
+func freshStatus(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("testdata/etcd-status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st EtcdStatus
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	st.ObservedAt = time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	out, _ := json.Marshal(st)
+	return string(out)
+}
+
+func TestEtcdRoleNeedsAFreshStatus(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "e-3", CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))}}
+	old := &EtcdStatus{ObservedAt: "2026-11-30T07:59:00Z", Members: []EtcdMember{{Name: "e-0"}}}
+	if r := etcdRole(pod, old); r != live.RoleUnknown {
+		t.Errorf("a status older than the pod: %s", r)
+	}
+	fresh := &EtcdStatus{ObservedAt: "2026-11-30T08:01:00Z", Members: []EtcdMember{{Name: "e-0"}}}
+	if r := etcdRole(pod, fresh); r != live.RoleRemoved {
+		t.Errorf("a fresh status without the pod: %s", r)
+	}
+	fresh.Members = append(fresh.Members, EtcdMember{Name: "", PeerURLs: []string{"http://e-3.e.db.svc:2380"}})
+	if r := etcdRole(pod, fresh); r != live.RoleUnknown {
+		t.Errorf("a member not started yet may be this pod: %s", r)
 	}
 }

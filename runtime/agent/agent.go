@@ -45,8 +45,11 @@ func New(cfg Config, client kubernetes.Interface) *Agent {
 	if cfg.PostgresPort == 0 {
 		cfg.PostgresPort = 5432
 	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
 	return &Agent{cfg: cfg, client: client,
-		roles:    &Roles{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Port: cfg.PostgresPort, Log: cfg.Log},
+		roles:    &Roles{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Port: cfg.PostgresPort, Identity: cfg.Identity, Log: cfg.Log},
 		learners: &Learners{Endpoints: cfg.EtcdEndpoints, Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Log: cfg.Log}}
 }
 
@@ -60,7 +63,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		LockConfig: resourcelock.ResourceLockConfig{Identity: a.cfg.Identity},
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, ReleaseOnCancel: true,
+		// The lease is not released on shutdown: client-go would release
+		// it while a pass may still be running. A new leader takes over
+		// when it expires.
+		Lock: lock, ReleaseOnCancel: false,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: a.lead,

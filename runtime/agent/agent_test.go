@@ -3,13 +3,16 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -202,11 +205,13 @@ func TestRolesFollowTheMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.exec(1, "SELECT pg_promote()")
+	// pg-0 does not answer: it is fenced before pg-1 is labelled primary,
+	// so no two pods are ever labelled primary.
 	eventually(t, "pg-1 primary", func() error {
 		if err := r.Pass(context.Background()); err != nil {
 			return err
 		}
-		if got := labels(t, c, ns); got["pg-1"] != RolePrimary {
+		if got := labels(t, c, ns); got["pg-1"] != RolePrimary || got["pg-0"] != RoleFenced {
 			return fmt.Errorf("labels %v", got)
 		}
 		return nil
@@ -244,6 +249,16 @@ func TestOneLeaderLabels(t *testing.T) {
 	if err != nil || lease.Spec.HolderIdentity == nil || (*lease.Spec.HolderIdentity != "runtime-a" && *lease.Spec.HolderIdentity != "runtime-b") {
 		t.Fatalf("lease %+v %v", lease, err)
 	}
+	// Only the holder of the lease wrote the label.
+	pod, err := c.CoreV1().Pods(ns).Get(context.Background(), "pg-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range pod.ManagedFields {
+		if strings.HasPrefix(f.Manager, "cairn-runtime") && f.Manager != "cairn-runtime/"+*lease.Spec.HolderIdentity {
+			t.Errorf("%s wrote the pod, but %s holds the lease", f.Manager, *lease.Spec.HolderIdentity)
+		}
+	}
 }
 
 // The runtime works with exactly the Role the renderer writes for it.
@@ -273,4 +288,24 @@ func TestRenderedRoleIsEnough(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The status the runtime writes is the JSON planner/observe reads: both
+// decode the same example.
+func TestStatusMatchesObserve(t *testing.T) {
+	data, err := os.ReadFile("../../planner/observe/testdata/etcd-status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st etcdStatus
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(st)
+	var a, b map[string]any
+	_ = json.Unmarshal(data, &a)
+	_ = json.Unmarshal(again, &b)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("the runtime's status type loses fields of the shared example:\n%s\n%s", data, again)
+	}
 }

@@ -12,5 +12,6 @@
 // Failover, switchover, planned member removal, dead-member replacement,
 // status and backups build on it.
 //
-// Imports: client-go, pgx; never the planner, renderer or publisher.
+// Imports: client-go, pgx, the etcd client; never the planner, renderer or
+// publisher.
 package agent

@@ -16,6 +16,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/runtime/instance"
@@ -64,25 +66,71 @@ func TestLearnerIsPromoted(t *testing.T) {
 	kube := cp.Client(t)
 	ns := cp.Namespace(t, "db")
 	l := &Learners{Endpoints: eps, Client: kube, Namespace: ns, Cluster: "e", Log: log}
-	eventually(t, "e-2 promoted", func() error {
-		if err := l.Pass(ctx); err != nil {
-			return err
+	// The StatefulSet and its pods, as the controllers make them; e-2's
+	// pod is not ready yet.
+	three := int32(3)
+	sel := map[string]string{"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": "e"}
+	tmpl := corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "quay.io/coreos/etcd:v3.7.3"}}}
+	if _, err := kube.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "e"},
+		Spec: appsv1.StatefulSetSpec{Replicas: &three, Selector: &metav1.LabelSelector{MatchLabels: sel}, ServiceName: "e",
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: tmpl}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setReady := func(name string, ready bool) {
+		pod, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			if pod, err = kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: sel}, Spec: tmpl}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
 		}
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}
+		if _, err := kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReady("e-0", true)
+	setReady("e-1", true)
+	setReady("e-2", false)
+	isVoter := func() (bool, error) {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 		if err != nil {
-			return err
+			return false, err
 		}
 		defer cli.Close()
 		resp, err := cli.MemberList(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		for _, m := range resp.Members {
 			if m.Name == "e-2" && !m.IsLearner {
-				return nil
+				return true, nil
 			}
 		}
-		return fmt.Errorf("e-2 is not yet a voter")
+		return false, nil
+	}
+	// Not while its pod is not ready, however caught up it is.
+	for range 3 {
+		if err := l.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := isVoter(); v {
+			t.Fatal("a learner whose pod is not ready was promoted")
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	setReady("e-2", true)
+	eventually(t, "e-2 promoted", func() error {
+		if err := l.Pass(ctx); err != nil {
+			t.Fatalf("a pass fails: %v", err) // catching up is not an error
+		}
+		if v, err := isVoter(); err != nil || !v {
+			return fmt.Errorf("e-2 is not yet a voter (%v)", err)
+		}
+		return nil
 	})
 	// The status the planner's observation reads: three voters, one
 	// leader, and the cluster version.
@@ -107,7 +155,7 @@ func TestLearnerIsPromoted(t *testing.T) {
 				return fmt.Errorf("member %+v", m)
 			}
 		}
-		if len(st.Members) != 3 || leaders != 1 || st.ClusterVersion != "3.7" {
+		if len(st.Members) != 3 || leaders != 1 || st.ClusterVersion != "3.7" || st.ObservedAt == "" {
 			return fmt.Errorf("status %+v", st)
 		}
 		return nil

@@ -15,53 +15,60 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // etcdStatusKey holds an etcdStatus in the status ConfigMap; planner/observe
 // reads the same JSON.
 const etcdStatusKey = "etcd.json"
 
-// etcdStatus is the runtime's report of an etcd cluster.
+// etcdStatus is the runtime's report of an etcd cluster. The JSON is the
+// contract with planner/observe; testdata/etcd-status.json holds an
+// example both packages' tests decode.
 type etcdStatus struct {
+	// ObservedAt is when the runtime listed the members (RFC 3339).
+	ObservedAt     string       `json:"observedAt"`
 	ClusterVersion string       `json:"clusterVersion"`
 	Members        []etcdMember `json:"members"`
 }
 
 type etcdMember struct {
-	Name    string `json:"name"`
-	ID      string `json:"id"`
-	Learner bool   `json:"learner"`
-	Leader  bool   `json:"leader"`
-	Version string `json:"version,omitempty"`
+	Name     string   `json:"name"`
+	ID       string   `json:"id"`
+	PeerURLs []string `json:"peerURLs"`
+	Learner  bool     `json:"learner"`
+	Leader   bool     `json:"leader"`
+	Version  string   `json:"version,omitempty"`
 }
 
-// status lists the members, the leader and each member's version, and
-// the cluster version etcd reports.
-func (l *Learners) status(ctx context.Context) (etcdStatus, error) {
-	var st etcdStatus
-	cli, err := clientv3.New(clientv3.Config{Endpoints: l.Endpoints, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return st, err
-	}
-	defer cli.Close()
+// status lists the members, the leader (as the member with the highest
+// raft term reports it: a cut-off old leader may still believe it leads)
+// and each member's version, and the cluster version etcd reports.
+func (l *Learners) status(ctx context.Context, cli *clientv3.Client) (etcdStatus, error) {
+	st := etcdStatus{ObservedAt: time.Now().UTC().Format(time.RFC3339)}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	list, err := cli.MemberList(cctx)
 	if err != nil {
 		return st, fmt.Errorf("member list: %w", err)
 	}
+	var leader, term uint64
 	for _, m := range list.Members {
-		em := etcdMember{Name: m.Name, ID: strconv.FormatUint(m.ID, 16), Learner: m.IsLearner}
+		em := etcdMember{Name: m.Name, ID: strconv.FormatUint(m.ID, 16), PeerURLs: m.PeerURLs, Learner: m.IsLearner}
 		if len(m.ClientURLs) > 0 {
 			if s, err := cli.Status(cctx, m.ClientURLs[0]); err == nil {
-				em.Version, em.Leader = s.Version, s.Leader == m.ID
+				em.Version = s.Version
+				if s.RaftTerm > term {
+					leader, term = s.Leader, s.RaftTerm
+				}
 			}
 			if st.ClusterVersion == "" {
 				st.ClusterVersion = clusterVersion(cctx, m.ClientURLs[0])
 			}
 		}
 		st.Members = append(st.Members, em)
+	}
+	for i := range st.Members {
+		st.Members[i].Leader = st.Members[i].ID == strconv.FormatUint(leader, 16)
 	}
 	return st, nil
 }
@@ -97,33 +104,47 @@ func majorMinor(v string) (string, string, bool) {
 	return strconv.Itoa(a), strconv.Itoa(b), true
 }
 
-// writeStatus stores v as JSON under key of ConfigMap name, creating it or
-// updating it only when the content changed.
-func writeStatus(ctx context.Context, c kubernetes.Interface, ns, name, key string, v any) error {
-	data, err := json.Marshal(v)
+// statusHeartbeat is how often an unchanged status is written again, so
+// its observedAt says the runtime still looks.
+const statusHeartbeat = time.Minute
+
+// writeEtcdStatus stores st in ConfigMap name, creating it, or updating it
+// when the membership changed or the last write is a heartbeat old.
+func writeEtcdStatus(ctx context.Context, c kubernetes.Interface, ns, name string, st etcdStatus) error {
+	data, err := json.Marshal(st)
 	if err != nil {
-		return err
+		return fmt.Errorf("write status: %w", err)
 	}
 	cms := c.CoreV1().ConfigMaps(ns)
 	cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "cairn-runtime"}},
-			Data: map[string]string{key: string(data)}}, metav1.CreateOptions{FieldManager: "cairn-runtime"})
+			Data: map[string]string{etcdStatusKey: string(data)}}, metav1.CreateOptions{FieldManager: "cairn-runtime"})
 		return wrapStatus(err)
 	}
 	if err != nil {
 		return wrapStatus(err)
 	}
-	if cm.Data[key] == string(data) {
-		return nil
+	var old etcdStatus
+	if json.Unmarshal([]byte(cm.Data[etcdStatusKey]), &old) == nil && sameStatus(old, st) {
+		if at, err := time.Parse(time.RFC3339, old.ObservedAt); err == nil && time.Since(at) < statusHeartbeat {
+			return nil
+		}
 	}
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
-	cm.Data[key] = string(data)
+	cm.Data[etcdStatusKey] = string(data)
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "cairn-runtime"})
 	return wrapStatus(err)
+}
+
+func sameStatus(a, b etcdStatus) bool {
+	a.ObservedAt, b.ObservedAt = "", ""
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
 }
 
 func wrapStatus(err error) error {
