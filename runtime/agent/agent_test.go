@@ -266,17 +266,11 @@ func TestRenderedRoleIsEnough(t *testing.T) {
 	cp := testbed.Start(t)
 	admin := cp.Client(t)
 	ns := cp.Namespace(t, "db")
-	applyRenderedRBAC(t, admin, ns)
+	applyRenderedRBAC(t, admin, ns, pgSpec)
 	m := newMembers(t)
 	m.start(0, "new", 0)
 	pods(t, admin, ns, m, 1)
-
-	cfg := cp.Config()
-	cfg.Impersonate.UserName = "system:serviceaccount:" + ns + ":pg-runtime"
-	runtimeClient, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	runtimeClient := asRuntime(t, cp.Config(), ns, "pg")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := New(Config{Cluster: "pg", Namespace: ns, Identity: "runtime-a", PostgresPort: m.port, Interval: 200 * time.Millisecond, Postgres: true,

@@ -65,7 +65,9 @@ func TestLearnerIsPromoted(t *testing.T) {
 	cp := testbed.Start(t)
 	kube := cp.Client(t)
 	ns := cp.Namespace(t, "db")
-	l := &Learners{Endpoints: eps, Client: kube, Namespace: ns, Cluster: "e", Log: log}
+	// The runtime acts as its ServiceAccount, under the rendered Role.
+	applyRenderedRBAC(t, kube, ns, etcdSpec)
+	l := &Learners{Endpoints: eps, Client: asRuntime(t, cp.Config(), ns, "e"), Namespace: ns, Cluster: "e", Log: log}
 	// The StatefulSet and its pods, as the controllers make them; e-2's
 	// pod is not ready yet.
 	three := int32(3)

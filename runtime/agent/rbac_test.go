@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn/planner"
@@ -16,11 +17,16 @@ import (
 	"github.com/cairn-dev/cairn/renderer"
 )
 
+const (
+	pgSpec   = "apiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata: {name: pg}\nspec: {version: \"15.4\", instances: 1, storage: 1Gi}\n"
+	etcdSpec = "apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec: {size: 3, version: \"3.7.3\"}\n"
+)
+
 // applyRenderedRBAC creates the runtime's ServiceAccount, Role and
-// RoleBinding as the renderer writes them for PostgresCluster pg.
-func applyRenderedRBAC(t *testing.T, c kubernetes.Interface, ns string) {
+// RoleBinding as the renderer writes them for the cluster of doc.
+func applyRenderedRBAC(t *testing.T, c kubernetes.Interface, ns, doc string) {
 	t.Helper()
-	cs, err := spec.Decode("pg.yaml", []byte("apiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata: {name: pg}\nspec: {version: \"15.4\", instances: 1, storage: 1Gi}\n"))
+	cs, err := spec.Decode("spec.yaml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +36,7 @@ func applyRenderedRBAC(t *testing.T, c kubernetes.Interface, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := renderer.Build(tree, renderer.Root("pg"))
+	out, err := renderer.Build(tree, renderer.Root(cs[0].Ref().Name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,4 +71,15 @@ func mustYAML(t *testing.T, doc []byte, v any) {
 	if err := yaml.Unmarshal(doc, v); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// asRuntime is a client acting as the runtime's ServiceAccount.
+func asRuntime(t *testing.T, cfg *rest.Config, ns, cluster string) kubernetes.Interface {
+	t.Helper()
+	cfg.Impersonate.UserName = "system:serviceaccount:" + ns + ":" + cluster + "-runtime"
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
