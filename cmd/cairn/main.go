@@ -64,6 +64,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	addNowFlag(root)
 	root.AddCommand(newValidate(), newPlan(), newRender(), newPropose(), newReconcile(), newPR(), newSchema(), newInstance(), newRuntime())
 	return root
 }

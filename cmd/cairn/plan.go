@@ -58,7 +58,7 @@ func runPlan(ctx context.Context, w io.Writer, o planOptions) error {
 	if err != nil {
 		return err
 	}
-	plans := planner.Plan(clusters, observed, nil)
+	plans := planner.Plan(clusters, observed, policySet())
 	var out []byte
 	switch o.output {
 	case "json":

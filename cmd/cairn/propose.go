@@ -210,7 +210,7 @@ func proposeWith(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher
 	if err != nil {
 		return nil, plan.List{}, err
 	}
-	plans := planner.Plan(clusters, observed, nil)
+	plans := planner.Plan(clusters, observed, policySet())
 	out, err := pub.Publish(ctx, base, clusters, plans)
 	return out, plans, err
 }

@@ -65,7 +65,7 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 	}
 	// Render everything first: nothing is written unless every tree builds.
 	trees := map[string]renderer.Tree{}
-	plans := planner.Plan(clusters, observed, nil)
+	plans := planner.Plan(clusters, observed, policySet())
 	for _, c := range clusters {
 		p := find(plans, c.Ref())
 		current := ""

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/policies"
+)
+
+// clock is the time policies decide at: now, or --now for a reproducible
+// plan ("what would cairn do at 22:00 on Friday?").
+var clock = time.Now
+
+// policySet is the policies in force: today the maintenance windows the
+// specs set; the policies folder of the repo comes with the policies work.
+func policySet() policies.Set {
+	return policies.Set{policies.SpecWindow{Now: clock()}}
+}
+
+// addNowFlag adds --now to the root command.
+func addNowFlag(root *cobra.Command) {
+	var now string
+	root.PersistentFlags().StringVar(&now, "now", "", "decide policies as at this RFC 3339 time instead of now")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if now == "" {
+			clock = time.Now
+			return nil
+		}
+		t, err := time.Parse(time.RFC3339, now)
+		if err != nil {
+			return &exitError{exitUsage, fmt.Errorf("--now must be an RFC 3339 time such as 2026-11-30T22:00:00Z: %v", err)}
+		}
+		clock = func() time.Time { return t }
+		return nil
+	}
+}
