@@ -30,14 +30,16 @@ testbin: .cache/bin/etcd
 .cache/bin/etcd: .ci/etcd/go.mod .ci/etcd/go.sum .ci/etcd/main.go
 	cd .ci/etcd && $(GO) build -o ../../.cache/bin/etcd .
 
-## fuzz: a short, bounded run of the spec decoder fuzzer over the committed corpus.
+## fuzz: short, bounded runs of the spec decoder and policy loader fuzzers.
 fuzz:
 	$(GO) test ./planner/spec -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
+	$(GO) test ./policies -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 10s -fuzzminimizetime 5s
 
 ## bench: planning and rendering (with kustomize builds) 1,000 mixed clusters.
 bench:
 	$(GO) test ./planner -run '^$$' -bench . -benchmem
 	$(GO) test ./renderer -run '^$$' -bench . -benchmem -benchtime 1x
+	$(GO) test ./policies -run '^$$' -bench . -benchmem
 
 ## generate: rewrite generated files (JSON Schemas, reference page, golden outputs).
 generate:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,10 +14,15 @@ import (
 // plan ("what would cairn do at 22:00 on Friday?").
 var clock = time.Now
 
-// policySet is the policies in force: today the maintenance windows the
-// specs set; the policies folder of the repo comes with the policies work.
-func policySet() policies.Set {
-	return policies.Set{policies.SpecWindow{Now: clock()}}
+// policySet is the policies in force: the maintenance windows the specs
+// set, and the policy files under the repo's policies/ folder.
+func policySet(repo string) (policies.Set, error) {
+	now := clock()
+	files, err := policies.LoadDir(filepath.Join(repo, "policies"), now)
+	if err != nil {
+		return nil, &exitError{exitInvalid, err}
+	}
+	return append(policies.Set{policies.SpecWindow{Now: now}}, files...), nil
 }
 
 // addNowFlag adds --now to the root command.

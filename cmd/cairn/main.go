@@ -65,6 +65,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	addNowFlag(root)
-	root.AddCommand(newValidate(), newPlan(), newRender(), newPropose(), newReconcile(), newPR(), newSchema(), newInstance(), newRuntime())
+	root.AddCommand(newValidate(), newPlan(), newRender(), newPropose(), newReconcile(), newPR(), newPolicy(), newSchema(), newInstance(), newRuntime())
 	return root
 }

@@ -58,7 +58,11 @@ func runPlan(ctx context.Context, w io.Writer, o planOptions) error {
 	if err != nil {
 		return err
 	}
-	plans := planner.Plan(clusters, observed, policySet())
+	pols, err := policySet(o.repo)
+	if err != nil {
+		return err
+	}
+	plans := planner.Plan(clusters, observed, pols)
 	var out []byte
 	switch o.output {
 	case "json":

@@ -210,7 +210,11 @@ func proposeWith(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher
 	if err != nil {
 		return nil, plan.List{}, err
 	}
-	plans := planner.Plan(clusters, observed, policySet())
+	pols, err := policySet(repo.Dir())
+	if err != nil {
+		return nil, plan.List{}, err
+	}
+	plans := planner.Plan(clusters, observed, pols)
 	out, err := pub.Publish(ctx, base, clusters, plans)
 	return out, plans, err
 }

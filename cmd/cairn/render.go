@@ -65,7 +65,11 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 	}
 	// Render everything first: nothing is written unless every tree builds.
 	trees := map[string]renderer.Tree{}
-	plans := planner.Plan(clusters, observed, policySet())
+	pols, err := policySet(o.repo)
+	if err != nil {
+		return err
+	}
+	plans := planner.Plan(clusters, observed, pols)
 	for _, c := range clusters {
 		p := find(plans, c.Ref())
 		current := ""

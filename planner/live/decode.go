@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/cairn-dev/cairn/planner/internal/strictyaml"
+	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
 )
 
 // MaxReplicas bounds StatefulSet counts in an observed state: far above

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-dev/cairn/planner/internal/strictyaml"
+	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
 )
 
 // The apiVersion and kind of an observed-state file.

@@ -7,7 +7,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/cairn-dev/cairn/planner/internal/strictyaml"
+	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
 )
 
 // Error is one problem at one place of one file; its text is

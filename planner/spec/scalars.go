@@ -12,7 +12,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/cairn-dev/cairn/planner/internal/strictyaml"
+	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
 )
 
 // Quantity is a Kubernetes resource quantity as written ("100Gi", "500m").

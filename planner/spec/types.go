@@ -1,6 +1,6 @@
 package spec
 
-import "github.com/cairn-dev/cairn/planner/internal/strictyaml"
+import "github.com/cairn-dev/cairn/planner/spec/strictyaml"
 
 // The apiVersions and kinds cairn serves.
 const (

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/cairn-dev/cairn/planner/internal/strictyaml"
+	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
 )
 
 // MaxNameLength is the longest cluster name: a StatefulSet's pods carry a

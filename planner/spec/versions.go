@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cairn-dev/cairn/planner/internal/strictyaml"
+	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
 )
 
 // Version is a parsed release number. PostgreSQL versions use Major and

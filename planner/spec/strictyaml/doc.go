@@ -13,5 +13,5 @@
 // decode themselves from a scalar implement ScalarUnmarshaler.
 //
 // This package must not import anything from cairn; it is shared by the
-// spec and live-state decoders.
+// spec, live-state and policy decoders.
 package strictyaml

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+func newPolicy() *cobra.Command {
+	cmd := &cobra.Command{Use: "policy", Short: "Policies: rules that allow, hold or deny steps"}
+	var repo, specs string
+	var src liveSource
+	test := &cobra.Command{
+		Use:   "test --repo DIR [--live FILE | --kubeconfig FILE] [--now TIME]",
+		Short: "Show what the policies decide on every planned step, without publishing",
+		Long: `Plan every cluster of the repo and print each step with every policy's
+decision: the maintenance windows of the specs and the policy files under
+the repo's policies/ folder (docs/policies.md). --now decides as at another
+time.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			clusters, err := spec.LoadRepo(repo, spec.Layout{SpecsDir: specs})
+			if err != nil {
+				return &exitError{exitInvalid, err}
+			}
+			observed, err := src.read(cmd.Context(), clusters)
+			if err != nil {
+				return err
+			}
+			pols, err := policySet(repo)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "CLUSTER\tSTEP\tPOLICY\tVERDICT\tREASON")
+			for _, p := range planner.Plan(clusters, observed, pols).Plans {
+				for _, s := range p.Steps {
+					if len(s.Decisions) == 0 {
+						fmt.Fprintf(tw, "%s\t%s\t-\t-\t\n", p.Cluster, s.ID)
+					}
+					for _, d := range s.Decisions {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Cluster, s.ID, d.Policy, d.Verdict, d.Reason)
+					}
+				}
+			}
+			return tw.Flush()
+		},
+	}
+	test.Flags().StringVar(&repo, "repo", "", "GitOps repo directory (required)")
+	test.Flags().StringVar(&specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
+	src.flags(test.Flags())
+	_ = test.MarkFlagRequired("repo")
+	cmd.AddCommand(test)
+	return cmd
+}

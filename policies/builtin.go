@@ -1,0 +1,79 @@
+package policies
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// stepKinds are the step kinds a policy may name.
+var stepKinds = []string{
+	string(plan.CreateCluster), string(plan.ConfigureBackup), string(plan.TakeBackup), string(plan.ExpandStorage),
+	string(plan.UpgradeMember), string(plan.ScaleIn), string(plan.EtcdAddMember), string(plan.EtcdRemoveMember),
+	string(plan.PostgresAddReplica), string(plan.PostgresSwitchover), string(plan.PostgresMajorUpgrade),
+	string(plan.PostgresSynchronousStandbys), string(plan.SealBootstrap),
+}
+
+// Window holds disruptive steps of the selected clusters outside a
+// maintenance window a policy file sets.
+type Window struct {
+	PolicyName string
+	Window     *spec.MaintenanceWindow
+	Now        time.Time
+	Selector   Selector
+}
+
+// Name implements Policy.
+func (w Window) Name() string { return w.PolicyName }
+
+// Evaluate implements Policy.
+func (w Window) Evaluate(in Input) plan.Decision {
+	if !in.Step.Disruptive || !w.Selector.Matches(in.Cluster) {
+		return plan.Decision{}
+	}
+	open, until, next, err := WindowAt(w.Window, w.Now)
+	switch {
+	case err != nil:
+		return plan.Decision{Verdict: plan.Hold, Reason: "the maintenance window cannot be read: " + err.Error()}
+	case open:
+		return plan.Decision{Verdict: plan.Allow, Reason: "the maintenance window is open until " + until.Format("2006-01-02 15:04 MST")}
+	}
+	return plan.Decision{Verdict: plan.Hold, Reason: "outside the maintenance window; it opens at " + next.Format("2006-01-02 15:04 MST")}
+}
+
+// Freshness holds risky steps of the selected clusters until the last
+// successful backup is younger than MaxAge.
+type Freshness struct {
+	PolicyName string
+	MaxAge     time.Duration
+	// Kinds are the step kinds held; empty means major upgrades and
+	// scale-ins.
+	Kinds    []string
+	Now      time.Time
+	Selector Selector
+}
+
+// Name implements Policy.
+func (f Freshness) Name() string { return f.PolicyName }
+
+// Evaluate implements Policy.
+func (f Freshness) Evaluate(in Input) plan.Decision {
+	kinds := f.Kinds
+	if len(kinds) == 0 {
+		kinds = []string{string(plan.PostgresMajorUpgrade), string(plan.ScaleIn)}
+	}
+	if !slices.Contains(kinds, string(in.Step.Kind)) || !f.Selector.Matches(in.Cluster) {
+		return plan.Decision{}
+	}
+	if in.Observed == nil || in.Observed.Backup == nil || in.Observed.Backup.LastSuccessful == "" {
+		return plan.Decision{Verdict: plan.Hold, Reason: "no successful backup is known; take one first"}
+	}
+	age := f.Now.Sub(in.Observed.Backup.LastSuccessful.Time())
+	if age > f.MaxAge {
+		return plan.Decision{Verdict: plan.Hold, Reason: fmt.Sprintf("the last backup is %s old; the limit is %s", age.Round(time.Minute), f.MaxAge)}
+	}
+	return plan.Decision{Verdict: plan.Allow, Reason: fmt.Sprintf("the last backup is %s old", age.Round(time.Minute))}
+}

@@ -1,0 +1,195 @@
+package policies
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
+)
+
+// The apiVersion and kind of a policy file.
+const (
+	APIVersion = "cairn.dev/v1alpha1"
+	Kind       = "Policy"
+)
+
+// File is one policy document, kept in the GitOps repo under policies/.
+type File struct {
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Metadata   FileMeta   `json:"metadata"`
+	Spec       PolicySpec `json:"spec"`
+}
+
+// FileMeta names a policy.
+type FileMeta struct {
+	Name string `json:"name"`
+}
+
+// PolicySpec is what a policy decides.
+type PolicySpec struct {
+	// Selector picks the clusters the policy applies to by their labels;
+	// empty applies it to every cluster.
+	Selector map[string]string `json:"selector,omitempty"`
+	// MaintenanceWindow holds disruptive steps outside the window.
+	MaintenanceWindow *spec.MaintenanceWindow `json:"maintenanceWindow,omitempty"`
+	// BackupFreshness holds steps of the given kinds until the last
+	// successful backup is younger than MaxAge.
+	BackupFreshness *BackupFreshness `json:"backupFreshness,omitempty"`
+	// Rules are CEL expressions deciding on each step.
+	Rules []RuleSpec `json:"rules,omitempty"`
+}
+
+// BackupFreshness configures the backup freshness policy.
+type BackupFreshness struct {
+	MaxAge spec.Duration `json:"maxAge"`
+	// Kinds are the step kinds it applies to; empty means major upgrades
+	// and scale-ins.
+	Kinds []string `json:"kinds,omitempty"`
+}
+
+// RuleSpec is one CEL rule.
+type RuleSpec struct {
+	Name string `json:"name"`
+	// Expression returns {"verdict": "allow"|"hold"|"deny", "message": ...}.
+	Expression string `json:"expression"`
+}
+
+// LoadDir reads every policy file in dir (*.yaml, *.yml; a missing dir
+// holds none) and returns their policies, each built for time now. CEL
+// rules are compiled and type-checked here: a bad rule is an error with
+// file:line, not a failure at plan time.
+func LoadDir(dir string, now time.Time) (Set, error) {
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read policies: %w", err)
+	}
+	var set Set
+	var errs strictyaml.ErrorList
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		ps, err := Load(path, data, now)
+		if list, ok := err.(strictyaml.ErrorList); ok {
+			errs = append(errs, list...)
+		} else if err != nil {
+			return nil, err
+		}
+		set = append(set, ps...)
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// Load decodes the policy documents of one file.
+func Load(file string, data []byte, now time.Time) (Set, error) {
+	docs, errs := strictyaml.Parse(file, data, strictyaml.DefaultLimits)
+	var set Set
+	for _, doc := range docs {
+		var f File
+		pos, derrs := strictyaml.Decode(doc, &f, strictyaml.DefaultLimits)
+		errs = append(errs, derrs...)
+		if len(derrs) > 0 {
+			continue
+		}
+		fail := func(path, format string, args ...any) {
+			p := pos.Lookup(path)
+			errs = append(errs, &strictyaml.Error{File: file, Line: p.Line, Col: p.Col, Path: path, Msg: fmt.Sprintf(format, args...)})
+		}
+		ps := build(&f, now, fail)
+		set = append(set, ps...)
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// build checks a decoded file and makes its policies.
+func build(f *File, now time.Time, fail func(path, format string, args ...any)) Set {
+	if f.APIVersion != APIVersion || f.Kind != Kind {
+		fail("", "apiVersion and kind must be %q and %q", APIVersion, Kind)
+		return nil
+	}
+	if f.Metadata.Name == "" {
+		fail("metadata.name", "a policy needs a name")
+		return nil
+	}
+	sel := selector(f.Spec.Selector)
+	var set Set
+	if w := f.Spec.MaintenanceWindow; w != nil {
+		if w.TimeZone == "" {
+			w.TimeZone = spec.DefaultTimeZone
+		}
+		if _, err := time.LoadLocation(w.TimeZone); err != nil {
+			fail("spec.maintenanceWindow.timeZone", "%s is not an IANA time zone", strictyaml.Quote(w.TimeZone))
+		} else {
+			set = append(set, Window{PolicyName: f.Metadata.Name + "/window", Window: w, Now: now, Selector: sel})
+		}
+	}
+	if b := f.Spec.BackupFreshness; b != nil {
+		maxAge, err := b.MaxAge.Parse()
+		if err != nil {
+			fail("spec.backupFreshness.maxAge", "must be a duration such as 6h")
+		}
+		for i, k := range b.Kinds {
+			if !slices.Contains(stepKinds, k) {
+				fail(fmt.Sprintf("spec.backupFreshness.kinds[%d]", i), "unknown step kind %s; valid: %s", strictyaml.Quote(k), strings.Join(stepKinds, ", "))
+			}
+		}
+		set = append(set, Freshness{PolicyName: f.Metadata.Name + "/backup-freshness", MaxAge: maxAge, Kinds: b.Kinds, Now: now, Selector: sel})
+	}
+	for i, r := range f.Spec.Rules {
+		path := fmt.Sprintf("spec.rules[%d]", i)
+		rule, err := CompileRule(f.Metadata.Name+"/"+r.Name, r.Expression, now, sel)
+		if err != nil {
+			fail(path+".expression", "%v", err)
+			continue
+		}
+		set = append(set, rule)
+	}
+	return set
+}
+
+// Selector matches clusters by their labels.
+type Selector map[string]string
+
+func selector(m map[string]string) Selector { return Selector(m) }
+
+// Matches reports whether every label of the selector is on the cluster.
+func (s Selector) Matches(c spec.Cluster) bool {
+	labels := clusterLabels(c)
+	for k, v := range s {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func clusterLabels(c spec.Cluster) map[string]string {
+	switch c := c.(type) {
+	case *spec.EtcdCluster:
+		return c.Metadata.Labels
+	case *spec.PostgresCluster:
+		return c.Metadata.Labels
+	}
+	return nil
+}
