@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/policies"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
 	"github.com/cairn-dev/cairn/renderer"
@@ -85,6 +87,12 @@ func headsOf(bare string) func(string) string {
 // publishOnce is one run of cairn propose with the GitHub provider.
 func publishOnce(t *testing.T, bare string, p *Provider) ([]publish.Outcome, error) {
 	t.Helper()
+	return publishWith(t, bare, p, etcdLive, nil)
+}
+
+// publishWith is one run with a given live state and policies.
+func publishWith(t *testing.T, bare string, p *Provider, liveDoc string, pols policies.Set) ([]publish.Outcome, error) {
+	t.Helper()
 	ctx := context.Background()
 	repo, err := gitrepo.Clone(ctx, gitrepo.Remote{URL: bare}, filepath.Join(t.TempDir(), "w"))
 	if err != nil {
@@ -96,12 +104,12 @@ func publishOnce(t *testing.T, bare string, p *Provider) ([]publish.Outcome, err
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs, err := live.Decode("live.yaml", []byte(etcdLive))
+	obs, err := live.Decode("live.yaml", []byte(liveDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	pub := &publish.Publisher{Repo: repo, PRs: p, Render: r.Render, Name: "cairn", Email: "c@x"}
-	return pub.Publish(ctx, base, clusters, planner.Plan(clusters, obs, nil))
+	return pub.Publish(ctx, base, clusters, planner.Plan(clusters, obs, pols))
 }
 
 func TestPublisherOnGitHub(t *testing.T) {
@@ -203,5 +211,54 @@ func TestAForksPullRequestIsNotCairns(t *testing.T) {
 	}
 	if f.prs[0].Title != "not cairn" || len(f.prs) != 2 || f.prs[1].Head.Repo.FullName != "o/r" {
 		t.Fatalf("the fork's pull request was taken over: %+v", f.prs)
+	}
+}
+
+// A step outside its maintenance window gets a pull request with a
+// pending status; when the window opens, the status turns green.
+func TestHeldStepTurnsGreenWhenItsWindowOpens(t *testing.T) {
+	f, srv := newFakeGitHub(t)
+	bare := bareRepo(t)
+	f.headSHA = headsOf(bare)
+	// A one-member etcd upgrade is disruptive; the spec sets a window.
+	setSpec(t, bare, "apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec:\n  size: 1\n  version: \"3.5.21\"\n  maintenanceWindow: {schedule: \"0 22 * * *\", duration: 2h, timeZone: UTC}\n")
+	one := "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n  statefulSet: {replicas: 1, version: \"3.5.20\"}\n  members:\n  - {name: e-0, version: \"3.5.20\", ready: true, role: leader}\n"
+	noon := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	p, _ := newProvider(t, srv.URL, f.token)
+	if _, err := publishWith(t, bare, p, one, policies.Set{policies.SpecWindow{Now: noon}}); err != nil {
+		t.Fatal(err)
+	}
+	open := f.open()
+	if len(open) != 1 || f.statuses[open[0].Head.SHA]["state"] != "pending" || !strings.Contains(f.statuses[open[0].Head.SHA]["description"], "opens at 2026-11-30 22:00 UTC") {
+		t.Fatalf("at noon: %+v %v", open, f.statuses)
+	}
+	if _, err := publishWith(t, bare, p, one, policies.Set{policies.SpecWindow{Now: noon.Add(10*time.Hour + 30*time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	open = f.open()
+	head := headsOf(bare)(open[0].Head.Ref)
+	if len(open) != 1 || f.statuses[head]["state"] != "success" {
+		t.Fatalf("in the window: %+v %v", open, f.statuses)
+	}
+}
+
+// setSpec replaces the bare repo's spec on main.
+func setSpec(t *testing.T, bare, doc string) {
+	t.Helper()
+	dir := t.TempDir()
+	repo, err := git.PlainClone(dir, false, &git.CloneOptions{URL: bare, ReferenceName: "refs/heads/main", SingleBranch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "clusters", "e.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := repo.Worktree()
+	_, _ = wt.Add("clusters/e.yaml")
+	if _, err := wt.Commit("window", &git.CommitOptions{Author: &object.Signature{Name: "p", Email: "p@x", When: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Push(&git.PushOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
