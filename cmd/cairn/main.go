@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -13,7 +14,7 @@ import (
 // Exit codes.
 const (
 	exitOK       = 0
-	exitInvalid  = 1 // invalid input: spec or live-state errors
+	exitInvalid  = 1 // invalid input (specs, live state, policies) or a failure (git, GitHub, a cluster)
 	exitUsage    = 2 // bad flags or arguments
 	exitRefusals = 3 // a plan refuses a spec change
 )
@@ -50,9 +51,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return ee.code
 	}
-	// Errors not marked otherwise come from cobra: bad flags or arguments.
+	// Unmarked errors are failures of the work itself (a push, an API
+	// call), but for the two usage errors cobra reports unmarked.
 	fmt.Fprintln(stderr, "cairn:", err)
-	return exitUsage
+	if msg := err.Error(); strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "required flag(s)") {
+		return exitUsage
+	}
+	return exitInvalid
+}
+
+// markUsage marks the errors cobra reports for flags and arguments as
+// usage errors, on cmd and every command below it.
+func markUsage(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{exitUsage, err} })
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return &exitError{exitUsage, err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		markUsage(sub)
+	}
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -66,5 +88,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	addNowFlag(root)
 	root.AddCommand(newValidate(), newPlan(), newRender(), newPropose(), newReconcile(), newPR(), newPolicy(), newSchema(), newInstance(), newRuntime())
+	markUsage(root)
 	return root
 }
