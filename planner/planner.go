@@ -28,6 +28,7 @@ func Plan(desired []spec.Cluster, observed *live.Snapshot, pols policies.Set) pl
 		out.Plans = append(out.Plans, planCluster(c, running[key], pols))
 		delete(running, key)
 	}
+	applyFleetPolicies(desired, out.Plans, pols)
 	for _, o := range running {
 		out.Plans = append(out.Plans, orphan(o))
 	}
@@ -80,6 +81,28 @@ func planCluster(c spec.Cluster, obs *live.Cluster, pols policies.Set) plan.Plan
 	}
 	p.ID = plan.ComputeID(p.Cluster, p.SpecFingerprint, p.Steps)
 	return p
+}
+
+// applyFleetPolicies adds the decisions of the policies that need the
+// whole fleet in view (concurrency) to each plan's next step. plans[i] is
+// the plan of desired[i].
+func applyFleetPolicies(desired []spec.Cluster, plans []plan.Plan, pols policies.Set) {
+	entries := make([]policies.FleetEntry, len(desired))
+	for i, c := range desired {
+		entries[i] = policies.FleetEntry{Cluster: c, Status: plans[i].Status}
+		if len(plans[i].Steps) > 0 {
+			entries[i].Next = &plans[i].Steps[0]
+			entries[i].Decisions = plans[i].Steps[0].Decisions
+		}
+	}
+	for i, ds := range pols.EvaluateFleet(entries) {
+		if len(ds) == 0 {
+			continue
+		}
+		step := &plans[i].Steps[0]
+		step.Decisions = append(slices.Clone(step.Decisions), ds...)
+		slices.SortStableFunc(step.Decisions, func(a, b plan.Decision) int { return cmp.Compare(a.Policy, b.Policy) })
+	}
 }
 
 // baseline records what the running cluster's manifests set.

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -121,5 +122,44 @@ func TestJSONShape(t *testing.T) {
 		if !bytes.Contains(data, []byte(want)) {
 			t.Errorf("JSON lacks %s:\n%s", want, data)
 		}
+	}
+}
+
+func TestFleetPoliciesDecideOnEachClustersNextStep(t *testing.T) {
+	other := decodeOne(t, "apiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata: {name: orders}\nspec: {version: \"14.9\", instances: 3, storage: 10Gi}\n")
+	desired := []spec.Cluster{pgSpec(t, 3, "14.9"), other}
+	// Both clusters have upgraded their replicas; the switchover that
+	// comes next is disruptive.
+	replicasUpgraded := func(name string) *live.Cluster {
+		return with(pgLive(3, "14.5", 0), func(c *live.Cluster) {
+			c.Name = name
+			c.StatefulSet = live.StatefulSet{Replicas: 3, Version: "14.9", UpdatePartition: 1}
+			for i := range c.Members {
+				c.Members[i].Name = fmt.Sprintf("%s-%d", name, i)
+				if i > 0 {
+					c.Members[i].Version = "14.9"
+				}
+			}
+		})
+	}
+	observed := snapshot(replicasUpgraded("pg"), replicasUpgraded("orders"))
+	l := Plan(desired, observed, policies.Set{policies.Concurrency{PolicyName: "one-at-a-time", Max: 1}})
+	verdicts := map[string]plan.Verdict{}
+	for _, p := range l.Plans {
+		if len(p.Steps) == 0 || !p.Steps[0].Disruptive {
+			t.Fatalf("%s: want a disruptive first step, got %v", p.Cluster.Name, stepIDs(p))
+		}
+		for i, s := range p.Steps {
+			if i > 0 && len(s.Decisions) > 0 {
+				t.Errorf("%s: only the next step gets a fleet decision, %s has %v", p.Cluster.Name, s.ID, s.Decisions)
+			}
+		}
+		if len(p.Steps[0].Decisions) != 1 {
+			t.Fatalf("%s: decisions %v", p.Cluster.Name, p.Steps[0].Decisions)
+		}
+		verdicts[p.Cluster.Name] = p.Steps[0].Decisions[0].Verdict
+	}
+	if verdicts["orders"] != plan.Allow || verdicts["pg"] != plan.Hold {
+		t.Fatalf("verdicts %v: want the first cluster by name to go, the other held", verdicts)
 	}
 }

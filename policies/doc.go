@@ -6,9 +6,13 @@
 // pull request is up to the publisher and the reconcile loop that read
 // them.
 //
+// A FleetPolicy (concurrency) decides on each cluster's next step with the
+// whole fleet's plans in view; the planner applies it after planning every
+// cluster.
+//
 // Policies are evaluated by the pure planner, so a policy must be pure as
-// well: anything it depends on (the time, other clusters' state) is given
-// to it when it is built, never read during Evaluate.
+// well: anything it depends on (the time, other clusters' plans) is given
+// to it when it is built or called, never read during Evaluate.
 //
 // The domain rules of the planner (etcd quorum, one member at a time, no
 // storage shrink, ...) are not policies and cannot be turned off here.

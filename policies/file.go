@@ -41,8 +41,18 @@ type PolicySpec struct {
 	// BackupFreshness holds steps of the given kinds until the last
 	// successful backup is younger than MaxAge.
 	BackupFreshness *BackupFreshness `json:"backupFreshness,omitempty"`
+	// Concurrency limits how many of the selected clusters may have a
+	// disruptive change in flight at once.
+	Concurrency *ConcurrencySpec `json:"concurrency,omitempty"`
 	// Rules are CEL expressions deciding on each step.
 	Rules []RuleSpec `json:"rules,omitempty"`
+}
+
+// ConcurrencySpec configures the concurrency policy.
+type ConcurrencySpec struct {
+	// MaxInFlight is the most clusters with a disruptive change in flight,
+	// at least 1.
+	MaxInFlight int `json:"maxInFlight"`
 }
 
 // BackupFreshness configures the backup freshness policy.
@@ -155,6 +165,13 @@ func build(f *File, now time.Time, fail func(path, format string, args ...any)) 
 			}
 		}
 		set = append(set, Freshness{PolicyName: f.Metadata.Name + "/backup-freshness", MaxAge: maxAge, Kinds: b.Kinds, Now: now, Selector: sel})
+	}
+	if c := f.Spec.Concurrency; c != nil {
+		if c.MaxInFlight < 1 {
+			fail("spec.concurrency.maxInFlight", "must be at least 1, got %d", c.MaxInFlight)
+		} else {
+			set = append(set, Concurrency{PolicyName: f.Metadata.Name + "/concurrency", Max: c.MaxInFlight, Selector: sel})
+		}
 	}
 	for i, r := range f.Spec.Rules {
 		path := fmt.Sprintf("spec.rules[%d]", i)
