@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,10 +26,23 @@ func policySet(repo string) (policies.Set, error) {
 	return append(policies.Set{policies.SpecWindow{Now: now}}, files...), nil
 }
 
-// addNowFlag adds --now to the root command.
+// policyCommands are the commands that decide policies and so take --now.
+var policyCommands = []string{"cairn plan", "cairn render", "cairn propose", "cairn reconcile", "cairn policy test"}
+
+// addNowFlag adds --now to the commands of root that decide policies; call
+// it once every command is added.
 func addNowFlag(root *cobra.Command) {
 	var now string
-	root.PersistentFlags().StringVar(&now, "now", "", "decide policies as at this RFC 3339 time instead of now")
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if slices.Contains(policyCommands, c.CommandPath()) {
+			c.Flags().StringVar(&now, "now", "", "decide policies as at this RFC 3339 time instead of now")
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if now == "" {
 			clock = time.Now

@@ -78,7 +78,7 @@ func newInstanceEtcd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "/var/lib/etcd/data", "etcd data directory")
 	cmd.Flags().StringVar(&configDir, "config", "/etc/cairn", "mounted <cluster>-cairn ConfigMap")
-	cmd.Flags().StringVar(&peerService, "peer-service", "", "headless Service giving members stable names")
+	cmd.Flags().StringVar(&peerService, "peer-service", "", "headless Service giving members stable names (required)")
 	_ = cmd.MarkFlagRequired("peer-service")
 	return cmd
 }
@@ -123,8 +123,8 @@ func newInstancePostgres() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&configDir, "config", "/etc/cairn", "mounted <cluster>-cairn ConfigMap")
 	f.StringVar(&pgConfig, "pg-config", "/etc/postgresql-cairn", "mounted <cluster>-config ConfigMap (postgresql.conf, pg_hba.conf)")
-	f.StringVar(&primaryService, "primary-service", "", "the <cluster>-rw Service")
-	f.StringVar(&peerService, "peer-service", "", "the headless Service giving members stable names")
+	f.StringVar(&primaryService, "primary-service", "", "the <cluster>-rw Service (required)")
+	f.StringVar(&peerService, "peer-service", "", "the headless Service giving members stable names (required)")
 	_ = cmd.MarkFlagRequired("primary-service")
 	_ = cmd.MarkFlagRequired("peer-service")
 	return cmd

@@ -86,8 +86,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	addNowFlag(root)
 	root.AddCommand(newValidate(), newPlan(), newRender(), newPropose(), newReconcile(), newPR(), newPolicy(), newSchema(), newInstance(), newRuntime())
+	addNowFlag(root)
 	markUsage(root)
 	return root
 }

@@ -27,14 +27,18 @@ type remoteOptions struct {
 	repo, base, tokenFile, sshKey, knownHosts, signKey string
 }
 
-func (o *remoteOptions) flags(cmd *cobra.Command) {
+// flags adds the flags reaching the GitOps repo; commits says whether the
+// command commits (and so takes --sign-key).
+func (o *remoteOptions) flags(cmd *cobra.Command, commits bool) {
 	f := cmd.Flags()
 	f.StringVar(&o.repo, "repo", "", "GitOps repo: a local path or a git URL (required)")
 	f.StringVar(&o.base, "base", "main", "branch the specs live on and steps merge into")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding an HTTPS token (default: $CAIRN_GIT_TOKEN)")
 	f.StringVar(&o.sshKey, "ssh-key", "", "private key for an ssh:// repo")
 	f.StringVar(&o.knownHosts, "known-hosts", "", "known_hosts file for ssh (default: the user's)")
-	f.StringVar(&o.signKey, "sign-key", "", "armored OpenPGP private key to sign commits with (passphrase: $CAIRN_SIGN_PASSPHRASE)")
+	if commits {
+		f.StringVar(&o.signKey, "sign-key", "", "armored OpenPGP private key to sign commits with (passphrase: $CAIRN_SIGN_PASSPHRASE)")
+	}
 	_ = cmd.MarkFlagRequired("repo")
 }
 
@@ -112,10 +116,10 @@ with nothing changed writes nothing.`,
 			return runPropose(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, gh, src, specs, images)
 		},
 	}
-	o.flags(cmd)
+	o.flags(cmd, true)
 	src.flags(cmd.Flags())
 	cmd.Flags().StringVar(&specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
-	cmd.Flags().StringVar(&images.CairnImage, "cairn-image", renderer.DefaultOptions.CairnImage, "image of the cairn binary")
+	imageFlags(cmd.Flags(), &images)
 	cmd.Flags().StringVar(&gh.repo, "github", "", "OWNER/REPO: open pull requests on GitHub instead of recording them in the repo")
 	cmd.Flags().StringVar(&gh.api, "github-api", "", "GitHub API URL (GitHub Enterprise: https://HOST/api/v3/)")
 	cmd.Flags().StringVar(&gh.tokenFile, "github-token-file", "", "file holding the GitHub token (default: $GITHUB_TOKEN)")
@@ -261,7 +265,7 @@ func newPR() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	o.flags(list)
+	o.flags(list, false)
 	cmd.AddCommand(list)
 	return cmd
 }

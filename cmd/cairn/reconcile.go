@@ -189,7 +189,8 @@ func newReconcile() *cobra.Command {
 	var o remoteOptions
 	var gh githubOptions
 	var src liveSource
-	var specs, addr, secretFile, image string
+	var specs, addr, secretFile string
+	var images renderer.Options
 	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "reconcile --repo URL|DIR [--live FILE] [--interval 1m] [--webhook-addr :8080]",
@@ -204,7 +205,7 @@ state (--live, read again on every pass).`,
 			ctx, cancel := signalContext()
 			defer cancel()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			r, cleanup, err := newReconciler(ctx, o, gh, src, specs, image, log)
+			r, cleanup, err := newReconciler(ctx, o, gh, src, specs, images, log)
 			if err != nil {
 				return err
 			}
@@ -227,7 +228,7 @@ state (--live, read again on every pass).`,
 			return r.run(ctx, interval, trigger, cmd.OutOrStdout())
 		},
 	}
-	o.flags(cmd)
+	o.flags(cmd, true)
 	src.flags(cmd.Flags())
 	cmd.Flags().StringVar(&specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
 	cmd.Flags().DurationVar(&interval, "interval", time.Minute, "time between passes")
@@ -236,12 +237,12 @@ state (--live, read again on every pass).`,
 	cmd.Flags().StringVar(&gh.repo, "github", "", "OWNER/REPO: pull requests on GitHub")
 	cmd.Flags().StringVar(&gh.api, "github-api", "", "GitHub API URL")
 	cmd.Flags().StringVar(&gh.tokenFile, "github-token-file", "", "file holding the GitHub token (default: $GITHUB_TOKEN)")
-	cmd.Flags().StringVar(&image, "cairn-image", renderer.DefaultOptions.CairnImage, "image of the cairn binary (as cairn propose)")
+	imageFlags(cmd.Flags(), &images)
 	return cmd
 }
 
-func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, src liveSource, specs, image string, log *slog.Logger) (*reconciler, func(), error) {
-	rend, err := renderer.New(renderer.Options{CairnImage: image})
+func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, src liveSource, specs string, images renderer.Options, log *slog.Logger) (*reconciler, func(), error) {
+	rend, err := renderer.New(images)
 	if err != nil {
 		return nil, nil, err
 	}

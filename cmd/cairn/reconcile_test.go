@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/cairn-dev/cairn/renderer"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -36,7 +37,7 @@ func TestReconcileHoldsUntilTheMergedStepShowsDone(t *testing.T) {
 	base, _ := os.ReadFile("../../examples/fleet/live.yaml")
 	setLive := func(s string) { _ = os.WriteFile(liveFile, []byte(s), 0o644) }
 	setLive(string(base))
-	r, cleanup, err := newReconciler(ctx, remoteOptions{repo: bare, base: "main"}, githubOptions{}, liveSource{file: liveFile}, "clusters", "", slog.New(slog.DiscardHandler))
+	r, cleanup, err := newReconciler(ctx, remoteOptions{repo: bare, base: "main"}, githubOptions{}, liveSource{file: liveFile}, "clusters", renderer.Options{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/plan"
@@ -38,12 +39,18 @@ nothing. A cluster whose spec is gone keeps its rendered folder untouched.`,
 	o.src.flags(f)
 	f.StringVar(&o.specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
 	f.StringVar(&o.out, "out", "", "directory to write rendered/ into (default: the repo)")
-	f.StringVar(&o.images.CairnImage, "cairn-image", renderer.DefaultOptions.CairnImage, "image of the cairn binary")
-	f.StringVar(&o.images.EtcdRepository, "etcd-repository", renderer.DefaultOptions.EtcdRepository, "etcd image repository (tag v<version>)")
-	f.StringVar(&o.images.PostgresRepository, "postgres-repository", renderer.DefaultOptions.PostgresRepository, "PostgreSQL image repository (tag <version>)")
-	f.StringVar(&o.images.PostgresUpgradeRepository, "postgres-upgrade-repository", renderer.DefaultOptions.PostgresUpgradeRepository, "pg_upgrade image repository (tag <from>-to-<to>)")
+	imageFlags(f, &o.images)
 	_ = cmd.MarkFlagRequired("repo")
 	return cmd
+}
+
+// imageFlags adds the flags choosing the images rendered manifests use;
+// render, propose and reconcile share them.
+func imageFlags(f *pflag.FlagSet, o *renderer.Options) {
+	f.StringVar(&o.CairnImage, "cairn-image", renderer.DefaultOptions.CairnImage, "image of the cairn binary")
+	f.StringVar(&o.EtcdRepository, "etcd-repository", renderer.DefaultOptions.EtcdRepository, "etcd image repository (tag v<version>)")
+	f.StringVar(&o.PostgresRepository, "postgres-repository", renderer.DefaultOptions.PostgresRepository, "PostgreSQL image repository (tag <version>)")
+	f.StringVar(&o.PostgresUpgradeRepository, "postgres-upgrade-repository", renderer.DefaultOptions.PostgresUpgradeRepository, "pg_upgrade image repository (tag <from>-to-<to>)")
 }
 
 func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
