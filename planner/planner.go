@@ -23,12 +23,14 @@ func Plan(desired []spec.Cluster, observed *live.Snapshot, pols policies.Set) pl
 		}
 	}
 	out := plan.List{Plans: make([]plan.Plan, 0, len(desired))}
-	for _, c := range desired {
+	obs := make([]*live.Cluster, len(desired))
+	for i, c := range desired {
 		key := c.Ref().Kind + "/" + c.Ref().Name
-		out.Plans = append(out.Plans, planCluster(c, running[key], pols))
+		obs[i] = running[key]
+		out.Plans = append(out.Plans, planCluster(c, obs[i], pols))
 		delete(running, key)
 	}
-	applyFleetPolicies(desired, out.Plans, pols)
+	applyFleetPolicies(desired, obs, out.Plans, pols)
 	for _, o := range running {
 		out.Plans = append(out.Plans, orphan(o))
 	}
@@ -85,11 +87,11 @@ func planCluster(c spec.Cluster, obs *live.Cluster, pols policies.Set) plan.Plan
 
 // applyFleetPolicies adds the decisions of the policies that need the
 // whole fleet in view (concurrency) to each plan's next step. plans[i] is
-// the plan of desired[i].
-func applyFleetPolicies(desired []spec.Cluster, plans []plan.Plan, pols policies.Set) {
+// the plan of desired[i], made against obs[i].
+func applyFleetPolicies(desired []spec.Cluster, obs []*live.Cluster, plans []plan.Plan, pols policies.Set) {
 	entries := make([]policies.FleetEntry, len(desired))
 	for i, c := range desired {
-		entries[i] = policies.FleetEntry{Cluster: c, Status: plans[i].Status}
+		entries[i] = policies.FleetEntry{Cluster: c, Observed: obs[i], Status: plans[i].Status}
 		if len(plans[i].Steps) > 0 {
 			entries[i].Next = &plans[i].Steps[0]
 			entries[i].Decisions = plans[i].Steps[0].Decisions

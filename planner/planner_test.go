@@ -163,3 +163,32 @@ func TestFleetPoliciesDecideOnEachClustersNextStep(t *testing.T) {
 		t.Fatalf("verdicts %v: want the first cluster by name to go, the other held", verdicts)
 	}
 }
+
+// observedNames is a fleet policy that answers with what it was shown of
+// each cluster's observed state.
+type observedNames struct{}
+
+func (observedNames) Name() string                          { return "observed" }
+func (observedNames) Evaluate(policies.Input) plan.Decision { return plan.Decision{} }
+func (observedNames) EvaluateFleet(entries []policies.FleetEntry) []plan.Decision {
+	out := make([]plan.Decision, len(entries))
+	for i, e := range entries {
+		reason := "nothing observed"
+		if e.Observed != nil {
+			reason = "observed " + e.Observed.Name
+		}
+		out[i] = plan.Decision{Verdict: plan.Allow, Reason: reason}
+	}
+	return out
+}
+
+func TestFleetPoliciesSeeEachClustersObservedState(t *testing.T) {
+	desired := []spec.Cluster{pgSpec(t, 3, "14.9"), etcdSpec(t, 3, "3.5.21")}
+	l := Plan(desired, snapshot(pgLive(3, "14.5", 0)), policies.Set{observedNames{}})
+	want := map[string]string{"pg": "observed pg", "e": "nothing observed"}
+	for _, p := range l.Plans {
+		if got := p.Steps[0].Decisions[0].Reason; got != want[p.Cluster.Name] {
+			t.Errorf("%s: %q, want %q", p.Cluster.Name, got, want[p.Cluster.Name])
+		}
+	}
+}

@@ -44,3 +44,47 @@ func BenchmarkEvaluate1000x10(b *testing.B) {
 	}
 	b.ReportMetric(float64(decisions), "decisions/op")
 }
+
+// BenchmarkFleet1000 decides concurrency and promotion order for 1,000
+// clusters: 500 production clusters upgrading, 500 staging clusters that
+// vouch (or not yet) for their version.
+func BenchmarkFleet1000(b *testing.B) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	set, err := Load("bench.yaml", []byte(policyHead+"  selector: {env: prod}\n  concurrency: {maxInFlight: 5}\n  promotion: {after: {env: staging}, soak: 24h}\n"), now)
+	if err != nil || len(set) != 2 {
+		b.Fatalf("%d policies: %v", len(set), err)
+	}
+	var entries []FleetEntry
+	for i := range 1000 {
+		env := []string{"prod", "staging"}[i%2]
+		cs, err := spec.Decode("c.yaml", []byte(fmt.Sprintf("apiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata: {name: c%d, labels: {env: %s}}\nspec: {version: \"15.8\", instances: 3, storage: 10Gi}\n", i, env)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		obs := &live.Cluster{Kind: spec.PostgresKind, Name: cs[0].Ref().Name}
+		version, since := "15.4", "2026-11-01T00:00:00Z"
+		if env == "staging" {
+			version = "15.8"
+			if i%4 == 1 {
+				since = "2026-11-27T06:00:00Z"
+			}
+		}
+		for m := range 3 {
+			obs.Members = append(obs.Members, live.Member{Name: fmt.Sprintf("%s-%d", obs.Name, m), Version: version, Ready: true, ReadySince: live.Timestamp(since)})
+		}
+		e := FleetEntry{Cluster: cs[0], Observed: obs, Status: plan.StatusConverged}
+		if env == "prod" {
+			e.Status, e.Next = plan.StatusPlanned, &plan.Step{Kind: plan.UpgradeMember, Disruptive: i%3 == 0}
+		}
+		entries = append(entries, e)
+	}
+	b.ReportAllocs()
+	decisions := 0
+	for b.Loop() {
+		decisions = 0
+		for _, ds := range set.EvaluateFleet(entries) {
+			decisions += len(ds)
+		}
+	}
+	b.ReportMetric(float64(decisions), "decisions/op")
+}

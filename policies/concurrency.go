@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
@@ -14,7 +15,9 @@ import (
 // plan's status and the step that goes next.
 type FleetEntry struct {
 	Cluster spec.Cluster
-	Status  plan.Status
+	// Observed is the cluster's observed state; nil before it is created.
+	Observed *live.Cluster
+	Status   plan.Status
 	// Next is the plan's first step; nil when the plan has none.
 	Next *plan.Step
 	// Decisions are the other policies' decisions on Next.

@@ -6,7 +6,7 @@
 // pull request is up to the publisher and the reconcile loop that read
 // them.
 //
-// A FleetPolicy (concurrency) decides on each cluster's next step with the
+// A FleetPolicy (concurrency, promotion order) decides on each cluster's next step with the
 // whole fleet's plans in view; the planner applies it after planning every
 // cluster.
 //

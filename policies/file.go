@@ -44,8 +44,19 @@ type PolicySpec struct {
 	// Concurrency limits how many of the selected clusters may have a
 	// disruptive change in flight at once.
 	Concurrency *ConcurrencySpec `json:"concurrency,omitempty"`
+	// Promotion lets the selected clusters take a version only after a
+	// cluster matching After ran it healthy for Soak.
+	Promotion *PromotionSpec `json:"promotion,omitempty"`
 	// Rules are CEL expressions deciding on each step.
 	Rules []RuleSpec `json:"rules,omitempty"`
+}
+
+// PromotionSpec configures the promotion-order policy.
+type PromotionSpec struct {
+	// After selects the clusters that take a version first, by labels.
+	After map[string]string `json:"after"`
+	// Soak is how long one of them must have run the version healthy.
+	Soak spec.Duration `json:"soak"`
 }
 
 // ConcurrencySpec configures the concurrency policy.
@@ -171,6 +182,17 @@ func build(f *File, now time.Time, fail func(path, format string, args ...any)) 
 			fail("spec.concurrency.maxInFlight", "must be at least 1, got %d", c.MaxInFlight)
 		} else {
 			set = append(set, Concurrency{PolicyName: f.Metadata.Name + "/concurrency", Max: c.MaxInFlight, Selector: sel})
+		}
+	}
+	if p := f.Spec.Promotion; p != nil {
+		soak, err := p.Soak.Parse()
+		switch {
+		case len(p.After) == 0:
+			fail("spec.promotion.after", "needs the labels of the clusters that go first, such as {environment: staging}")
+		case err != nil:
+			fail("spec.promotion.soak", "must be a duration such as 24h")
+		default:
+			set = append(set, Promotion{PolicyName: f.Metadata.Name + "/promotion", Selector: sel, After: selector(p.After), Soak: soak, Now: now})
 		}
 	}
 	for i, r := range f.Spec.Rules {

@@ -102,7 +102,10 @@ type Member struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
 	Ready   bool   `json:"ready"`
-	Role    Role   `json:"role"`
+	// ReadySince is when the member last became ready (its pod's Ready
+	// condition); promotion-order policies measure soak time from it.
+	ReadySince Timestamp `json:"readySince,omitempty"`
+	Role       Role      `json:"role"`
 	// DataLost marks an etcd member whose pod came back with an empty data
 	// directory; the runtime replaces it (remove, then re-add).
 	DataLost bool `json:"dataLost,omitempty"`

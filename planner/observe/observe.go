@@ -198,7 +198,7 @@ func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.
 		if !strings.HasPrefix(p.Name, cluster+"-") || p.DeletionTimestamp != nil {
 			continue
 		}
-		m := live.Member{Name: p.Name, Version: versionOf(p.Spec.Containers, isEtcd), Ready: ready(&p), Role: live.RoleUnknown}
+		m := live.Member{Name: p.Name, Version: versionOf(p.Spec.Containers, isEtcd), Ready: ready(&p), ReadySince: readySince(&p), Role: live.RoleUnknown}
 		if isEtcd {
 			m.Role = etcdRole(&p, etcd)
 		} else if r := p.Labels[labelRole]; r == string(live.RolePrimary) || r == string(live.RoleReplica) {
@@ -237,6 +237,17 @@ func etcdRole(pod *corev1.Pod, st *EtcdStatus) live.Role {
 		return live.RoleUnknown
 	}
 	return live.RoleRemoved
+}
+
+// readySince is when a ready pod became ready; empty when it is not ready
+// or Kubernetes recorded no time.
+func readySince(p *corev1.Pod) live.Timestamp {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return live.Timestamp(c.LastTransitionTime.UTC().Format(time.RFC3339))
+		}
+	}
+	return ""
 }
 
 func ready(p *corev1.Pod) bool {

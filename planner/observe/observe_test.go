@@ -30,6 +30,9 @@ func decode(t *testing.T, doc string) []spec.Cluster {
 
 func ptr[T any](v T) *T { return &v }
 
+// readyAt is when deploy's pods became ready, as their Ready condition says.
+var readyAt = metav1.NewTime(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+
 // deploy creates what the renderer's manifests and the controllers make
 // of a cluster: the StatefulSet, its pods (with their readiness), their
 // PVCs (with capacities), the rendered config and the runtime's status.
@@ -65,7 +68,7 @@ func deploy(t *testing.T, c kubernetes.Interface, ns, name, app, image string, r
 		if r {
 			cond = corev1.ConditionTrue
 		}
-		created.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: cond}}}
+		created.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: cond, LastTransitionTime: readyAt}}}
 		if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -121,16 +124,16 @@ spec: {version: "14.5", instances: 1, storage: 10Gi}
 		{Kind: "EtcdCluster", Name: "e", Storage: "8Gi", ClusterVersion: "3.5", Bootstrap: "existing",
 			StatefulSet: live.StatefulSet{Replicas: 3, UpdatePartition: 1, Version: "3.5.21", VolumeClaimStorage: "8Gi"},
 			Members: []live.Member{
-				{Name: "e-0", Version: "3.5.21", Ready: true, Role: live.RoleLeader},
-				{Name: "e-1", Version: "3.5.21", Ready: true, Role: live.RoleFollower},
+				{Name: "e-0", Version: "3.5.21", Ready: true, ReadySince: "2026-11-29T10:00:00Z", Role: live.RoleLeader},
+				{Name: "e-1", Version: "3.5.21", Ready: true, ReadySince: "2026-11-29T10:00:00Z", Role: live.RoleFollower},
 				{Name: "e-2", Version: "3.5.21", Ready: false, Role: live.RoleLearner},
 			}},
 		{Kind: "PostgresCluster", Name: "pg", Storage: "10Gi", Bootstrap: "new", SynchronousStandbys: 1,
 			Backup:      &live.Backup{Schedule: "0 2 * * *", TimeZone: "UTC", StorageLocation: "s3://b/pg", RetentionCount: 7},
 			StatefulSet: live.StatefulSet{Replicas: 2, UpdatePartition: 1, Version: "14.5", VolumeClaimStorage: "8Gi"},
 			Members: []live.Member{
-				{Name: "pg-0", Version: "14.5", Ready: true, Role: live.RolePrimary},
-				{Name: "pg-1", Version: "14.5", Ready: true, Role: live.RoleUnknown},
+				{Name: "pg-0", Version: "14.5", Ready: true, ReadySince: "2026-11-29T10:00:00Z", Role: live.RolePrimary},
+				{Name: "pg-1", Version: "14.5", Ready: true, ReadySince: "2026-11-29T10:00:00Z", Role: live.RoleUnknown},
 			}},
 	}
 	if !reflect.DeepEqual(snap.Clusters, want) {
