@@ -35,21 +35,37 @@ type FleetPolicy interface {
 }
 
 // EvaluateFleet returns, for each entry, the decisions of the set's fleet
-// policies on its next step, ordered by policy name.
+// policies on its next step, ordered by policy name. Concurrency limits go
+// last, and each fleet policy sees the decisions of those before it, so a
+// step another policy holds (promotion order, say) takes no place.
 func (s Set) EvaluateFleet(entries []FleetEntry) [][]plan.Decision {
-	out := make([][]plan.Decision, len(entries))
+	var fleet []FleetPolicy
 	for _, p := range s {
-		fp, ok := p.(FleetPolicy)
-		if !ok {
-			continue
+		if fp, ok := p.(FleetPolicy); ok {
+			fleet = append(fleet, fp)
 		}
-		ds := fp.EvaluateFleet(entries)
-		for i, d := range ds {
+	}
+	slices.SortStableFunc(fleet, func(a, b FleetPolicy) int {
+		_, ac := a.(Concurrency)
+		_, bc := b.(Concurrency)
+		switch {
+		case ac == bc:
+			return 0
+		case bc:
+			return -1
+		}
+		return 1
+	})
+	out := make([][]plan.Decision, len(entries))
+	seen := slices.Clone(entries)
+	for _, fp := range fleet {
+		for i, d := range fp.EvaluateFleet(seen) {
 			if d.Verdict == "" {
 				continue
 			}
-			d.Policy = p.Name()
+			d.Policy = fp.Name()
 			out[i] = append(out[i], d)
+			seen[i].Decisions = append(slices.Clone(seen[i].Decisions), d)
 		}
 	}
 	for i := range out {

@@ -136,3 +136,34 @@ func TestLoadPromotion(t *testing.T) {
 		}
 	}
 }
+
+func TestAStepPromotionHoldsTakesNoConcurrencyPlace(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	upgrade := &plan.Step{Kind: plan.UpgradeMember, Disruptive: true}
+	// "a" wants 15.8, which no staging cluster ran; "b" wants 15.7, which
+	// one did. Concurrency comes first in the file but is decided last.
+	entries := []FleetEntry{
+		{Cluster: pgAt(t, "a", "production", "15.8"), Observed: running("a", "15.6", "2026-11-01T00:00:00Z"), Status: plan.StatusPlanned, Next: upgrade},
+		{Cluster: pgAt(t, "b", "production", "15.7"), Observed: running("b", "15.6", "2026-11-01T00:00:00Z"), Status: plan.StatusPlanned, Next: upgrade},
+		{Cluster: pgAt(t, "stage", "staging", "15.7"), Observed: running("stage", "15.7", "2026-11-01T00:00:00Z"), Status: plan.StatusConverged},
+	}
+	prod := Selector{"environment": "production"}
+	set := Set{
+		Concurrency{PolicyName: "a-concurrency", Max: 1, Selector: prod},
+		Promotion{PolicyName: "b-promotion", Selector: prod, After: Selector{"environment": "staging"}, Soak: time.Hour, Now: now},
+	}
+	got := set.EvaluateFleet(entries)
+	verdicts := func(ds []plan.Decision) string {
+		var v []string
+		for _, d := range ds {
+			v = append(v, d.Policy+"="+string(d.Verdict))
+		}
+		return strings.Join(v, " ")
+	}
+	if v := verdicts(got[0]); v != "b-promotion=Hold" {
+		t.Errorf("a: %s, want only the promotion hold", v)
+	}
+	if v := verdicts(got[1]); v != "a-concurrency=Allow b-promotion=Allow" {
+		t.Errorf("b: %s, want the concurrency place and the promotion", v)
+	}
+}
