@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,14 +9,8 @@ import (
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
-func namedCluster(t *testing.T, name, env string) spec.Cluster {
-	t.Helper()
-	cs, err := spec.Decode("c.yaml", []byte(fmt.Sprintf("apiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata: {name: %s, labels: {environment: %s}}\nspec: {version: \"15.4\", instances: 3, storage: 10Gi}\n", name, env)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs[0]
-}
+// namedCluster is a PostgreSQL cluster spec with an environment label.
+func namedCluster(t *testing.T, name, env string) spec.Cluster { return pgAt(t, name, env, "15.4") }
 
 func TestConcurrency(t *testing.T) {
 	disruptive := &plan.Step{Kind: plan.UpgradeMember, Disruptive: true}
