@@ -34,14 +34,7 @@ func (w Window) Evaluate(in Input) plan.Decision {
 	if !in.Step.Disruptive || !w.Selector.Matches(in.Cluster) {
 		return plan.Decision{}
 	}
-	open, until, next, err := WindowAt(w.Window, w.Now)
-	switch {
-	case err != nil:
-		return plan.Decision{Verdict: plan.Hold, Reason: "the maintenance window cannot be read: " + err.Error()}
-	case open:
-		return plan.Decision{Verdict: plan.Allow, Reason: "the maintenance window is open until " + until.Format("2006-01-02 15:04 MST")}
-	}
-	return plan.Decision{Verdict: plan.Hold, Reason: "outside the maintenance window; it opens at " + next.Format("2006-01-02 15:04 MST")}
+	return windowDecision(w.Window, w.Now)
 }
 
 // Freshness holds risky steps of the selected clusters until the last

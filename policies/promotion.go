@@ -3,6 +3,7 @@ package policies
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -119,14 +120,9 @@ func healthyAt(c *live.Cluster, version string) (time.Time, bool) {
 
 // String writes a selector as {k=v, ...} in key order.
 func (s Selector) String() string {
-	keys := make([]string, 0, len(s))
-	for k := range s {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + s[k]
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		parts = append(parts, k+"="+s[k])
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -26,7 +26,13 @@ func (w SpecWindow) Evaluate(in Input) plan.Decision {
 	if !in.Step.Disruptive || mw == nil {
 		return plan.Decision{}
 	}
-	open, until, next, err := WindowAt(mw, w.Now)
+	return windowDecision(mw, w.Now)
+}
+
+// windowDecision allows a disruptive step while the window is open and
+// holds it, saying when the window opens, while it is not.
+func windowDecision(mw *spec.MaintenanceWindow, now time.Time) plan.Decision {
+	open, until, next, err := WindowAt(mw, now)
 	switch {
 	case err != nil:
 		return plan.Decision{Verdict: plan.Hold, Reason: "the maintenance window cannot be read: " + err.Error()}

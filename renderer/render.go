@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -221,7 +222,7 @@ func putKustomization(t Tree, dir string, k kustomization) error {
 // putFull writes every object of a state as the resources of dir.
 func putFull(t Tree, dir string, c spec.Cluster, files map[string]map[string]any) error {
 	k := kustomization{Namespace: c.Ref().Namespace}
-	for _, f := range sortedKeys(files) {
+	for _, f := range slices.Sorted(maps.Keys(files)) {
 		data, err := yaml.Marshal(files[f])
 		if err != nil {
 			return err
@@ -239,7 +240,7 @@ func putOverlay(t Tree, dir, prevDir, namespace string, prev, next map[string]ma
 	// The namespace is set again: objects new in this overlay (grown
 	// volumes) must land beside those of the base.
 	k := kustomization{Namespace: namespace, Resources: []string{prevDir}}
-	for _, f := range sortedKeys(next) {
+	for _, f := range slices.Sorted(maps.Keys(next)) {
 		old, ok := prev[f]
 		if !ok {
 			data, err := yaml.Marshal(next[f])
@@ -262,7 +263,7 @@ func putOverlay(t Tree, dir, prevDir, namespace string, prev, next map[string]ma
 		t[dir+"/"+name] = data
 		k.Patches = append(k.Patches, patch{Path: name, Target: targetOf(next[f])})
 	}
-	for _, f := range sortedKeys(prev) {
+	for _, f := range slices.Sorted(maps.Keys(prev)) {
 		if _, ok := next[f]; ok {
 			continue
 		}
@@ -299,13 +300,4 @@ func deletePatch(obj map[string]any) map[string]any {
 		"kind":       obj["kind"],
 		"metadata":   map[string]any{"name": meta["name"]},
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

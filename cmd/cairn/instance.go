@@ -42,6 +42,20 @@ func readPodEnv() (podEnv, error) {
 	return e, nil
 }
 
+// readPod reads the pod's environment and the mounted <cluster>-cairn
+// ConfigMap in configDir.
+func readPod(configDir string) (podEnv, instance.Config, error) {
+	env, err := readPodEnv()
+	if err != nil {
+		return env, instance.Config{}, err
+	}
+	cfg, err := instance.ReadConfig(configDir)
+	if err != nil {
+		return env, cfg, &exitError{exitInvalid, err}
+	}
+	return env, cfg, nil
+}
+
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 }
@@ -53,13 +67,9 @@ func newInstanceEtcd() *cobra.Command {
 		Short: "Start this pod's etcd member: from its data, by joining, or in a create step by bootstrapping",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, err := readPodEnv()
+			env, cfg, err := readPod(configDir)
 			if err != nil {
 				return err
-			}
-			cfg, err := instance.ReadConfig(configDir)
-			if err != nil {
-				return &exitError{exitInvalid, err}
 			}
 			host := func(m string) string { return fmt.Sprintf("%s.%s.%s.svc", m, peerService, env.namespace) }
 			e := &instance.Etcd{
@@ -90,13 +100,9 @@ func newInstancePostgres() *cobra.Command {
 		Short: "Start this pod's PostgreSQL member: initialise, clone, rewind or follow, then run it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, err := readPodEnv()
+			env, cfg, err := readPod(configDir)
 			if err != nil {
 				return err
-			}
-			cfg, err := instance.ReadConfig(configDir)
-			if err != nil {
-				return &exitError{exitInvalid, err}
 			}
 			super, repl := os.Getenv("POSTGRES_PASSWORD"), os.Getenv("CAIRN_REPLICATION_PASSWORD")
 			if super == "" || repl == "" || os.Getenv("PGDATA") == "" {

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -110,7 +111,7 @@ func (v *validator) meta(m ObjectMeta) {
 			v.fail("metadata.namespace", "%s is not a valid namespace: %s", strictyaml.Quote(m.Namespace), errs[0])
 		}
 	}
-	for _, k := range sortedKeys(m.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
 		p := strictyaml.MapPath("metadata.labels", k)
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			v.fail(p, "label key %s is not valid: %s", strictyaml.Quote(k), errs[0])
@@ -138,7 +139,7 @@ func (v *validator) postgres(s PostgresSpec) {
 		v.fail("spec.postgresql.parameters", "%d parameters; the limit is %d", len(s.PostgreSQL.Parameters), MaxParameters)
 		return
 	}
-	for _, name := range sortedKeys(s.PostgreSQL.Parameters) {
+	for _, name := range slices.Sorted(maps.Keys(s.PostgreSQL.Parameters)) {
 		p := strictyaml.MapPath("spec.postgresql.parameters", name)
 		switch {
 		case !paramNameRE.MatchString(name):
@@ -206,13 +207,4 @@ func reservedLabel(k string) bool {
 		return true
 	}
 	return strings.HasPrefix(k, "cairn.dev/")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -15,30 +15,19 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairn-dev/cairn/planner/observe"
 )
 
-// etcdStatusKey holds an etcdStatus in the status ConfigMap; planner/observe
-// reads the same JSON.
-const etcdStatusKey = "etcd.json"
+// The runtime's report of an etcd cluster is the type planner/observe
+// reads (observe.EtcdStatus under observe.StatusKey), so the two sides of
+// the contract cannot drift apart.
+type (
+	etcdStatus = observe.EtcdStatus
+	etcdMember = observe.EtcdMember
+)
 
-// etcdStatus is the runtime's report of an etcd cluster. The JSON is the
-// contract with planner/observe; testdata/etcd-status.json holds an
-// example both packages' tests decode.
-type etcdStatus struct {
-	// ObservedAt is when the runtime listed the members (RFC 3339).
-	ObservedAt     string       `json:"observedAt"`
-	ClusterVersion string       `json:"clusterVersion"`
-	Members        []etcdMember `json:"members"`
-}
-
-type etcdMember struct {
-	Name     string   `json:"name"`
-	ID       string   `json:"id"`
-	PeerURLs []string `json:"peerURLs"`
-	Learner  bool     `json:"learner"`
-	Leader   bool     `json:"leader"`
-	Version  string   `json:"version,omitempty"`
-}
+const etcdStatusKey = observe.StatusKey
 
 // status lists the members, the leader (as the member with the highest
 // raft term reports it: a cut-off old leader may still believe it leads)

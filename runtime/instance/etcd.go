@@ -231,10 +231,16 @@ func (e *Etcd) bootstrapArgs() []string {
 
 // moveAside keeps stale data under a new name instead of deleting it.
 func (e *Etcd) moveAside() error {
-	dest := fmt.Sprintf("%s.stale-%d", strings.TrimRight(e.DataDir, "/"), time.Now().Unix())
-	e.Log.Warn("this member was removed from the cluster; keeping its old data aside and joining again", "member", e.Name, "moved_to", dest)
-	if err := os.Rename(e.DataDir, dest); err != nil {
-		return fmt.Errorf("move stale data aside: %w", err)
+	return moveAside(e.DataDir, e.Log.With("member", e.Name), "this member was removed from the cluster; keeping its old data aside and joining again")
+}
+
+// moveAside renames dir to <dir>.stale-<unix time>, saying why in the log:
+// cairn never deletes a database's data on its own.
+func moveAside(dir string, log *slog.Logger, why string) error {
+	dest := fmt.Sprintf("%s.stale-%d", strings.TrimRight(dir, "/"), time.Now().Unix())
+	log.Warn(why, "moved_to", dest)
+	if err := os.Rename(dir, dest); err != nil {
+		return fmt.Errorf("move data aside: %w", err)
 	}
 	return nil
 }

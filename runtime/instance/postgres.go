@@ -352,12 +352,7 @@ func (p *Postgres) staleMajor() (bool, error) {
 }
 
 func (p *Postgres) moveAside() error {
-	dest := fmt.Sprintf("%s.stale-%d", strings.TrimRight(p.PGData, "/"), time.Now().Unix())
-	p.Log.Warn("data directory is of another major; keeping it aside and cloning", "member", p.Name, "moved_to", dest)
-	if err := os.Rename(p.PGData, dest); err != nil {
-		return fmt.Errorf("move data aside: %w", err)
-	}
-	return nil
+	return moveAside(p.PGData, p.Log.With("member", p.Name), "data directory is of another major; keeping it aside and cloning")
 }
 
 func (p *Postgres) bin(name string) string {
