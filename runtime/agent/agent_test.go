@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/user"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -52,16 +51,7 @@ func newMembers(t *testing.T) *pgMembers {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	m.dir = dir
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Fatalf("running as root needs a postgres user: %v", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		m.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		_ = os.Chown(dir, uid, gid)
-	}
+	m.cred = testbed.PostgresCredential(t, dir)
 	conf := fmt.Sprintf("wal_level = replica\nhot_standby = on\nwal_log_hints = on\nwal_keep_size = 512MB\nmax_wal_senders = 8\npassword_encryption = 'scram-sha-256'\nhba_file = '%s/pg_hba.conf'\n", dir)
 	hba := "local all postgres peer\nhost replication replicator 0.0.0.0/0 scram-sha-256\nhost all all 0.0.0.0/0 scram-sha-256\n"
 	_ = os.WriteFile(filepath.Join(dir, "postgresql.conf"), []byte(conf), 0o644)

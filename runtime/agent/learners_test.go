@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +30,7 @@ func TestLearnerIsPromoted(t *testing.T) {
 	dir := t.TempDir()
 	port := map[string][2]int{}
 	for i := range 3 {
-		port["e-"+strconv.Itoa(i)] = [2]int{freeTCP(t), freeTCP(t)}
+		port["e-"+strconv.Itoa(i)] = [2]int{testbed.FreePort(t), testbed.FreePort(t)}
 	}
 	url := func(m string, k int) string { return "http://127.0.0.1:" + strconv.Itoa(port[m][k]) }
 	log := slog.New(slog.NewTextHandler(logWriter{t}, nil))
@@ -163,14 +162,4 @@ func TestLearnerIsPromoted(t *testing.T) {
 		return nil
 	})
 	_ = os.RemoveAll(dir)
-}
-
-func freeTCP(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-dev/cairn/runtime/testbed"
 )
 
 const (
@@ -45,19 +46,7 @@ func newPGBed(t *testing.T) *pgBed {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	b.dir = dir
-	if os.Geteuid() == 0 {
-		// PostgreSQL refuses to run as root: run it as the postgres user.
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Fatalf("running as root needs a postgres user (apt-get install postgresql-15): %v", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		b.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b.cred = testbed.PostgresCredential(t, dir)
 	conf := fmt.Sprintf("wal_level = replica\nhot_standby = on\nwal_log_hints = on\nwal_keep_size = 512MB\nmax_wal_senders = 16\nmax_replication_slots = 16\nhba_file = '%s/pg_hba.conf'\n", dir)
 	hba := "local all postgres peer\nlocal all all scram-sha-256\nhost replication replicator 0.0.0.0/0 scram-sha-256\nhost all all 0.0.0.0/0 scram-sha-256\n"
 	for name, content := range map[string]string{"postgresql.conf": conf, "pg_hba.conf": hba} {

@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -152,6 +153,29 @@ func run(t testing.TB, dir, name, bin string, args ...string) {
 		}
 	})
 }
+
+// PostgresCredential returns the credential PostgreSQL processes must run
+// with and gives dir to it: the postgres user when the tests run as root
+// (PostgreSQL refuses to run as root), nil otherwise.
+func PostgresCredential(t testing.TB, dir string) *syscall.Credential {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		t.Fatalf("running as root needs a postgres user (apt-get install postgresql-15): %v", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+}
+
+// FreePort returns a TCP port free on 127.0.0.1 now.
+func FreePort(t testing.TB) int { return freePort(t) }
 
 func freePort(t testing.TB) int {
 	t.Helper()
