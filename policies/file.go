@@ -47,6 +47,9 @@ type PolicySpec struct {
 	// Promotion lets the selected clusters take a version only after a
 	// cluster matching After ran it healthy for Soak.
 	Promotion *PromotionSpec `json:"promotion,omitempty"`
+	// AutoMerge lets cairn merge the selected clusters' steps of the
+	// given kinds itself once their gates pass.
+	AutoMerge *AutoMergeSpec `json:"autoMerge,omitempty"`
 	// Rules are CEL expressions deciding on each step.
 	Rules []RuleSpec `json:"rules,omitempty"`
 }
@@ -193,6 +196,11 @@ func build(f *File, now time.Time, fail func(path, format string, args ...any)) 
 			fail("spec.promotion.soak", "must be a duration such as 24h")
 		default:
 			set = append(set, Promotion{PolicyName: f.Metadata.Name + "/promotion", Selector: sel, After: selector(p.After), Soak: soak, Now: now})
+		}
+	}
+	if a := f.Spec.AutoMerge; a != nil {
+		if p, ok := buildAutoMerge(f.Metadata.Name, a, sel, fail); ok {
+			set = append(set, p)
 		}
 	}
 	for i, r := range f.Spec.Rules {

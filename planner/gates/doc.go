@@ -5,5 +5,9 @@
 // cairn reconcile uses it to open the next step's pull request only after
 // the merged step's "after" gates hold in the live state.
 //
-// Imports: planner/plan, planner/spec, planner/live.
+// cairn propose and reconcile merge a step a policy lets cairn merge only
+// when its "before" gates hold (Before), the maintenance window included.
+//
+// Imports: planner/plan, planner/spec, planner/live, policies (the
+// maintenance window's one definition).
 package gates

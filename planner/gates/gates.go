@@ -7,6 +7,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/policies"
 )
 
 // Result is one gate's state.
@@ -35,6 +36,18 @@ func After(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Resu
 			continue
 		}
 		out = append(out, Evaluate(g, c, obs, now))
+	}
+	return out
+}
+
+// Before evaluates every "before" gate of a step: whether it may start
+// now. cairn merges a step's pull request itself only when they pass.
+func Before(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Result {
+	var out []Result
+	for _, g := range s.Gates {
+		if g.When == plan.Before {
+			out = append(out, Evaluate(g, c, obs, now))
+		}
 	}
 	return out
 }
@@ -95,6 +108,8 @@ func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool,
 		return backupFresh(obs, g, now)
 	case plan.GateBackupConfigured:
 		return backupConfigured(c, obs)
+	case plan.GateMaintenanceWindow:
+		return windowOpen(c, now)
 	}
 	return false, fmt.Sprintf("cairn cannot check %s gates against the observed state", g.Kind)
 }
@@ -143,6 +158,23 @@ func healthy(obs *live.Cluster) (bool, string) {
 	}
 	if obs.Kind == spec.PostgresKind && primaries != 1 {
 		return false, fmt.Sprintf("%d primaries", primaries)
+	}
+	return true, ""
+}
+
+// windowOpen checks the spec's maintenance window at now, as the
+// maintenance-window policy decides it; a spec without one is always open.
+func windowOpen(c spec.Cluster, now time.Time) (bool, string) {
+	mw := c.Common().MaintenanceWindow
+	if mw == nil {
+		return true, ""
+	}
+	open, _, next, err := policies.WindowAt(mw, now)
+	switch {
+	case err != nil:
+		return false, "the maintenance window cannot be read: " + err.Error()
+	case !open:
+		return false, "it opens at " + next.Format("2006-01-02 15:04 MST")
 	}
 	return true, ""
 }

@@ -56,7 +56,8 @@ func TestEvaluate(t *testing.T) {
 		{"backup configured", plan.Gate{Kind: plan.GateBackupConfigured}, backedUp(now), true},
 		{"backup not configured", plan.Gate{Kind: plan.GateBackupConfigured}, etcd(leader), false},
 		{"unobserved", plan.Gate{Kind: plan.GateClusterHealthy}, nil, false},
-		{"unknown gate kind", plan.Gate{Kind: plan.GateMaintenanceWindow}, etcd(leader), false},
+		{"unknown gate kind", plan.Gate{Kind: "Nonsense"}, etcd(leader), false},
+		{"no window is always open", plan.Gate{Kind: plan.GateMaintenanceWindow}, etcd(leader), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,5 +66,30 @@ func TestEvaluate(t *testing.T) {
 				t.Fatalf("%+v, want pass=%v", r, tc.pass)
 			}
 		})
+	}
+}
+
+func TestBeforeChecksTheWindow(t *testing.T) {
+	cs, err := spec.Decode("e.yaml", []byte("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec: {size: 1, version: \"3.5.21\", maintenanceWindow: {schedule: '0 22 * * *', duration: 2h, timeZone: UTC}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := etcd(live.Member{Name: "e-0", Version: "3.5.20", Ready: true, Role: live.RoleLeader})
+	s := plan.Step{Gates: []plan.Gate{
+		{Kind: plan.GateMaintenanceWindow, When: plan.Before, Description: "the window is open"},
+		{Kind: plan.GateClusterHealthy, When: plan.Before, Description: "healthy"},
+		{Kind: plan.GateMemberVersion, When: plan.After, Member: "e-0", Version: "3.5.21", Description: "e-0 runs 3.5.21"},
+	}}
+	noon := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		at   time.Time
+		pass bool
+		why  string
+	}{{noon, false, "the window is open: it opens at 2026-11-30 22:00 UTC"}, {noon.Add(10*time.Hour + 30*time.Minute), true, ""}} {
+		results := Before(s, cs[0], obs, tc.at)
+		ok, why := Pass(results)
+		if len(results) != 2 || ok != tc.pass || why != tc.why {
+			t.Errorf("at %s: %d results, %v %q; want %v %q", tc.at, len(results), ok, why, tc.pass, tc.why)
+		}
 	}
 }

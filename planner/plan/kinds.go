@@ -46,6 +46,13 @@ const (
 	SealBootstrap Kind = "SealBootstrap"
 )
 
+// Irreversible reports whether every step of kind k is irreversible: a
+// storage expansion (volumes never shrink) and a PostgreSQL major upgrade
+// (pg_upgrade rewrites the data directory). Steps of other kinds may be
+// irreversible one at a time (Step.Reversible), such as the member that
+// completes an etcd minor upgrade.
+func (k Kind) Irreversible() bool { return k == ExpandStorage || k == PostgresMajorUpgrade }
+
 // Params holds the parameters of a step: exactly the one field that
 // matches the step's Kind is set.
 type Params struct {

@@ -17,7 +17,7 @@ func samplePlan() Plan {
 			ID: "etcd-add-3", Kind: EtcdAddMember, Summary: "Add e-3", Reversible: true, Rollback: "lower size",
 			Gates:     []Gate{{Kind: GateMemberVoter, When: After, Member: "e-3", Description: "e-3 votes"}},
 			Params:    Params{EtcdAddMember: &EtcdAddMemberParams{Member: "e-3", Ordinal: 3, Replicas: 4, Learner: true}},
-			Decisions: []Decision{{Policy: "p", Verdict: Hold, Reason: "later"}},
+			Decisions: []Decision{{Policy: "p", Verdict: Hold, Reason: "later"}, {Policy: "q/auto-merge", Verdict: Allow, AutoMerge: true}},
 		}, {
 			ID: "upgrade-2-to-3.6.16", Kind: UpgradeMember, Summary: "Upgrade e-2", Disruptive: false, Reversible: false,
 			Gates:  []Gate{},

@@ -104,4 +104,7 @@ type Decision struct {
 	Policy  string  `json:"policy"`
 	Verdict Verdict `json:"verdict"`
 	Reason  string  `json:"reason,omitempty"`
+	// AutoMerge is set by a policy that lets cairn merge the step's pull
+	// request itself (see Step.AutoMerge).
+	AutoMerge bool `json:"autoMerge,omitempty"`
 }
