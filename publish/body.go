@@ -78,6 +78,7 @@ func Body(p plan.Plan, current int, specCommit, diff string) string {
 	fmt.Fprintf(&b, "  style s%d stroke-width:3px\n```\n\n", current)
 	writeGates(&b, s)
 	fmt.Fprintf(&b, "**Disruptive:** %s. **Reversible:** %s. **Rollback:** %s\n\n", yesNo(s.Disruptive), yesNo(s.Reversible), s.Rollback)
+	b.WriteString(autoMergeLine(s))
 	for _, d := range s.Decisions {
 		fmt.Fprintf(&b, "- Policy `%s`: **%s** %s\n", d.Policy, d.Verdict, d.Reason)
 	}
@@ -94,6 +95,19 @@ func Body(p plan.Plan, current int, specCommit, diff string) string {
 	}
 	b.WriteString(head + diff + tail + footer)
 	return b.String()
+}
+
+// autoMergeLine says whether cairn merges the step itself; empty when no
+// policy lets it.
+func autoMergeLine(s plan.Step) string {
+	ok, why := s.AutoMerge()
+	switch {
+	case why == "":
+		return ""
+	case ok:
+		return fmt.Sprintf("**Auto-merge:** yes: %s. Add a `%s` label to leave it to a person.\n\n", why, DoNotMerge)
+	}
+	return fmt.Sprintf("**Auto-merge:** no: %s.\n\n", why)
 }
 
 func writeGates(b *strings.Builder, s plan.Step) {

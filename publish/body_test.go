@@ -80,3 +80,26 @@ func TestTheDiffFenceOutgrowsBackticksInTheDiff(t *testing.T) {
 		t.Errorf("fence:\n%s", b)
 	}
 }
+
+func TestBodySaysWhetherCairnMerges(t *testing.T) {
+	merge := plan.Decision{Policy: "prod/auto-merge", Verdict: plan.Allow, AutoMerge: true}
+	tests := []struct {
+		name      string
+		decisions []plan.Decision
+		want      string
+	}{
+		{"no policy", nil, ""},
+		{"allowed", []plan.Decision{merge}, "**Auto-merge:** yes: policy prod/auto-merge lets cairn merge it once its gates before it pass. Add a `do-not-merge` label"},
+		{"held", []plan.Decision{merge, {Policy: "window", Verdict: plan.Hold}}, "**Auto-merge:** no: not while held by window."},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := bodyPlan()
+			p.Steps[0].Decisions = tc.decisions
+			b := Body(p, 0, "abc", "")
+			if tc.want == "" && strings.Contains(b, "Auto-merge") || !strings.Contains(b, tc.want) {
+				t.Errorf("body:\n%s\nwant %q", b, tc.want)
+			}
+		})
+	}
+}

@@ -1,13 +1,18 @@
 package publish
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing/object"
+
 	"github.com/cairn-dev/cairn/publish/gitrepo"
+	"github.com/cairn-dev/cairn/renderer"
 )
 
 // Local keeps pull requests in the GitOps repo itself, as records under
@@ -17,6 +22,8 @@ import (
 type Local struct {
 	Repo *gitrepo.Repo
 	Base string
+	// Name and Email sign the merge commits of auto-merge; default cairn.
+	Name, Email string
 }
 
 const localPrefix = "pr/"
@@ -128,4 +135,22 @@ func (l *Local) write(ctx context.Context, pr PullRequest, old *PullRequest) err
 		oldData = records[l.ref(pr.Branch)]
 	}
 	return l.Repo.WriteRecord(ctx, l.ref(pr.Branch), append(data, '\n'), oldData)
+}
+
+// Merge implements Merger: a fast-forward of the base to the step's
+// commit, or a merge commit when other steps were merged meanwhile. A
+// base that changed the step's folder by hand, or a branch that moved, is
+// refused.
+func (l *Local) Merge(ctx context.Context, pr PullRequest) (string, error) {
+	root := renderer.Root(clusterOf(pr.Branch))
+	msg := fmt.Sprintf("Merge %s (auto-merge)\n\n%s\n", pr.Branch, pr.Title)
+	sig := object.Signature{Name: cmp.Or(l.Name, "cairn"), Email: cmp.Or(l.Email, "cairn@users.noreply.cairn.dev")}
+	h, err := l.Repo.Merge(ctx, pr.Branch, pr.Head, root, msg, sig)
+	if errors.Is(err, gitrepo.ErrNotMergeable) {
+		return "", fmt.Errorf("%w: %w", ErrMergeRefused, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return h.String(), nil
 }

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"errors"
 	"strings"
 )
 
@@ -57,6 +58,20 @@ type Provider interface {
 	// List returns the pull requests of cairn's branches, open or not.
 	List(ctx context.Context) ([]PullRequest, error)
 }
+
+// Merger is a provider that lets cairn merge a step's pull request
+// (auto-merge).
+type Merger interface {
+	// Merge merges the open pull request pr into the base if its branch
+	// still points at pr.Head, and returns the base's new head. A merge
+	// the provider refuses (a required check or review missing, the head
+	// moved, a conflict) is an ErrMergeRefused: the pull request is left
+	// to a person, and the next pass tries again.
+	Merge(ctx context.Context, pr PullRequest) (string, error)
+}
+
+// ErrMergeRefused: the provider would not merge a pull request as it is.
+var ErrMergeRefused = errors.New("merge refused")
 
 // BranchPrefix starts the name of every branch cairn publishes.
 const BranchPrefix = "cairn/"

@@ -32,7 +32,14 @@ type Publisher struct {
 	// they are (the reconcile loop holds a cluster until the merged step's
 	// gates pass in the live state).
 	Hold func(pl plan.Plan) (held bool, reason string)
-	Log  *slog.Logger
+	// MergeGates, when set, turns auto-merge on: it reports whether a
+	// plan's next step's "before" gates pass in the live state now. At the
+	// end of Publish, cairn merges the pull requests of the steps a policy
+	// lets it merge (plan.Step.AutoMerge) whose gates pass, that carry no
+	// do-not-merge label, through a provider that is a Merger. nil: cairn
+	// merges nothing.
+	MergeGates func(pl plan.Plan) (pass bool, why string)
+	Log        *slog.Logger
 }
 
 // Action is what Publish did for a cluster.
@@ -51,6 +58,9 @@ const (
 	ActionDeclined Action = "declined"
 	// ActionHeld: the cluster is held back (see Publisher.Hold).
 	ActionHeld Action = "held"
+	// ActionAutoMerged: cairn merged the step's pull request itself in
+	// this pass (auto-merge); the step waits for the live state.
+	ActionAutoMerged Action = "auto-merged"
 	// ActionFailed: publishing failed; Note says why.
 	ActionFailed Action = "failed"
 	ActionNone   Action = "none"
@@ -65,8 +75,10 @@ type Outcome struct {
 	Action  Action
 	// Closed lists the branches whose pull requests were closed.
 	Closed []string
-	// Note explains a refusal or a wait.
+	// Note explains a refusal or a wait, or why an auto-merge waits.
 	Note string
+	// merge is the pull request to merge at the end of the pass.
+	merge *PullRequest
 }
 
 // ErrBaseMoved: the base branch moved after the plans were made; plan
@@ -90,11 +102,13 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 		if err != nil {
 			// One cluster's failure does not hold the others back.
 			p.logger().Error("publishing failed", "cluster", pl.Cluster.String(), "err", err.Error())
-			o.Action, o.Note = ActionFailed, err.Error()
+			o.Action, o.Note, o.merge = ActionFailed, err.Error(), nil
 			errs = append(errs, err)
 		}
 		out = append(out, o)
 	}
+	// Merges come last: each one moves the base the others were planned on.
+	errs = append(errs, p.mergeAll(ctx, out)...)
 	return out, errors.Join(errs...)
 }
 
@@ -121,11 +135,12 @@ func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base 
 		s := pl.Steps[0]
 		o.Step, o.Branch = s.ID, Branch(pl.Cluster.Name, s.ID)
 		reason = fmt.Sprintf("superseded by %s (plan %s, spec commit %s)", o.Branch, pl.ID, short(base.Hash.String()))
-		action, err := p.publishStep(ctx, c, pl, base, existing(prs, o.Branch))
+		action, pr, err := p.publishStep(ctx, c, pl, base, existing(prs, o.Branch))
 		if err != nil {
 			return o, fmt.Errorf("%s step %s: %w", pl.Cluster, s.ID, err)
 		}
 		o.Action = action
+		o.merge, o.Note = p.mergeable(pl, pr)
 	}
 	if pl.Status == plan.StatusWaiting {
 		// A member not ready or a change in flight is no reason to close
@@ -182,17 +197,17 @@ func note(pl plan.Plan) string {
 
 // publishStep pushes the step's branch and opens or updates its pull
 // request, writing nothing that is already there.
-func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, pr *PullRequest) (Action, error) {
+func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, pr *PullRequest) (Action, *PullRequest, error) {
 	switch {
 	case pr != nil && pr.State == Merged:
-		return ActionMerged, nil
+		return ActionMerged, nil, nil
 	case pr != nil && pr.State == Closed && pr.CloseReason == "":
-		return ActionDeclined, nil
+		return ActionDeclined, nil, nil
 	}
 	s := pl.Steps[0]
 	tree, err := p.Render(c, pl, s.ID)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	root := renderer.Root(pl.Cluster.Name)
 	res, err := p.Repo.Publish(ctx, Branch(pl.Cluster.Name, s.ID), func(b *object.Commit) (gitrepo.Change, error) {
@@ -202,24 +217,24 @@ func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Pla
 		return gitrepo.Change{Root: root, Files: tree, Message: commitMessage(pl, base), Name: p.Name, Email: p.Email}, nil
 	})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	diff, err := stepDiff(tree, pl)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	want := PullRequest{Branch: Branch(pl.Cluster.Name, s.ID), Title: Title(pl, s), Body: Body(pl, 0, base.Hash.String(), diff),
 		Head: res.Commit.String(), Labels: Labels(s), Check: StepCheck(pl, s)}
 	switch {
 	case pr == nil || pr.State != Open:
-		_, err = p.PRs.Open(ctx, want)
-		return ActionOpened, err
+		opened, err := p.PRs.Open(ctx, want)
+		return ActionOpened, opened, err
 	case pr.Title == want.Title && pr.Body == want.Body && pr.Head == want.Head && sameLabels(pr.Labels, want.Labels) && (pr.Check == Check{} || pr.Check == want.Check):
-		return ActionUnchanged, nil
+		return ActionUnchanged, pr, nil
 	default:
 		want.Number = pr.Number
 		want.Labels = withOthers(pr.Labels, want.Labels)
-		return ActionUpdated, p.PRs.Update(ctx, want)
+		return ActionUpdated, &want, p.PRs.Update(ctx, want)
 	}
 }
 

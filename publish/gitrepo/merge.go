@@ -1,0 +1,156 @@
+package gitrepo
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// ErrNotMergeable: a step's commit cannot be merged into the base as it
+// is (its branch moved, or the base changed the step's folder by hand).
+var ErrNotMergeable = errors.New("not mergeable")
+
+// MergeCommit returns the commit that merges head, a step's commit that
+// changes only the folder root on top of an earlier base, into base:
+// head itself when base is its parent (a fast-forward), else a merge
+// commit whose tree is base's with root taken from head. A base that
+// changed root since head's parent is refused with ErrNotMergeable: a
+// person decides. squash makes a commit with base as its only parent
+// instead of a merge commit (GitHub's squash and rebase methods).
+func MergeCommit(r *git.Repository, base, head *object.Commit, root, message string, sig object.Signature, squash bool) (plumbing.Hash, error) {
+	if len(head.ParentHashes) != 1 {
+		return plumbing.ZeroHash, fmt.Errorf("%w: %s is not a step commit (%d parents)", ErrNotMergeable, short(head.Hash), len(head.ParentHashes))
+	}
+	parent, err := r.CommitObject(head.ParentHashes[0])
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if parent.Hash == base.Hash && !squash {
+		return head.Hash, nil
+	}
+	if ok, err := parent.IsAncestor(base); err != nil || !ok {
+		return plumbing.ZeroHash, fmt.Errorf("%w: %s was not made on the base %s", ErrNotMergeable, short(head.Hash), short(base.Hash))
+	}
+	was, _ := subtree(parent, root)
+	now, _ := subtree(base, root)
+	if was != now {
+		return plumbing.ZeroHash, fmt.Errorf("%w: the base changed %s since %s was made on %s", ErrNotMergeable, root, short(head.Hash), short(parent.Hash))
+	}
+	sub, _ := subtree(head, root)
+	baseTree, err := base.Tree()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	tree, err := replaceTree(r, baseTree, strings.Split(root, "/"), sub)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("merge %s: %w", short(head.Hash), err)
+	}
+	sig.When = head.Committer.When
+	if base.Committer.When.After(sig.When) {
+		sig.When = base.Committer.When
+	}
+	c := &object.Commit{Author: sig, Committer: sig, Message: message, TreeHash: tree, ParentHashes: []plumbing.Hash{base.Hash, head.Hash}}
+	if squash {
+		c.ParentHashes = c.ParentHashes[:1]
+	}
+	return store(r, c)
+}
+
+// replaceTree writes the tree t with the folder at path set to sub
+// (removed when sub is zero) and returns its hash; the zero hash when the
+// result is empty.
+func replaceTree(r *git.Repository, t *object.Tree, path []string, sub plumbing.Hash) (plumbing.Hash, error) {
+	entries := slices.DeleteFunc(slices.Clone(t.Entries), func(e object.TreeEntry) bool { return e.Name == path[0] })
+	h := sub
+	if len(path) > 1 {
+		child := &object.Tree{}
+		if e, err := t.FindEntry(path[0]); err == nil && e.Mode == filemode.Dir {
+			if child, err = r.TreeObject(e.Hash); err != nil {
+				return plumbing.ZeroHash, err
+			}
+		}
+		var err error
+		if h, err = replaceTree(r, child, path[1:], sub); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	if !h.IsZero() {
+		entries = append(entries, object.TreeEntry{Name: path[0], Mode: filemode.Dir, Hash: h})
+	}
+	if len(entries) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	// Git orders entries by name, a folder's name as if it ended in "/".
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return cmp.Compare(key(a), key(b)) })
+	return store(r, &object.Tree{Entries: entries})
+}
+
+// store writes a tree or commit object.
+func store(r *git.Repository, o interface {
+	Encode(plumbing.EncodedObject) error
+}) (plumbing.Hash, error) {
+	obj := r.Storer.NewEncodedObject()
+	if err := o.Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return r.Storer.SetEncodedObject(obj)
+}
+
+func short(h plumbing.Hash) string { return h.String()[:12] }
+
+// Merge merges a step's branch into the base branch on the remote, if
+// the branch still points at head: a fast-forward, or a merge commit
+// when other steps were merged meanwhile (see MergeCommit). The push
+// carries a lease on the base; a base that moved meanwhile is fetched and
+// the merge made again, a bounded number of times. It returns the base's
+// new head.
+func (r *Repo) Merge(ctx context.Context, branch, head, root, message string, sig object.Signature) (plumbing.Hash, error) {
+	var last error
+	for range MaxAttempts {
+		if err := r.Fetch(ctx, branch); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		tip, err := r.RemoteBranch(branch)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if tip == nil || tip.Hash.String() != head {
+			return plumbing.ZeroHash, fmt.Errorf("%w: %s no longer points at %s", ErrNotMergeable, branch, head)
+		}
+		base, err := r.Base()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if ok, err := tip.IsAncestor(base); err == nil && ok {
+			return base.Hash, nil // merged already
+		}
+		merged, err := MergeCommit(r.repo, base, tip, root, message, sig, false)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		// The lease on the base makes the forced push safe: it lands only
+		// if the base is still where the merge was made on.
+		if _, err = r.push(ctx, r.remote.Base, merged, base); err == nil {
+			return merged, nil
+		}
+		if !rejected(err) {
+			return plumbing.ZeroHash, fmt.Errorf("push %s: %w", r.remote.Base, err)
+		}
+		last = err
+	}
+	return plumbing.ZeroHash, fmt.Errorf("merge %s: %w after %d attempts: %v", branch, ErrRejected, MaxAttempts, last)
+}
