@@ -232,7 +232,7 @@ func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Pla
 	case pr.Title == want.Title && pr.Body == want.Body && pr.Head == want.Head && sameLabels(pr.Labels, want.Labels) && (pr.Check == Check{} || pr.Check == want.Check):
 		return ActionUnchanged, pr, nil
 	default:
-		want.Number = pr.Number
+		want.Number, want.State = pr.Number, Open
 		want.Labels = withOthers(pr.Labels, want.Labels)
 		return ActionUpdated, &want, p.PRs.Update(ctx, want)
 	}

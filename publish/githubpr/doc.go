@@ -7,4 +7,9 @@
 // secondary rate limits (403/429 with Retry-After or X-RateLimit-Reset)
 // are waited out as told, and every API call is counted. The token is
 // sent in the Authorization header only; it is never logged.
+//
+// Auto-merge is one PUT /pulls/{n}/merge carrying the head cairn pushed;
+// GitHub's 405, 409 and 422 leave the pull request to a person.
+//
+// Package githubtest is a fake of the API for tests, over a real git repo.
 package githubpr

@@ -21,6 +21,7 @@ type pulls interface {
 	List(ctx context.Context, owner, repo string, opts *github.PullRequestListOptions) ([]*github.PullRequest, *github.Response, error)
 	Create(ctx context.Context, owner, repo string, pr *github.NewPullRequest) (*github.PullRequest, *github.Response, error)
 	Edit(ctx context.Context, owner, repo string, number int, pr *github.PullRequest) (*github.PullRequest, *github.Response, error)
+	Merge(ctx context.Context, owner, repo string, number int, commitMessage string, opts *github.PullRequestOptions) (*github.PullRequestMergeResult, *github.Response, error)
 }
 
 type statuses interface {
@@ -35,10 +36,13 @@ type issues interface {
 // Provider keeps cairn's pull requests on GitHub.
 type Provider struct {
 	Owner, Repo, Base string
-	pulls             pulls
-	issues            issues
-	statuses          statuses
-	transport         *transport
+	// MergeMethod is how cairn merges (auto-merge): merge, squash or
+	// rebase; empty is GitHub's default, merge.
+	MergeMethod string
+	pulls       pulls
+	issues      issues
+	statuses    statuses
+	transport   *transport
 	// MaxWait bounds one wait for a rate limit; longer waits fail.
 	MaxWait time.Duration
 	// sleep waits; tests replace it.
@@ -54,7 +58,9 @@ type Options struct {
 	Token   string
 	// Transport is the HTTP transport underneath; nil for the default.
 	Transport http.RoundTripper
-	Log       *slog.Logger
+	// MergeMethod: see Provider.MergeMethod.
+	MergeMethod string
+	Log         *slog.Logger
 }
 
 // New returns a provider for owner/repo, whose steps merge into base.
@@ -73,7 +79,12 @@ func New(owner, repo, base string, o Options) (*Provider, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Provider{Owner: owner, Repo: repo, Base: base, pulls: c.PullRequests, issues: c.Issues, statuses: c.Repositories,
+	switch o.MergeMethod {
+	case "", "merge", "squash", "rebase":
+	default:
+		return nil, fmt.Errorf("merge method %q: want merge, squash or rebase", o.MergeMethod)
+	}
+	return &Provider{Owner: owner, Repo: repo, Base: base, MergeMethod: o.MergeMethod, pulls: c.PullRequests, issues: c.Issues, statuses: c.Repositories,
 		transport: t, MaxWait: 15 * time.Minute, sleep: sleepCtx, Log: log}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 )
 
 func newProvider(t *testing.T, srvURL, token string) (*Provider, *[]time.Duration) {
@@ -27,8 +28,8 @@ func want(branch string) publish.PullRequest {
 
 func TestOpenAdoptsTheOpenPullRequestOfItsBranch(t *testing.T) {
 	ctx := context.Background()
-	f, srv := newFakeGitHub(t)
-	p, _ := newProvider(t, srv.URL, f.token)
+	f := githubtest.New(t)
+	p, _ := newProvider(t, f.URL, f.Token)
 	first, err := p.Open(ctx, want("cairn/db/s"))
 	if err != nil || first.Number != 1 {
 		t.Fatalf("%+v %v", first, err)
@@ -41,21 +42,21 @@ func TestOpenAdoptsTheOpenPullRequestOfItsBranch(t *testing.T) {
 	if err != nil || second.Number != 1 {
 		t.Fatalf("adopt: %+v %v", second, err)
 	}
-	if open := f.open(); len(open) != 1 || open[0].Title != "cairn: db: newer title" || len(open[0].Labels) != 2 {
+	if open := f.Open(); len(open) != 1 || open[0].Title != "cairn: db: newer title" || len(open[0].Labels) != 2 {
 		t.Fatalf("open pull requests: %+v", open)
 	}
 }
 
 func TestListFollowsPagination(t *testing.T) {
-	f, srv := newFakeGitHub(t)
+	f := githubtest.New(t)
 	for i := range 250 {
 		head := fmt.Sprintf("feature-%d", i)
 		if i%2 == 0 {
 			head = fmt.Sprintf("cairn/db/step-%d", i)
 		}
-		f.prs = append(f.prs, &fakePR{Number: i + 1, State: "open", Title: "t", Head: fakeRef{Ref: head}, Base: fakeRef{Ref: "main"}})
+		f.PRs = append(f.PRs, &githubtest.PR{Number: i + 1, State: "open", Title: "t", Head: githubtest.Ref{Ref: head}, Base: githubtest.Ref{Ref: "main"}})
 	}
-	p, _ := newProvider(t, srv.URL, f.token)
+	p, _ := newProvider(t, f.URL, f.Token)
 	prs, err := p.List(context.Background())
 	if err != nil || len(prs) != 125 {
 		t.Fatalf("listed %d cairn pull requests, want 125: %v", len(prs), err)
@@ -68,9 +69,9 @@ func TestListFollowsPagination(t *testing.T) {
 func TestRateLimitsAreWaitedOut(t *testing.T) {
 	for _, kind := range []string{"secondary", "primary", "429"} {
 		t.Run(kind, func(t *testing.T) {
-			f, srv := newFakeGitHub(t)
-			f.limitNext, f.limitKind = 2, kind
-			p, waits := newProvider(t, srv.URL, f.token)
+			f := githubtest.New(t)
+			f.LimitNext, f.LimitKind = 2, kind
+			p, waits := newProvider(t, f.URL, f.Token)
 			if _, err := p.Find(context.Background(), "cairn/db/s"); err != nil {
 				t.Fatal(err)
 			}
@@ -85,9 +86,9 @@ func TestRateLimitsAreWaitedOut(t *testing.T) {
 		})
 	}
 	t.Run("longer than cairn waits", func(t *testing.T) {
-		f, srv := newFakeGitHub(t)
-		f.limitNext, f.limitKind = 1, "secondary"
-		p, _ := newProvider(t, srv.URL, f.token)
+		f := githubtest.New(t)
+		f.LimitNext, f.LimitKind = 1, "secondary"
+		p, _ := newProvider(t, f.URL, f.Token)
 		p.MaxWait = 500 * time.Millisecond
 		if _, err := p.Find(context.Background(), "x"); err == nil || !strings.Contains(err.Error(), "longer than") {
 			t.Fatalf("err = %v", err)
@@ -96,8 +97,8 @@ func TestRateLimitsAreWaitedOut(t *testing.T) {
 }
 
 func TestPollingUsesConditionalRequests(t *testing.T) {
-	f, srv := newFakeGitHub(t)
-	p, _ := newProvider(t, srv.URL, f.token)
+	f := githubtest.New(t)
+	p, _ := newProvider(t, f.URL, f.Token)
 	ctx := context.Background()
 	if _, err := p.Open(ctx, want("cairn/db/s")); err != nil {
 		t.Fatal(err)
@@ -113,8 +114,8 @@ func TestPollingUsesConditionalRequests(t *testing.T) {
 }
 
 func TestTheTokenIsNeverInAnError(t *testing.T) {
-	_, srv := newFakeGitHub(t)
-	p, _ := newProvider(t, srv.URL, "ghs_wrong_secret")
+	f := githubtest.New(t)
+	p, _ := newProvider(t, f.URL, "ghs_wrong_secret")
 	_, err := p.Find(context.Background(), "x")
 	if err == nil || strings.Contains(err.Error(), "ghs_wrong_secret") || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("err = %v", err)
@@ -123,20 +124,20 @@ func TestTheTokenIsNeverInAnError(t *testing.T) {
 
 func TestClosedByCairnIsToldApartFromClosedByAPerson(t *testing.T) {
 	ctx := context.Background()
-	f, srv := newFakeGitHub(t)
-	p, _ := newProvider(t, srv.URL, f.token)
+	f := githubtest.New(t)
+	p, _ := newProvider(t, f.URL, f.Token)
 	a, _ := p.Open(ctx, want("cairn/db/a"))
 	b, _ := p.Open(ctx, want("cairn/db/b"))
 	if err := p.Close(ctx, *a, "superseded by cairn/db/c"); err != nil {
 		t.Fatal(err)
 	}
-	f.prs[b.Number-1].State = "closed" // a person closed it
+	f.PRs[b.Number-1].State = "closed" // a person closed it
 	ga, _ := p.Find(ctx, "cairn/db/a")
 	gb, _ := p.Find(ctx, "cairn/db/b")
 	if ga.State != publish.Closed || ga.CloseReason == "" || gb.State != publish.Closed || gb.CloseReason != "" {
 		t.Fatalf("a=%+v b=%+v", ga, gb)
 	}
-	if c := f.prs[0].Comments; len(c) != 1 || !strings.Contains(c[0], "superseded by cairn/db/c") {
+	if c := f.PRs[0].Comments; len(c) != 1 || !strings.Contains(c[0], "superseded by cairn/db/c") {
 		t.Errorf("close comment: %v", c)
 	}
 }

@@ -17,9 +17,11 @@ import (
 
 	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/policies"
 	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
 	"github.com/cairn-dev/cairn/renderer"
 )
@@ -69,21 +71,6 @@ func bareRepo(t *testing.T) string {
 	return bare
 }
 
-// headsOf reads branch heads from the bare repo, as GitHub does.
-func headsOf(bare string) func(string) string {
-	return func(branch string) string {
-		repo, err := git.PlainOpen(bare)
-		if err != nil {
-			return ""
-		}
-		ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
-		if err != nil {
-			return ""
-		}
-		return ref.Hash().String()
-	}
-}
-
 // publishOnce is one run of cairn propose with the GitHub provider.
 func publishOnce(t *testing.T, bare string, p *Provider) ([]publish.Outcome, error) {
 	t.Helper()
@@ -92,6 +79,12 @@ func publishOnce(t *testing.T, bare string, p *Provider) ([]publish.Outcome, err
 
 // publishWith is one run with a given live state and policies.
 func publishWith(t *testing.T, bare string, p *Provider, liveDoc string, pols policies.Set) ([]publish.Outcome, error) {
+	t.Helper()
+	return publishMerging(t, bare, p, liveDoc, pols, nil)
+}
+
+// publishMerging is one run with auto-merge on when gates is set.
+func publishMerging(t *testing.T, bare string, p *Provider, liveDoc string, pols policies.Set, gates func(plan.Plan) (bool, string)) ([]publish.Outcome, error) {
 	t.Helper()
 	ctx := context.Background()
 	repo, err := gitrepo.Clone(ctx, gitrepo.Remote{URL: bare}, filepath.Join(t.TempDir(), "w"))
@@ -108,31 +101,31 @@ func publishWith(t *testing.T, bare string, p *Provider, liveDoc string, pols po
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := &publish.Publisher{Repo: repo, PRs: p, Render: r.Render, Name: "cairn", Email: "c@x"}
+	pub := &publish.Publisher{Repo: repo, PRs: p, Render: r.Render, Name: "cairn", Email: "c@x", MergeGates: gates}
 	return pub.Publish(ctx, base, clusters, planner.Plan(clusters, obs, pols))
 }
 
 func TestPublisherOnGitHub(t *testing.T) {
-	f, srv := newFakeGitHub(t)
+	f := githubtest.New(t)
 	bare := bareRepo(t)
-	f.headSHA = headsOf(bare)
+	f.UseRepo(bare)
 
-	p1, _ := newProvider(t, srv.URL, f.token)
+	p1, _ := newProvider(t, f.URL, f.Token)
 	out, err := publishOnce(t, bare, p1)
 	if err != nil || out[0].Action != publish.ActionOpened {
 		t.Fatalf("%+v %v", out, err)
 	}
-	open := f.open()
+	open := f.Open()
 	if len(open) != 1 || open[0].Head.Ref != "cairn/e/etcd-add-3" || len(open[0].Labels) != 2 || len(open[0].Body) > publish.MaxBody {
 		t.Fatalf("pull request: %+v", open)
 	}
-	if st := f.statuses[open[0].Head.SHA]; st["state"] != "success" || st["context"] != publish.CheckContext {
+	if st := f.Statuses[open[0].Head.SHA]; st["state"] != "success" || st["context"] != publish.CheckContext {
 		t.Errorf("commit status on the head: %v", st)
 	}
 	t.Logf("REST calls to open one step's pull request: %+v", p1.Counts())
 
 	// A no-op run makes no write calls.
-	p2, _ := newProvider(t, srv.URL, f.token)
+	p2, _ := newProvider(t, f.URL, f.Token)
 	out, err = publishOnce(t, bare, p2)
 	if err != nil || out[0].Action != publish.ActionUnchanged || p2.Counts().Writes != 0 {
 		t.Fatalf("no-op run: %+v %v, calls %+v", out, err, p2.Counts())
@@ -152,19 +145,19 @@ func TestPublisherOnGitHub(t *testing.T) {
 func TestPublisherRecoversFromACrashBetweenCalls(t *testing.T) {
 	for _, at := range []string{"POST /repos/o/r/pulls", "PUT /repos/o/r/issues/"} {
 		t.Run(at, func(t *testing.T) {
-			f, srv := newFakeGitHub(t)
+			f := githubtest.New(t)
 			bare := bareRepo(t)
-			f.headSHA = headsOf(bare)
-			f.failAt = at // the run dies after the push, before (or after) the PR
-			p, _ := newProvider(t, srv.URL, f.token)
+			f.UseRepo(bare)
+			f.FailAt = at // the run dies after the push, before (or after) the PR
+			p, _ := newProvider(t, f.URL, f.Token)
 			if _, err := publishOnce(t, bare, p); err == nil {
 				t.Fatal("the injected failure did not fail the run")
 			}
-			p, _ = newProvider(t, srv.URL, f.token)
+			p, _ = newProvider(t, f.URL, f.Token)
 			if _, err := publishOnce(t, bare, p); err != nil {
 				t.Fatal(err)
 			}
-			open := f.open()
+			open := f.Open()
 			if len(open) != 1 || len(open[0].Labels) != 2 {
 				t.Fatalf("after recovery: %+v", open)
 			}
@@ -173,16 +166,16 @@ func TestPublisherRecoversFromACrashBetweenCalls(t *testing.T) {
 }
 
 func TestTwoPublishersAtOnceOpenOnePullRequest(t *testing.T) {
-	f, srv := newFakeGitHub(t)
+	f := githubtest.New(t)
 	bare := bareRepo(t)
-	f.headSHA = headsOf(bare)
+	f.UseRepo(bare)
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, _ := newProvider(t, srv.URL, f.token)
+			p, _ := newProvider(t, f.URL, f.Token)
 			_, errs[i] = publishOnce(t, bare, p)
 		}()
 	}
@@ -192,53 +185,53 @@ func TestTwoPublishersAtOnceOpenOnePullRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if open := f.open(); len(open) != 1 {
+	if open := f.Open(); len(open) != 1 {
 		t.Fatalf("%d pull requests open for one step", len(open))
 	}
 }
 
 func TestAForksPullRequestIsNotCairns(t *testing.T) {
-	f, srv := newFakeGitHub(t)
+	f := githubtest.New(t)
 	bare := bareRepo(t)
-	f.headSHA = headsOf(bare)
+	f.UseRepo(bare)
 	// Someone opens a pull request from a fork with cairn's branch name.
-	f.prs = append(f.prs, &fakePR{Number: 1, State: "open", Title: "not cairn", Body: "x",
-		Head: fakeRef{Ref: "cairn/e/etcd-add-3", SHA: "f0f0", Repo: fakeRepo{FullName: "mallory/r"}}, Base: fakeRef{Ref: "main"}})
-	p, _ := newProvider(t, srv.URL, f.token)
+	f.PRs = append(f.PRs, &githubtest.PR{Number: 1, State: "open", Title: "not cairn", Body: "x",
+		Head: githubtest.Ref{Ref: "cairn/e/etcd-add-3", SHA: "f0f0", Repo: githubtest.RepoName{FullName: "mallory/r"}}, Base: githubtest.Ref{Ref: "main"}})
+	p, _ := newProvider(t, f.URL, f.Token)
 	out, err := publishOnce(t, bare, p)
 	if err != nil || out[0].Action != publish.ActionOpened {
 		t.Fatalf("%+v %v", out, err)
 	}
-	if f.prs[0].Title != "not cairn" || len(f.prs) != 2 || f.prs[1].Head.Repo.FullName != "o/r" {
-		t.Fatalf("the fork's pull request was taken over: %+v", f.prs)
+	if f.PRs[0].Title != "not cairn" || len(f.PRs) != 2 || f.PRs[1].Head.Repo.FullName != "o/r" {
+		t.Fatalf("the fork's pull request was taken over: %+v", f.PRs)
 	}
 }
 
 // A step outside its maintenance window gets a pull request with a
 // pending status; when the window opens, the status turns green.
 func TestHeldStepTurnsGreenWhenItsWindowOpens(t *testing.T) {
-	f, srv := newFakeGitHub(t)
+	f := githubtest.New(t)
 	bare := bareRepo(t)
-	f.headSHA = headsOf(bare)
+	f.UseRepo(bare)
 	// A one-member etcd upgrade is disruptive; the spec sets a window.
 	setSpec(t, bare, "apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec:\n  size: 1\n  version: \"3.5.21\"\n  maintenanceWindow: {schedule: \"0 22 * * *\", duration: 2h, timeZone: UTC}\n")
 	one := "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n  statefulSet: {replicas: 1, version: \"3.5.20\"}\n  members:\n  - {name: e-0, version: \"3.5.20\", ready: true, role: leader}\n"
 	noon := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	p, _ := newProvider(t, srv.URL, f.token)
+	p, _ := newProvider(t, f.URL, f.Token)
 	if _, err := publishWith(t, bare, p, one, policies.Set{policies.SpecWindow{Now: noon}}); err != nil {
 		t.Fatal(err)
 	}
-	open := f.open()
-	if len(open) != 1 || f.statuses[open[0].Head.SHA]["state"] != "pending" || !strings.Contains(f.statuses[open[0].Head.SHA]["description"], "opens at 2026-11-30 22:00 UTC") {
-		t.Fatalf("at noon: %+v %v", open, f.statuses)
+	open := f.Open()
+	if len(open) != 1 || f.Statuses[open[0].Head.SHA]["state"] != "pending" || !strings.Contains(f.Statuses[open[0].Head.SHA]["description"], "opens at 2026-11-30 22:00 UTC") {
+		t.Fatalf("at noon: %+v %v", open, f.Statuses)
 	}
 	if _, err := publishWith(t, bare, p, one, policies.Set{policies.SpecWindow{Now: noon.Add(10*time.Hour + 30*time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
-	open = f.open()
-	head := headsOf(bare)(open[0].Head.Ref)
-	if len(open) != 1 || f.statuses[head]["state"] != "success" {
-		t.Fatalf("in the window: %+v %v", open, f.statuses)
+	open = f.Open()
+	head := f.HeadSHA(open[0].Head.Ref)
+	if len(open) != 1 || f.Statuses[head]["state"] != "success" {
+		t.Fatalf("in the window: %+v %v", open, f.Statuses)
 	}
 }
 
@@ -261,4 +254,28 @@ func setSpec(t *testing.T, bare, doc string) {
 	if err := repo.Push(&git.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// readMain returns the files on main of the bare repo.
+func readMain(t *testing.T, bare string) map[string]string {
+	t.Helper()
+	repo, err := git.PlainOpen(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := repo.Reference("refs/heads/main", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := repo.CommitObject(ref.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	iter, _ := c.Files()
+	_ = iter.ForEach(func(f *object.File) error {
+		files[f.Name], _ = f.Contents()
+		return nil
+	})
+	return files
 }

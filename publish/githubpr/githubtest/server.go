@@ -1,4 +1,7 @@
-package githubpr
+// Package githubtest is a fake GitHub REST API for tests: the calls cairn
+// makes, answered the way GitHub does, over a real git repo when one is
+// given (merges make real commits in it).
+package githubtest
 
 import (
 	"crypto/sha256"
@@ -15,80 +18,92 @@ import (
 	"time"
 )
 
-// fakeGitHub answers the REST calls cairn makes the way GitHub does:
+// Server answers the REST calls cairn makes the way GitHub does:
 // bearer-token auth, 422 for a second open pull request of a head,
 // Link-header pagination, ETags with 304 answers, and primary and
 // secondary rate limits on demand.
-type fakeGitHub struct {
-	t     *testing.T
-	token string
+type Server struct {
+	// URL is the API's URL (Options.BaseURL of the provider).
+	URL   string
+	Token string
 	mu    sync.Mutex
-	prs   []*fakePR
-	calls map[string]int // "METHOD path" -> count
-	// limitNext makes the next n calls answer with a rate limit: kind is
+	PRs   []*PR
+	Calls map[string]int // "METHOD path" -> count
+	// LimitNext makes the next n calls answer with a rate limit: kind is
 	// "secondary" (403 + Retry-After) or "primary" (403, remaining 0).
-	limitNext int
-	limitKind string
-	// failAt makes the call with this "METHOD path-prefix" fail once with
+	LimitNext int
+	LimitKind string
+	// FailAt makes the call with this "METHOD path-prefix" fail once with
 	// a 502, as a crash between calls would leave things.
-	failAt string
-	// statuses are the commit statuses set, by sha.
-	statuses map[string]map[string]string
-	// headSHA is the commit a branch points at, as GitHub reads it from
-	// the repo; nil gives placeholders.
-	headSHA func(branch string) string
+	FailAt string
+	// Statuses are the commit statuses set, by sha.
+	Statuses map[string]map[string]string
+	// HeadSHA is the commit a branch points at, as GitHub reads it from
+	// the repo; nil gives placeholders. UseRepo sets it.
+	HeadSHA func(branch string) string
+	// Git is the bare repo behind the API (UseRepo); merges are made in it.
+	Git string
+	// RequiredContexts turns branch protection on: a merge needs a
+	// success status of each of these contexts on the head.
+	RequiredContexts []string
+	// MergeMethods are the merge methods the repo allows; nil allows all.
+	MergeMethods []string
 }
 
-type fakePR struct {
+type PR struct {
 	Number int    `json:"number"`
 	State  string `json:"state"`
 	Title  string `json:"title"`
 	Body   string `json:"body"`
 	// MergedAt is all the list endpoint says of a merge.
 	MergedAt *string  `json:"merged_at"`
-	Head     fakeRef  `json:"head"`
-	Base     fakeRef  `json:"base"`
-	Labels   []fakeLb `json:"labels"`
+	Merged   bool     `json:"merged"`
+	Head     Ref      `json:"head"`
+	Base     Ref      `json:"base"`
+	Labels   []Label  `json:"labels"`
 	Comments []string `json:"-"`
 	Created  int      `json:"-"`
 }
 
-type fakeRef struct {
+type Ref struct {
 	Ref  string   `json:"ref"`
 	SHA  string   `json:"sha"`
-	Repo fakeRepo `json:"repo"`
+	Repo RepoName `json:"repo"`
 }
 
-type fakeRepo struct {
+type RepoName struct {
 	FullName string `json:"full_name"`
 }
 
-type fakeLb struct {
+type Label struct {
 	Name string `json:"name"`
 }
 
-func newFakeGitHub(t *testing.T) (*fakeGitHub, *httptest.Server) {
-	f := &fakeGitHub{t: t, token: "ghs_test", calls: map[string]int{}}
+// New starts a fake GitHub that takes the token "ghs_test", stopped when
+// the test ends.
+func New(t testing.TB) *Server {
+	f := &Server{Token: "ghs_test", Calls: map[string]int{}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	return f, srv
+	f.URL = srv.URL
+	return f
 }
 
-func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls[r.Method+" "+r.URL.Path]++
-	if r.Header.Get("Authorization") != "Bearer "+f.token {
+	f.Calls[r.Method+" "+r.URL.Path]++
+	if r.Header.Get("Authorization") != "Bearer "+f.Token {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials"})
 		return
 	}
-	if f.limitNext > 0 {
-		f.limitNext--
+	if f.LimitNext > 0 {
+		f.LimitNext--
 		f.rateLimit(w)
 		return
 	}
-	if f.failAt != "" && strings.HasPrefix(r.Method+" "+r.URL.Path, f.failAt) {
-		f.failAt = ""
+	if f.FailAt != "" && strings.HasPrefix(r.Method+" "+r.URL.Path, f.FailAt) {
+		f.FailAt = ""
 		writeJSON(w, http.StatusBadGateway, map[string]string{"message": "Server Error"})
 		return
 	}
@@ -102,6 +117,8 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.list(w, r)
 	case parts[3] == "pulls" && len(parts) == 4 && r.Method == http.MethodPost:
 		f.create(w, r, parts[1])
+	case parts[3] == "pulls" && len(parts) == 6 && parts[5] == "merge" && r.Method == http.MethodPut:
+		f.merge(w, r, parts[4])
 	case parts[3] == "pulls" && len(parts) == 5 && r.Method == http.MethodPatch:
 		f.edit(w, r, parts[4])
 	case parts[3] == "issues" && len(parts) == 6 && parts[5] == "labels" && r.Method == http.MethodPut:
@@ -114,27 +131,27 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"message": "Validation Failed"})
 			return
 		}
-		if f.headSHA != nil && !f.knownSHA(parts[4]) {
+		if f.HeadSHA != nil && !f.knownSHA(parts[4]) {
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"message": "No commit found for SHA: " + parts[4]})
 			return
 		}
-		if f.statuses == nil {
-			f.statuses = map[string]map[string]string{}
+		if f.Statuses == nil {
+			f.Statuses = map[string]map[string]string{}
 		}
-		f.statuses[parts[4]] = map[string]string{"state": in.State, "context": in.Context, "description": in.Description}
+		f.Statuses[parts[4]] = map[string]string{"state": in.State, "context": in.Context, "description": in.Description}
 		writeJSON(w, http.StatusCreated, in)
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
 	}
 }
 
-func (f *fakeGitHub) rateLimit(w http.ResponseWriter) {
-	if f.limitKind == "429" {
+func (f *Server) rateLimit(w http.ResponseWriter) {
+	if f.LimitKind == "429" {
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusTooManyRequests, map[string]string{"message": "You have exceeded a secondary rate limit."})
 		return
 	}
-	if f.limitKind == "primary" {
+	if f.LimitKind == "primary" {
 		w.Header().Set("X-RateLimit-Limit", "5000")
 		w.Header().Set("X-RateLimit-Remaining", "0")
 		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Second).Unix(), 10))
@@ -147,15 +164,15 @@ func (f *fakeGitHub) rateLimit(w http.ResponseWriter) {
 		"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
 }
 
-func (f *fakeGitHub) list(w http.ResponseWriter, r *http.Request) {
+func (f *Server) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	var out []*fakePR
-	for _, pr := range f.prs {
+	var out []*PR
+	for _, pr := range f.PRs {
 		if pr.Head.Repo.FullName == "" {
 			pr.Head.Repo.FullName = "o/r"
 		}
-		if f.headSHA != nil && pr.State == "open" {
-			pr.Head.SHA = f.headSHA(pr.Head.Ref)
+		if f.HeadSHA != nil && pr.State == "open" {
+			pr.Head.SHA = f.HeadSHA(pr.Head.Ref)
 		}
 		state := q.Get("state")
 		if state == "" {
@@ -204,13 +221,13 @@ func (f *fakeGitHub) list(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-func (f *fakeGitHub) create(w http.ResponseWriter, r *http.Request, owner string) {
+func (f *Server) create(w http.ResponseWriter, r *http.Request, owner string) {
 	var in struct{ Title, Head, Base, Body string }
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Title == "" || in.Head == "" || in.Base == "" {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed"})
 		return
 	}
-	for _, pr := range f.prs {
+	for _, pr := range f.PRs {
 		if pr.State == "open" && pr.Head.Ref == in.Head && pr.Base.Ref == in.Base && pr.Head.Repo.FullName == owner+"/r" {
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
 				"errors": []map[string]string{{"resource": "PullRequest", "code": "custom",
@@ -219,29 +236,29 @@ func (f *fakeGitHub) create(w http.ResponseWriter, r *http.Request, owner string
 		}
 	}
 	sha := "sha-of-" + in.Head
-	if f.headSHA != nil {
-		if sha = f.headSHA(in.Head); sha == "" {
+	if f.HeadSHA != nil {
+		if sha = f.HeadSHA(in.Head); sha == "" {
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
 				"errors": []map[string]string{{"resource": "PullRequest", "field": "head", "code": "invalid"}}})
 			return
 		}
 	}
-	pr := &fakePR{Number: len(f.prs) + 1, State: "open", Title: in.Title, Body: in.Body,
-		Head: fakeRef{Ref: in.Head, SHA: sha, Repo: fakeRepo{FullName: owner + "/r"}}, Base: fakeRef{Ref: in.Base}, Labels: []fakeLb{}}
-	f.prs = append(f.prs, pr)
+	pr := &PR{Number: len(f.PRs) + 1, State: "open", Title: in.Title, Body: in.Body,
+		Head: Ref{Ref: in.Head, SHA: sha, Repo: RepoName{FullName: owner + "/r"}}, Base: Ref{Ref: in.Base}, Labels: []Label{}}
+	f.PRs = append(f.PRs, pr)
 	writeJSON(w, http.StatusCreated, pr)
 }
 
-func (f *fakeGitHub) find(w http.ResponseWriter, num string) *fakePR {
+func (f *Server) find(w http.ResponseWriter, num string) *PR {
 	n, _ := strconv.Atoi(num)
-	if n < 1 || n > len(f.prs) {
+	if n < 1 || n > len(f.PRs) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
 		return nil
 	}
-	return f.prs[n-1]
+	return f.PRs[n-1]
 }
 
-func (f *fakeGitHub) edit(w http.ResponseWriter, r *http.Request, num string) {
+func (f *Server) edit(w http.ResponseWriter, r *http.Request, num string) {
 	pr := f.find(w, num)
 	if pr == nil {
 		return
@@ -260,7 +277,7 @@ func (f *fakeGitHub) edit(w http.ResponseWriter, r *http.Request, num string) {
 	writeJSON(w, http.StatusOK, pr)
 }
 
-func (f *fakeGitHub) labels(w http.ResponseWriter, r *http.Request, num string) {
+func (f *Server) labels(w http.ResponseWriter, r *http.Request, num string) {
 	pr := f.find(w, num)
 	if pr == nil {
 		return
@@ -277,12 +294,12 @@ func (f *fakeGitHub) labels(w http.ResponseWriter, r *http.Request, num string) 
 	slices.Sort(names)
 	pr.Labels = nil
 	for _, n := range names {
-		pr.Labels = append(pr.Labels, fakeLb{Name: n})
+		pr.Labels = append(pr.Labels, Label{Name: n})
 	}
 	writeJSON(w, http.StatusOK, pr.Labels)
 }
 
-func (f *fakeGitHub) comment(w http.ResponseWriter, r *http.Request, num string) {
+func (f *Server) comment(w http.ResponseWriter, r *http.Request, num string) {
 	pr := f.find(w, num)
 	if pr == nil {
 		return
@@ -299,11 +316,12 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (f *fakeGitHub) open() []*fakePR {
+// Open returns the open pull requests.
+func (f *Server) Open() []*PR {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []*fakePR
-	for _, pr := range f.prs {
+	var out []*PR
+	for _, pr := range f.PRs {
 		if pr.State == "open" {
 			out = append(out, pr)
 		}
@@ -311,9 +329,9 @@ func (f *fakeGitHub) open() []*fakePR {
 	return out
 }
 
-func (f *fakeGitHub) knownSHA(sha string) bool {
-	for _, pr := range f.prs {
-		if f.headSHA(pr.Head.Ref) == sha {
+func (f *Server) knownSHA(sha string) bool {
+	for _, pr := range f.PRs {
+		if f.HeadSHA(pr.Head.Ref) == sha {
 			return true
 		}
 	}

@@ -1,0 +1,111 @@
+package githubpr
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/policies"
+	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
+)
+
+func TestMergeAnswers(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(f *githubtest.Server, pr *publish.PullRequest)
+		method  string
+		refused string // "" when merged
+	}{
+		{"merged", func(*githubtest.Server, *publish.PullRequest) {}, "", ""},
+		{"squash", func(*githubtest.Server, *publish.PullRequest) {}, "squash", ""},
+		{"required status missing", func(f *githubtest.Server, _ *publish.PullRequest) {
+			f.RequiredContexts = []string{publish.CheckContext}
+		}, "", "405"},
+		{"method not allowed", func(f *githubtest.Server, _ *publish.PullRequest) { f.MergeMethods = []string{"squash"} }, "rebase", "405"},
+		{"a person pushed", func(_ *githubtest.Server, pr *publish.PullRequest) { pr.Head = "0000" }, "", "409"},
+		{"closed", func(f *githubtest.Server, _ *publish.PullRequest) { f.PRs[0].State = "closed" }, "", "422"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := githubtest.New(t)
+			p, _ := newProvider(t, f.URL, f.Token)
+			p.MergeMethod = tc.method
+			pr, err := p.Open(ctx, want("cairn/db/s"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.setup(f, pr)
+			before := p.Counts()
+			sha, err := p.Merge(ctx, *pr)
+			if c := p.Counts(); c.Writes-before.Writes != 1 || c.Reads != before.Reads {
+				t.Errorf("calls for one merge: %+v after %+v", c, before)
+			}
+			if tc.refused == "" {
+				if err != nil || sha == "" || f.PRs[0].State != "closed" || !f.PRs[0].Merged {
+					t.Fatalf("merge: %q %v %+v", sha, err, f.PRs[0])
+				}
+				if got, _ := p.Find(ctx, "cairn/db/s"); got == nil || got.State != publish.Merged {
+					t.Errorf("found %+v, want merged", got)
+				}
+				return
+			}
+			if !errors.Is(err, publish.ErrMergeRefused) || !strings.Contains(err.Error(), tc.refused) || f.PRs[0].Merged {
+				t.Fatalf("err = %v, want a refusal with %s", err, tc.refused)
+			}
+		})
+	}
+}
+
+// A step outside its maintenance window, of a kind a policy lets cairn
+// merge, gets a pull request with a pending status and no merge call; when
+// the window opens its status turns green and cairn merges it, through
+// branch protection that requires cairn/plan, in one write call.
+func TestAutoMergeWaitsForTheWindowThroughBranchProtection(t *testing.T) {
+	f := githubtest.New(t)
+	bare := bareRepo(t)
+	f.UseRepo(bare)
+	f.RequiredContexts = []string{publish.CheckContext}
+	setSpec(t, bare, "apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec:\n  size: 1\n  version: \"3.5.21\"\n  maintenanceWindow: {schedule: \"0 22 * * *\", duration: 2h, timeZone: UTC}\n")
+	one := "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n  statefulSet: {replicas: 1, version: \"3.5.20\"}\n  members:\n  - {name: e-0, version: \"3.5.20\", ready: true, role: leader}\n"
+	merge := policies.AutoMerge{PolicyName: "all/auto-merge", Kinds: []plan.Kind{plan.UpgradeMember}}
+	noon := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	gates := func(plan.Plan) (bool, string) { return true, "" }
+	p, _ := newProvider(t, f.URL, f.Token)
+
+	out, err := publishMerging(t, bare, p, one, policies.Set{policies.SpecWindow{Now: noon}, merge}, gates)
+	if err != nil || out[0].Action != publish.ActionOpened || !strings.Contains(out[0].Note, "held by maintenance-window") {
+		t.Fatalf("at noon: %+v %v", out, err)
+	}
+	open := f.Open()
+	if len(open) != 1 || f.Statuses[open[0].Head.SHA]["state"] != "pending" || f.Calls["PUT /repos/o/r/pulls/1/merge"] != 0 {
+		t.Fatalf("at noon: %+v %v %v", open, f.Statuses, f.Calls)
+	}
+	if !strings.Contains(open[0].Body, "**Auto-merge:** no: not while held by maintenance-window") {
+		t.Errorf("body at noon:\n%s", open[0].Body)
+	}
+
+	before := p.Counts()
+	out, err = publishMerging(t, bare, p, one, policies.Set{policies.SpecWindow{Now: noon.Add(10*time.Hour + 30*time.Minute)}, merge}, gates)
+	if err != nil || out[0].Action != publish.ActionAutoMerged {
+		t.Fatalf("in the window: %+v %v", out, err)
+	}
+	if f.Calls["PUT /repos/o/r/pulls/1/merge"] != 1 || len(f.Open()) != 0 {
+		t.Fatalf("merge calls %v", f.Calls)
+	}
+	head := f.PRs[0].Head.SHA
+	if f.Statuses[head]["state"] != "success" || !strings.Contains(f.PRs[0].Body, "**Auto-merge:** yes") {
+		t.Errorf("status %v, body:\n%s", f.Statuses[head], f.PRs[0].Body)
+	}
+	// Labels, status and body as before, and the merge: one write more.
+	if c := p.Counts(); c.Writes-before.Writes != 4 || c.Reads-before.Reads != 1 {
+		t.Errorf("REST calls to turn the status green and merge: %+v after %+v", c, before)
+	}
+	if files := readMain(t, bare); !strings.Contains(files["rendered/e/kustomization.yaml"], "steps/upgrade-0-to-3.5.21") {
+		t.Errorf("main after the merge: %v", files["rendered/e/kustomization.yaml"])
+	}
+}
