@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -53,13 +54,52 @@ func Bin(t testing.TB, name string) string {
 	return p
 }
 
+// Options choose what a control plane runs beside etcd and kube-apiserver.
+type Options struct {
+	// ControllerManager starts kube-controller-manager with the
+	// controllers cairn's manifests rely on: StatefulSets, the garbage
+	// collector, ServiceAccounts and their tokens, PVC protection.
+	ControllerManager bool
+}
+
+// controllers are the kube-controller-manager controllers a test bed runs.
+// There is no kubelet and no cloud: a node stand-in binds pods and claims.
+const controllers = "statefulset-controller,garbage-collector-controller,serviceaccount-controller," +
+	"serviceaccount-token-controller,persistentvolumeclaim-protection-controller"
+
 // Start starts etcd and kube-apiserver on loopback and waits until the API
 // server is ready. Both stop when the test ends.
 func Start(t testing.TB) *ControlPlane {
 	t.Helper()
-	dir := t.TempDir()
+	return StartWith(t, Options{})
+}
+
+// StartWith starts a control plane with opts. A server that exits at once
+// (another process took its free port between the check and the start)
+// makes the whole control plane start again on new ports, up to three
+// times.
+func StartWith(t testing.TB, opts Options) *ControlPlane {
+	t.Helper()
+	var errs []string
+	for attempt := 1; attempt <= 3; attempt++ {
+		cp, err := start(t, opts)
+		if err == nil {
+			return cp
+		}
+		errs = append(errs, err.Error())
+	}
+	t.Fatalf("control plane did not start in 3 attempts: %s", strings.Join(errs, "; "))
+	return nil
+}
+
+func start(t testing.TB, opts Options) (*ControlPlane, error) {
+	t.Helper()
+	dir, err := os.MkdirTemp(t.TempDir(), "cp-")
+	if err != nil {
+		return nil, err
+	}
 	etcdClient, etcdPeer, apiPort := freePort(t), freePort(t), freePort(t)
-	run(t, dir, "etcd", Bin(t, "etcd"),
+	etcd := run(t, dir, "etcd", Bin(t, "etcd"),
 		"--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", "http://127.0.0.1:"+strconv.Itoa(etcdClient),
 		"--advertise-client-urls", "http://127.0.0.1:"+strconv.Itoa(etcdClient),
@@ -73,7 +113,7 @@ func Start(t testing.TB) *ControlPlane {
 	if err := os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run(t, dir, "kube-apiserver", Bin(t, "kube-apiserver"),
+	api := run(t, dir, "kube-apiserver", Bin(t, "kube-apiserver"),
 		"--etcd-servers", "http://127.0.0.1:"+strconv.Itoa(etcdClient),
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(apiPort), "--cert-dir", filepath.Join(dir, "certs"),
@@ -84,8 +124,23 @@ func Start(t testing.TB) *ControlPlane {
 		// Loopback cannot back the kubernetes Service; tests do not need it.
 		"--endpoint-reconciler-type", "none")
 	cp := &ControlPlane{URL: "https://127.0.0.1:" + strconv.Itoa(apiPort), Token: token, dir: dir}
-	cp.waitReady(t)
-	return cp
+	if err := cp.waitReady(t, etcd, api); err != nil {
+		return nil, err
+	}
+	if opts.ControllerManager {
+		kcm := run(t, dir, "kube-controller-manager", Bin(t, "kube-controller-manager"),
+			"--kubeconfig", cp.Kubeconfig(t), "--controllers", controllers,
+			"--leader-elect=false", "--secure-port=0",
+			"--service-account-private-key-file", keyFile,
+			"--root-ca-file", filepath.Join(dir, "certs", "apiserver.crt"),
+			"--use-service-account-credentials=false",
+			"--concurrent-statefulset-syncs=5", "--min-resync-period=1m")
+		time.Sleep(300 * time.Millisecond)
+		if kcm.exited() {
+			return nil, fmt.Errorf("kube-controller-manager exited at once: %s", kcm.tail())
+		}
+	}
+	return cp, nil
 }
 
 // Config is a client config with the admin token.
@@ -103,7 +158,9 @@ func (cp *ControlPlane) Client(t testing.TB) *kubernetes.Clientset {
 	return c
 }
 
-func (cp *ControlPlane) waitReady(t testing.TB) {
+// waitReady waits until the API server answers ready, or one of the
+// processes it needs has exited.
+func (cp *ControlPlane) waitReady(t testing.TB, procs ...*process) error {
 	t.Helper()
 	c := cp.Client(t)
 	deadline := time.Now().Add(2 * time.Minute)
@@ -112,7 +169,12 @@ func (cp *ControlPlane) waitReady(t testing.TB) {
 		body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		cancel()
 		if err == nil && string(body) == "ok" {
-			return
+			return nil
+		}
+		for _, p := range procs {
+			if p.exited() {
+				return fmt.Errorf("%s exited: %s", p.name, p.tail())
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("kube-apiserver not ready after 2m: %v %s", err, body)
@@ -121,7 +183,32 @@ func (cp *ControlPlane) waitReady(t testing.TB) {
 	}
 }
 
-func run(t testing.TB, dir, name, bin string, args ...string) {
+// process is a server a test bed started; it is stopped when the test ends.
+type process struct {
+	name string
+	log  string
+	done chan struct{}
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// tail is the end of the process's log.
+func (p *process) tail() string {
+	data, _ := os.ReadFile(p.log)
+	if len(data) > 3000 {
+		data = data[len(data)-3000:]
+	}
+	return string(data)
+}
+
+func run(t testing.TB, dir, name, bin string, args ...string) *process {
 	t.Helper()
 	log, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
@@ -133,25 +220,28 @@ func run(t testing.TB, dir, name, bin string, args ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
+	p := &process{name: name, log: log.Name(), done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
+		stop(cmd.Process.Pid, p.done, 10*time.Second)
 		log.Close()
 		if t.Failed() {
-			data, _ := os.ReadFile(log.Name())
-			if len(data) > 3000 {
-				data = data[len(data)-3000:]
-			}
-			t.Logf("%s log (tail):\n%s", name, data)
+			t.Logf("%s log (tail):\n%s", name, p.tail())
 		}
 	})
+	return p
+}
+
+// stop sends SIGTERM to the process group pgid and SIGKILL when it has
+// not exited (done closed) within grace.
+func stop(pgid int, done <-chan struct{}, grace time.Duration) {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	}
 }
 
 // PostgresCredential returns the credential PostgreSQL processes must run
@@ -215,7 +305,9 @@ func (cp *ControlPlane) Namespace(t testing.TB, name string) string {
 	if _, err := c.CoreV1().Namespaces().Create(context.Background(), namespace(name), createOpts); err != nil {
 		t.Fatal(fmt.Errorf("create namespace %s: %w", name, err))
 	}
-	if _, err := c.CoreV1().ServiceAccounts(name).Create(context.Background(), serviceAccount("default"), createOpts); err != nil {
+	// With a controller-manager, its ServiceAccount controller may have
+	// made it already.
+	if _, err := c.CoreV1().ServiceAccounts(name).Create(context.Background(), serviceAccount("default"), createOpts); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(fmt.Errorf("create the default ServiceAccount of %s: %w", name, err))
 	}
 	return name

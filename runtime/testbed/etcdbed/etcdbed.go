@@ -1,0 +1,260 @@
+// Package etcdbed backs the etcd pods of a test bed with real etcd
+// members: for each pod the node stand-in starts, it runs the instance
+// manager's decision (bootstrap, join as a learner, restart from data,
+// wait while removed) with the pod's rendered <cluster>-cairn ConfigMap,
+// and then the etcd binary, on the pod's own 127.x.y.z address with etcd's
+// usual ports. A member's data directory is keyed by its claim's UID, so a
+// replaced claim is an empty data directory, as in a cluster.
+//
+// It is for tests only.
+package etcdbed
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/testbed"
+)
+
+// Label keys of the rendered pods (renderer.LabelName, LabelInstance).
+const (
+	labelName     = "app.kubernetes.io/name"
+	labelInstance = "app.kubernetes.io/instance"
+)
+
+// Bed backs etcd pods of one namespace; it is a testbed.Backer.
+type Bed struct {
+	client kubernetes.Interface
+	ns     string
+	bin    string
+	dir    string
+	log    *slog.Logger
+	// prefix is this bed's 127.a.b. network; a cluster's members are
+	// prefix+(16*cluster index + ordinal + 1).
+	prefix string
+
+	mu       sync.Mutex
+	clusters []string
+}
+
+// New returns a bed for namespace ns of cp.
+func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *Bed {
+	t.Helper()
+	return &Bed{
+		client: cp.Client(t), ns: ns, bin: testbed.Bin(t, "etcd"), dir: t.TempDir(), log: log,
+		prefix: fmt.Sprintf("127.%d.%d.", 10+rand.IntN(240), 10+rand.IntN(240)),
+	}
+}
+
+// IP is the address of member ordinal ord of cluster.
+func (b *Bed) IP(cluster string, ord int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := 0
+	for ; i < len(b.clusters) && b.clusters[i] != cluster; i++ {
+	}
+	if i == len(b.clusters) {
+		b.clusters = append(b.clusters, cluster)
+	}
+	return b.prefix + strconv.Itoa(16*i+ord+1)
+}
+
+// ClientURL is the client URL of member ordinal ord of cluster.
+func (b *Bed) ClientURL(cluster string, ord int) string {
+	return "http://" + b.IP(cluster, ord) + ":2379"
+}
+
+// Endpoints are the client URLs of members 0..n-1 of cluster.
+func (b *Bed) Endpoints(cluster string, n int) []string {
+	var eps []string
+	for i := range n {
+		eps = append(eps, b.ClientURL(cluster, i))
+	}
+	return eps
+}
+
+// Start backs an etcd pod; other pods are not backed.
+func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool, error) {
+	if pod.Labels[labelName] != "etcd" {
+		return testbed.Running{}, false, nil
+	}
+	cluster := pod.Labels[labelInstance]
+	ord, err := strconv.Atoi(pod.Name[strings.LastIndexByte(pod.Name, '-')+1:])
+	if err != nil {
+		return testbed.Running{}, false, fmt.Errorf("pod %s: no ordinal", pod.Name)
+	}
+	claim, err := b.client.CoreV1().PersistentVolumeClaims(b.ns).Get(ctx, "data-"+pod.Name, metav1.GetOptions{})
+	if err != nil {
+		return testbed.Running{}, false, fmt.Errorf("pod %s: its claim: %w", pod.Name, err)
+	}
+	cfg, err := b.config(ctx, cluster)
+	if err != nil {
+		return testbed.Running{}, false, err
+	}
+	e := &instance.Etcd{
+		Name: pod.Name, DataDir: filepath.Join(b.dir, string(claim.UID), "data"), Config: cfg,
+		PeerURL:   func(m string) string { return "http://" + b.IP(cluster, ordinalOf(m)) + ":2380" },
+		ClientURL: func(m string) string { return b.ClientURL(cluster, ordinalOf(m)) },
+		Endpoints: b.endpoints(ctx, cluster, pod.Name), DialTimeout: 2 * time.Second,
+		Log: b.log.With("pod", pod.Name),
+	}
+	ip := b.IP(cluster, ord)
+	e.ListenPeerURL, e.ListenClientURL = "http://"+ip+":2380", "http://"+ip+":2379"
+	m := &member{bed: b, etcd: e, done: make(chan struct{})}
+	mctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go m.run(mctx)
+	return testbed.Running{IP: ip, Ready: m.ready, Exited: m.exited, Stop: m.stop}, true, nil
+}
+
+func ordinalOf(member string) int {
+	n, _ := strconv.Atoi(member[strings.LastIndexByte(member, '-')+1:])
+	return n
+}
+
+// config reads the cluster's rendered <cluster>-cairn ConfigMap as the
+// pod would from its mounted files.
+func (b *Bed) config(ctx context.Context, cluster string) (instance.Config, error) {
+	cm, err := b.client.CoreV1().ConfigMaps(b.ns).Get(ctx, cluster+"-cairn", metav1.GetOptions{})
+	if err != nil {
+		return instance.Config{}, fmt.Errorf("config of %s: %w", cluster, err)
+	}
+	dir, err := os.MkdirTemp(b.dir, "config-")
+	if err != nil {
+		return instance.Config{}, err
+	}
+	defer os.RemoveAll(dir)
+	for k, v := range cm.Data {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600); err != nil {
+			return instance.Config{}, err
+		}
+	}
+	return instance.ReadConfig(dir)
+}
+
+// endpoints are the client URLs of the cluster's other pods, as the
+// <cluster>-client Service would route to them.
+func (b *Bed) endpoints(ctx context.Context, cluster, self string) []string {
+	pods, err := b.client.CoreV1().Pods(b.ns).List(ctx, metav1.ListOptions{LabelSelector: labelInstance + "=" + cluster})
+	if err != nil {
+		return nil
+	}
+	var eps []string
+	for _, p := range pods.Items {
+		if p.Name != self {
+			eps = append(eps, b.ClientURL(cluster, ordinalOf(p.Name)))
+		}
+	}
+	return eps
+}
+
+// member is one pod's instance manager and etcd process.
+type member struct {
+	bed    *Bed
+	etcd   *instance.Etcd
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// run waits until the instance manager lets the member start, as
+// instance.RunEtcd does, then runs etcd until it exits or is stopped.
+func (m *member) run(ctx context.Context) {
+	defer close(m.done)
+	var args []string
+	for {
+		var err error
+		if args, err = m.etcd.Args(ctx); err == nil {
+			break
+		}
+		m.etcd.Log.Info("member cannot start yet", "err", err.Error())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	log, err := os.Create(filepath.Join(m.bed.dir, m.etcd.Name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".log"))
+	if err != nil {
+		return
+	}
+	defer log.Close()
+	cmd := exec.Command(m.bed.bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	m.mu.Lock()
+	if ctx.Err() != nil {
+		m.mu.Unlock()
+		return
+	}
+	err = cmd.Start()
+	m.cmd = cmd
+	m.mu.Unlock()
+	if err != nil {
+		m.etcd.Log.Error("etcd did not start", "err", err.Error())
+		return
+	}
+	_ = cmd.Wait()
+}
+
+func (m *member) exited() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the member as a kubelet ends a container: SIGTERM, and
+// SIGKILL after a grace period.
+func (m *member) stop() {
+	m.mu.Lock()
+	m.cancel()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-m.done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
+	<-m.done
+}
+
+// ready is the rendered readiness probe: etcd's /health.
+func (m *member) ready(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.etcd.ClientURL(m.etcd.Name)+"/health", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
