@@ -48,7 +48,10 @@ func planMarkdown(p plan.Plan, current string) []byte {
 		writeGates(&b, "Done when", s.Gates, plan.After)
 		fmt.Fprintf(&b, "- Rollback: %s\n", s.Rollback)
 		for _, d := range s.Decisions {
-			fmt.Fprintf(&b, "- Policy `%s`: %s%s\n", d.Policy, d.Verdict, reasonNote(d.Reason))
+			fmt.Fprintf(&b, "- Policy `%s`: %s%s%s\n", d.Policy, d.Verdict, autoMergeNote(d), reasonNote(d.Reason))
+		}
+		if ok, why := s.AutoMerge(); why != "" {
+			fmt.Fprintf(&b, "- Auto-merge: %s (%s)\n", yesNo(ok), why)
 		}
 	}
 	return b.Bytes()
@@ -82,6 +85,13 @@ func fieldNote(f string) string {
 		return ""
 	}
 	return ", field `" + f + "`"
+}
+
+func autoMergeNote(d plan.Decision) string {
+	if d.AutoMerge {
+		return " (auto-merge)"
+	}
+	return ""
 }
 
 func reasonNote(r string) string {

@@ -143,6 +143,9 @@ func flags(s plan.Step) string {
 			f = append(f, strings.ToLower(string(d.Verdict))+":"+d.Policy)
 		}
 	}
+	if ok, _ := s.AutoMerge(); ok {
+		f = append(f, "auto-merge")
+	}
 	if len(f) == 0 {
 		return "-"
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
@@ -43,7 +44,7 @@ time.`,
 						fmt.Fprintf(tw, "%s\t%s\t-\t-\t\n", p.Cluster, s.ID)
 					}
 					for _, d := range s.Decisions {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Cluster, s.ID, d.Policy, d.Verdict, d.Reason)
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Cluster, s.ID, d.Policy, verdict(d), d.Reason)
 					}
 				}
 			}
@@ -56,4 +57,13 @@ time.`,
 	_ = test.MarkFlagRequired("repo")
 	cmd.AddCommand(test)
 	return cmd
+}
+
+// verdict is a decision's verdict, marked when the policy lets cairn
+// merge the step.
+func verdict(d plan.Decision) string {
+	if d.AutoMerge {
+		return string(d.Verdict) + " (auto-merge)"
+	}
+	return string(d.Verdict)
 }

@@ -9,11 +9,13 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/gates"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -22,6 +24,9 @@ import (
 	"github.com/cairn-dev/cairn/publish/gitrepo"
 	"github.com/cairn-dev/cairn/renderer"
 )
+
+// cairnEmail signs cairn's commits.
+const cairnEmail = "cairn@users.noreply.cairn.dev"
 
 type remoteOptions struct {
 	repo, base, tokenFile, sshKey, knownHosts, signKey string
@@ -92,8 +97,18 @@ func (o *remoteOptions) clone(ctx context.Context) (repo *gitrepo.Repo, cleanup 
 
 // githubOptions select the GitHub provider instead of the local one.
 type githubOptions struct {
-	repo, api, tokenFile string
-	verbose              bool
+	repo, api, tokenFile, mergeMethod string
+	verbose, noAutoMerge              bool
+}
+
+// flags adds the GitHub flags, and --no-auto-merge.
+func (gh *githubOptions) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&gh.repo, "github", "", "OWNER/REPO: open pull requests on GitHub instead of recording them in the repo")
+	f.StringVar(&gh.api, "github-api", "", "GitHub API URL (GitHub Enterprise: https://HOST/api/v3/)")
+	f.StringVar(&gh.tokenFile, "github-token-file", "", "file holding the GitHub token (default: $GITHUB_TOKEN)")
+	f.StringVar(&gh.mergeMethod, "github-merge-method", "merge", "how cairn merges the steps a policy lets it merge: merge, squash or rebase")
+	f.BoolVar(&gh.noAutoMerge, "no-auto-merge", false, "never merge a pull request, whatever the policies allow")
 }
 
 func newPropose() *cobra.Command {
@@ -110,7 +125,11 @@ against the live state, and publish each plan's first step as a commit on
 branch cairn/<cluster>/<step-id> with a pull request (kept in the repo
 under refs/cairn/pr/ by the local provider; see cairn pr list). A pull
 request a new plan supersedes is closed with the reason. Running it again
-with nothing changed writes nothing.`,
+with nothing changed writes nothing. At the end of the pass, cairn merges
+the pull requests of the steps a policy lets it merge (autoMerge in
+docs/policies.md) once no policy holds them, their gates before them pass
+in the live state and no do-not-merge label is on them; --no-auto-merge
+turns that off.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPropose(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, gh, src, specs, images)
@@ -120,9 +139,7 @@ with nothing changed writes nothing.`,
 	src.flags(cmd.Flags())
 	cmd.Flags().StringVar(&specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
 	imageFlags(cmd.Flags(), &images)
-	cmd.Flags().StringVar(&gh.repo, "github", "", "OWNER/REPO: open pull requests on GitHub instead of recording them in the repo")
-	cmd.Flags().StringVar(&gh.api, "github-api", "", "GitHub API URL (GitHub Enterprise: https://HOST/api/v3/)")
-	cmd.Flags().StringVar(&gh.tokenFile, "github-token-file", "", "file holding the GitHub token (default: $GITHUB_TOKEN)")
+	gh.flags(cmd)
 	cmd.Flags().BoolVarP(&gh.verbose, "verbose", "v", false, "print the GitHub API calls made")
 	return cmd
 }
@@ -131,7 +148,7 @@ with nothing changed writes nothing.`,
 // set, else the local one. counts reports GitHub API calls.
 func (gh githubOptions) provider(repo *gitrepo.Repo, base string, log *slog.Logger) (publish.Provider, func() string, error) {
 	if gh.repo == "" {
-		return &publish.Local{Repo: repo, Base: base}, func() string { return "" }, nil
+		return &publish.Local{Repo: repo, Base: base, Name: "cairn", Email: cairnEmail}, func() string { return "" }, nil
 	}
 	owner, name, ok := strings.Cut(gh.repo, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
@@ -144,7 +161,7 @@ func (gh githubOptions) provider(repo *gitrepo.Repo, base string, log *slog.Logg
 	if token == "" {
 		return nil, nil, &exitError{exitUsage, fmt.Errorf("--github needs a token: --github-token-file or $GITHUB_TOKEN")}
 	}
-	p, err := githubpr.New(owner, name, base, githubpr.Options{BaseURL: gh.api, Token: token, Log: log})
+	p, err := githubpr.New(owner, name, base, githubpr.Options{BaseURL: gh.api, Token: token, MergeMethod: gh.mergeMethod, Log: log})
 	if err != nil {
 		return nil, nil, &exitError{exitUsage, err}
 	}
@@ -170,12 +187,12 @@ func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh gith
 		return err
 	}
 	pub := &publish.Publisher{Repo: repo, PRs: prs, Render: r.Render,
-		Name: "cairn", Email: "cairn@users.noreply.cairn.dev", Log: log}
+		Name: "cairn", Email: cairnEmail, Log: log}
 	if gh.verbose {
 		defer func() { fmt.Fprint(errw, counts()) }()
 	}
 	for attempt := 1; ; attempt++ {
-		outcomes, plans, err := proposeWith(ctx, repo, pub, src.read, spec.Layout{SpecsDir: specs})
+		outcomes, plans, err := proposeWith(ctx, repo, pub, src.read, spec.Layout{SpecsDir: specs}, !gh.noAutoMerge)
 		if errors.Is(err, publish.ErrBaseMoved) && attempt < gitrepo.MaxAttempts {
 			continue
 		}
@@ -193,9 +210,10 @@ func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh gith
 }
 
 // proposeWith fetches the base branch, observes its specs' clusters,
-// plans and publishes.
+// plans and publishes; with autoMerge, the publisher merges the steps the
+// policies let cairn merge whose "before" gates pass.
 func proposeWith(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher,
-	observe func(context.Context, []spec.Cluster) (*live.Snapshot, error), layout spec.Layout) ([]publish.Outcome, plan.List, error) {
+	observe func(context.Context, []spec.Cluster) (*live.Snapshot, error), layout spec.Layout, autoMerge bool) ([]publish.Outcome, plan.List, error) {
 	if err := repo.Fetch(ctx); err != nil {
 		return nil, plan.List{}, err
 	}
@@ -219,8 +237,25 @@ func proposeWith(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher
 		return nil, plan.List{}, err
 	}
 	plans := planner.Plan(clusters, observed, pols)
+	pub.MergeGates = nil
+	if autoMerge {
+		pub.MergeGates = beforeGates(clusters, observed, clock())
+	}
 	out, err := pub.Publish(ctx, base, clusters, plans)
 	return out, plans, err
+}
+
+// beforeGates checks a plan's next step's "before" gates in the live
+// state at now, the time the policies decided at.
+func beforeGates(clusters []spec.Cluster, observed *live.Snapshot, now time.Time) func(plan.Plan) (bool, string) {
+	return func(pl plan.Plan) (bool, string) {
+		for _, c := range clusters {
+			if c.Ref().Kind == pl.Cluster.Kind && c.Ref().Name == pl.Cluster.Name && len(pl.Steps) > 0 {
+				return gates.Pass(gates.Before(pl.Steps[0], c, observed.Find(pl.Cluster.Kind, pl.Cluster.Name), now))
+			}
+		}
+		return false, "the cluster has no spec"
+	}
 }
 
 func printOutcomes(w io.Writer, outcomes []publish.Outcome) {

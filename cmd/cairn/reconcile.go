@@ -36,6 +36,8 @@ type reconciler struct {
 	layout spec.Layout
 	now    func() time.Time
 	log    *slog.Logger
+	// autoMerge lets the passes merge the steps the policies let cairn merge.
+	autoMerge bool
 }
 
 // pass is one round of the loop.
@@ -56,7 +58,7 @@ func (r *reconciler) pass(ctx context.Context) ([]publish.Outcome, error) {
 		return r.held(pl, clusters[pl.Cluster.Name], observed.Find(pl.Cluster.Kind, pl.Cluster.Name))
 	}
 	for attempt := 1; ; attempt++ {
-		out, _, err := proposeWith(ctx, r.repo, r.pub, observe, r.layout)
+		out, _, err := proposeWith(ctx, r.repo, r.pub, observe, r.layout, r.autoMerge)
 		if errors.Is(err, publish.ErrBaseMoved) && attempt < gitrepo.MaxAttempts {
 			continue
 		}
@@ -199,7 +201,9 @@ func newReconcile() *cobra.Command {
 with the secret in --webhook-secret-file or $CAIRN_WEBHOOK_SECRET), plan
 every cluster and publish its next step as cairn propose does, but hold a
 cluster while the step merged last has not shown its gates in the live
-state (--live, read again on every pass).`,
+state (--live, read again on every pass). Steps a policy lets cairn merge
+are merged at the end of a pass, as cairn propose does (--no-auto-merge
+turns that off).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
@@ -234,9 +238,7 @@ state (--live, read again on every pass).`,
 	cmd.Flags().DurationVar(&interval, "interval", time.Minute, "time between passes")
 	cmd.Flags().StringVar(&addr, "webhook-addr", "", "address to accept GitHub webhooks on, such as :8080")
 	cmd.Flags().StringVar(&secretFile, "webhook-secret-file", "", "file holding the webhook secret")
-	cmd.Flags().StringVar(&gh.repo, "github", "", "OWNER/REPO: pull requests on GitHub")
-	cmd.Flags().StringVar(&gh.api, "github-api", "", "GitHub API URL")
-	cmd.Flags().StringVar(&gh.tokenFile, "github-token-file", "", "file holding the GitHub token (default: $GITHUB_TOKEN)")
+	gh.flags(cmd)
 	imageFlags(cmd.Flags(), &images)
 	return cmd
 }
@@ -255,6 +257,7 @@ func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, src l
 		cleanup()
 		return nil, nil, err
 	}
-	pub := &publish.Publisher{Repo: repo, PRs: prs, Render: rend.Render, Name: "cairn", Email: "cairn@users.noreply.cairn.dev", Log: log}
-	return &reconciler{repo: repo, pub: pub, src: src, layout: spec.Layout{SpecsDir: specs}, now: time.Now, log: log}, cleanup, nil
+	pub := &publish.Publisher{Repo: repo, PRs: prs, Render: rend.Render, Name: "cairn", Email: cairnEmail, Log: log}
+	return &reconciler{repo: repo, pub: pub, src: src, layout: spec.Layout{SpecsDir: specs}, now: time.Now, log: log,
+		autoMerge: !gh.noAutoMerge}, cleanup, nil
 }
