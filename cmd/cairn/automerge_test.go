@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
+	"github.com/cairn-dev/cairn/renderer"
 )
 
 const autoMergePolicy = "apiVersion: cairn.dev/v1alpha1\nkind: Policy\nmetadata: {name: team}\nspec:\n  autoMerge: {kinds: [UpgradeMember, EtcdAddMember, PostgresAddReplica]}\n"
@@ -98,6 +101,46 @@ func TestAutoMergeLocal(t *testing.T) {
 	code, out, _ = cairn(t, "plan", "--repo", "../../examples/fleet", "--live", liveFile)
 	if code != exitOK || strings.Contains(out, "auto-merge") {
 		t.Errorf("the example has no auto-merge policy:\n%s", out)
+	}
+}
+
+// The reconcile loop merges a step, holds the cluster until the live state
+// shows it done, then opens and merges the next.
+func TestReconcileAutoMergesStepByStep(t *testing.T) {
+	ctx := context.Background()
+	files := exampleFiles(t)
+	files["policies/merge.yaml"] = autoMergePolicy
+	bare := gitopsRepo(t, files)
+	liveFile := filepath.Join(t.TempDir(), "live.yaml")
+	base, _ := os.ReadFile("../../examples/fleet/live.yaml")
+	setLive := func(s string) { _ = os.WriteFile(liveFile, []byte(s), 0o644) }
+	setLive(string(base))
+	r, cleanup, err := newReconciler(ctx, remoteOptions{repo: bare, base: "main"}, githubOptions{}, liveSource{file: liveFile}, "clusters", renderer.Options{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	etcdOf := func() publish.Outcome {
+		out, err := r.pass(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outcomeOf(t, out, "EtcdCluster/my-etcd-cluster")
+	}
+	if o := etcdOf(); o.Action != publish.ActionAutoMerged || o.Step != "etcd-add-1" {
+		t.Fatalf("first pass: %+v", o)
+	}
+	if o := etcdOf(); o.Action != publish.ActionHeld || !strings.Contains(o.Note, "waiting for merged step etcd-add-1") {
+		t.Fatalf("after the merge: %+v", o)
+	}
+	joined := strings.Replace(string(base), "statefulSet: {replicas: 1,", "statefulSet: {replicas: 2,", 1)
+	joined = strings.Replace(joined, "role: leader}\n", "role: leader}\n      - {name: my-etcd-cluster-1, version: \"3.2.13\", ready: true, role: follower}\n", 1)
+	setLive(joined)
+	if o := etcdOf(); o.Action != publish.ActionAutoMerged || o.Step != "etcd-add-2" {
+		t.Fatalf("after the step showed done: %+v", o)
+	}
+	if !strings.Contains(baseFile(t, bare, "rendered/my-etcd-cluster/kustomization.yaml"), "steps/etcd-add-2") {
+		t.Errorf("main does not select etcd-add-2")
 	}
 }
 

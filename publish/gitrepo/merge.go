@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -24,8 +26,9 @@ var ErrNotMergeable = errors.New("not mergeable")
 // commit whose tree is base's with root taken from head. A base that
 // changed root since head's parent is refused with ErrNotMergeable: a
 // person decides. squash makes a commit with base as its only parent
-// instead of a merge commit (GitHub's squash and rebase methods).
-func MergeCommit(r *git.Repository, base, head *object.Commit, root, message string, sig object.Signature, squash bool) (plumbing.Hash, error) {
+// instead of a merge commit (GitHub's squash and rebase methods). key,
+// when set, signs the commit it makes.
+func MergeCommit(r *git.Repository, base, head *object.Commit, root, message string, sig object.Signature, squash bool, key *openpgp.Entity) (plumbing.Hash, error) {
 	if len(head.ParentHashes) != 1 {
 		return plumbing.ZeroHash, fmt.Errorf("%w: %s is not a step commit (%d parents)", ErrNotMergeable, short(head.Hash), len(head.ParentHashes))
 	}
@@ -61,7 +64,30 @@ func MergeCommit(r *git.Repository, base, head *object.Commit, root, message str
 	if squash {
 		c.ParentHashes = c.ParentHashes[:1]
 	}
+	if key != nil {
+		if c.PGPSignature, err = signature(c, key); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("sign the merge of %s: %w", short(head.Hash), err)
+		}
+	}
 	return store(r, c)
+}
+
+// signature is an armored detached OpenPGP signature of the commit, as
+// go-git signs the commits it makes.
+func signature(c *object.Commit, key *openpgp.Entity) (string, error) {
+	unsigned := &plumbing.MemoryObject{}
+	if err := c.Encode(unsigned); err != nil {
+		return "", err
+	}
+	rd, err := unsigned.Reader()
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := openpgp.ArmoredDetachSign(&b, key, rd, nil); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }
 
 // replaceTree writes the tree t with the folder at path set to sub
@@ -138,7 +164,7 @@ func (r *Repo) Merge(ctx context.Context, branch, head, root, message string, si
 		if ok, err := tip.IsAncestor(base); err == nil && ok {
 			return base.Hash, nil // merged already
 		}
-		merged, err := MergeCommit(r.repo, base, tip, root, message, sig, false)
+		merged, err := MergeCommit(r.repo, base, tip, root, message, sig, false, r.SignKey)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 func TestSignedCommits(t *testing.T) {
@@ -56,6 +57,24 @@ func TestSignedCommits(t *testing.T) {
 	again, err := clone(t, bare).Publish(context.Background(), "cairn/db/s", change("v1\n"))
 	if err != nil || again.Pushed {
 		t.Fatalf("repeat: %+v %v", again, err)
+	}
+	// A merge commit of auto-merge is signed too: a step made on an older
+	// base is merged with one.
+	other, err := r.Publish(context.Background(), "cairn/other/s", stepChange("rendered/other", "o\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Merge(context.Background(), "cairn/db/s", res.Commit.String(), "rendered/db", "merge db", object.Signature{Name: "cairn", Email: "cairn@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	merged, err := r.Merge(context.Background(), "cairn/other/s", other.Commit.String(), "rendered/other", "merge other", object.Signature{Name: "cairn", Email: "cairn@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := repo.CommitObject(merged); err != nil || m.NumParents() != 2 {
+		t.Fatalf("merge commit %v %v", m, err)
+	} else if _, err := m.Verify(pub.String()); err != nil {
+		t.Fatalf("the merge commit is not signed by the key: %v", err)
 	}
 	if _, err := ReadSignKey(filepath.Join(t.TempDir(), "none"), ""); err == nil {
 		t.Error("a missing key file is an error")

@@ -118,7 +118,7 @@ func (f *Server) mergeCommit(pr *PR, method, title string) (string, error) {
 		title = fmt.Sprintf("Merge pull request #%d from %s", pr.Number, pr.Head.Ref)
 	}
 	sig := object.Signature{Name: "GitHub", Email: "noreply@github.com"}
-	h, err := gitrepo.MergeCommit(repo, base, head, "rendered/"+cluster, title+"\n", sig, method != "merge")
+	h, err := gitrepo.MergeCommit(repo, base, head, "rendered/"+cluster, title+"\n", sig, method != "merge", nil)
 	if err != nil {
 		return "", err
 	}
