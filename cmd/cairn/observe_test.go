@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,5 +62,39 @@ func TestPlanWithKubeconfig(t *testing.T) {
 	}
 	if code, _, errOut := cairn(t, "plan", "--repo", "../../examples/fleet", "--kubeconfig", kc, "--live", "x"); code != exitUsage || !strings.Contains(errOut, "give one") {
 		t.Errorf("both sources: exit %d %s", code, errOut)
+	}
+
+	// cairn observe writes what --live reads: the replayed plan is the
+	// live plan, byte for byte.
+	for _, format := range []string{"yaml", "json"} {
+		code, snap, errOut := cairn(t, "observe", "--repo", "../../examples/fleet", "--kubeconfig", kc, "--context", "testbed", "--namespace", ns, "-o", format)
+		if code != exitOK {
+			t.Fatalf("observe -o %s: exit %d: %s", format, code, errOut)
+		}
+		file := filepath.Join(t.TempDir(), "live."+format)
+		if err := os.WriteFile(file, []byte(snap), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []string{"table", "json"} {
+			_, fromCluster, _ := cairn(t, "plan", "--repo", "../../examples/fleet", "--kubeconfig", kc, "--namespace", ns, "-o", o)
+			code, replayed, errOut := cairn(t, "plan", "--repo", "../../examples/fleet", "--live", file, "-o", o)
+			if code != exitOK || replayed != fromCluster {
+				t.Fatalf("observe -o %s replayed with plan -o %s: exit %d %s\n%s\nwant\n%s", format, o, code, errOut, replayed, fromCluster)
+			}
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kubeconfig", kc, "--context", "nope"}, "nope"},
+		{[]string{"--context", "testbed"}, "give --kubeconfig or --in-cluster"},
+		{[]string{"--kubeconfig", kc, "--in-cluster"}, "give one"},
+		{[]string{"--kubeconfig", kc, "-o", "table"}, "-o must be yaml or json"},
+	} {
+		args := append([]string{"observe", "--repo", "../../examples/fleet"}, c.args...)
+		if code, _, errOut := cairn(t, args...); code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d %s", c.args, code, errOut)
+		}
 	}
 }
