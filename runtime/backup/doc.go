@@ -1,0 +1,19 @@
+// Package backup takes, keeps and restores cairn's backups of PostgreSQL
+// and etcd clusters, in S3-compatible object storage or a file:// folder.
+//
+// A backup is two objects under <location>/<cluster>/<id>/: data, streamed
+// from the database as it is read (never staged on local disk), and
+// manifest.json, written last, which records its size, SHA-256, start and
+// end, source member and versions. A backup is complete only when its
+// manifest is there and agrees with its data: an upload cut off halfway
+// leaves nothing that looks complete. Retention deletes old complete
+// backups only after a newer one is complete, and never the newest.
+//
+// Sources: an etcd snapshot through the etcd client (Maintenance.Snapshot),
+// and a PostgreSQL base backup through the streaming replication protocol
+// (BASE_BACKUP, as pg_basebackup -Ft -X fetch takes it: one tar holding the
+// data directory and the WAL that makes it consistent).
+//
+// Imports: the etcd client and etcdutl, pgx, minio-go; never the planner,
+// renderer or publisher.
+package backup

@@ -1,0 +1,132 @@
+package backup
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ManifestFormat names the manifest's format.
+const ManifestFormat = "cairn.dev/backup/v1"
+
+// Object names inside a backup's folder.
+const (
+	dataObject     = "data"
+	manifestObject = "manifest.json"
+)
+
+// Manifest describes one complete backup; it is written last.
+type Manifest struct {
+	Format  string `json:"format"`
+	ID      string `json:"id"`
+	Cluster string `json:"cluster"`
+	// Kind is EtcdCluster or PostgresCluster.
+	Kind     string    `json:"kind"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Size and SHA256 are those of the data object.
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	// Source is the member the backup was read from.
+	Source string `json:"source"`
+	// Version is the database version the source runs.
+	Version  string          `json:"version"`
+	Etcd     *EtcdDetails    `json:"etcd,omitempty"`
+	Postgres *PostgresDetail `json:"postgres,omitempty"`
+}
+
+// EtcdDetails are an etcd snapshot's facts.
+type EtcdDetails struct {
+	// Revision is the store's revision when the snapshot began; the
+	// snapshot holds every write up to it.
+	Revision int64 `json:"revision"`
+}
+
+// PostgresDetail are a base backup's facts.
+type PostgresDetail struct {
+	StartLSN string `json:"startLSN"`
+	EndLSN   string `json:"endLSN"`
+	Timeline int64  `json:"timeline"`
+}
+
+// Key is the folder of backup id of cluster.
+func Key(cluster, id string) string { return cluster + "/" + id }
+
+// List returns the complete backups of cluster, oldest first. Backups
+// without a readable manifest (cut off, or being written) are left out.
+func List(ctx context.Context, st Store, cluster string) ([]Manifest, error) {
+	keys, err := st.List(ctx, cluster+"/")
+	if err != nil {
+		return nil, err
+	}
+	var out []Manifest
+	for _, k := range keys {
+		id, ok := strings.CutSuffix(strings.TrimPrefix(k, cluster+"/"), "/"+manifestObject)
+		if !ok || strings.Contains(id, "/") {
+			continue
+		}
+		m, err := readManifest(ctx, st, cluster, id)
+		if err != nil {
+			continue
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Manifest) int { return a.Finished.Compare(b.Finished) })
+	return out, nil
+}
+
+// Find returns the complete backup id of cluster; id "latest" is the
+// newest.
+func Find(ctx context.Context, st Store, cluster, id string) (Manifest, error) {
+	if id != "latest" {
+		return readManifest(ctx, st, cluster, id)
+	}
+	all, err := List(ctx, st, cluster)
+	if err != nil {
+		return Manifest{}, err
+	}
+	if len(all) == 0 {
+		return Manifest{}, fmt.Errorf("cluster %s has no complete backup: %w", cluster, ErrNotFound)
+	}
+	return all[len(all)-1], nil
+}
+
+func readManifest(ctx context.Context, st Store, cluster, id string) (Manifest, error) {
+	r, err := st.Get(ctx, Key(cluster, id)+"/"+manifestObject)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("backup %s of %s: %w", id, cluster, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return Manifest{}, fmt.Errorf("backup %s of %s: read manifest: %w", id, cluster, err)
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return Manifest{}, fmt.Errorf("backup %s of %s: manifest: %w", id, cluster, err)
+	}
+	if m.Format != ManifestFormat || m.ID != id || m.Cluster != cluster {
+		return Manifest{}, fmt.Errorf("backup %s of %s: manifest names %s of %s in format %q", id, cluster, m.ID, m.Cluster, m.Format)
+	}
+	return m, nil
+}
+
+func writeManifest(ctx context.Context, st Store, m Manifest) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = st.Put(ctx, Key(m.Cluster, m.ID)+"/"+manifestObject, bytes.NewReader(append(data, '\n')))
+	return err
+}
+
+// errIncomplete marks data that does not match its manifest.
+var errIncomplete = errors.New("data does not match the manifest")

@@ -1,0 +1,133 @@
+package backup
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// PostgresRestore is where a base backup is restored: a new data
+// directory.
+type PostgresRestore struct {
+	// DataDir must not exist yet.
+	DataDir string
+	// Chown, when set, gives each restored path to the user PostgreSQL
+	// runs as.
+	Chown func(path string) error
+}
+
+// RestorePostgres brings base backup m back into r.DataDir: it unpacks
+// the verified tar into a sibling folder and renames it into place only
+// when all of it was written and its size and SHA-256 match the manifest.
+// The result starts as a consistent copy (it holds its WAL and
+// backup_label). A failure, a full disk included, leaves no data
+// directory behind.
+func RestorePostgres(ctx context.Context, st Store, m Manifest, r PostgresRestore) error {
+	if m.Kind != "PostgresCluster" {
+		return fmt.Errorf("backup %s is of a %s, not a PostgreSQL cluster", m.ID, m.Kind)
+	}
+	if _, err := os.Stat(r.DataDir); !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("restore into %s: it already exists", r.DataDir)
+	}
+	tmp := r.DataDir + ".restoring"
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("restore into %s: %w", r.DataDir, err)
+	}
+	err := restoreTar(ctx, st, m, tmp, r.Chown)
+	if err == nil {
+		err = checkDataDir(tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, r.DataDir)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("restore %s into %s: %w", m.ID, r.DataDir, err)
+	}
+	return nil
+}
+
+func restoreTar(ctx context.Context, st Store, m Manifest, dir string, chown func(string) error) error {
+	data, err := OpenData(ctx, st, m)
+	if err != nil {
+		return err
+	}
+	defer data.Close()
+	if err := mkdir(dir, chown); err != nil {
+		return err
+	}
+	tr := tar.NewReader(contextReader{ctx, data})
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read archive: %w", err)
+		}
+		if err := extract(tr, h, dir, chown); err != nil {
+			return err
+		}
+	}
+	// Read to the end, so the size and checksum are checked.
+	_, err = io.Copy(io.Discard, data)
+	return err
+}
+
+func extract(tr *tar.Reader, h *tar.Header, dir string, chown func(string) error) error {
+	name := filepath.Clean(filepath.FromSlash(h.Name))
+	if filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("archive entry %q leaves the data directory", h.Name)
+	}
+	p := filepath.Join(dir, name)
+	switch h.Typeflag {
+	case tar.TypeDir:
+		if name == "." {
+			return nil
+		}
+		return mkdir(p, chown)
+	case tar.TypeReg:
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("restore %s: %w", h.Name, err)
+		}
+		_, err = io.Copy(f, tr)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil && chown != nil {
+			err = chown(p)
+		}
+		if err != nil {
+			return fmt.Errorf("restore %s: %w", h.Name, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("archive entry %q: type %q is not restored (tablespace links are not supported)", h.Name, h.Typeflag)
+}
+
+func mkdir(p string, chown func(string) error) error {
+	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("restore %s: %w", p, err)
+	}
+	if chown != nil {
+		return chown(p)
+	}
+	return nil
+}
+
+// checkDataDir checks that a restored folder is a base backup's data
+// directory.
+func checkDataDir(dir string) error {
+	for _, f := range []string{"PG_VERSION", "backup_label", "global/pg_control"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return fmt.Errorf("the restored data directory has no %s: not a base backup", f)
+		}
+	}
+	return nil
+}

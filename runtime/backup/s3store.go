@@ -1,0 +1,190 @@
+package backup
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// S3Config reaches an S3-compatible endpoint. Credentials never appear in
+// errors or logs.
+type S3Config struct {
+	// Endpoint is a URL such as https://s3.eu-west-1.amazonaws.com or
+	// http://127.0.0.1:9000; empty means AWS's s3.amazonaws.com.
+	Endpoint string
+	Region   string
+	// AccessKeyID, SecretAccessKey and SessionToken are static
+	// credentials; empty asks the environment's chain (AWS variables,
+	// then the pod's IAM role).
+	AccessKeyID, SecretAccessKey, SessionToken string
+	// CABundle is PEM certificates to trust for an https endpoint with a
+	// private CA (AWS_CA_BUNDLE names the file); empty trusts the
+	// system's.
+	CABundle []byte
+}
+
+// S3ConfigFromEnv reads CAIRN_S3_ENDPOINT (or AWS_ENDPOINT_URL_S3,
+// AWS_ENDPOINT_URL), AWS_REGION, AWS_CA_BUNDLE and the AWS credential
+// variables.
+func S3ConfigFromEnv(getenv func(string) string) (S3Config, error) {
+	c := S3Config{Region: getenv("AWS_REGION"), AccessKeyID: getenv("AWS_ACCESS_KEY_ID"),
+		SecretAccessKey: getenv("AWS_SECRET_ACCESS_KEY"), SessionToken: getenv("AWS_SESSION_TOKEN")}
+	for _, k := range []string{"CAIRN_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
+		if v := getenv(k); v != "" {
+			c.Endpoint = v
+			break
+		}
+	}
+	if f := getenv("AWS_CA_BUNDLE"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return c, fmt.Errorf("AWS_CA_BUNDLE: %w", err)
+		}
+		c.CABundle = data
+	}
+	return c, nil
+}
+
+// S3Store keeps objects under a bucket's prefix.
+type S3Store struct {
+	client *minio.Client
+	bucket string
+	prefix string
+	// PartSize is the multipart upload's part size: the memory one
+	// upload holds. Default 16 MiB.
+	PartSize uint64
+}
+
+// NewS3Store returns the store of an s3:// location.
+func NewS3Store(loc Location, cfg S3Config) (*S3Store, error) {
+	host, secure := "s3.amazonaws.com", true
+	if cfg.Endpoint != "" {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" {
+			return nil, fmt.Errorf("S3 endpoint %q: want http(s)://host[:port]", cfg.Endpoint)
+		}
+		host, secure = u.Host, u.Scheme == "https"
+	}
+	var creds *credentials.Credentials
+	if cfg.AccessKeyID != "" {
+		creds = credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)
+	} else {
+		creds = credentials.NewChainCredentials([]credentials.Provider{&credentials.EnvAWS{}, &credentials.IAM{}})
+	}
+	opts := &minio.Options{Creds: creds, Secure: secure, Region: cfg.Region, BucketLookup: minio.BucketLookupPath}
+	if len(cfg.CABundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(cfg.CABundle) {
+			return nil, fmt.Errorf("S3 CA bundle: no PEM certificate in it")
+		}
+		tr, err := minio.DefaultTransport(secure)
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		opts.Transport = tr
+	}
+	c, err := minio.New(host, opts)
+	if err != nil {
+		return nil, fmt.Errorf("S3 client for %s: %w", loc, err)
+	}
+	return &S3Store{client: c, bucket: loc.Bucket, prefix: loc.Prefix, PartSize: 16 << 20}, nil
+}
+
+func (s *S3Store) key(key string) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	return path.Join(s.prefix, key), nil
+}
+
+// Put implements Store: a multipart upload of unknown size, completed
+// only when r ends without error; otherwise it is aborted and no object
+// appears.
+func (s *S3Store) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
+	k, err := s.key(key)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.client.PutObject(ctx, s.bucket, k, r, -1, minio.PutObjectOptions{PartSize: s.PartSize, ContentType: "application/octet-stream"})
+	if err != nil {
+		return 0, fmt.Errorf("put s3://%s/%s: %w", s.bucket, k, s3Error(err))
+	}
+	return info.Size, nil
+}
+
+// Get implements Store.
+func (s *S3Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	k, err := s.key(key)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := s.client.GetObject(ctx, s.bucket, k, minio.GetObjectOptions{})
+	if err == nil {
+		_, err = obj.Stat()
+	}
+	if err != nil {
+		if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+			return nil, fmt.Errorf("get s3://%s/%s: %w", s.bucket, k, ErrNotFound)
+		}
+		return nil, fmt.Errorf("get s3://%s/%s: %w", s.bucket, k, s3Error(err))
+	}
+	return obj, nil
+}
+
+// List implements Store.
+func (s *S3Store) List(ctx context.Context, prefix string) ([]string, error) {
+	full := path.Join(s.prefix, prefix)
+	if strings.HasSuffix(prefix, "/") {
+		full += "/"
+	}
+	var keys []string
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: full, Recursive: true}) {
+		if obj.Err != nil {
+			return nil, fmt.Errorf("list s3://%s/%s: %w", s.bucket, full, s3Error(obj.Err))
+		}
+		key := strings.TrimPrefix(obj.Key, s.prefix)
+		keys = append(keys, strings.TrimPrefix(key, "/"))
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// Delete implements Store.
+func (s *S3Store) Delete(ctx context.Context, key string) error {
+	k, err := s.key(key)
+	if err != nil {
+		return err
+	}
+	if err := s.client.RemoveObject(ctx, s.bucket, k, minio.RemoveObjectOptions{}); err != nil {
+		return fmt.Errorf("delete s3://%s/%s: %w", s.bucket, k, s3Error(err))
+	}
+	return nil
+}
+
+// s3Error says what an S3 error means for a person, keeping its code.
+func s3Error(err error) error {
+	resp := minio.ToErrorResponse(err)
+	switch resp.Code {
+	case "NoSuchBucket":
+		return fmt.Errorf("the bucket does not exist (%s): %w", resp.Code, err)
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied":
+		return fmt.Errorf("the credentials were refused (%s): %w", resp.Code, err)
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return fmt.Errorf("the endpoint cannot be reached: %w", err)
+	}
+	return err
+}

@@ -1,0 +1,43 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+)
+
+// Store holds objects by key ("<cluster>/<id>/data"). Put is all or
+// nothing: an object is visible only once all of it was written.
+type Store interface {
+	// Put writes r under key, streaming, and returns the bytes written.
+	Put(ctx context.Context, key string, r io.Reader) (int64, error)
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// List returns the keys under prefix, sorted.
+	List(ctx context.Context, prefix string) ([]string, error)
+	Delete(ctx context.Context, key string) error
+}
+
+// ErrNotFound is a key that is not in the store.
+var ErrNotFound = errors.New("not found")
+
+// checkKey refuses keys that could leave the store's folder or prefix.
+func checkKey(key string) error {
+	if key == "" || strings.HasPrefix(key, "/") || path.Clean(key) != key || strings.HasPrefix(key, "..") || strings.Contains(key, "\x00") {
+		return fmt.Errorf("object key %q is not a clean relative path", key)
+	}
+	return nil
+}
+
+// Open returns the store of a location; s3 locations use cfg.
+func Open(loc Location, cfg S3Config) (Store, error) {
+	switch loc.Scheme {
+	case "file":
+		return &FileStore{Root: loc.Path}, nil
+	case "s3":
+		return NewS3Store(loc, cfg)
+	}
+	return nil, fmt.Errorf("backup location %s: unknown scheme", loc)
+}
