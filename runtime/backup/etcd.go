@@ -29,13 +29,19 @@ func (s EtcdSource) Stream(ctx context.Context, w io.Writer, m *Manifest) error 
 		return fmt.Errorf("etcd client for %s: %w", s.Member, err)
 	}
 	defer cli.Close()
+	// etcd's snapshot stream does not say its revision; the member's
+	// revision just before it began is a lower bound.
+	st, err := cli.Status(ctx, s.Endpoint)
+	if err != nil {
+		return fmt.Errorf("status of %s: %w", s.Member, err)
+	}
 	resp, err := cli.SnapshotWithVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("snapshot of %s: %w", s.Member, err)
 	}
 	defer resp.Snapshot.Close()
-	m.Source, m.Version = s.Member, resp.Version
-	m.Etcd = &EtcdDetails{Revision: resp.Header.GetRevision()}
+	m.Source, m.Version = s.Member, cmpOrString(resp.Version, st.Version)
+	m.Etcd = &EtcdDetails{Revision: max(resp.Header.GetRevision(), st.Header.GetRevision())}
 	if _, err := io.Copy(w, resp.Snapshot); err != nil {
 		return fmt.Errorf("snapshot of %s: %w", s.Member, err)
 	}
@@ -104,4 +110,11 @@ func cmpOr(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+func cmpOrString(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -43,8 +43,9 @@ type Manifest struct {
 
 // EtcdDetails are an etcd snapshot's facts.
 type EtcdDetails struct {
-	// Revision is the store's revision when the snapshot began; the
-	// snapshot holds every write up to it.
+	// Revision is the member's revision just before the snapshot began:
+	// the snapshot holds every write up to it (and any that landed in
+	// between).
 	Revision int64 `json:"revision"`
 }
 
