@@ -8,8 +8,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/cairn-dev/cairn/runtime/instance"
 )
@@ -95,6 +98,7 @@ func newInstanceEtcd() *cobra.Command {
 
 func newInstancePostgres() *cobra.Command {
 	var configDir, pgConfig, primaryService, peerService string
+	var confirmEvery, leaseTTL time.Duration
 	cmd := &cobra.Command{
 		Use:   "postgres",
 		Short: "Start this pod's PostgreSQL member: initialise, clone, rewind or follow, then run it",
@@ -119,8 +123,20 @@ func newInstancePostgres() *cobra.Command {
 				Peers:     instance.HeadlessPeers(fmt.Sprintf("%s.%s.svc", peerService, env.namespace), 5432),
 				RoleLabel: instance.RoleLabelFile("/etc/podinfo/labels"),
 				Config:    cfg, SuperuserPassword: super, ReplicationPassword: repl,
+				ConfirmEvery: confirmEvery, LeaseTTL: leaseTTL,
 				Log: slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil)),
 			}
+			// The pod's ServiceAccount (<cluster>-member) may get its own
+			// pod: a primary confirms its role label through it.
+			kc, err := rest.InClusterConfig()
+			if err != nil {
+				return &exitError{exitUsage, fmt.Errorf("cairn instance postgres: the pod's service account: %w", err)}
+			}
+			client, err := kubernetes.NewForConfig(kc)
+			if err != nil {
+				return err
+			}
+			p.Confirm = instance.APIRoleLabel(client, env.namespace, env.name)
 			ctx, cancel := signalContext()
 			defer cancel()
 			return instance.RunPostgres(ctx, p, cmd.ErrOrStderr())
@@ -131,6 +147,8 @@ func newInstancePostgres() *cobra.Command {
 	f.StringVar(&pgConfig, "pg-config", "/etc/postgresql-cairn", "mounted <cluster>-config ConfigMap (postgresql.conf, pg_hba.conf)")
 	f.StringVar(&primaryService, "primary-service", "", "the <cluster>-rw Service (required)")
 	f.StringVar(&peerService, "peer-service", "", "the headless Service giving members stable names (required)")
+	f.DurationVar(&confirmEvery, "confirm-every", 500*time.Millisecond, "how often a primary confirms its role label through the API server")
+	f.DurationVar(&leaseTTL, "lease-ttl", 30*time.Second, "a primary that cannot confirm its role label for this long stops itself (the runtime's --lease-ttl)")
 	_ = cmd.MarkFlagRequired("primary-service")
 	_ = cmd.MarkFlagRequired("peer-service")
 	return cmd

@@ -2,11 +2,15 @@ package instance
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // RoleLabelFile returns a reader of the cairn.dev/role label from the
@@ -43,5 +47,19 @@ func HeadlessPeers(host string, port int) func(ctx context.Context) []string {
 			out[i] = net.JoinHostPort(ip, strconv.Itoa(port))
 		}
 		return out
+	}
+}
+
+// APIRoleLabel returns a reader of the pod's cairn.dev/role label through
+// the API server (the pod's ServiceAccount may get its own pod): unlike
+// the downward API's file, an answer is a confirmation that the API
+// server can be reached and says so now.
+func APIRoleLabel(c kubernetes.Interface, namespace, pod string) func(ctx context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		got, err := c.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("read pod %s: %w", pod, err)
+		}
+		return got.Labels["cairn.dev/role"], nil
 	}
 }

@@ -69,7 +69,15 @@ type Postgres struct {
 	// API's labels file); a member labelled replica or fenced never starts
 	// as a primary on its own. Nil means no label.
 	RoleLabel func() string
-	Config    Config
+	// Confirm reads this pod's role label through the API server. A
+	// primary confirms it every ConfirmEvery: labelled fenced or replica,
+	// it stops and comes back as a replica; unconfirmed for LeaseTTL, it
+	// stops. With data, a member starts as a primary only once confirmed.
+	// Nil confirms nothing (RoleLabel alone decides).
+	Confirm      func(ctx context.Context) (string, error)
+	ConfirmEvery time.Duration
+	LeaseTTL     time.Duration
+	Config       Config
 	// SuperuserPassword and ReplicationPassword come from the Secrets.
 	SuperuserPassword, ReplicationPassword string
 	// Credential runs the PostgreSQL programs as another user (when the
@@ -158,7 +166,24 @@ func (p *Postgres) prepare(ctx context.Context) (role string, initialised bool, 
 		// down: it waits to follow the new primary, never takes writes.
 		return "", false, fmt.Errorf("%s is labelled %s and no primary answers: %w", p.Name, p.RoleLabel(), ErrNoPrimary)
 	}
-	return StartPrimary, false, nil
+	return StartPrimary, false, p.confirmPrimary(ctx)
+}
+
+// confirmPrimary: a member with data starts as a primary only when the
+// API server says its label is primary (or not set yet, as before the
+// runtime first labels a new cluster).
+func (p *Postgres) confirmPrimary(ctx context.Context) error {
+	if p.Confirm == nil {
+		return nil
+	}
+	label, err := p.Confirm(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s cannot confirm its primary role through the API server (%v): %w", p.Name, err, ErrNoPrimary)
+	case label == "replica" || label == "fenced":
+		return fmt.Errorf("%s is labelled %s and no primary answers: %w", p.Name, label, ErrNoPrimary)
+	}
+	return nil
 }
 
 // findPrimary returns the first of addrs that accepts connections and is

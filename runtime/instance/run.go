@@ -35,9 +35,33 @@ func RunEtcd(ctx context.Context, e *Etcd) error {
 }
 
 // RunPostgres prepares the member, waiting while it cannot start, starts
-// PostgreSQL as a child, and on SIGTERM or SIGINT shuts it down fast. It
-// returns when the server exits.
+// PostgreSQL as a child and watches it: a primary labelled away, or
+// unconfirmed for its lease, is stopped and prepared again (rewound, to
+// follow). On SIGTERM or SIGINT it shuts the server down fast. It returns
+// when the server exits on its own or ctx ends.
 func RunPostgres(ctx context.Context, p *Postgres, out io.Writer) error {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case sig := <-sigs:
+			p.Log.Info("shutting down", "member", p.Name, "signal", sig.String())
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	for {
+		err := runPostgresOnce(wctx, p, out)
+		if !errors.Is(err, errDemoted) {
+			return err
+		}
+	}
+}
+
+func runPostgresOnce(ctx context.Context, p *Postgres, out io.Writer) error {
 	var role string
 	var initialised bool
 	err := retry(ctx, p.Log.Info, func() (err error) {
@@ -52,18 +76,14 @@ func RunPostgres(ctx context.Context, p *Postgres, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
-	select {
-	case sig := <-sigs:
-		p.Log.Info("shutting down", "member", p.Name, "signal", sig.String())
+	err = p.watchdog(ctx, s)
+	switch {
+	case errors.Is(err, errDemoted):
+		return err
+	case ctx.Err() != nil:
 		return s.Stop()
-	case <-ctx.Done():
-		return s.Stop()
-	case <-s.done:
-		return fmt.Errorf("postgres exited: %v", s.err)
 	}
+	return fmt.Errorf("postgres exited: %v", err)
 }
 
 // retry calls fn until it succeeds, logging each wait; ErrNoCluster,

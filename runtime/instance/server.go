@@ -124,6 +124,17 @@ func (s *Server) Stop() error {
 	return s.err
 }
 
+// stopWithin shuts the server down fast and kills it if it has not exited
+// after grace.
+func (s *Server) stopWithin(grace time.Duration) {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(grace):
+		s.Kill()
+	}
+}
+
 // Kill stops the server at once, as a crash would.
 func (s *Server) Kill() {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
