@@ -67,16 +67,20 @@ func commonRuntimeRules(n names) []rbacv1.PolicyRule {
 	}
 }
 
-// etcdRuntimeRules add what an etcd runtime uses today and nothing more:
-// reading the StatefulSet and a learner's pod before promoting it, and
-// keeping its status ConfigMap.
+// etcdRuntimeRules add what an etcd runtime uses and nothing more:
+// reading the StatefulSet, a learner's pod before promoting it, the
+// members' volume claims (a replaced claim is a member to replace) and
+// the rendered config (a merged step's remove request); keeping its
+// status ConfigMap; recording Events.
 func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
 	status := n.cluster + "-cairn-status"
 	return append(commonRuntimeRules(n),
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims"}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.cluster + "-cairn"}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	)
 }
 

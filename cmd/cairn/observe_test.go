@@ -46,7 +46,7 @@ func TestPlanWithKubeconfig(t *testing.T) {
 		}
 	}
 	_, err = c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "my-etcd-cluster-cairn-status"},
-		Data: map[string]string{"etcd.json": `{"clusterVersion":"3.2","members":[{"name":"my-etcd-cluster-0","leader":true},{"name":"my-etcd-cluster-1"},{"name":"my-etcd-cluster-2"}]}`}},
+		Data: map[string]string{"etcd.json": `{"clusterVersion":"3.2","quorum":true,"members":[{"name":"my-etcd-cluster-0","leader":true,"healthy":true},{"name":"my-etcd-cluster-1","healthy":true},{"name":"my-etcd-cluster-2","healthy":true}]}`}},
 		metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

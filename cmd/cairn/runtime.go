@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -16,16 +23,19 @@ import (
 )
 
 func newRuntime() *cobra.Command {
-	var kind, cluster, kubeconfig string
+	var kind, cluster, kubeconfig, metricsAddr string
 	var port int
 	cmd := &cobra.Command{
 		Use:   "runtime --kind KIND --cluster NAME",
 		Short: "Run the in-cluster runtime of one cluster (the rendered <cluster>-runtime Deployment)",
 		Long: `Take part in the runtime's leader election on the Lease <cluster>-runtime
 and, while leading, keep the cluster's runtime-owned state true: the
-PostgreSQL role labels the -rw and -ro Services select on, and the
-promotion of caught-up etcd learners. Failover, switchover, planned etcd
-member removal, dead-member replacement and backups are being built on it.`,
+PostgreSQL role labels the -rw and -ro Services select on; for etcd, the
+promotion of caught-up learners, the removal of members merged scale-in
+steps ask for (leadership moved away first), the replacement of members
+whose volume claim was replaced, and the membership status the planner
+reads, with Events and Prometheus metrics on --metrics-addr. Failover,
+switchover and backups are being built on it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ns, id := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
@@ -47,8 +57,18 @@ member removal, dead-member replacement and backups are being built on it.`,
 			if kind != spec.PostgresKind && kind != spec.EtcdKind {
 				return &exitError{exitUsage, fmt.Errorf("cairn runtime: --kind must be %s or %s", spec.PostgresKind, spec.EtcdKind)}
 			}
+			reg := prometheus.NewRegistry()
+			metrics, err := agent.NewMetrics(reg, cluster)
+			if err != nil {
+				return err
+			}
+			stop, err := serveMetrics(metricsAddr, reg, log)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			a := agent.New(agent.Config{Cluster: cluster, Namespace: ns, Identity: id, PostgresPort: port, Log: log,
-				Postgres:      kind == spec.PostgresKind,
+				Postgres: kind == spec.PostgresKind, Metrics: metrics,
 				EtcdEndpoints: []string{fmt.Sprintf("http://%s-client.%s.svc:2379", cluster, ns)}}, client)
 			return a.Run(ctx)
 		},
@@ -57,6 +77,7 @@ member removal, dead-member replacement and backups are being built on it.`,
 	cmd.Flags().StringVar(&cluster, "cluster", "", "the cluster's name")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the pod's service account")
 	cmd.Flags().IntVar(&port, "postgres-port", 5432, "the members' PostgreSQL port")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", ":9090", "where to serve Prometheus metrics (/metrics); empty serves none")
 	_ = cmd.MarkFlagRequired("kind")
 	_ = cmd.MarkFlagRequired("cluster")
 	return cmd
@@ -67,4 +88,28 @@ func kubeConfig(path string) (*rest.Config, error) {
 		return rest.InClusterConfig()
 	}
 	return clientcmd.BuildConfigFromFlags("", path)
+}
+
+// serveMetrics serves the registry's metrics on addr until stop is called.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err.Error())
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }

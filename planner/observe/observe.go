@@ -34,19 +34,46 @@ const (
 // (testdata/etcd-status.json is an example the runtime's tests decode too).
 type EtcdStatus struct {
 	// ObservedAt is when the runtime listed the members (RFC 3339).
-	ObservedAt     string       `json:"observedAt"`
-	ClusterVersion string       `json:"clusterVersion"`
-	Members        []EtcdMember `json:"members"`
+	ObservedAt     string `json:"observedAt"`
+	ClusterVersion string `json:"clusterVersion"`
+	// Quorum: more than half of the voters are healthy. While it is lost
+	// the members are the last ones known, none healthy or leading.
+	Quorum bool `json:"quorum"`
+	// QuorumLostAt is when the runtime saw a quorum it had seen before
+	// lost (RFC 3339); empty while there is quorum.
+	QuorumLostAt string `json:"quorumLostAt,omitempty"`
+	// Message says, for people, what the runtime did last or waits for.
+	Message string       `json:"message,omitempty"`
+	Members []EtcdMember `json:"members"`
+	// Replacing names the members the runtime removed because their
+	// volume claim was replaced (their data is lost), until they have
+	// joined again.
+	Replacing []string `json:"replacing,omitempty"`
+	// RemoveDone is the ID of the last remove-member request (a merged
+	// EtcdRemoveMember step) carried out; it is not acted on again.
+	RemoveDone string `json:"removeDone,omitempty"`
 }
 
-// EtcdMember is one member as etcd lists it.
+// EtcdMember is one member as etcd lists it, with what its own etcd
+// reports of itself.
 type EtcdMember struct {
 	Name     string   `json:"name"`
 	ID       string   `json:"id"`
 	PeerURLs []string `json:"peerURLs"`
 	Learner  bool     `json:"learner"`
 	Leader   bool     `json:"leader"`
-	Version  string   `json:"version,omitempty"`
+	// Healthy: the member answers and follows a leader.
+	Healthy bool `json:"healthy"`
+	// Version is the etcd version the member reports; empty when it does
+	// not answer.
+	Version string `json:"version,omitempty"`
+	// Revision is the member's store revision (as of the last write of the
+	// status: a changed revision alone does not rewrite it).
+	Revision int64 `json:"revision,omitempty"`
+	// ClaimUID is the UID of the member's volume claim (data-<name>) when
+	// the runtime first saw this member ID. A different UID today means a
+	// replaced claim: the member's data is gone and the runtime replaces it.
+	ClaimUID string `json:"claimUID,omitempty"`
 }
 
 // Observer reads clusters from one Kubernetes cluster.
@@ -201,6 +228,8 @@ func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.
 		m := live.Member{Name: p.Name, Version: versionOf(p.Spec.Containers, isEtcd), Ready: ready(&p), ReadySince: readySince(&p), Role: live.RoleUnknown}
 		if isEtcd {
 			m.Role = etcdRole(&p, etcd)
+			m.Version = etcdVersion(p.Name, m.Version, etcd)
+			m.DataLost = etcd != nil && slices.Contains(etcd.Replacing, p.Name)
 		} else if r := p.Labels[labelRole]; r == string(live.RolePrimary) || r == string(live.RoleReplica) {
 			m.Role = live.Role(r)
 		}
@@ -210,15 +239,16 @@ func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.
 	return out, nil
 }
 
-// etcdRole is a pod's member role in the runtime's status. A pod missing
-// from the membership is "removed" only when the status is newer than the
-// pod and lists no member that has not started yet (which has no name and
-// could be this pod); otherwise its role is unknown.
+// etcdRole is a pod's member role in the runtime's status. A voter that
+// is not healthy is "unknown". A pod missing from the membership is
+// "removed" only when the status is newer than the pod, the runtime is not
+// replacing it, and the status lists no member that has not started yet
+// (which has no name and could be this pod); otherwise its role is unknown.
 func etcdRole(pod *corev1.Pod, st *EtcdStatus) live.Role {
 	if st == nil {
 		return live.RoleUnknown
 	}
-	unnamed := false
+	unnamed := slices.Contains(st.Replacing, pod.Name)
 	for _, m := range st.Members {
 		switch {
 		case m.Name == "":
@@ -226,6 +256,8 @@ func etcdRole(pod *corev1.Pod, st *EtcdStatus) live.Role {
 		case m.Name != pod.Name:
 		case m.Learner:
 			return live.RoleLearner
+		case !m.Healthy:
+			return live.RoleUnknown
 		case m.Leader:
 			return live.RoleLeader
 		default:
@@ -237,6 +269,22 @@ func etcdRole(pod *corev1.Pod, st *EtcdStatus) live.Role {
 		return live.RoleUnknown
 	}
 	return live.RoleRemoved
+}
+
+// etcdVersion is the version a member's own etcd reports in the runtime's
+// status, so that an upgraded pod counts as upgraded only once its etcd
+// runs again at the new version; the pod's image tag while the status
+// reports none.
+func etcdVersion(name, image string, st *EtcdStatus) string {
+	if st == nil {
+		return image
+	}
+	for _, m := range st.Members {
+		if m.Name == name && m.Version != "" {
+			return m.Version
+		}
+	}
+	return image
 }
 
 // readySince is when a ready pod became ready; empty when it is not ready

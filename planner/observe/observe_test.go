@@ -183,3 +183,35 @@ func TestEtcdRoleNeedsAFreshStatus(t *testing.T) {
 		t.Errorf("a member not started yet may be this pod: %s", r)
 	}
 }
+
+// An etcd member's role and version come from what its own etcd reports:
+// a pod restarted at a new image counts as upgraded only once the runtime
+// reports that version; an unhealthy voter's role is unknown; a member the
+// runtime replaces is neither removed nor known.
+func TestEtcdMemberFromStatus(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "e-1", CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))}}
+	at := "2026-11-30T08:01:00Z"
+	tests := []struct {
+		name    string
+		st      *EtcdStatus
+		role    live.Role
+		version string
+	}{
+		{"no status", nil, live.RoleUnknown, "3.6.16"},
+		{"reports the old version", &EtcdStatus{ObservedAt: at, Members: []EtcdMember{{Name: "e-1", Healthy: true, Version: "3.5.21"}}}, live.RoleFollower, "3.5.21"},
+		{"reports the new version", &EtcdStatus{ObservedAt: at, Members: []EtcdMember{{Name: "e-1", Healthy: true, Leader: true, Version: "3.6.16"}}}, live.RoleLeader, "3.6.16"},
+		{"does not answer", &EtcdStatus{ObservedAt: at, Members: []EtcdMember{{Name: "e-1"}}}, live.RoleUnknown, "3.6.16"},
+		{"an unhealthy learner", &EtcdStatus{ObservedAt: at, Members: []EtcdMember{{Name: "e-1", Learner: true}}}, live.RoleLearner, "3.6.16"},
+		{"being replaced", &EtcdStatus{ObservedAt: at, Members: []EtcdMember{{Name: "e-0", Healthy: true}}, Replacing: []string{"e-1"}}, live.RoleUnknown, "3.6.16"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := etcdRole(pod, tc.st); r != tc.role {
+				t.Errorf("role %s, want %s", r, tc.role)
+			}
+			if v := etcdVersion("e-1", "3.6.16", tc.st); v != tc.version {
+				t.Errorf("version %s, want %s", v, tc.version)
+			}
+		})
+	}
+}

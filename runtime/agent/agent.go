@@ -23,18 +23,20 @@ type Config struct {
 	Interval time.Duration
 	// Postgres says the cluster is PostgreSQL, whose role labels the agent
 	// keeps. Otherwise it is etcd, reached at EtcdEndpoints, whose
-	// caught-up learners the agent promotes.
+	// membership the agent looks after.
 	Postgres      bool
 	EtcdEndpoints []string
-	Log           *slog.Logger
+	// Metrics, when set, receive the etcd membership metrics.
+	Metrics *Metrics
+	Log     *slog.Logger
 }
 
 // Agent is the runtime of one cluster.
 type Agent struct {
-	cfg      Config
-	client   kubernetes.Interface
-	roles    *Roles
-	learners *Learners
+	cfg     Config
+	client  kubernetes.Interface
+	roles   *Roles
+	members *Membership
 }
 
 // New returns the agent of a cluster.
@@ -49,8 +51,8 @@ func New(cfg Config, client kubernetes.Interface) *Agent {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Agent{cfg: cfg, client: client,
-		roles:    &Roles{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Port: cfg.PostgresPort, Identity: cfg.Identity, Log: cfg.Log},
-		learners: &Learners{Endpoints: cfg.EtcdEndpoints, Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Log: cfg.Log}}
+		roles:   &Roles{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Port: cfg.PostgresPort, Identity: cfg.Identity, Log: cfg.Log},
+		members: &Membership{Endpoints: cfg.EtcdEndpoints, Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Metrics: cfg.Metrics, Log: cfg.Log}}
 }
 
 // Run takes part in the leader election on the Lease <cluster>-runtime
@@ -88,7 +90,7 @@ func (a *Agent) lead(ctx context.Context) {
 	defer t.Stop()
 	pass := a.roles.Pass
 	if !a.cfg.Postgres {
-		pass = a.learners.Pass
+		pass = a.members.Pass
 	}
 	for {
 		if err := pass(ctx); err != nil && ctx.Err() == nil {

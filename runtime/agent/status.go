@@ -4,17 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairn-dev/cairn/planner/observe"
 )
@@ -29,80 +27,120 @@ type (
 
 const etcdStatusKey = observe.StatusKey
 
-// status lists the members, the leader (as the member with the highest
-// raft term reports it: a cut-off old leader may still believe it leads)
-// and each member's version, and the cluster version etcd reports.
-func (l *Learners) status(ctx context.Context, cli *clientv3.Client) (etcdStatus, error) {
-	st := etcdStatus{ObservedAt: time.Now().UTC().Format(time.RFC3339)}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	list, err := cli.MemberList(cctx)
-	if err != nil {
-		return st, fmt.Errorf("member list: %w", err)
-	}
-	var leader, term uint64
-	for _, m := range list.Members {
-		em := etcdMember{Name: m.Name, ID: strconv.FormatUint(m.ID, 16), PeerURLs: m.PeerURLs, Learner: m.IsLearner}
-		if len(m.ClientURLs) > 0 {
-			if s, err := cli.Status(cctx, m.ClientURLs[0]); err == nil {
-				em.Version = s.Version
-				if s.RaftTerm > term {
-					leader, term = s.Leader, s.RaftTerm
-				}
-			}
-			if st.ClusterVersion == "" {
-				st.ClusterVersion = clusterVersion(cctx, m.ClientURLs[0])
+// nextStatus is the status after a pass (pure): the members as seen, each
+// with the claim UID first recorded for its ID; quorum (without it no
+// member is healthy or leads); the members being replaced until they have
+// joined again; the remove request once it is done; and a message.
+func nextStatus(prev *etcdStatus, seen etcdLook, claims map[string]string, req removeRequest, a action, changed bool, now time.Time) etcdStatus {
+	st := etcdStatus{ObservedAt: now.UTC().Format(time.RFC3339), ClusterVersion: seen.clusterVersion}
+	healthy, voters := 0, 0
+	for _, s := range seen.members {
+		m := etcdMember{Name: s.name, ID: strconv.FormatUint(s.id, 16), PeerURLs: s.peerURLs, Learner: s.learner,
+			Leader: s.leads, Healthy: s.healthy(), Version: s.version, Revision: s.revision, ClaimUID: recordedClaim(prev, s.id)}
+		if m.ClaimUID == "" {
+			m.ClaimUID = claims[s.name]
+		}
+		if !m.Learner {
+			voters++
+			if m.Healthy {
+				healthy++
 			}
 		}
-		st.Members = append(st.Members, em)
+		st.Members = append(st.Members, m)
 	}
-	for i := range st.Members {
-		st.Members[i].Leader = st.Members[i].ID == strconv.FormatUint(leader, 16)
+	st.Quorum = voters > 0 && healthy >= voters/2+1
+	if !st.Quorum {
+		for i := range st.Members {
+			st.Members[i].Healthy, st.Members[i].Leader = false, false
+		}
+		switch {
+		case prev != nil && prev.Quorum:
+			st.QuorumLostAt = st.ObservedAt
+		case prev != nil:
+			st.QuorumLostAt = prev.QuorumLostAt
+		}
 	}
-	return st, nil
+	st.Replacing = replacing(prev, st.Members, a, changed)
+	if prev != nil {
+		st.RemoveDone = prev.RemoveDone
+	}
+	if req.ID != "" && seen.listed && !slices.ContainsFunc(st.Members, func(m etcdMember) bool { return m.Name == req.Member }) {
+		st.RemoveDone = req.ID
+	}
+	st.Message = message(a, changed, healthy, voters)
+	return st
 }
 
-// clusterVersion reads etcd's cluster version ("3.5") from /version.
-func clusterVersion(ctx context.Context, clientURL string) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientURL+"/version", nil)
-	if err != nil {
-		return ""
+// replacing keeps the names of removed members whose data was lost until
+// a member of that name is in the membership again.
+func replacing(prev *etcdStatus, members []etcdMember, a action, changed bool) []string {
+	var names []string
+	if prev != nil {
+		names = slices.Clone(prev.Replacing)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return ""
+	if changed && a.Kind == actRemove && a.Replace && !slices.Contains(names, a.Member.Name) {
+		names = append(names, a.Member.Name)
 	}
-	defer resp.Body.Close()
-	var v struct {
-		Cluster string `json:"etcdcluster"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&v); err != nil || v.Cluster == "not_decided" {
-		return ""
-	}
-	if major, minor, ok := majorMinor(v.Cluster); ok {
-		return major + "." + minor
-	}
-	return ""
+	names = slices.DeleteFunc(names, func(n string) bool {
+		return slices.ContainsFunc(members, func(m etcdMember) bool { return m.Name == n })
+	})
+	slices.Sort(names)
+	return slices.Clip(names)
 }
 
-func majorMinor(v string) (string, string, bool) {
+func message(a action, changed bool, healthy, voters int) string {
+	if !changed {
+		return a.Why
+	}
+	switch a.Kind {
+	case actPromote:
+		return fmt.Sprintf("promoted learner %s to a voting member (%d voters)", a.Member.Name, voters)
+	case actMoveLeader:
+		return fmt.Sprintf("moved leadership from %s to %s: %s", a.Member.Name, a.To.Name, a.Why)
+	}
+	return fmt.Sprintf("removed %s: %s (%d of %d voters healthy)", a.Member.Name, a.Why, healthy, voters)
+}
+
+func majorMinor(v string) (int, int, bool) {
 	var a, b, c int
-	if n, _ := fmt.Sscanf(v, "%d.%d.%d", &a, &b, &c); n < 2 {
-		return "", "", false
+	if n, _ := fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.%d.%d", &a, &b, &c); n < 2 {
+		return 0, 0, false
 	}
-	return strconv.Itoa(a), strconv.Itoa(b), true
+	return a, b, true
 }
 
 // statusHeartbeat is how often an unchanged status is written again, so
 // its observedAt says the runtime still looks.
 const statusHeartbeat = time.Minute
 
+// readEtcdStatus reads the last status; nil when there is none (or it
+// cannot be read, as from an older runtime: it is written anew).
+func readEtcdStatus(ctx context.Context, c kubernetes.Interface, ns, name string) (*etcdStatus, error) {
+	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read status: %w", err)
+	}
+	var st etcdStatus
+	if json.Unmarshal([]byte(cm.Data[etcdStatusKey]), &st) != nil {
+		return nil, nil
+	}
+	return &st, nil
+}
+
 // writeEtcdStatus stores st in ConfigMap name, creating it, or updating it
-// when the membership changed or the last write is a heartbeat old.
-func writeEtcdStatus(ctx context.Context, c kubernetes.Interface, ns, name string, st etcdStatus) error {
+// when it differs from prev (revisions aside) or prev is a heartbeat old.
+func writeEtcdStatus(ctx context.Context, c kubernetes.Interface, ns, name string, prev *etcdStatus, st etcdStatus) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("write status: %w", err)
+	}
+	if prev != nil && sameStatus(*prev, st) {
+		if at, err := time.Parse(time.RFC3339, prev.ObservedAt); err == nil && time.Since(at) < statusHeartbeat {
+			return nil
+		}
 	}
 	cms := c.CoreV1().ConfigMaps(ns)
 	cm, err := cms.Get(ctx, name, metav1.GetOptions{})
@@ -115,12 +153,6 @@ func writeEtcdStatus(ctx context.Context, c kubernetes.Interface, ns, name strin
 	if err != nil {
 		return wrapStatus(err)
 	}
-	var old etcdStatus
-	if json.Unmarshal([]byte(cm.Data[etcdStatusKey]), &old) == nil && sameStatus(old, st) {
-		if at, err := time.Parse(time.RFC3339, old.ObservedAt); err == nil && time.Since(at) < statusHeartbeat {
-			return nil
-		}
-	}
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
@@ -129,11 +161,19 @@ func writeEtcdStatus(ctx context.Context, c kubernetes.Interface, ns, name strin
 	return wrapStatus(err)
 }
 
+// sameStatus compares two statuses but for when they were taken and the
+// revisions, which move with every write.
 func sameStatus(a, b etcdStatus) bool {
-	a.ObservedAt, b.ObservedAt = "", ""
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
+	strip := func(s etcdStatus) string {
+		s.ObservedAt = ""
+		s.Members = slices.Clone(s.Members)
+		for i := range s.Members {
+			s.Members[i].Revision = 0
+		}
+		out, _ := json.Marshal(s)
+		return string(out)
+	}
+	return strip(a) == strip(b)
 }
 
 func wrapStatus(err error) error {

@@ -1,0 +1,184 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Membership looks after an etcd cluster's membership. Each pass looks
+// at the members, decides at most one change (decide: promote a caught-up
+// learner, carry out a merged EtcdRemoveMember step, replace a member
+// whose volume claim was replaced), makes it, and reports the membership
+// in the status ConfigMap <cluster>-cairn-status that the planner's
+// observation reads, with an Event on the StatefulSet for each change and
+// the cairn_etcd_* metrics.
+type Membership struct {
+	Endpoints          []string
+	Client             kubernetes.Interface
+	Namespace, Cluster string
+	// Metrics, when set, are kept up to date.
+	Metrics *Metrics
+	Log     *slog.Logger
+	// now is the clock; time.Now when nil.
+	now func() time.Time
+}
+
+// Pass makes one pass: look, decide, act, report.
+func (m *Membership) Pass(ctx context.Context) error {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: m.Endpoints, DialTimeout: callTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	defer cli.Close()
+	prev, err := readEtcdStatus(ctx, m.Client, m.Namespace, m.statusName())
+	if err != nil {
+		return err
+	}
+	sts, err := m.Client.AppsV1().StatefulSets(m.Namespace).Get(ctx, m.Cluster, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read statefulset: %w", err)
+	}
+	req, err := m.request(ctx, prev)
+	if err != nil {
+		return err
+	}
+	seen := look(ctx, cli, prev)
+	claims, err := m.claims(ctx, seen)
+	if err != nil {
+		return err
+	}
+	act := decide(m.view(ctx, sts, seen, prev, claims, req))
+	changed, actErr := m.act(ctx, cli, seen, act)
+	now := seen
+	if changed {
+		now = look(ctx, cli, prev) // report the membership as it is now
+	}
+	st := nextStatus(prev, now, claims, req, act, changed, m.clock())
+	if err := writeEtcdStatus(ctx, m.Client, m.Namespace, m.statusName(), prev, st); err != nil {
+		return errors.Join(actErr, err)
+	}
+	m.Metrics.observe(st, act, changed)
+	return errors.Join(actErr, m.emit(ctx, sts, events(prev, st, seen, act, changed)))
+}
+
+func (m *Membership) statusName() string { return m.Cluster + "-cairn-status" }
+
+func (m *Membership) clock() time.Time {
+	if m.now != nil {
+		return m.now()
+	}
+	return time.Now()
+}
+
+// request reads the remove-member request of a merged EtcdRemoveMember
+// step from the rendered ConfigMap <cluster>-cairn; one already carried
+// out is no request.
+func (m *Membership) request(ctx context.Context, prev *etcdStatus) (removeRequest, error) {
+	cm, err := m.Client.CoreV1().ConfigMaps(m.Namespace).Get(ctx, m.Cluster+"-cairn", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return removeRequest{}, nil
+	}
+	if err != nil {
+		return removeRequest{}, fmt.Errorf("read config: %w", err)
+	}
+	r := removeRequest{ID: cm.Data["request.remove-member.id"], Member: cm.Data["request.remove-member.member"]}
+	if r.ID == "" || r.Member == "" || prev != nil && prev.RemoveDone == r.ID {
+		return removeRequest{}, nil
+	}
+	return r, nil
+}
+
+// claims reads the UID of each named member's volume claim, data-<name>;
+// a claim that does not exist (yet) is left out.
+func (m *Membership) claims(ctx context.Context, seen etcdLook) (map[string]string, error) {
+	out := map[string]string{}
+	for _, mem := range seen.members {
+		if mem.name == "" {
+			continue
+		}
+		pvc, err := m.Client.CoreV1().PersistentVolumeClaims(m.Namespace).Get(ctx, "data-"+mem.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read claim of %s: %w", mem.name, err)
+		}
+		out[mem.name] = string(pvc.UID)
+	}
+	return out, nil
+}
+
+// view builds decide's input.
+func (m *Membership) view(ctx context.Context, sts *appsv1.StatefulSet, seen etcdLook, prev *etcdStatus, claims map[string]string, req removeRequest) view {
+	v := view{Remove: req, CanMoveLeader: true}
+	for _, s := range seen.members {
+		mv := memberView{ID: s.id, Name: s.name, Learner: s.learner, Leader: s.leads, Healthy: s.healthy(), Applied: s.applied, Revision: s.revision}
+		if rec := recordedClaim(prev, s.id); rec != "" && claims[s.name] != "" && rec != claims[s.name] {
+			mv.ClaimReplaced = true
+		}
+		if s.learner && s.name != "" {
+			mv.PodProblem = m.podProblem(ctx, sts, s.name)
+		}
+		if major, minor, ok := majorMinor(s.version); ok && (major < 3 || major == 3 && minor < 3) {
+			v.CanMoveLeader = false
+		}
+		v.Members = append(v.Members, mv)
+	}
+	return v
+}
+
+// recordedClaim is the claim UID the last status recorded for member id.
+func recordedClaim(prev *etcdStatus, id uint64) string {
+	if prev == nil {
+		return ""
+	}
+	for _, m := range prev.Members {
+		if m.ID == strconv.FormatUint(id, 16) {
+			return m.ClaimUID
+		}
+	}
+	return ""
+}
+
+// podProblem says why a learner's pod may not get a vote: a learner whose
+// pod is going away (a reverted scale-out) must not become a voter that
+// would then be missing, nor one whose pod is not ready.
+func (m *Membership) podProblem(ctx context.Context, sts *appsv1.StatefulSet, name string) string {
+	ord, err := strconv.Atoi(strings.TrimPrefix(name, m.Cluster+"-"))
+	if err != nil || sts.Spec.Replicas == nil || ord >= int(*sts.Spec.Replicas) {
+		return "its pod is not one the StatefulSet keeps"
+	}
+	pod, err := m.Client.CoreV1().Pods(m.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return "its pod cannot be read: " + err.Error()
+	case pod.DeletionTimestamp != nil:
+		return "its pod is being deleted"
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return ""
+		}
+	}
+	return "its pod is not ready"
+}
+
+func (m *Membership) logger() *slog.Logger {
+	if m.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return m.Log
+}
