@@ -1,0 +1,330 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/runtime/backup"
+)
+
+// BackupRequestAnnotation on the status ConfigMap asks for a backup now
+// (cairn backup run); its value is the request's ID.
+const BackupRequestAnnotation = "cairn.dev/backup-request"
+
+// requestRetry is how long a failed on-demand backup waits before it is
+// tried again.
+const requestRetry = time.Minute
+
+// backupKey is the status ConfigMap's key for the backup status.
+const backupKey = "backup.json"
+
+// BackupStatus is what the runtime reports of a cluster's backups, in
+// its status ConfigMap under backup.json; planner/observe reads it.
+type BackupStatus struct {
+	LastSuccessful *BackupDone    `json:"lastSuccessful,omitempty"`
+	LastFailure    *BackupFailure `json:"lastFailure,omitempty"`
+	// LastRequest is the ID of the last on-demand request (a merged
+	// TakeBackup step, or cairn backup run) a backup completed.
+	LastRequest string `json:"lastRequest,omitempty"`
+}
+
+// BackupDone is a complete backup.
+type BackupDone struct {
+	ID       string    `json:"id"`
+	Location string    `json:"location"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Size     int64     `json:"size"`
+	Source   string    `json:"source"`
+}
+
+// BackupFailure is the last failed attempt.
+type BackupFailure struct {
+	Time  time.Time `json:"time"`
+	Error string    `json:"error"`
+}
+
+// Backups runs a cluster's scheduled and requested backups while its
+// runtime leads: a robfig/cron scheduler on the policy of the rendered
+// <cluster>-cairn ConfigMap (rebuilt when it changes), one catch-up
+// backup when a scheduled run was missed while no runtime led, and
+// on-demand requests. Never two backups of one cluster at once.
+type Backups struct {
+	Client             kubernetes.Interface
+	Namespace, Cluster string
+	// Postgres says the cluster is PostgreSQL (its members listen on
+	// PostgresPort); otherwise etcd (clients on EtcdPort).
+	Postgres     bool
+	PostgresPort int
+	EtcdPort     int
+	// Open opens a policy's location; nil opens it with the S3 settings
+	// of the runtime's environment.
+	Open    func(loc backup.Location) (backup.Store, error)
+	Metrics *BackupMetrics
+	Log     *slog.Logger
+	// Interval is how often the policy and requests are read again.
+	Interval time.Duration
+	now      func() time.Time
+
+	running sync.Mutex
+	policy  backup.Policy
+	cron    *cron.Cron
+}
+
+// Run schedules backups until ctx ends (leadership lost).
+func (b *Backups) Run(ctx context.Context) {
+	defer b.stopCron()
+	t := time.NewTicker(cmpOr(b.Interval, 5*time.Second))
+	defer t.Stop()
+	first := true
+	for {
+		if err := b.pass(ctx, first); err != nil && ctx.Err() == nil {
+			b.logger().Warn("backup pass failed", "cluster", b.Cluster, "err", err.Error())
+		} else if err == nil {
+			first = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pass reads the policy and the requests, reschedules when the policy
+// changed, and starts a backup for a missed run or a request.
+func (b *Backups) pass(ctx context.Context, first bool) error {
+	cfg, err := b.Client.CoreV1().ConfigMaps(b.Namespace).Get(ctx, b.Cluster+"-cairn", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read %s-cairn: %w", b.Cluster, err)
+	}
+	policy, on, err := backup.PolicyFromConfig(cfg.Data)
+	if err != nil {
+		return err
+	}
+	status, annotations, err := b.readStatus(ctx)
+	if err != nil {
+		return err
+	}
+	if !on {
+		b.stopCron()
+		return nil
+	}
+	sched, _ := policy.Parse() // checked by PolicyFromConfig
+	if policy != b.policy || b.cron == nil {
+		b.schedule(ctx, policy, sched)
+	}
+	var last time.Time
+	if status.LastSuccessful != nil {
+		last = status.LastSuccessful.Finished
+	}
+	retry := status.LastFailure == nil || b.clock().Sub(status.LastFailure.Time) >= requestRetry
+	switch req := requestOf(cfg.Data, annotations); {
+	case req != "" && req != status.LastRequest && retry:
+		go b.take(ctx, policy, req)
+	case first && sched.Missed(last, b.clock()):
+		go b.take(ctx, policy, "")
+	}
+	return nil
+}
+
+// requestOf is the pending on-demand request: a merged TakeBackup step's
+// ID, else cairn backup run's.
+func requestOf(config, statusAnnotations map[string]string) string {
+	if id := config["request.backup.id"]; id != "" {
+		return id
+	}
+	return statusAnnotations[BackupRequestAnnotation]
+}
+
+func (b *Backups) schedule(ctx context.Context, p backup.Policy, s backup.Schedule) {
+	b.stopCron()
+	c := cron.New(cron.WithLocation(s.Loc))
+	c.Schedule(s.Schedule, cron.FuncJob(func() { b.take(ctx, p, "") }))
+	c.Start()
+	b.cron, b.policy = c, p
+	b.logger().Info("backups scheduled", "cluster", b.Cluster, "schedule", p.Schedule, "timeZone", s.Loc.String(), "next", s.NextAfter(b.clock()))
+}
+
+func (b *Backups) stopCron() {
+	if b.cron != nil {
+		<-b.cron.Stop().Done()
+		b.cron = nil
+	}
+}
+
+// take runs one backup unless one is running, then prunes and reports.
+func (b *Backups) take(ctx context.Context, p backup.Policy, request string) {
+	if !b.running.TryLock() {
+		return
+	}
+	defer b.running.Unlock()
+	start := b.clock()
+	m, err := b.backup(ctx, p)
+	if ctx.Err() != nil {
+		return // leadership lost mid-backup: nothing complete was reported
+	}
+	if err != nil {
+		b.failed(ctx, start, err)
+		return
+	}
+	deleted, perr := backup.Prune(ctx, b.storeOf(p), b.Cluster, p.Retention, b.clock())
+	if perr != nil {
+		b.logger().Warn("backup retention failed", "cluster", b.Cluster, "err", perr.Error())
+	}
+	b.Metrics.succeeded(m, b.clock().Sub(start))
+	b.logger().Info("backup complete", "cluster", b.Cluster, "id", m.ID, "bytes", m.Size, "source", m.Source, "pruned", len(deleted))
+	done := &BackupDone{ID: m.ID, Location: p.Location, Started: m.Started, Finished: m.Finished, Size: m.Size, Source: m.Source}
+	if err := b.updateStatus(ctx, func(s *BackupStatus) {
+		s.LastSuccessful = done
+		if request != "" {
+			s.LastRequest = request
+		}
+	}); err != nil {
+		b.logger().Warn("backup status not written", "cluster", b.Cluster, "err", err.Error())
+	}
+}
+
+func (b *Backups) failed(ctx context.Context, start time.Time, err error) {
+	b.Metrics.failed()
+	b.logger().Error("backup failed", "cluster", b.Cluster, "err", err.Error())
+	if serr := b.updateStatus(ctx, func(s *BackupStatus) { s.LastFailure = &BackupFailure{Time: start, Error: err.Error()} }); serr != nil {
+		b.logger().Warn("backup status not written", "cluster", b.Cluster, "err", serr.Error())
+	}
+	if eerr := b.event(ctx, corev1.EventTypeWarning, "BackupFailed", err.Error()); eerr != nil {
+		b.logger().Warn("backup event not recorded", "cluster", b.Cluster, "err", eerr.Error())
+	}
+}
+
+// storeOf opens a policy's location; a failure is reported by backup().
+func (b *Backups) storeOf(p backup.Policy) backup.Store {
+	st, _ := b.open(p)
+	return st
+}
+
+func (b *Backups) open(p backup.Policy) (backup.Store, error) {
+	loc, err := backup.ParseLocation(p.Location)
+	if err != nil {
+		return nil, err
+	}
+	if b.Open != nil {
+		return b.Open(loc)
+	}
+	cfg, err := backup.S3ConfigFromEnv(osGetenv)
+	if err != nil {
+		return nil, err
+	}
+	return backup.Open(loc, cfg)
+}
+
+func (b *Backups) backup(ctx context.Context, p backup.Policy) (backup.Manifest, error) {
+	st, err := b.open(p)
+	if err != nil {
+		return backup.Manifest{}, err
+	}
+	src, kind, err := b.source(ctx)
+	if err != nil {
+		return backup.Manifest{}, err
+	}
+	return backup.Take(ctx, st, b.Cluster, kind, src, b.clock)
+}
+
+func (b *Backups) clock() time.Time {
+	if b.now != nil {
+		return b.now()
+	}
+	return time.Now()
+}
+
+func (b *Backups) logger() *slog.Logger {
+	if b.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return b.Log
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// readStatus reads the backup status and the status ConfigMap's
+// annotations; a missing ConfigMap is an empty status.
+func (b *Backups) readStatus(ctx context.Context) (BackupStatus, map[string]string, error) {
+	var st BackupStatus
+	cm, err := b.Client.CoreV1().ConfigMaps(b.Namespace).Get(ctx, b.Cluster+"-cairn-status", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return st, nil, nil
+	}
+	if err != nil {
+		return st, nil, fmt.Errorf("read %s-cairn-status: %w", b.Cluster, err)
+	}
+	if data := cm.Data[backupKey]; data != "" {
+		if err := json.Unmarshal([]byte(data), &st); err != nil {
+			return st, nil, fmt.Errorf("%s-cairn-status %s: %w", b.Cluster, backupKey, err)
+		}
+	}
+	return st, cm.Annotations, nil
+}
+
+// updateStatus changes the backup status with a merge patch of its one
+// key, so the other keys' writers are never overwritten.
+func (b *Backups) updateStatus(ctx context.Context, change func(*BackupStatus)) error {
+	st, _, err := b.readStatus(ctx)
+	if err != nil {
+		return err
+	}
+	change(&st)
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"data": map[string]string{backupKey: string(data)}})
+	cms := b.Client.CoreV1().ConfigMaps(b.Namespace)
+	_, err = cms.Patch(ctx, b.Cluster+"-cairn-status", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "cairn-runtime"})
+	if apierrors.IsNotFound(err) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: b.Cluster + "-cairn-status", Namespace: b.Namespace},
+			Data: map[string]string{backupKey: string(data)}}
+		if _, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "cairn-runtime"}); apierrors.IsAlreadyExists(err) {
+			return b.updateStatus(ctx, change)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write %s-cairn-status: %w", b.Cluster, err)
+	}
+	return nil
+}
+
+// event records an Event on the cluster's StatefulSet.
+func (b *Backups) event(ctx context.Context, typ, reason, msg string) error {
+	sts, err := b.Client.AppsV1().StatefulSets(b.Namespace).Get(ctx, b.Cluster, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	now := metav1.NewTime(b.clock())
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: sts.Name + "." + strconv.FormatInt(now.UnixNano(), 16), Namespace: sts.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "StatefulSet", APIVersion: "apps/v1", Name: sts.Name, Namespace: sts.Namespace, UID: sts.UID},
+		Type:           typ, Reason: reason, Message: msg, Count: 1, FirstTimestamp: now, LastTimestamp: now,
+		Source: corev1.EventSource{Component: "cairn-runtime"},
+	}
+	_, err = b.Client.CoreV1().Events(sts.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	return err
+}
+
+var errNoMember = errors.New("no ready member to back up from")

@@ -1,0 +1,229 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/runtime/backup"
+	"github.com/cairn-dev/cairn/runtime/testbed"
+)
+
+// backupBed is one real etcd member behind a ready pod "kv-0" of the
+// cluster "kv", with the cluster's rendered config and StatefulSet.
+type backupBed struct {
+	t      *testing.T
+	c      kubernetes.Interface
+	ns     string
+	port   int
+	cli    *clientv3.Client
+	stores string
+}
+
+func newBackupBed(t *testing.T) *backupBed {
+	cp := testbed.Start(t)
+	b := &backupBed{t: t, c: cp.Client(t), ns: cp.Namespace(t, "backups"), stores: t.TempDir()}
+	ctx := context.Background()
+	client, peer := testbed.FreePort(t), testbed.FreePort(t)
+	b.port = client
+	curl, purl := "http://127.0.0.1:"+strconv.Itoa(client), "http://127.0.0.1:"+strconv.Itoa(peer)
+	cmd := exec.Command(testbed.Bin(t, "etcd"), "--name", "kv-0", "--data-dir", filepath.Join(t.TempDir(), "d"),
+		"--listen-client-urls", curl, "--advertise-client-urls", curl, "--listen-peer-urls", purl,
+		"--initial-advertise-peer-urls", purl, "--initial-cluster", "kv-0="+purl)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{curl}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	b.cli = cli
+	sel := map[string]string{labelName: "etcd", labelInstance: "kv"}
+	one := int32(1)
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}}
+	if _, err := b.c.AppsV1().StatefulSets(b.ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "kv"},
+		Spec: appsv1.StatefulSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: sel}, Template: tmpl}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := b.c.CoreV1().Pods(b.ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kv-0", Labels: sel}, Spec: tmpl.Spec}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	if _, err := b.c.CoreV1().Pods(b.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// setPolicy writes the rendered config's backup policy.
+func (b *backupBed) setPolicy(data map[string]string) {
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kv-cairn"}, Data: data}
+	if _, err := b.c.CoreV1().ConfigMaps(b.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		if _, err := b.c.CoreV1().ConfigMaps(b.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+}
+
+func (b *backupBed) runtime(ctx context.Context) *Backups {
+	bk := &Backups{Client: b.c, Namespace: b.ns, Cluster: "kv", EtcdPort: b.port, Interval: 200 * time.Millisecond,
+		Log: testbed.Logger(b.t, 100)}
+	go bk.Run(ctx)
+	return bk
+}
+
+func (b *backupBed) status() BackupStatus {
+	st, _, err := (&Backups{Client: b.c, Namespace: b.ns, Cluster: "kv"}).readStatus(context.Background())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return st
+}
+
+func (b *backupBed) complete() []backup.Manifest {
+	all, err := backup.List(context.Background(), &backup.FileStore{Root: b.stores}, "kv")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return all
+}
+
+func (b *backupBed) put(prefix string, n int) {
+	for i := range n {
+		if _, err := b.cli.Put(context.Background(), fmt.Sprintf("%s%03d", prefix, i), "v"); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+}
+
+// A scheduled backup runs on its cron tick and holds exactly the keys
+// written before it began; retention keeps the newest two; the status
+// says when the last one finished.
+func TestScheduledBackupsAndRetention(t *testing.T) {
+	b := newBackupBed(t)
+	b.put("before", 50)
+	b.setPolicy(map[string]string{"backup.schedule": "*/2 * * * * *", "backup.storage-location": "file://" + b.stores, "backup.retention.count": "2"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.runtime(ctx)
+	var first backup.Manifest
+	testbed.Eventually(t, "a scheduled backup", func() error {
+		if all := b.complete(); len(all) > 0 {
+			first = all[0]
+			return nil
+		}
+		return fmt.Errorf("none yet; status %+v", b.status())
+	})
+	b.put("after", 5)
+	testbed.Eventually(t, "two more backups, one pruned", func() error {
+		all := b.complete()
+		if len(all) != 2 || all[0].ID == first.ID {
+			return fmt.Errorf("%d complete backups, the oldest %s", len(all), all[0].ID)
+		}
+		return nil
+	})
+	st := b.status()
+	all := b.complete()
+	if st.LastSuccessful == nil || st.LastSuccessful.ID != all[1].ID && st.LastSuccessful.ID != all[0].ID || st.LastFailure != nil {
+		t.Fatalf("status %+v", st)
+	}
+	// What the schedule kept restores (backup's own tests check the
+	// restored keys one by one).
+	dir := filepath.Join(t.TempDir(), "restored")
+	if err := backup.RestoreEtcd(context.Background(), &backup.FileStore{Root: b.stores}, all[1], backup.EtcdRestore{DataDir: dir, Name: "kv-0", PeerURL: "http://127.0.0.1:2380", Token: "r"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An on-demand request (cairn backup run's annotation) runs at once and
+// is recorded; a missed scheduled run is caught up once at start.
+func TestRequestedAndMissedBackups(t *testing.T) {
+	b := newBackupBed(t)
+	ctx := context.Background()
+	b.setPolicy(map[string]string{"backup.schedule": "0 3 * * *", "backup.storage-location": "file://" + b.stores})
+	// A backup finished two days ago: today's 03:00 run was missed.
+	long := &Backups{Client: b.c, Namespace: b.ns, Cluster: "kv"}
+	if err := long.updateStatus(ctx, func(s *BackupStatus) {
+		s.LastSuccessful = &BackupDone{ID: "old", Finished: time.Now().Add(-48 * time.Hour)}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b.runtime(rctx)
+	testbed.Eventually(t, "the missed run caught up", func() error {
+		if n := len(b.complete()); n != 1 {
+			return fmt.Errorf("%d backups", n)
+		}
+		return nil
+	})
+	patch := []byte(`{"metadata":{"annotations":{"` + BackupRequestAnnotation + `":"by-hand-1"}}}`)
+	if _, err := b.c.CoreV1().ConfigMaps(b.ns).Patch(ctx, "kv-cairn-status", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, "the requested backup", func() error {
+		if st := b.status(); st.LastRequest != "by-hand-1" || len(b.complete()) != 2 {
+			return fmt.Errorf("status %+v, %d backups", st, len(b.complete()))
+		}
+		return nil
+	})
+}
+
+// A backup that cannot be stored is a clear error in the status and an
+// Event, and deletes no earlier backup.
+func TestFailedBackupIsReported(t *testing.T) {
+	b := newBackupBed(t)
+	ctx := context.Background()
+	b.setPolicy(map[string]string{"backup.schedule": "*/2 * * * * *", "backup.storage-location": "file://" + b.stores, "backup.retention.count": "1"})
+	rctx, cancel := context.WithCancel(ctx)
+	b.runtime(rctx)
+	testbed.Eventually(t, "a first backup", func() error {
+		if len(b.complete()) == 0 {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	cancel()
+	good := b.complete()
+	// The location turns into an S3 bucket nobody can reach.
+	b.setPolicy(map[string]string{"backup.schedule": "*/2 * * * * *", "backup.storage-location": "s3://no-such-bucket/x", "backup.retention.count": "1"})
+	rctx, cancel = context.WithCancel(ctx)
+	defer cancel()
+	bk := &Backups{Client: b.c, Namespace: b.ns, Cluster: "kv", EtcdPort: b.port, Interval: 200 * time.Millisecond, Log: testbed.Logger(t, 100),
+		Open: func(loc backup.Location) (backup.Store, error) {
+			return backup.NewS3Store(loc, backup.S3Config{Endpoint: "http://127.0.0.1:1", AccessKeyID: "k", SecretAccessKey: "s"})
+		}}
+	go bk.Run(rctx)
+	testbed.Eventually(t, "the failure in the status", func() error {
+		if st := b.status(); st.LastFailure == nil || !strings.Contains(st.LastFailure.Error, "cannot be reached") {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	})
+	evs, err := b.c.CoreV1().Events(b.ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(evs.Items) == 0 || evs.Items[0].Reason != "BackupFailed" || strings.Contains(evs.Items[0].Message, "\"s\"") {
+		t.Fatalf("events %+v %v", evs, err)
+	}
+	if after := b.complete(); len(after) != len(good) || after[0].ID != good[0].ID {
+		t.Fatalf("backups after the failure %v, before %v", after, good)
+	}
+}
