@@ -62,11 +62,13 @@ switchover and backups are being built on it.`,
 			if err != nil {
 				return err
 			}
-			stop, err := serveMetrics(metricsAddr, reg, log)
-			if err != nil {
-				return err
+			if metricsAddr != "" {
+				l, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					return fmt.Errorf("metrics listener: %w", err)
+				}
+				defer serveMetrics(l, reg, log)()
 			}
-			defer stop()
 			a := agent.New(agent.Config{Cluster: cluster, Namespace: ns, Identity: id, PostgresPort: port, Log: log,
 				Postgres: kind == spec.PostgresKind, Metrics: metrics,
 				EtcdEndpoints: []string{fmt.Sprintf("http://%s-client.%s.svc:2379", cluster, ns)}}, client)
@@ -90,15 +92,9 @@ func kubeConfig(path string) (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", path)
 }
 
-// serveMetrics serves the registry's metrics on addr until stop is called.
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
-	if addr == "" {
-		return func() {}, nil
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics listener: %w", err)
-	}
+// serveMetrics serves the registry's metrics at /metrics on l until the
+// returned stop is called.
+func serveMetrics(l net.Listener, reg *prometheus.Registry, log *slog.Logger) (stop func()) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -111,5 +107,5 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, nil
+	}
 }

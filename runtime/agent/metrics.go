@@ -32,6 +32,8 @@ func NewMetrics(reg prometheus.Registerer, cluster string) (*Metrics, error) {
 	for _, c := range []string{"promote", "remove", "replace", "move-leader"} {
 		m.changes.WithLabelValues(c)
 	}
+	m.members.WithLabelValues("voter")
+	m.members.WithLabelValues("learner")
 	return m, nil
 }
 
