@@ -132,6 +132,7 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 		if err := json.Unmarshal([]byte(status[StatusKey]), etcd); err != nil {
 			return nil, fmt.Errorf("runtime status: %w", err)
 		}
+		legacyHealth(status[StatusKey], etcd)
 		out.ClusterVersion = etcd.ClusterVersion
 	}
 	if out.Members, err = o.members(ctx, ns, ref.Name, sts, isEtcd, etcd); err != nil {
@@ -269,6 +270,25 @@ func etcdRole(pod *corev1.Pod, st *EtcdStatus) live.Role {
 		return live.RoleUnknown
 	}
 	return live.RoleRemoved
+}
+
+// legacyHealth reads a status written by a runtime from before members'
+// health was reported (it has no "quorum" key): that runtime listed its
+// members as healthy, and a planner newer than the runtime must not take
+// them all for down, or it would wait for the very runtime upgrade it
+// plans.
+func legacyHealth(raw string, st *EtcdStatus) {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &keys) != nil {
+		return
+	}
+	if _, ok := keys["quorum"]; ok {
+		return
+	}
+	st.Quorum = true
+	for i := range st.Members {
+		st.Members[i].Healthy = true
+	}
 }
 
 // etcdVersion is the version a member's own etcd reports in the runtime's

@@ -215,3 +215,26 @@ func TestEtcdMemberFromStatus(t *testing.T) {
 		})
 	}
 }
+
+// A status from an older runtime, without health, reads as before.
+func TestLegacyStatusIsHealthy(t *testing.T) {
+	raw := `{"observedAt":"2026-11-30T08:01:00Z","clusterVersion":"3.5","members":[{"name":"e-0","id":"1","leader":true},{"name":"e-1","id":"2"}]}`
+	var st EtcdStatus
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		t.Fatal(err)
+	}
+	legacyHealth(raw, &st)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "e-0", CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))}}
+	if r := etcdRole(pod, &st); r != live.RoleLeader || !st.Quorum {
+		t.Errorf("role %s, quorum %v", r, st.Quorum)
+	}
+	current := freshStatus(t)
+	var now EtcdStatus
+	_ = json.Unmarshal([]byte(current), &now)
+	now.Members[0].Healthy = false
+	data, _ := json.Marshal(now)
+	legacyHealth(string(data), &now)
+	if now.Members[0].Healthy {
+		t.Error("a current status's health is taken as written")
+	}
+}
