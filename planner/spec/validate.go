@@ -208,3 +208,16 @@ func reservedLabel(k string) bool {
 	}
 	return strings.HasPrefix(k, "cairn.dev/")
 }
+
+// CheckName checks a cluster name given outside a spec (a command's
+// argument) as metadata.name is checked, before it reaches an object
+// key, a path or an API call.
+func CheckName(name string) error {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("cluster name %s is not valid: %s", strictyaml.Quote(name), errs[0])
+	}
+	if len(name) > MaxNameLength {
+		return fmt.Errorf("cluster name %s is %d characters; the limit is %d", strictyaml.Quote(name), len(name), MaxNameLength)
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/runtime/agent"
+	"github.com/cairn-dev/cairn/runtime/backup"
+)
+
+func newBackup() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "backup",
+		Short: "List a cluster's backups, or ask its runtime for one now",
+	}
+	cmd.AddCommand(newBackupList(), newBackupRun())
+	return cmd
+}
+
+// openLocation opens a storageLocation with the S3 settings of the
+// environment (CAIRN_S3_ENDPOINT, AWS_REGION, AWS_ACCESS_KEY_ID, ...).
+func openLocation(location string) (backup.Store, error) {
+	loc, err := backup.ParseLocation(location)
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	cfg, err := backup.S3ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	st, err := backup.Open(loc, cfg)
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	return st, nil
+}
+
+func newBackupList() *cobra.Command {
+	var location, output string
+	cmd := &cobra.Command{
+		Use:   "list CLUSTER --location s3://bucket/prefix|file:///path [-o table|json]",
+		Short: "List a cluster's complete backups, oldest first",
+		Long: `List the complete backups of CLUSTER at --location (the spec's
+backup.storageLocation). Backups that were cut off or are being written
+have no manifest yet and are not listed. S3 settings come from the
+environment: CAIRN_S3_ENDPOINT (or AWS_ENDPOINT_URL_S3), AWS_REGION,
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_CA_BUNDLE.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "table" && output != "json" {
+				return &exitError{exitUsage, fmt.Errorf("cairn backup list: -o must be table or json, got %q", output)}
+			}
+			if err := spec.CheckName(args[0]); err != nil {
+				return &exitError{exitUsage, err}
+			}
+			st, err := openLocation(location)
+			if err != nil {
+				return err
+			}
+			all, err := backup.List(cmd.Context(), st, args[0])
+			if err != nil {
+				return err
+			}
+			return printBackups(cmd.OutOrStdout(), all, output)
+		},
+	}
+	cmd.Flags().StringVar(&location, "location", "", "the backups' storageLocation (required)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	_ = cmd.MarkFlagRequired("location")
+	return cmd
+}
+
+func printBackups(w io.Writer, all []backup.Manifest, output string) error {
+	if output == "json" {
+		if all == nil {
+			all = []backup.Manifest{}
+		}
+		data, err := json.MarshalIndent(all, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", data)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tFINISHED\tSIZE\tSOURCE\tVERSION")
+	for _, m := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.ID, m.Finished.Format(time.RFC3339), m.Size, m.Source, m.Version)
+	}
+	return tw.Flush()
+}
+
+func newBackupRun() *cobra.Command {
+	var src liveSource
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "run CLUSTER (--kubeconfig FILE | --in-cluster) [--wait 30m]",
+		Short: "Ask a cluster's runtime for a backup now, and wait for it",
+		Long: `Ask the leading runtime of CLUSTER for a backup now (an annotation on its
+status ConfigMap <cluster>-cairn-status) and wait until the runtime reports
+it complete, or failed. The runtime takes it as it takes scheduled ones,
+never two at once.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := spec.CheckName(args[0]); err != nil {
+				return &exitError{exitUsage, err}
+			}
+			if src.kubeconfig == "" && !src.inCluster {
+				return &exitError{exitUsage, fmt.Errorf("cairn backup run: give --kubeconfig or --in-cluster")}
+			}
+			o, err := src.observer()
+			if err != nil {
+				return err
+			}
+			return runBackupRequest(cmd.Context(), cmd.OutOrStdout(), o.Client, o.Namespace, args[0], wait)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&src.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster the runtime runs in")
+	f.StringVar(&src.context, "context", "", "with --kubeconfig: the context to use")
+	f.BoolVar(&src.inCluster, "in-cluster", false, "use the ServiceAccount of the pod cairn runs in")
+	f.StringVar(&src.namespace, "namespace", "", "the cluster's namespace (default: the kubeconfig context's)")
+	f.DurationVar(&wait, "wait", 30*time.Minute, "how long to wait for the backup; 0 returns once it is asked for")
+	return cmd
+}
+
+// runBackupRequest writes the request and waits for its outcome.
+func runBackupRequest(ctx context.Context, w io.Writer, c kubernetes.Interface, ns, cluster string, wait time.Duration) error {
+	id := "manual-" + time.Now().UTC().Format("20060102T150405Z")
+	name := cluster + "-cairn-status"
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{agent.BackupRequestAnnotation: id}}})
+	_, err := c.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "cairn"})
+	if apierrors.IsNotFound(err) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{agent.BackupRequestAnnotation: id}}}
+		_, err = c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "cairn"})
+	}
+	if err != nil {
+		return fmt.Errorf("ask for a backup of %s: %w", cluster, err)
+	}
+	fmt.Fprintf(w, "backup %s of %s asked for\n", id, cluster)
+	if wait <= 0 {
+		return nil
+	}
+	asked := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		st, err := backupStatus(ctx, c, ns, name)
+		switch {
+		case err != nil:
+			return err
+		case st.LastRequest == id && st.LastSuccessful != nil:
+			d := st.LastSuccessful
+			fmt.Fprintf(w, "backup %s complete: %d bytes from %s at %s\n", d.ID, d.Size, d.Source, d.Location)
+			return nil
+		case st.LastFailure != nil && st.LastFailure.Time.After(asked.Add(-time.Second)):
+			return fmt.Errorf("backup of %s failed: %s", cluster, st.LastFailure.Error)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("backup of %s: no outcome after %s (is its runtime running?)", cluster, wait)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func backupStatus(ctx context.Context, c kubernetes.Interface, ns, name string) (agent.BackupStatus, error) {
+	var st agent.BackupStatus
+	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return st, fmt.Errorf("read %s: %w", name, err)
+	}
+	if data := cm.Data["backup.json"]; data != "" {
+		if err := json.Unmarshal([]byte(data), &st); err != nil {
+			return st, fmt.Errorf("%s backup.json: %w", name, err)
+		}
+	}
+	return st, nil
+}
+
+func newRestore() *cobra.Command {
+	var o restoreOptions
+	cmd := &cobra.Command{
+		Use:   "restore --location URL --cluster NAME --kind EtcdCluster|PostgresCluster --data-dir DIR [--backup ID]",
+		Short: "Restore a backup into a new data directory and verify it",
+		Long: `Bring a complete backup of --cluster at --location back into --data-dir,
+which must not exist. The data is checked against its manifest (size and
+SHA-256) as it is read; nothing is left behind on failure. PostgreSQL: the
+base backup's tar is unpacked (it holds its WAL, so the copy starts
+consistent). etcd: the snapshot is restored as etcdutl does, for a new
+one-member cluster named --name at --peer-url; add members to it as usual.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), cmd.OutOrStdout(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.location, "location", "", "the backups' storageLocation (required)")
+	f.StringVar(&o.cluster, "cluster", "", "the cluster the backup is of (required)")
+	f.StringVar(&o.kind, "kind", "", "EtcdCluster or PostgresCluster (required)")
+	f.StringVar(&o.id, "backup", "latest", "the backup's ID, or latest")
+	f.StringVar(&o.dataDir, "data-dir", "", "the new data directory (required)")
+	f.StringVar(&o.name, "name", "", "etcd: the restored member's name (default: <cluster>-0)")
+	f.StringVar(&o.peerURL, "peer-url", "", "etcd: the restored member's peer URL (required for etcd)")
+	f.StringVar(&o.token, "token", "", "etcd: the new cluster's initial token (default: <cluster>-restored)")
+	for _, r := range []string{"location", "cluster", "kind", "data-dir"} {
+		_ = cmd.MarkFlagRequired(r)
+	}
+	return cmd
+}
+
+type restoreOptions struct {
+	location, cluster, kind, id, dataDir, name, peerURL, token string
+}
+
+func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
+	if err := spec.CheckName(o.cluster); err != nil {
+		return &exitError{exitUsage, err}
+	}
+	if o.kind != spec.EtcdKind && o.kind != spec.PostgresKind {
+		return &exitError{exitUsage, fmt.Errorf("cairn restore: --kind must be %s or %s", spec.EtcdKind, spec.PostgresKind)}
+	}
+	if o.kind == spec.EtcdKind && o.peerURL == "" {
+		return &exitError{exitUsage, fmt.Errorf("cairn restore: an etcd restore needs --peer-url")}
+	}
+	st, err := openLocation(o.location)
+	if err != nil {
+		return err
+	}
+	m, err := backup.Find(ctx, st, o.cluster, o.id)
+	if err != nil {
+		return err
+	}
+	if m.Kind != o.kind {
+		return fmt.Errorf("backup %s of %s is of a %s, not a %s", m.ID, o.cluster, m.Kind, o.kind)
+	}
+	if o.kind == spec.PostgresKind {
+		err = backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: o.dataDir})
+	} else {
+		name, token := cmpOrStr(o.name, o.cluster+"-0"), cmpOrStr(o.token, o.cluster+"-restored")
+		err = backup.RestoreEtcd(ctx, st, m, backup.EtcdRestore{DataDir: o.dataDir, Name: name, PeerURL: o.peerURL, Token: token})
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "restored backup %s of %s (%d bytes from %s, finished %s) into %s\n", m.ID, o.cluster, m.Size, m.Source, m.Finished.Format(time.RFC3339), o.dataDir)
+	return nil
+}
+
+func cmpOrStr(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}
