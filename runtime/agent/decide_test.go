@@ -44,6 +44,7 @@ func TestDecide(t *testing.T) {
 		{"etcd before 3.3 removes the leader directly", view{Members: members(e1, e2, with(voter(5, "e-4"), leader)), Remove: removeRequest{"etcd-remove-4", "e-4"}}, actRemove, "e-4", "", ""},
 		{"a done removal is no removal", view{Members: members(e0, e1), Remove: removeRequest{"etcd-remove-2", "e-2"}}, actNone, "", "", ""},
 		{"no removal below quorum", view{Members: members(e0, with(e1, down), e2), Remove: removeRequest{"etcd-remove-2", "e-2"}}, actNone, "", "", "quorum"},
+		{"a member that is only down (or emptied by hand) is left alone", view{Members: members(e0, e1, with(e2, down))}, actNone, "", "", ""},
 		{"a replaced claim: removed", view{Members: members(e0, e1, with(e2, replaced))}, actRemove, "e-2", "", "claim"},
 		{"a replaced claim of a member that answers: left alone", view{Members: members(e0, e1, with(e2, func(m *memberView) { m.ClaimReplaced = true }))}, actNone, "", "", ""},
 		{"a replacement with another voter down keeps quorum", view{Members: members(with(voter(1, "e-0"), leader), voter(2, "e-1"), voter(3, "e-2"), with(voter(4, "e-3"), down), with(voter(5, "e-4"), replaced))},
