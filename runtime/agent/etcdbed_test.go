@@ -352,19 +352,28 @@ func healthyVoters(n int) func(st etcdStatus) error {
 	}
 }
 
-// reasons lists the reasons of the runtime's Events on the StatefulSet, oldest first.
-func (b *etcdBed) reasons() []string {
+// events lists the runtime's Events on the StatefulSet, oldest first.
+func (b *etcdBed) events() []corev1.Event {
 	list, err := b.kube.CoreV1().Events(b.ns).List(b.ctx, metav1.ListOptions{})
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	slices.SortFunc(list.Items, func(x, y corev1.Event) int { return strings.Compare(x.Name, y.Name) })
-	var out []string
+	var out []corev1.Event
 	for _, e := range list.Items {
 		if e.InvolvedObject.Kind == "StatefulSet" && e.InvolvedObject.Name == "e" {
-			out = append(out, e.Reason)
-			b.t.Logf("event %s %s: %s", e.Type, e.Reason, e.Message)
+			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// reasons lists the reasons of the runtime's Events, oldest first.
+func (b *etcdBed) reasons() []string {
+	var out []string
+	for _, e := range b.events() {
+		out = append(out, e.Reason)
+		b.t.Logf("event %s %s: %s", e.Type, e.Reason, e.Message)
 	}
 	return out
 }

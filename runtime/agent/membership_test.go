@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,6 +173,15 @@ func TestScaleInMovesLeadershipFirst(t *testing.T) {
 	want := []string{ReasonLeaderMoved, ReasonMemberRemoved, ReasonMemberRemoved}
 	if got := b.reasons(); !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
+	}
+	if evs := b.events(); len(evs) == 3 && (!strings.Contains(evs[0].Message, "from e-4") || !strings.Contains(evs[1].Message, "removed e-4")) {
+		t.Errorf("leadership did not move away from e-4 before its removal: %q, %q", evs[0].Message, evs[1].Message)
+	}
+	if v := b.metric("cairn_etcd_membership_changes_total", "move-leader"); v != 1 {
+		t.Errorf("leader moves counted %v", v)
+	}
+	if v := b.metric("cairn_etcd_membership_changes_total", "remove"); v != 2 {
+		t.Errorf("removals counted %v", v)
 	}
 	t.Logf("pass errors: %v", b.passErrors())
 }
