@@ -22,6 +22,17 @@ func createStep(c spec.Cluster, members int, noun string) plan.Step {
 			Version: cm.Version, Members: members, Storage: string(cm.Storage),
 		}},
 	}
+	if r := cm.RestoreFrom; r != nil {
+		src := &plan.RestoreSource{StorageLocation: string(r.StorageLocation), Cluster: r.Cluster, Backup: r.Backup}
+		if src.Cluster == "" {
+			src.Cluster = c.Ref().Name
+		}
+		if src.Backup == "" {
+			src.Backup = "latest"
+		}
+		s.Params.CreateCluster.RestoreFrom = src
+		s.Summary += fmt.Sprintf(", restored from backup %s of %s at %s", src.Backup, src.Cluster, src.StorageLocation)
+	}
 	if _, ok := c.(*spec.PostgresCluster); ok {
 		name := c.Ref().Name
 		s.Gates = append([]plan.Gate{gate(plan.GateSecretsExist, plan.Before, fmt.Sprintf(

@@ -17,6 +17,7 @@ import (
 //	initial-cluster-token etcd's token for that bootstrap
 //	synchronous-standbys PostgreSQL: the number the runtime keeps
 //	backup.*             the backup policy the runtime runs
+//	restore.*            the backup the create step starts the cluster from
 //	request.*            one-shot requests of merged steps, by step ID
 func cairnConfig(n names, s settings, token string, initial int) object {
 	data := map[string]string{"bootstrap": s.bootstrap}
@@ -30,6 +31,11 @@ func cairnConfig(n names, s settings, token string, initial int) object {
 		data["synchronous-standbys"] = strconv.Itoa(s.sync)
 	}
 	addBackup(data, s.backup)
+	if r := s.restore; r != nil && s.bootstrap == "new" {
+		data["restore.storage-location"] = r.StorageLocation
+		data["restore.cluster"] = r.Cluster
+		data["restore.backup"] = r.Backup
+	}
 	r := s.requests
 	for k, v := range map[string]string{
 		"request.switchover.id": r.SwitchoverID, "request.switchover.to": r.SwitchoverTo,

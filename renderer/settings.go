@@ -27,6 +27,8 @@ type settings struct {
 	// container upgrades from; 0 when there is none.
 	upgradeFrom int
 	requests    requests
+	// restore is the backup the create step starts the cluster from.
+	restore *plan.RestoreSource
 }
 
 // requests are the runtime's instructions from merged steps. Each is keyed
@@ -58,7 +60,7 @@ func baseSettings(c spec.Cluster, p plan.Plan) *settings {
 func createSettings(c spec.Cluster, cp *plan.CreateClusterParams) settings {
 	s := settings{
 		replicas: cp.Members, version: cp.Version, storage: cp.Storage, templateStorage: cp.Storage,
-		backup: backupOf(c.Common().Backup), bootstrap: "new",
+		backup: backupOf(c.Common().Backup), bootstrap: "new", restore: cp.RestoreFrom,
 	}
 	if pg, ok := c.(*spec.PostgresCluster); ok {
 		s.sync = pg.Spec.SynchronousStandbys

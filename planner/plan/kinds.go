@@ -117,6 +117,16 @@ type CreateClusterParams struct {
 	Version string `json:"version"`
 	Members int    `json:"members"`
 	Storage string `json:"storage"`
+	// RestoreFrom, when set, starts the cluster from a backup.
+	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
+}
+
+// RestoreSource is the backup a new cluster starts from.
+type RestoreSource struct {
+	StorageLocation string `json:"storageLocation"`
+	Cluster         string `json:"cluster"`
+	// Backup is a backup ID or "latest".
+	Backup string `json:"backup"`
 }
 
 // BackupSettings is a backup policy as the runtime runs it.

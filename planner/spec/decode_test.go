@@ -263,7 +263,7 @@ func TestDecodeKinds(t *testing.T) {
 func TestDecodeFields(t *testing.T) {
 	runDecodeCases(t, []decodeCase{
 		{name: "misspelt field", in: pg("  verison: x"),
-			want: `f.yaml:9:3: spec.verison: unknown field "verison" (did you mean "version"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, storage, storageClass, synchronousStandbys, version`},
+			want: `f.yaml:9:3: spec.verison: unknown field "verison" (did you mean "version"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, restoreFrom, storage, storageClass, synchronousStandbys, version`},
 		{name: "unknown top-level field", in: "status: {}\n" + pgHead,
 			want: `f.yaml:1:1: status: unknown field "status"; valid fields: apiVersion, kind, metadata, spec`},
 		{name: "misspelt nested field", in: pg("  backup:", `    schedul: "@daily"`, `    storageLocation: "s3://bucket/x"`),
@@ -271,7 +271,7 @@ func TestDecodeFields(t *testing.T) {
 		{name: "misspelt metadata field", in: sub(pgHead, `  name: "db"`, "  name: db\n  lables: {a: b}"),
 			want: `f.yaml:5:3: metadata.lables: unknown field "lables" (did you mean "labels"?); valid fields: labels, name, namespace`},
 		{name: "case of a field", in: sub(pgHead, "instances", "Instances"),
-			want: `f.yaml:7:3: spec.Instances: unknown field "Instances" (did you mean "instances"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, storage, storageClass, synchronousStandbys, version`},
+			want: `f.yaml:7:3: spec.Instances: unknown field "Instances" (did you mean "instances"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, restoreFrom, storage, storageClass, synchronousStandbys, version`},
 		{name: "string for int", in: sub(pgHead, "instances: 3", `instances: "3"`),
 			want: `f.yaml:7:14: spec.instances: must be a whole number, got the string "3"`},
 		{name: "float for int", in: sub(pgHead, "instances: 3", `instances: 3.5`),
@@ -307,7 +307,7 @@ func TestDecodeFields(t *testing.T) {
 		{name: "several problems, in order", in: sub(pg("  storageClass: 5", "  verison: x"), `"14.5"`, `14.5`),
 			want: "f.yaml:6:12: spec.version: must be a quoted version such as \"14.5\", got \"14.5\" (unquoted, 14.10 would be read as the number 14.1)\n" +
 				"f.yaml:9:17: spec.storageClass: must be a string, got the number \"5\"; quote it to keep it as written: \"5\"\n" +
-				"f.yaml:10:3: spec.verison: unknown field \"verison\" (did you mean \"version\"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, storage, storageClass, synchronousStandbys, version"},
+				"f.yaml:10:3: spec.verison: unknown field \"verison\" (did you mean \"version\"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, restoreFrom, storage, storageClass, synchronousStandbys, version"},
 	})
 }
 
@@ -508,4 +508,18 @@ func TestReservedLabelsAreRefused(t *testing.T) {
 			t.Errorf("%s: %v", key, err)
 		}
 	}
+}
+
+func TestDecodeRestoreFrom(t *testing.T) {
+	restore := func(lines ...string) string {
+		return etcd(append([]string{"  restoreFrom:"}, lines...)...)
+	}
+	runDecodeCases(t, []decodeCase{
+		{name: "location only", in: restore(`    storageLocation: "s3://bucket/x"`), check: wantClusters(1)},
+		{name: "all fields", in: restore(`    storageLocation: "file:///backups"`, `    cluster: old-etcd`, `    backup: 20261130T020000Z-1a2b3c`), check: wantClusters(1)},
+		{name: "latest", in: restore(`    storageLocation: "s3://bucket/x"`, `    backup: latest`), check: wantClusters(1)},
+		{name: "no location", in: restore(`    cluster: old`), want: `f.yaml:9:5: spec.restoreFrom: missing required field "storageLocation"`},
+		{name: "bad cluster", in: restore(`    storageLocation: "s3://bucket/x"`, `    cluster: ../etc`), want: `f.yaml:10:14: spec.restoreFrom.cluster: cluster name "../etc" is not valid: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
+		{name: "bad backup", in: restore(`    storageLocation: "s3://bucket/x"`, `    backup: "yesterday; rm -rf /"`), want: `f.yaml:10:13: spec.restoreFrom.backup: "yesterday; rm -rf /" is not a backup ID such as 20261130T020000Z-1a2b3c (cairn backup list shows them), nor latest`},
+	})
 }

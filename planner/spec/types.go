@@ -39,6 +39,7 @@ type Common struct {
 	StorageClass      string
 	Backup            *Backup
 	MaintenanceWindow *MaintenanceWindow
+	RestoreFrom       *RestoreFrom
 }
 
 // ObjectMeta is the part of Kubernetes object metadata a cluster spec uses.
@@ -68,6 +69,7 @@ type PostgresSpec struct {
 	PostgreSQL          *PostgreSQLConfig  `json:"postgresql,omitempty" desc:"PostgreSQL server settings."`
 	SynchronousStandbys int                `json:"synchronousStandbys,omitempty" schema:"minimum=0" desc:"Number of synchronous standbys (synchronous_standby_names = ANY n). 0, the default, is asynchronous replication. Must be less than instances. With n >= 1 a failover loses no acknowledged write."`
 	Backup              *Backup            `json:"backup,omitempty" desc:"Scheduled base backups, taken by the cairn runtime. A major upgrade needs it."`
+	RestoreFrom         *RestoreFrom       `json:"restoreFrom,omitempty" desc:"Create the cluster from a base backup instead of empty (its first member restores it; the others clone from it). Read only by the create step."`
 	MaintenanceWindow   *MaintenanceWindow `json:"maintenanceWindow,omitempty" desc:"When disruptive steps may start. Without it they may start any time after review."`
 }
 
@@ -94,6 +96,7 @@ type EtcdSpec struct {
 	StorageClass      string             `json:"storageClass,omitempty" desc:"StorageClass of the members' volumes; empty uses the cluster default."`
 	Resources         *Resources         `json:"resources,omitempty" desc:"CPU and memory requests and limits of each member's etcd container."`
 	Backup            *Backup            `json:"backup,omitempty" desc:"Scheduled snapshots, taken by the cairn runtime."`
+	RestoreFrom       *RestoreFrom       `json:"restoreFrom,omitempty" desc:"Create the cluster from a snapshot instead of empty (every member of the create step restores it). Read only by the create step."`
 	MaintenanceWindow *MaintenanceWindow `json:"maintenanceWindow,omitempty" desc:"When disruptive steps may start. Without it they may start any time after review."`
 }
 
@@ -115,6 +118,13 @@ type Backup struct {
 	TimeZone        string     `json:"timeZone,omitempty" desc:"IANA time zone of schedule, for example Europe/Berlin. Default UTC."`
 	StorageLocation Location   `json:"storageLocation" schema:"required" desc:"Where backups go: s3://bucket/prefix (any S3-compatible endpoint; endpoint, region and credentials come from the runtime's environment or Secret) or file:///absolute/path."`
 	Retention       *Retention `json:"retention,omitempty" desc:"Which old backups to delete once a newer one is complete. Without it, nothing is deleted."`
+}
+
+// RestoreFrom names a backup a new cluster starts from.
+type RestoreFrom struct {
+	StorageLocation Location `json:"storageLocation" schema:"required" desc:"Where the backup is: the backup.storageLocation of the cluster it was taken of (s3://bucket/prefix or file:///path)."`
+	Cluster         string   `json:"cluster,omitempty" desc:"Name of the cluster the backup was taken of. Default: this cluster's name."`
+	Backup          string   `json:"backup,omitempty" desc:"ID of the backup (cairn backup list shows them), or latest, the default: the newest complete one."`
 }
 
 // Retention bounds how many backups are kept and for how long.
@@ -162,7 +172,7 @@ func (c *PostgresCluster) Source() *Source { return &c.src }
 // Common implements Cluster.
 func (c *PostgresCluster) Common() Common {
 	s := c.Spec
-	return Common{Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow}
+	return Common{Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
 }
 
 // Ref implements Cluster.
@@ -176,5 +186,5 @@ func (c *EtcdCluster) Source() *Source { return &c.src }
 // Common implements Cluster.
 func (c *EtcdCluster) Common() Common {
 	s := c.Spec
-	return Common{Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow}
+	return Common{Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
 }

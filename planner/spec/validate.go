@@ -125,7 +125,7 @@ func (v *validator) meta(m ObjectMeta) {
 }
 
 func (v *validator) postgres(s PostgresSpec) {
-	v.common(Common{Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow}, s.Resources)
+	v.common(Common{Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}, s.Resources)
 	if s.SynchronousStandbys < 0 {
 		v.fail("spec.synchronousStandbys", "must be 0 (asynchronous) or more, got %d", s.SynchronousStandbys)
 	} else if s.SynchronousStandbys > 0 && s.SynchronousStandbys >= s.Instances {
@@ -168,6 +168,16 @@ func (v *validator) common(c Common, r *Resources) {
 			}
 		}
 	}
+	if r := c.RestoreFrom; r != nil {
+		if r.Cluster != "" {
+			if err := CheckName(r.Cluster); err != nil {
+				v.fail("spec.restoreFrom.cluster", "%v", err)
+			}
+		}
+		if r.Backup != "" && r.Backup != "latest" && !backupIDRE.MatchString(r.Backup) {
+			v.fail("spec.restoreFrom.backup", "%s is not a backup ID such as 20261130T020000Z-1a2b3c (cairn backup list shows them), nor latest", strictyaml.Quote(r.Backup))
+		}
+	}
 	if w := c.MaintenanceWindow; w != nil {
 		v.timeZone("spec.maintenanceWindow.timeZone", w.TimeZone)
 		if d, err := w.Duration.Parse(); err == nil && d > 7*24*time.Hour {
@@ -208,6 +218,9 @@ func reservedLabel(k string) bool {
 	}
 	return strings.HasPrefix(k, "cairn.dev/")
 }
+
+// backupIDRE matches the IDs of cairn's backups.
+var backupIDRE = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$`)
 
 // CheckName checks a cluster name given outside a spec (a command's
 // argument) as metadata.name is checked, before it reaches an object

@@ -56,6 +56,10 @@ type EtcdRestore struct {
 	// Name, PeerURL and Token are the restored member's name, peer URL and
 	// the new cluster's initial token.
 	Name, PeerURL, Token string
+	// InitialCluster lists every member of the new cluster, name=peerURL,
+	// comma-separated: each restores the same snapshot with the same list.
+	// Empty makes a one-member cluster.
+	InitialCluster string
 }
 
 // RestoreEtcd brings backup m back into r.DataDir and checks it: the data
@@ -85,7 +89,7 @@ func RestoreEtcd(ctx context.Context, st Store, m Manifest, r EtcdRestore) error
 	}
 	err = snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{
 		SnapshotPath: tmp.Name(), Name: r.Name, OutputDataDir: r.DataDir, PeerURLs: []string{r.PeerURL},
-		InitialCluster: r.Name + "=" + r.PeerURL, InitialClusterToken: r.Token,
+		InitialCluster: cmpOrString(r.InitialCluster, r.Name+"="+r.PeerURL), InitialClusterToken: r.Token,
 	})
 	if err != nil {
 		os.RemoveAll(r.DataDir)

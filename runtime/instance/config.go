@@ -25,6 +25,14 @@ type Config struct {
 	// RemoveMember names the etcd member a merged scale-in step asked the
 	// runtime to remove; that member must not join again.
 	RemoveMember string
+	// Restore is the backup a create step starts the cluster from; nil
+	// starts it empty.
+	Restore *Restore
+}
+
+// Restore names a backup (the restore.* keys).
+type Restore struct {
+	Location, Cluster, Backup string
 }
 
 // ReadConfig reads the mounted ConfigMap in dir. Missing keys keep their
@@ -64,6 +72,17 @@ func ReadConfig(dir string) (Config, error) {
 	set("initial-cluster-token", func(v string) error { c.Token = v; return nil })
 	set("synchronous-standbys", func(v string) (e error) { c.SynchronousStandbys, e = strconv.Atoi(v); return })
 	set("request.remove-member.member", func(v string) error { c.RemoveMember = v; return nil })
+	set("restore.storage-location", func(v string) error {
+		c.Restore = &Restore{Location: v, Backup: "latest"}
+		return nil
+	})
+	if c.Restore != nil {
+		set("restore.cluster", func(v string) error { c.Restore.Cluster = v; return nil })
+		set("restore.backup", func(v string) error { c.Restore.Backup = v; return nil })
+		if err == nil && c.Restore.Cluster == "" {
+			err = errors.New("config restore.cluster: missing beside restore.storage-location")
+		}
+	}
 	return c, err
 }
 

@@ -36,3 +36,21 @@ func TestRoleLabelFile(t *testing.T) {
 		t.Errorf("missing file: %q", got)
 	}
 }
+
+func TestReadConfigRestore(t *testing.T) {
+	dir := t.TempDir()
+	write := func(k, v string) { _ = os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644) }
+	write("restore.storage-location", "s3://backups/etcd")
+	if _, err := ReadConfig(dir); err == nil || !strings.Contains(err.Error(), "restore.cluster") {
+		t.Errorf("no cluster: %v", err)
+	}
+	write("restore.cluster", "old")
+	c, err := ReadConfig(dir)
+	if err != nil || c.Restore == nil || *c.Restore != (Restore{Location: "s3://backups/etcd", Cluster: "old", Backup: "latest"}) {
+		t.Fatalf("%+v %v", c.Restore, err)
+	}
+	write("restore.backup", "20261130T020000Z-1a2b3c")
+	if c, err := ReadConfig(dir); err != nil || c.Restore.Backup != "20261130T020000Z-1a2b3c" {
+		t.Fatalf("%+v %v", c.Restore, err)
+	}
+}

@@ -1,0 +1,120 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/cairn-dev/cairn/runtime/backup"
+)
+
+// OpenBackups opens a backup location; the pod's environment gives the S3
+// settings (the optional <cluster>-backup Secret).
+var OpenBackups = func(location string) (backup.Store, error) {
+	loc, err := backup.ParseLocation(location)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := backup.S3ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return backup.Open(loc, cfg)
+}
+
+// findBackup opens the restore's location and finds its backup.
+func findBackup(ctx context.Context, r *Restore) (backup.Store, backup.Manifest, error) {
+	st, err := OpenBackups(r.Location)
+	if err != nil {
+		return nil, backup.Manifest{}, fmt.Errorf("restore: %w", err)
+	}
+	m, err := backup.Find(ctx, st, r.Cluster, r.Backup)
+	if err != nil {
+		return nil, backup.Manifest{}, fmt.Errorf("restore: %w", err)
+	}
+	return st, m, nil
+}
+
+// restoreEtcd restores the create step's snapshot into the member's
+// empty data directory, with every member of the create step in its
+// initial cluster, so all of them start from the same snapshot as one
+// cluster.
+func (e *Etcd) restoreEtcd(ctx context.Context) error {
+	st, m, err := findBackup(ctx, e.Config.Restore)
+	if err != nil {
+		return err
+	}
+	cluster := e.Name[:strings.LastIndexByte(e.Name, '-')]
+	var initial []string
+	for i := range e.Config.InitialMembers {
+		name := cluster + "-" + strconv.Itoa(i)
+		initial = append(initial, name+"="+e.PeerURL(name))
+	}
+	if err := os.RemoveAll(e.DataDir); err != nil { // empty: no member/ in it
+		return err
+	}
+	e.Log.Info("restoring the create step's snapshot", "member", e.Name, "backup", m.ID, "of", m.Cluster)
+	return backup.RestoreEtcd(ctx, st, m, backup.EtcdRestore{DataDir: e.DataDir, Name: e.Name, PeerURL: e.PeerURL(e.Name),
+		Token: e.Config.Token, InitialCluster: strings.Join(initial, ",")})
+}
+
+// restorePostgres restores the create step's base backup as the first
+// member's data directory, in place of initdb: the backup's roles come
+// with it, so the superuser's password is set to the new cluster's in
+// single-user mode before the server first starts (the replication
+// user's is set after, as for a new cluster).
+func (p *Postgres) restorePostgres(ctx context.Context) error {
+	st, m, err := findBackup(ctx, p.Config.Restore)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(p.PGData); err != nil {
+		return err
+	}
+	p.Log.Info("restoring the create step's base backup", "member", p.Name, "backup", m.ID, "of", m.Cluster)
+	chown := func(path string) error { return p.chown(path) }
+	if err := backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: p.PGData, Chown: chown}); err != nil {
+		return err
+	}
+	// A backup taken from a replica carries its standby.signal: the new
+	// cluster's first member is a primary.
+	for _, f := range []string{"standby.signal", "recovery.signal", "postmaster.pid"} {
+		if err := os.Remove(filepath.Join(p.PGData, f)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	if err := p.linkConfig(); err != nil {
+		return err
+	}
+	return p.setSuperuserPassword(ctx)
+}
+
+// setSuperuserPassword runs postgres --single once: it recovers the
+// restored copy to consistency and sets the password, given as a SCRAM
+// verifier on standard input, never on a command line.
+func (p *Postgres) setSuperuserPassword(ctx context.Context) error {
+	verifier, err := scramVerifier(p.SuperuserPassword)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, p.bin("postgres"), "--single", "-D", p.PGData, "postgres")
+	cmd.Stdin = strings.NewReader(fmt.Sprintf("ALTER ROLE %s WITH PASSWORD %s;\n", Superuser, quoteLiteral(verifier)))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("set the superuser password of the restored copy: %w: %s", err, lastLines(string(out), 5))
+	}
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
