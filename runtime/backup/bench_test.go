@@ -1,4 +1,4 @@
-package backup
+package backup_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/runtime/backup"
 )
 
 // BenchmarkBaseBackup1GiB backs up a PostgreSQL database of about 1 GiB
@@ -32,8 +34,8 @@ func BenchmarkBaseBackup1GiB(b *testing.B) {
 	b.Run("cairn-file", func(b *testing.B) {
 		b.SetBytes(size)
 		for range b.N {
-			st := &FileStore{Root: b.TempDir()}
-			if _, err := Take(ctx, st, "db", "PostgresCluster", p.source(), time.Now); err != nil {
+			st := &backup.FileStore{Root: b.TempDir()}
+			if _, err := backup.Take(ctx, st, "db", "PostgresCluster", p.source(), time.Now); err != nil {
 				b.Fatal(err)
 			}
 		}

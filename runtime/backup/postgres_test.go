@@ -1,4 +1,4 @@
-package backup
+package backup_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/runtime/testbed"
 )
@@ -90,8 +91,8 @@ func (p *pgPrimary) conn(t testing.TB, port int) *pgx.Conn {
 	return c
 }
 
-func (p *pgPrimary) source() PostgresSource {
-	return PostgresSource{Member: "db-0", Host: "127.0.0.1", Port: p.port, User: "replicator", Password: pgReplPW}
+func (p *pgPrimary) source() backup.PostgresSource {
+	return backup.PostgresSource{Member: "db-0", Host: "127.0.0.1", Port: p.port, User: "replicator", Password: pgReplPW}
 }
 
 // startCopy starts PostgreSQL on a restored data directory, on a new port.
@@ -125,11 +126,11 @@ func TestPostgresBaseBackupAndRestore(t *testing.T) {
 	if _, err := c.Exec(ctx, "CREATE TABLE t (id int primary key, v text); INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 5000) g"); err != nil {
 		t.Fatal(err)
 	}
-	all := stores(t)
+	all := backup.StoresForTest(t)
 	for i, name := range []string{"file", "s3"} {
 		st := all[name]
 		t.Run(name, func(t *testing.T) {
-			m, err := Take(ctx, st, "db", "PostgresCluster", p.source(), time.Now)
+			m, err := backup.Take(ctx, st, "db", "PostgresCluster", p.source(), time.Now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +141,7 @@ func TestPostgresBaseBackupAndRestore(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := filepath.Join(p.dir, "restored-"+name)
-			if err := RestorePostgres(ctx, st, m, PostgresRestore{DataDir: dir, Chown: p.chown}); err != nil {
+			if err := backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: dir, Chown: p.chown}); err != nil {
 				t.Fatal(err)
 			}
 			rc := p.conn(t, p.startCopy(t, dir))
