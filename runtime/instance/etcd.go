@@ -62,6 +62,14 @@ func (e *Etcd) Args(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !hasData && e.Config.Bootstrap == "new" && e.Config.Restore != nil && ord < e.Config.InitialMembers {
+		// A create step from a snapshot: every member it creates restores
+		// the same snapshot and starts from that data.
+		if err := e.restoreEtcd(ctx); err != nil {
+			return nil, err
+		}
+		hasData = true
+	}
 	cli, members, err := e.cluster(ctx)
 	if cli != nil {
 		defer cli.Close()

@@ -148,6 +148,8 @@ func (p *Postgres) prepare(ctx context.Context) (role string, initialised bool, 
 	switch {
 	case !hasData && primary != "":
 		return StartReplica, false, p.clone(ctx, primary)
+	case !hasData && ord == 0 && p.Config.Bootstrap == "new" && p.Config.Restore != nil:
+		return StartPrimary, true, p.restorePostgres(ctx)
 	case !hasData && ord == 0 && p.Config.Bootstrap == "new":
 		return StartPrimary, true, p.initdb(ctx)
 	case !hasData:
