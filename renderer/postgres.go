@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -50,6 +51,7 @@ func postgresObjects(c *spec.PostgresCluster, s settings, o Options, initial int
 		cairnConfig(n, s, "", initial),
 	}
 	objs = append(objs, grownVolumes(n, s, c.Spec.StorageClass)...)
+	objs = append(objs, memberObjects(n)...)
 	return append(objs, runtimeObjects(n, o, postgresRuntimeRules(n))...), nil
 }
 
@@ -186,13 +188,33 @@ func postgresStatefulSet(c *spec.PostgresCluster, n names, s settings, image str
 					Volumes:                       volumes,
 					TerminationGracePeriodSeconds: ptr(int64(60)),
 					SecurityContext:               podSecurity(pgUID),
-					AutomountServiceAccountToken:  ptr(false),
+					ServiceAccountName:            memberAccount(n),
 					Affinity:                      spreadMembers(n),
 				},
 			},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{templateClaim(n, s, c.Spec.StorageClass)},
 		},
 	}}, nil
+}
+
+func memberAccount(n names) string { return n.cluster + "-member" }
+
+// memberObjects are the PostgreSQL members' ServiceAccount and what it
+// may do: get pods, so a primary's instance manager confirms its own role
+// label through the API server (and stops when it cannot, or is fenced).
+func memberObjects(n names) []object {
+	name := memberAccount(n)
+	meta := n.meta(name, "database")
+	return []object{
+		{file: "member-serviceaccount.yaml", obj: &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta}},
+		{file: "member-role.yaml", obj: &rbacv1.Role{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta,
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}},
+		{file: "member-rolebinding.yaml", obj: &rbacv1.RoleBinding{
+			TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta,
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name}},
+		}},
+	}
 }
 
 // pgUpgradeContainer runs pg_upgrade when the data directory is still on

@@ -84,13 +84,21 @@ func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
 	)
 }
 
-// postgresRuntimeRules add what a PostgreSQL runtime uses today: listing
-// and labelling the pods, and reading the superuser Secret to ask each
-// member its role.
+// postgresRuntimeRules add what a PostgreSQL runtime uses: listing and
+// labelling the pods, reading the superuser Secret to ask each member its
+// role, the StatefulSet (its Events' object) and the rendered config
+// (synchronous standbys, a merged step's switchover request); keeping its
+// status ConfigMap; recording Events.
 func postgresRuntimeRules(n names) []rbacv1.PolicyRule {
+	status := n.cluster + "-cairn-status"
 	return append(commonRuntimeRules(n),
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{superuserSecret(n)}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.cluster + "-cairn"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	)
 }
 
