@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/planner/observe"
 	"github.com/cairn-dev/cairn/planner/spec"
-	"github.com/cairn-dev/cairn/runtime/agent"
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
 
@@ -141,10 +141,10 @@ never two at once.`,
 func runBackupRequest(ctx context.Context, w io.Writer, c kubernetes.Interface, ns, cluster string, wait time.Duration) error {
 	id := "manual-" + time.Now().UTC().Format("20060102T150405Z")
 	name := cluster + "-cairn-status"
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{agent.BackupRequestAnnotation: id}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{observe.BackupRequestAnnotation: id}}})
 	_, err := c.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "cairn"})
 	if apierrors.IsNotFound(err) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{agent.BackupRequestAnnotation: id}}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{observe.BackupRequestAnnotation: id}}}
 		_, err = c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "cairn"})
 	}
 	if err != nil {
@@ -177,18 +177,12 @@ func runBackupRequest(ctx context.Context, w io.Writer, c kubernetes.Interface, 
 	}
 }
 
-func backupStatus(ctx context.Context, c kubernetes.Interface, ns, name string) (agent.BackupStatus, error) {
-	var st agent.BackupStatus
+func backupStatus(ctx context.Context, c kubernetes.Interface, ns, name string) (observe.BackupStatus, error) {
 	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return st, fmt.Errorf("read %s: %w", name, err)
+		return observe.BackupStatus{}, fmt.Errorf("read %s: %w", name, err)
 	}
-	if data := cm.Data["backup.json"]; data != "" {
-		if err := json.Unmarshal([]byte(data), &st); err != nil {
-			return st, fmt.Errorf("%s backup.json: %w", name, err)
-		}
-	}
-	return st, nil
+	return observe.ParseBackupStatus(cm.Data[observe.BackupStatusKey])
 }
 
 func newRestore() *cobra.Command {

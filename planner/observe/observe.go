@@ -126,6 +126,9 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 		return nil, err
 	}
 	applyConfig(out, config)
+	if err := applyBackupStatus(out, status[BackupStatusKey]); err != nil {
+		return nil, fmt.Errorf("runtime status of %s: %w", ref.Name, err)
+	}
 	var etcd *EtcdStatus
 	if isEtcd && status[StatusKey] != "" {
 		etcd = &EtcdStatus{}

@@ -17,45 +17,24 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/planner/observe"
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
-
-// BackupRequestAnnotation on the status ConfigMap asks for a backup now
-// (cairn backup run); its value is the request's ID.
-const BackupRequestAnnotation = "cairn.dev/backup-request"
 
 // requestRetry is how long a failed on-demand backup waits before it is
 // tried again.
 const requestRetry = time.Minute
 
-// backupKey is the status ConfigMap's key for the backup status.
-const backupKey = "backup.json"
+// The backup status is observe's type, under observe.BackupStatusKey: the
+// planner's gates read what the runtime writes.
+type (
+	BackupStatus  = observe.BackupStatus
+	BackupDone    = observe.BackupDone
+	BackupFailure = observe.BackupFailure
+)
 
-// BackupStatus is what the runtime reports of a cluster's backups, in
-// its status ConfigMap under backup.json; planner/observe reads it.
-type BackupStatus struct {
-	LastSuccessful *BackupDone    `json:"lastSuccessful,omitempty"`
-	LastFailure    *BackupFailure `json:"lastFailure,omitempty"`
-	// LastRequest is the ID of the last on-demand request (a merged
-	// TakeBackup step, or cairn backup run) a backup completed.
-	LastRequest string `json:"lastRequest,omitempty"`
-}
-
-// BackupDone is a complete backup.
-type BackupDone struct {
-	ID       string    `json:"id"`
-	Location string    `json:"location"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
-	Size     int64     `json:"size"`
-	Source   string    `json:"source"`
-}
-
-// BackupFailure is the last failed attempt.
-type BackupFailure struct {
-	Time  time.Time `json:"time"`
-	Error string    `json:"error"`
-}
+// BackupRequestAnnotation asks the runtime for a backup now.
+const BackupRequestAnnotation = observe.BackupRequestAnnotation
 
 // Backups runs a cluster's scheduled and requested backups while its
 // runtime leads: a robfig/cron scheduler on the policy of the rendered
@@ -274,10 +253,9 @@ func (b *Backups) readStatus(ctx context.Context) (BackupStatus, map[string]stri
 	if err != nil {
 		return st, nil, fmt.Errorf("read %s-cairn-status: %w", b.Cluster, err)
 	}
-	if data := cm.Data[backupKey]; data != "" {
-		if err := json.Unmarshal([]byte(data), &st); err != nil {
-			return st, nil, fmt.Errorf("%s-cairn-status %s: %w", b.Cluster, backupKey, err)
-		}
+	st, err = observe.ParseBackupStatus(cm.Data[observe.BackupStatusKey])
+	if err != nil {
+		return st, nil, fmt.Errorf("%s-cairn-status: %w", b.Cluster, err)
 	}
 	return st, cm.Annotations, nil
 }
@@ -294,12 +272,12 @@ func (b *Backups) updateStatus(ctx context.Context, change func(*BackupStatus)) 
 	if err != nil {
 		return err
 	}
-	patch, _ := json.Marshal(map[string]any{"data": map[string]string{backupKey: string(data)}})
+	patch, _ := json.Marshal(map[string]any{"data": map[string]string{observe.BackupStatusKey: string(data)}})
 	cms := b.Client.CoreV1().ConfigMaps(b.Namespace)
 	_, err = cms.Patch(ctx, b.Cluster+"-cairn-status", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "cairn-runtime"})
 	if apierrors.IsNotFound(err) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: b.Cluster + "-cairn-status", Namespace: b.Namespace},
-			Data: map[string]string{backupKey: string(data)}}
+			Data: map[string]string{observe.BackupStatusKey: string(data)}}
 		if _, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "cairn-runtime"}); apierrors.IsAlreadyExists(err) {
 			return b.updateStatus(ctx, change)
 		}

@@ -1,0 +1,39 @@
+package observe
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/planner/live"
+)
+
+func TestApplyBackupStatus(t *testing.T) {
+	status := `{"lastSuccessful":{"id":"20261130T020000Z-1a2b3c","location":"s3://b/x","started":"2026-11-30T02:00:00Z","finished":"2026-11-30T03:04:05+01:00","size":42,"source":"db-1"},"lastRequest":"backup-before-upgrade"}`
+	for _, c := range []struct {
+		name   string
+		backup *live.Backup
+		data   string
+		want   *live.Backup
+		err    string
+	}{
+		{"no policy: nothing to report", nil, status, nil, ""},
+		{"never backed up", &live.Backup{Schedule: "@daily"}, "", &live.Backup{Schedule: "@daily"}, ""},
+		{"the last success, in UTC, and the last request", &live.Backup{Schedule: "@daily"}, status,
+			&live.Backup{Schedule: "@daily", LastSuccessful: "2026-11-30T02:04:05Z", LastRequest: "backup-before-upgrade"}, ""},
+		{"garbage", &live.Backup{}, "{", nil, "backup status"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := &live.Cluster{Backup: c.backup}
+			err := applyBackupStatus(out, c.data)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || (c.want == nil) != (out.Backup == nil) || c.want != nil && *out.Backup != *c.want {
+				t.Fatalf("got %+v %v, want %+v", out.Backup, err, c.want)
+			}
+		})
+	}
+}
