@@ -28,9 +28,15 @@ func (m *Membership) act(ctx context.Context, cli *clientv3.Client, seen etcdLoo
 	var err error
 	switch a.Kind {
 	case actPromote:
-		_, err = cli.MemberPromote(cctx, a.Member.ID)
+		err = withOthers(cctx, cli, seen, a.Member.ID, func(c *clientv3.Client) error {
+			_, err := c.MemberPromote(cctx, a.Member.ID)
+			return err
+		})
 	case actRemove:
-		_, err = cli.MemberRemove(cctx, a.Member.ID)
+		err = withOthers(cctx, cli, seen, a.Member.ID, func(c *clientv3.Client) error {
+			_, err := c.MemberRemove(cctx, a.Member.ID)
+			return err
+		})
 		if errors.Is(rpctypes.Error(err), rpctypes.ErrMemberNotFound) {
 			return true, nil // someone else removed it: gone all the same
 		}
@@ -46,6 +52,27 @@ func (m *Membership) act(ctx context.Context, cli *clientv3.Client, seen etcdLoo
 		return false, nil
 	}
 	return false, fmt.Errorf("%s %s: %w", a.Kind, a.Member.Name, err)
+}
+
+// withOthers calls fn with a client of the answering members other than
+// id: a member being removed that serves its own removal stops before it
+// answers, and a learner serves no membership calls.
+func withOthers(ctx context.Context, cli *clientv3.Client, seen etcdLook, id uint64, fn func(*clientv3.Client) error) error {
+	var eps []string
+	for _, m := range seen.members {
+		if m.id != id && m.answered && !m.learner && len(m.clientURLs) > 0 {
+			eps = append(eps, m.clientURLs[0])
+		}
+	}
+	if len(eps) == 0 {
+		return fn(cli)
+	}
+	others, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: callTimeout, Logger: zap.NewNop(), Context: ctx})
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	defer others.Close()
+	return fn(others)
 }
 
 // moveLeader asks the leader itself, at its client URL, to hand
