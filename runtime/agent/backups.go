@@ -59,12 +59,16 @@ type Backups struct {
 	now      func() time.Time
 
 	running sync.Mutex
-	policy  backup.Policy
-	cron    *cron.Cron
+	// takes are the backups started by requests and catch-ups, waited
+	// for when Run returns.
+	takes  sync.WaitGroup
+	policy backup.Policy
+	cron   *cron.Cron
 }
 
 // Run schedules backups until ctx ends (leadership lost).
 func (b *Backups) Run(ctx context.Context) {
+	defer b.takes.Wait()
 	defer b.stopCron()
 	t := time.NewTicker(cmpOr(b.Interval, 5*time.Second))
 	defer t.Stop()
@@ -87,6 +91,10 @@ func (b *Backups) Run(ctx context.Context) {
 // changed, and starts a backup for a missed run or a request.
 func (b *Backups) pass(ctx context.Context, first bool) error {
 	cfg, err := b.Client.CoreV1().ConfigMaps(b.Namespace).Get(ctx, b.Cluster+"-cairn", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		b.stopCron() // not synced yet, or gone: no policy
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("read %s-cairn: %w", b.Cluster, err)
 	}
@@ -113,9 +121,9 @@ func (b *Backups) pass(ctx context.Context, first bool) error {
 	retry := status.LastFailure == nil || b.clock().Sub(status.LastFailure.Time) >= requestRetry
 	switch req := requestOf(cfg.Data, annotations); {
 	case req != "" && req != status.LastRequest && retry:
-		go b.take(ctx, policy, req)
+		b.takes.Go(func() { b.take(ctx, policy, req) })
 	case first && sched.Missed(last, b.clock()):
-		go b.take(ctx, policy, "")
+		b.takes.Go(func() { b.take(ctx, policy, "") })
 	}
 	return nil
 }
