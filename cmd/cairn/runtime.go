@@ -25,17 +25,20 @@ import (
 func newRuntime() *cobra.Command {
 	var kind, cluster, kubeconfig, metricsAddr string
 	var port int
+	var failover agent.FailoverSettings
 	cmd := &cobra.Command{
 		Use:   "runtime --kind KIND --cluster NAME",
 		Short: "Run the in-cluster runtime of one cluster (the rendered <cluster>-runtime Deployment)",
 		Long: `Take part in the runtime's leader election on the Lease <cluster>-runtime
 and, while leading, keep the cluster's runtime-owned state true: the
-PostgreSQL role labels the -rw and -ro Services select on; for etcd, the
+PostgreSQL role labels the -rw and -ro Services select on, failover from a
+dead primary (fenced first, the replica with the most WAL promoted),
+merged switchover steps and synchronous_standby_names; for etcd, the
 promotion of caught-up learners, the removal of members merged scale-in
 steps ask for (leadership moved away first), the replacement of members
 whose volume claim was replaced, and the membership status the planner
-reads, with Events and Prometheus metrics on --metrics-addr. Failover,
-switchover and backups are being built on it.`,
+reads, with Events and Prometheus metrics on --metrics-addr. Backups are
+being built on it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ns, id := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
@@ -62,6 +65,10 @@ switchover and backups are being built on it.`,
 			if err != nil {
 				return err
 			}
+			pgMetrics, err := agent.NewPostgresMetrics(reg, cluster)
+			if err != nil {
+				return err
+			}
 			if metricsAddr != "" {
 				l, err := net.Listen("tcp", metricsAddr)
 				if err != nil {
@@ -70,7 +77,7 @@ switchover and backups are being built on it.`,
 				defer serveMetrics(l, reg, log)()
 			}
 			a := agent.New(agent.Config{Cluster: cluster, Namespace: ns, Identity: id, PostgresPort: port, Log: log,
-				Postgres: kind == spec.PostgresKind, Metrics: metrics,
+				Postgres: kind == spec.PostgresKind, Metrics: metrics, PostgresMetrics: pgMetrics, Failover: failover,
 				EtcdEndpoints: []string{fmt.Sprintf("http://%s-client.%s.svc:2379", cluster, ns)}}, client)
 			return a.Run(ctx)
 		},
@@ -80,6 +87,9 @@ switchover and backups are being built on it.`,
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the pod's service account")
 	cmd.Flags().IntVar(&port, "postgres-port", 5432, "the members' PostgreSQL port")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", ":9090", "where to serve Prometheus metrics (/metrics); empty serves none")
+	cmd.Flags().DurationVar(&failover.After, "failover-after", 2*time.Second, "PostgreSQL: fail over from a primary that is down (refuses connections, pod or container gone) for this long")
+	cmd.Flags().DurationVar(&failover.AfterTimeouts, "failover-after-timeouts", 10*time.Second, "PostgreSQL: fail over from a primary that only does not answer in time for this long")
+	cmd.Flags().DurationVar(&failover.LeaseTTL, "lease-ttl", 30*time.Second, "PostgreSQL: the members' --lease-ttl; a fenced primary that does not answer is replaced only after it plus 3s")
 	_ = cmd.MarkFlagRequired("kind")
 	_ = cmd.MarkFlagRequired("cluster")
 	return cmd

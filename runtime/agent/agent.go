@@ -19,7 +19,8 @@ type Config struct {
 	Identity string
 	// PostgresPort is the members' port (5432 in pods).
 	PostgresPort int
-	// Interval is the time between passes.
+	// Interval is the time between passes: 2s for etcd, 500ms for
+	// PostgreSQL by default.
 	Interval time.Duration
 	// Postgres says the cluster is PostgreSQL, whose role labels the agent
 	// keeps. Otherwise it is etcd, reached at EtcdEndpoints, whose
@@ -28,7 +29,11 @@ type Config struct {
 	EtcdEndpoints []string
 	// Metrics, when set, receive the etcd membership metrics.
 	Metrics *Metrics
-	Log     *slog.Logger
+	// PostgresMetrics, when set, receive the PostgreSQL metrics.
+	PostgresMetrics *PostgresMetrics
+	// Failover are the PostgreSQL failover timings.
+	Failover FailoverSettings
+	Log      *slog.Logger
 }
 
 // Agent is the runtime of one cluster.
@@ -43,6 +48,9 @@ type Agent struct {
 func New(cfg Config, client kubernetes.Interface) *Agent {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 2 * time.Second
+		if cfg.Postgres {
+			cfg.Interval = 500 * time.Millisecond
+		}
 	}
 	if cfg.PostgresPort == 0 {
 		cfg.PostgresPort = 5432
@@ -51,7 +59,8 @@ func New(cfg Config, client kubernetes.Interface) *Agent {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Agent{cfg: cfg, client: client,
-		roles:   &Roles{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Port: cfg.PostgresPort, Identity: cfg.Identity, Log: cfg.Log},
+		roles: &Roles{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Port: cfg.PostgresPort, Identity: cfg.Identity,
+			Settings: cfg.Failover, Metrics: cfg.PostgresMetrics, Log: cfg.Log},
 		members: &Membership{Endpoints: cfg.EtcdEndpoints, Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Metrics: cfg.Metrics, Log: cfg.Log}}
 }
 

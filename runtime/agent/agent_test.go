@@ -27,7 +27,7 @@ import (
 
 const superPW, replPW = "super-pw", "repl-pw"
 
-type logWriter struct{ t *testing.T }
+type logWriter struct{ t testing.TB }
 
 func (w logWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(bytes.TrimRight(p, "\n")))
@@ -37,13 +37,13 @@ func (w logWriter) Write(p []byte) (int, error) {
 // pgMembers runs real PostgreSQL 15 members on 127.0.0.<n+1>, all on one
 // port, as pods would have it.
 type pgMembers struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	port int
 	cred *syscall.Credential
 }
 
-func newMembers(t *testing.T) *pgMembers {
+func newMembers(t testing.TB) *pgMembers {
 	m := &pgMembers{t: t}
 	dir, err := os.MkdirTemp("", "cairn-agent-")
 	if err != nil {
@@ -123,7 +123,7 @@ func (m *pgMembers) exec(ord int, sql string) {
 
 // pods registers the members as pods of cluster pg, with their addresses,
 // as the StatefulSet and the kubelet would.
-func pods(t *testing.T, c kubernetes.Interface, ns string, m *pgMembers, n int) {
+func pods(t testing.TB, c kubernetes.Interface, ns string, m *pgMembers, n int) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pg-superuser"},
@@ -146,7 +146,7 @@ func pods(t *testing.T, c kubernetes.Interface, ns string, m *pgMembers, n int) 
 	}
 }
 
-func labels(t *testing.T, c kubernetes.Interface, ns string) map[string]string {
+func labels(t testing.TB, c kubernetes.Interface, ns string) map[string]string {
 	t.Helper()
 	list, err := c.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {

@@ -178,7 +178,9 @@ func (p *Postgres) confirmPrimary(ctx context.Context) error {
 	if p.Confirm == nil {
 		return nil
 	}
-	label, err := p.Confirm(ctx)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	label, err := p.Confirm(cctx)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%s cannot confirm its primary role through the API server (%v): %w", p.Name, err, ErrNoPrimary)

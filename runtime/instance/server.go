@@ -93,7 +93,10 @@ func (p *Postgres) ensureReplicationUser(ctx context.Context, self string) error
 	if err != nil {
 		return err
 	}
+	// Committed locally: with synchronous standbys wanted, none can clone
+	// before this user exists.
 	stmt := fmt.Sprintf(`DO $cairn$ BEGIN
+PERFORM set_config('synchronous_commit', 'local', true);
 IF EXISTS (SELECT FROM pg_roles WHERE rolname = '%[1]s') THEN
   ALTER ROLE %[1]s WITH REPLICATION LOGIN PASSWORD %[2]s;
 ELSE

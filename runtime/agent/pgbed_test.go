@@ -1,0 +1,307 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/testbed"
+)
+
+// pgCluster is a PostgreSQL cluster as in pods: members run by their
+// instance managers (instance.RunPostgres), each backing a pod in the
+// test control plane, and runtime replicas.
+type pgCluster struct {
+	t     testing.TB
+	c     kubernetes.Interface
+	ns    string
+	m     *pgMembers
+	n     int
+	nodes []*pgNode
+	ttl   time.Duration
+}
+
+// pgNode is one member's instance manager.
+type pgNode struct {
+	p      *instance.Postgres
+	cancel context.CancelFunc
+	done   chan error
+	// cut makes the API server unreachable for its instance manager.
+	cut atomic.Bool
+}
+
+func newPgCluster(t testing.TB, cp *testbed.ControlPlane, ns string, n int, ttl time.Duration) *pgCluster {
+	m := newMembers(t)
+	pc := &pgCluster{t: t, c: cp.Client(t), ns: ns, m: m, n: n, nodes: make([]*pgNode, n), ttl: ttl}
+	pods(t, pc.c, ns, m, n)
+	t.Cleanup(func() {
+		for _, nd := range pc.nodes {
+			if nd != nil {
+				nd.cancel()
+				<-nd.done
+			}
+		}
+	})
+	return pc
+}
+
+// run starts member ord's instance manager.
+func (pc *pgCluster) run(ord int, bootstrap string) {
+	name := "pg-" + strconv.Itoa(ord)
+	home := filepath.Join(pc.m.dir, name)
+	_ = os.MkdirAll(home, 0o700)
+	if pc.m.cred != nil {
+		_ = os.Chown(home, int(pc.m.cred.Uid), int(pc.m.cred.Gid))
+	}
+	var cands []string
+	for i := range pc.n {
+		cands = append(cands, net.JoinHostPort(pc.m.ip(i), strconv.Itoa(pc.m.port)))
+	}
+	nd := &pgNode{done: make(chan error, 1)}
+	api := instance.APIRoleLabel(pc.c, pc.ns, name)
+	nd.p = &instance.Postgres{Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: "/usr/lib/postgresql/15/bin",
+		ConfigFile: filepath.Join(pc.m.dir, "postgresql.conf"),
+		Settings:   map[string]string{"listen_addresses": pc.m.ip(ord), "port": strconv.Itoa(pc.m.port), "unix_socket_directories": home},
+		Host:       pc.m.ip(ord), Port: pc.m.port, Candidates: cands, Config: instance.Config{Bootstrap: bootstrap},
+		SuperuserPassword: superPW, ReplicationPassword: replPW, Credential: pc.m.cred,
+		Confirm: func(ctx context.Context) (string, error) {
+			if nd.cut.Load() {
+				<-ctx.Done()
+				return "", errors.New("cut off from the API server")
+			}
+			return api(ctx)
+		},
+		LeaseTTL: pc.ttl,
+		Log:      slog.New(slog.NewTextHandler(logWriter{pc.t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("member", name)}
+	ctx, cancel := context.WithCancel(context.Background())
+	nd.cancel = cancel
+	pc.nodes[ord] = nd
+	go func() { nd.done <- instance.RunPostgres(ctx, nd.p, logWriter{pc.t}) }()
+}
+
+// start brings the cluster up: member 0 initialises, the others clone.
+func (pc *pgCluster) start() {
+	pc.run(0, "new")
+	pc.waitFor("pg-0 answers", func() error { return pc.m.ping(0) })
+	for i := 1; i < pc.n; i++ {
+		pc.run(i, "existing")
+	}
+}
+
+// signal sends sig to member ord's postmaster and its children.
+func (pc *pgCluster) signal(ord int, sig syscall.Signal) {
+	data, err := os.ReadFile(filepath.Join(pc.nodes[ord].p.PGData, "postmaster.pid"))
+	if err != nil {
+		pc.t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0]))
+	if err != nil {
+		pc.t.Fatal(err)
+	}
+	_ = syscall.Kill(-pid, sig)
+}
+
+// kill9 kills member ord's server as a crash would; its instance manager
+// returns, as the container would exit.
+func (pc *pgCluster) kill9(ord int) {
+	pc.signal(ord, syscall.SIGKILL)
+	<-pc.nodes[ord].done
+	pc.nodes[ord].cancel()
+	pc.nodes[ord] = nil
+}
+
+func (pc *pgCluster) waitFor(what string, fn func() error) {
+	pc.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			pc.t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// primary is the ordinal of the pod labelled primary, or -1.
+func (pc *pgCluster) primary() int {
+	list, err := pc.c.CoreV1().Pods(pc.ns).List(context.Background(), metav1.ListOptions{LabelSelector: LabelRole + "=" + RolePrimary})
+	if err != nil || len(list.Items) != 1 {
+		return -1
+	}
+	ord, _ := strconv.Atoi(strings.TrimPrefix(list.Items[0].Name, "pg-"))
+	return ord
+}
+
+// healthy: one primary labelled and answering, every other member a
+// labelled, streaming replica.
+func (pc *pgCluster) healthy() error {
+	p := pc.primary()
+	if p < 0 {
+		return errors.New("no pod labelled primary")
+	}
+	got := labels(pc.t, pc.c, pc.ns)
+	for i := range pc.n {
+		rec, err := pc.m.inRecovery(i)
+		switch {
+		case err != nil:
+			return err
+		case i == p && rec:
+			return fmt.Errorf("pg-%d labelled primary is in recovery", i)
+		case i != p && (!rec || got["pg-"+strconv.Itoa(i)] != RoleReplica):
+			return fmt.Errorf("pg-%d: in recovery %v, labels %v", i, rec, got)
+		}
+	}
+	return nil
+}
+
+// write inserts id through the -rw address: the pod labelled primary.
+func (pc *pgCluster) write(ctx context.Context, id int) error {
+	p := pc.primary()
+	if p < 0 {
+		return errors.New("no primary labelled")
+	}
+	return pc.m.writeTo(ctx, p, id)
+}
+
+// runtimes starts runtime replicas; each stops with its context.
+func (pc *pgCluster) runtime(ctx context.Context, id string, s FailoverSettings, hook func(context.Context, string)) {
+	a := New(Config{Cluster: "pg", Namespace: pc.ns, Identity: id, PostgresPort: pc.m.port, Interval: 100 * time.Millisecond,
+		Postgres: true, Failover: s, Log: slog.New(slog.NewTextHandler(logWriter{pc.t}, nil)).With("runtime", id)}, pc.c)
+	a.roles.hook = hook
+	go func() { _ = a.Run(ctx) }()
+}
+
+func (pc *pgCluster) status() pgStatus {
+	cm, err := pc.c.CoreV1().ConfigMaps(pc.ns).Get(context.Background(), "pg-cairn-status", metav1.GetOptions{})
+	if err != nil {
+		return pgStatus{}
+	}
+	var st pgStatus
+	_ = json.Unmarshal([]byte(cm.Data[PostgresStatusKey]), &st)
+	return st
+}
+
+func (m *pgMembers) dial(ctx context.Context, ord int) (*pgx.Conn, error) {
+	cfg, _ := pgx.ParseConfig("")
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = m.ip(ord), uint16(m.port), "postgres", superPW, "postgres"
+	cfg.ConnectTimeout = time.Second
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+func (m *pgMembers) ping(ord int) error {
+	_, err := m.inRecovery(ord)
+	return err
+}
+
+func (m *pgMembers) inRecovery(ord int) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := m.dial(ctx, ord)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close(context.Background())
+	var v bool
+	err = c.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&v)
+	return v, err
+}
+
+func (m *pgMembers) writeTo(ctx context.Context, ord, id int) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := m.dial(ctx, ord)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	_, err = c.Exec(ctx, "INSERT INTO t VALUES ($1)", id)
+	return err
+}
+
+func (m *pgMembers) ids(ord int) (map[int]bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := m.dial(ctx, ord)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close(context.Background())
+	rows, err := c.Query(ctx, "SELECT id FROM t")
+	if err != nil {
+		return nil, err
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	out := map[int]bool{}
+	for _, id := range got {
+		out[int(id)] = true
+	}
+	return out, err
+}
+
+// writers counts, every 100ms, the members that answer as primaries.
+type writers struct {
+	mu      sync.Mutex
+	samples int
+	worst   int
+	at      time.Time
+}
+
+func (pc *pgCluster) sampleWriters(ctx context.Context) *writers {
+	w := &writers{}
+	go func() {
+		for ctx.Err() == nil {
+			n := 0
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			for i := range pc.n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if rec, err := pc.m.inRecovery(i); err == nil && !rec {
+						mu.Lock()
+						n++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			w.mu.Lock()
+			w.samples++
+			if n > w.worst {
+				w.worst, w.at = n, time.Now()
+			}
+			w.mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+func (w *writers) check(t testing.TB) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("%d samples of the members taking writes, at most %d at once", w.samples, w.worst)
+	if w.worst > 1 {
+		t.Errorf("%d members answered as primaries at %s", w.worst, w.at.Format(time.RFC3339Nano))
+	}
+}

@@ -1,0 +1,164 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FailoverSettings are the PostgreSQL runtime's timings; zero fields take
+// the defaults.
+type FailoverSettings struct {
+	// After: a primary that is down (refuses connections, its pod or
+	// container gone) is failed over from after this long. Default 2s.
+	After time.Duration
+	// AfterTimeouts: a primary that only does not answer in time
+	// (overloaded is not dead) gets this long. Default 10s.
+	AfterTimeouts time.Duration
+	// LeaseTTL: a primary that cannot confirm its label through the API
+	// server for this long stops itself (its instance manager's
+	// --lease-ttl). Default 30s.
+	LeaseTTL time.Duration
+	// Margin is added to LeaseTTL before promoting in place of a fenced
+	// primary that does not answer. Default 3s.
+	Margin time.Duration
+	// CatchUp is how long a switchover target gets to replay the
+	// read-only primary's WAL before the primary gets its writes back.
+	// Default 30s.
+	CatchUp time.Duration
+}
+
+func (s FailoverSettings) withDefaults() FailoverSettings {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&s.After, 2*time.Second)
+	def(&s.AfterTimeouts, 10*time.Second)
+	def(&s.LeaseTTL, 30*time.Second)
+	def(&s.Margin, 3*time.Second)
+	def(&s.CatchUp, 30*time.Second)
+	return s
+}
+
+// LabelNoPromote, as a label or annotation "true" on a pod, keeps the
+// runtime from promoting that member.
+const LabelNoPromote = "cairn.dev/no-promote"
+
+// pgPass is one pass's state: what it saw and what it changed so far.
+type pgPass struct {
+	r        *Roles
+	store    *pgStatusStore
+	password string
+	pods     map[string]*corev1.Pod
+	view     pgView
+}
+
+func podsByName(pods []corev1.Pod) map[string]*corev1.Pod {
+	out := make(map[string]*corev1.Pod, len(pods))
+	for i := range pods {
+		out[pods[i].Name] = &pods[i]
+	}
+	return out
+}
+
+func (r *Roles) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+// view builds decidePostgres's input, and keeps since when each member
+// has not answered.
+func (r *Roles) view(pods []corev1.Pod, probes map[string]pgProbe, st pgStatus, req pgRequest, sync int) pgView {
+	now := r.clock()
+	if r.unhealthy == nil {
+		r.unhealthy = map[string]time.Time{}
+	}
+	v := pgView{Status: st, Now: now, Settings: r.Settings.withDefaults(), Sync: sync, Switchover: req, Unhealthy: r.unhealthy}
+	seen := map[string]bool{}
+	for _, p := range pods {
+		m := pgMember{Name: p.Name, Label: p.Labels[LabelRole], Probe: probes[p.Name],
+			NoPromote: p.Labels[LabelNoPromote] == "true" || p.Annotations[LabelNoPromote] == "true"}
+		v.Members = append(v.Members, m)
+		seen[p.Name] = true
+		if m.Probe.Reach == reachUp {
+			delete(r.unhealthy, p.Name)
+		} else if _, ok := r.unhealthy[p.Name]; !ok {
+			r.unhealthy[p.Name] = now
+		}
+	}
+	if st.Primary != "" && !seen[st.Primary] {
+		if _, ok := r.unhealthy[st.Primary]; !ok {
+			r.unhealthy[st.Primary] = now
+		}
+	}
+	slices.SortFunc(v.Members, func(a, b pgMember) int { return cmp.Compare(a.Name, b.Name) })
+	return v
+}
+
+// request reads the rendered ConfigMap <cluster>-cairn: the number of
+// synchronous standbys and a merged step's switchover request.
+func (r *Roles) request(ctx context.Context) (pgRequest, int, error) {
+	cm, err := r.Client.CoreV1().ConfigMaps(r.Namespace).Get(ctx, r.Cluster+"-cairn", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return pgRequest{}, 0, nil
+	}
+	if err != nil {
+		return pgRequest{}, 0, fmt.Errorf("read the rendered config: %w", err)
+	}
+	sync := 0
+	if v := cm.Data["synchronous-standbys"]; v != "" {
+		if sync, err = strconv.Atoi(v); err != nil {
+			return pgRequest{}, 0, fmt.Errorf("rendered config synchronous-standbys: %w", err)
+		}
+	}
+	return pgRequest{ID: cm.Data["request.switchover.id"], To: cm.Data["request.switchover.to"]}, sync, nil
+}
+
+// report records the pass: the status (written when it changed or is a
+// heartbeat old) and the metrics.
+func (p *pgPass) report(ctx context.Context, prev pgStatus) error {
+	st := p.view.Status
+	st.Members = nil
+	var primaries []pgMember
+	for _, m := range p.view.Members {
+		label := m.Label
+		st.Members = append(st.Members, pgMemberStatus{Name: m.Name, Role: label, Answer: answerOf(m)})
+		if m.primary() {
+			primaries = append(primaries, m)
+		}
+	}
+	if len(primaries) == 1 && primaries[0].Label == RolePrimary {
+		st.Primary = primaries[0].Name
+		st.Synchronous = slices.Clone(primaries[0].Probe.SyncStandbys)
+	}
+	p.r.Metrics.observe(p.view.Members, primaries)
+	p.view.Status = st
+	if !samePgStatus(prev, st) || p.view.Now.Sub(prev.ObservedAt) >= statusHeartbeat {
+		st.ObservedAt = p.view.Now
+		return p.store.write(ctx, st)
+	}
+	return nil
+}
+
+func answerOf(m pgMember) string {
+	switch {
+	case m.primary():
+		return "primary"
+	case m.replica() && m.Probe.Streaming:
+		return "streaming replica"
+	case m.replica():
+		return "replica, not streaming"
+	}
+	return m.Probe.Reach.String()
+}

@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// reach is how a member answered the runtime's probe.
+type reach int
+
+const (
+	reachUp reach = iota
+	// reachDown: nothing listens (connection refused, the server starting
+	// or shutting down), or Kubernetes reports its container stopped.
+	reachDown
+	// reachTimeout: no answer in time. Overloaded is not dead: a primary
+	// that only times out gets longer before a failover.
+	reachTimeout
+)
+
+func (r reach) String() string { return [...]string{"up", "down", "timeout"}[r] }
+
+// pgProbe is what one member said.
+type pgProbe struct {
+	Reach      reach
+	InRecovery bool
+	// Received and Replayed are the WAL positions: the last received and
+	// the last replayed on a replica, the current one on a primary.
+	Received, Replayed uint64
+	Timeline           int
+	// Streaming: a replica's WAL receiver streams from a primary.
+	Streaming bool
+	// Upstream is a replica's primary_conninfo.
+	Upstream string
+	// SyncStandbys are, on a primary, the standbys it waits for
+	// (pg_stat_replication sync_state sync or quorum); SyncSetting is its
+	// synchronous_standby_names.
+	SyncStandbys []string
+	SyncSetting  string
+	Err          string
+}
+
+// probeTimeout bounds one member's probe: connect and query.
+const probeTimeout = 1500 * time.Millisecond
+
+const probeSQL = `SELECT pg_is_in_recovery(),
+  (CASE WHEN pg_is_in_recovery() THEN COALESCE(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()) ELSE pg_current_wal_lsn() END)::text,
+  (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text,
+  COALESCE((SELECT received_tli FROM pg_stat_wal_receiver), 0),
+  COALESCE((SELECT status = 'streaming' FROM pg_stat_wal_receiver), false),
+  current_setting('primary_conninfo'),
+  current_setting('synchronous_standby_names'),
+  COALESCE((SELECT string_agg(application_name, ',' ORDER BY application_name) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')), '')`
+
+// probeMembers asks every pod's member at once; a pod without an address,
+// being deleted, or whose postgres container Kubernetes reports stopped is
+// down without asking.
+func probeMembers(ctx context.Context, pods []corev1.Pod, port int, password string) map[string]pgProbe {
+	out := make(map[string]pgProbe, len(pods))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, p := range pods {
+		if containerStopped(&p) {
+			out[p.Name] = pgProbe{Reach: reachDown, Err: "the pod's postgres container is not running"}
+			continue
+		}
+		wg.Add(1)
+		go func(name, ip string) {
+			defer wg.Done()
+			pr := probe(ctx, ip, port, password)
+			mu.Lock()
+			out[name] = pr
+			mu.Unlock()
+		}(p.Name, p.Status.PodIP)
+	}
+	wg.Wait()
+	return out
+}
+
+// containerStopped reports what Kubernetes knows: the pod is gone or
+// going, has no address, or its postgres container is not running.
+func containerStopped(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.PodIP == "" || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		return true
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == "postgres" && c.State.Running == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func probe(ctx context.Context, ip string, port int, password string) pgProbe {
+	cctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	conn, err := connectMember(cctx, ip, port, password)
+	if err != nil {
+		return pgProbe{Reach: classify(err), Err: err.Error()}
+	}
+	defer conn.Close(context.Background())
+	var pr pgProbe
+	var recv, replay, syncs string
+	err = conn.QueryRow(cctx, probeSQL).Scan(&pr.InRecovery, &recv, &replay, &pr.Timeline, &pr.Streaming, &pr.Upstream, &pr.SyncSetting, &syncs)
+	if err != nil {
+		return pgProbe{Reach: classify(err), Err: err.Error()}
+	}
+	pr.Received, _ = parseLSN(recv)
+	pr.Replayed, _ = parseLSN(replay)
+	if syncs != "" {
+		pr.SyncStandbys = strings.Split(syncs, ",")
+	}
+	return pr
+}
+
+func connectMember(ctx context.Context, ip string, port int, password string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = ip, uint16(port), "postgres", password, "postgres"
+	cfg.ConnectTimeout = probeTimeout
+	cfg.RuntimeParams["application_name"] = "cairn-runtime"
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// classify tells a server that is not there (refused, starting, shutting
+// down) from one that does not answer in time.
+func classify(err error) reach {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return reachDown
+	case errors.As(err, &pgErr) && (pgErr.Code == "57P03" || pgErr.Code == "57P01"):
+		return reachDown // cannot_connect_now, admin_shutdown
+	}
+	if strings.Contains(err.Error(), "connection refused") {
+		return reachDown // pgconn may flatten the syscall error into text
+	}
+	return reachTimeout
+}
+
+// parseLSN reads PostgreSQL's X/Y notation.
+func parseLSN(s string) (uint64, error) {
+	hi, lo, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, fmt.Errorf("lsn %q", s)
+	}
+	h, err := strconv.ParseUint(hi, 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("lsn %q: %w", s, err)
+	}
+	l, err := strconv.ParseUint(lo, 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("lsn %q: %w", s, err)
+	}
+	return h<<32 | l, nil
+}
+
+func formatLSN(v uint64) string { return fmt.Sprintf("%X/%X", v>>32, v&0xffffffff) }

@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// PostgresStatusKey is the key of the PostgreSQL runtime's status in the
+// ConfigMap <cluster>-cairn-status.
+const PostgresStatusKey = "postgres.json"
+
+// pgStatus is what the PostgreSQL runtime records. A failover or
+// switchover is written here before anything is done, so a new leader
+// finishes a half-done one.
+type pgStatus struct {
+	ObservedAt time.Time `json:"observedAt,omitzero"`
+	// Primary is the member last seen as the one primary.
+	Primary string `json:"primary,omitempty"`
+	// Synchronous are the standbys the primary last waited for.
+	Synchronous []string `json:"synchronous,omitempty"`
+	// Members are the members' roles and how they answered.
+	Members    []pgMemberStatus `json:"members,omitempty"`
+	Failover   *pgFailover      `json:"failover,omitempty"`
+	Switchover *pgSwitchover    `json:"switchover,omitempty"`
+	// SwitchoverDone is the ID of the last switchover request carried out.
+	SwitchoverDone    string    `json:"switchoverDone,omitempty"`
+	SwitchoverRetryAt time.Time `json:"switchoverRetryAt,omitzero"`
+	Failovers         int       `json:"failovers,omitempty"`
+	LastFailover      *pgDone   `json:"lastFailover,omitempty"`
+	LastSwitchover    *pgDone   `json:"lastSwitchover,omitempty"`
+	Message           string    `json:"message,omitempty"`
+}
+
+type pgMemberStatus struct {
+	Name   string `json:"name"`
+	Role   string `json:"role"`
+	Answer string `json:"answer"`
+}
+
+// pgFailover is a failover under way.
+type pgFailover struct {
+	From      string    `json:"from"`
+	Reason    string    `json:"reason"`
+	StartedAt time.Time `json:"startedAt"`
+	FencedAt  time.Time `json:"fencedAt,omitzero"`
+	// To is set once chosen, before it is labelled or promoted.
+	To string `json:"to,omitempty"`
+}
+
+// pgSwitchover is a switchover under way.
+type pgSwitchover struct {
+	ID        string    `json:"id"`
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	StartedAt time.Time `json:"startedAt"`
+	// LSN is the read-only primary's WAL position the target must replay.
+	LSN      uint64    `json:"lsn"`
+	FencedAt time.Time `json:"fencedAt,omitzero"`
+}
+
+// pgDone is a finished failover or switchover.
+type pgDone struct {
+	ID      string    `json:"id,omitempty"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	At      time.Time `json:"at"`
+	Seconds float64   `json:"seconds"`
+}
+
+// pgStatusStore reads and writes the status with resourceVersion
+// preconditions: a runtime replica acting on a status another one has
+// changed since gets a Conflict.
+type pgStatusStore struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Name      string
+	// version is the resourceVersion last read or written; "" when the
+	// ConfigMap does not exist.
+	version string
+}
+
+func (s *pgStatusStore) read(ctx context.Context) (pgStatus, error) {
+	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		s.version = ""
+		return pgStatus{}, nil
+	}
+	if err != nil {
+		return pgStatus{}, fmt.Errorf("read status: %w", err)
+	}
+	s.version = cm.ResourceVersion
+	var st pgStatus
+	if raw := cm.Data[PostgresStatusKey]; raw != "" {
+		if err := json.Unmarshal([]byte(raw), &st); err != nil {
+			return pgStatus{}, fmt.Errorf("read status %s: %w", PostgresStatusKey, err)
+		}
+	}
+	return st, nil
+}
+
+// errStatusMoved: another writer changed the status since it was read.
+var errStatusMoved = errors.New("the status changed since it was read")
+
+func (s *pgStatusStore) write(ctx context.Context, st pgStatus) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("write status: %w", err)
+	}
+	cms := s.Client.CoreV1().ConfigMaps(s.Namespace)
+	if s.version == "" {
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.Name,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "cairn-runtime"}},
+			Data: map[string]string{PostgresStatusKey: string(data)}}, metav1.CreateOptions{FieldManager: "cairn-runtime"})
+		return s.wrote(cm, err)
+	}
+	cm, err := cms.Get(ctx, s.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("write status: %w", err)
+	}
+	if cm.ResourceVersion != s.version {
+		return fmt.Errorf("write status: %w", errStatusMoved)
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[PostgresStatusKey] = string(data)
+	cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "cairn-runtime"})
+	return s.wrote(cm, err)
+}
+
+func (s *pgStatusStore) wrote(cm *corev1.ConfigMap, err error) error {
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("write status: %w", errStatusMoved)
+	}
+	if err != nil {
+		return fmt.Errorf("write status: %w", err)
+	}
+	s.version = cm.ResourceVersion
+	return nil
+}
+
+// samePgStatus compares two statuses but for when they were taken.
+func samePgStatus(a, b pgStatus) bool {
+	a.ObservedAt, b.ObservedAt = time.Time{}, time.Time{}
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}

@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// actSwitchover does a switchover step's I/O, the status written first.
+func (p *pgPass) actSwitchover(ctx context.Context, a pgAction) (bool, error) {
+	st, now := &p.view.Status, p.view.Now
+	switch a.Kind {
+	case pgBeginSwitchover:
+		pr, _ := findMember(p.view.Members, a.Member)
+		st.Switchover = &pgSwitchover{ID: p.view.Switchover.ID, From: a.Member, To: a.To, StartedAt: now, LSN: pr.Probe.Received}
+		if _, err := p.step(ctx, "switchover-recorded", event{corev1.EventTypeNormal, ReasonSwitchoverStarted,
+			fmt.Sprintf("switching over from %s to %s (%s): %s is read-only until %s has replayed its WAL", a.Member, a.To, st.Switchover.ID, a.Member, a.To)}); err != nil {
+			return false, err
+		}
+		err := p.sql(ctx, p.pods[a.Member].Status.PodIP, "ALTER SYSTEM SET default_transaction_read_only = on", "SELECT pg_reload_conf()",
+			"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'")
+		if err != nil {
+			return false, fmt.Errorf("make %s read-only: %w", a.Member, err)
+		}
+		return false, nil
+	case pgSwitchWait:
+		st.Switchover.LSN = a.LSN
+		_, err := p.step(ctx, "switchover-wait", event{})
+		return false, err
+	case pgSwitchFence:
+		if err := p.setLabel(ctx, a.Member, RoleFenced); err != nil {
+			return false, err
+		}
+		st.Switchover.FencedAt = now
+		_, err := p.step(ctx, "switchover-fenced", event{corev1.EventTypeNormal, ReasonPrimaryFenced, a.Member + " is fenced for the switchover: its instance manager stops it"})
+		return false, err
+	case pgSwitchAbort:
+		if a.GiveBack {
+			if err := p.sql(ctx, p.pods[a.Member].Status.PodIP, "ALTER SYSTEM RESET default_transaction_read_only", "SELECT pg_reload_conf()"); err != nil {
+				return false, fmt.Errorf("give %s its writes back: %w", a.Member, err)
+			}
+		}
+		st.Switchover, st.SwitchoverRetryAt = nil, now.Add(p.view.Settings.CatchUp)
+		_, err := p.step(ctx, "switchover-aborted", event{corev1.EventTypeWarning, ReasonSwitchoverAborted, a.Why + "; trying again later"})
+		return false, err
+	case pgSwitchDone:
+		st.SwitchoverDone = p.view.Switchover.ID
+		_, err := p.step(ctx, "switchover-done", event{})
+		return false, err
+	}
+	return false, fmt.Errorf("unknown action %s", a.Kind)
+}
+
+// emit records ev on the StatefulSet (a bare reference when it cannot be
+// read) through the runtime's one Event writer, at once: a leader may die
+// before its pass ends. An Event not recorded is logged, never a reason
+// to stop a failover.
+func (p *pgPass) emit(ctx context.Context, ev event) {
+	if ev.Reason == "" {
+		return
+	}
+	sts, err := p.r.Client.AppsV1().StatefulSets(p.r.Namespace).Get(ctx, p.r.Cluster, metav1.GetOptions{})
+	if err != nil {
+		sts = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: p.r.Cluster, Namespace: p.r.Namespace}}
+	}
+	if err := (&Membership{Client: p.r.Client, now: p.r.now}).emit(ctx, sts, []event{ev}); err != nil {
+		p.r.logger().Warn("event not recorded", "reason", ev.Reason, "err", err.Error())
+	}
+}
