@@ -170,15 +170,27 @@ func TestScaleInMovesLeadershipFirst(t *testing.T) {
 	b.waitStatus("three healthy voters", healthyVoters(3))
 	t.Logf("5 -> 3 took %s", time.Since(began).Round(time.Millisecond))
 	w.report(t)
-	want := []string{ReasonLeaderMoved, ReasonMemberRemoved, ReasonMemberRemoved}
-	if got := b.reasons(); !slices.Equal(got, want) {
-		t.Errorf("events %v, want %v", got, want)
+	// e-4 led: leadership moved away from it before its removal. The
+	// voter furthest ahead may be e-3, which then hands over in turn.
+	evs, moves := b.events(), 0
+	b.reasons()
+	for len(evs) > 0 && evs[0].Reason == ReasonLeaderMoved {
+		moves++
+		evs = evs[1:]
 	}
-	if evs := b.events(); len(evs) == 3 && (!strings.Contains(evs[0].Message, "from e-4") || !strings.Contains(evs[1].Message, "removed e-4")) {
-		t.Errorf("leadership did not move away from e-4 before its removal: %q, %q", evs[0].Message, evs[1].Message)
+	if all := b.events(); moves != 1 || !strings.Contains(all[0].Message, "from e-4") ||
+		len(evs) < 1 || evs[0].Reason != ReasonMemberRemoved || !strings.Contains(evs[0].Message, "removed e-4") {
+		t.Fatalf("leadership did not move away from e-4 once before its removal")
 	}
-	if v := b.metric("cairn_etcd_membership_changes_total", "move-leader"); v != 1 {
-		t.Errorf("leader moves counted %v", v)
+	if evs = evs[1:]; len(evs) > 0 && evs[0].Reason == ReasonLeaderMoved {
+		moves++
+		evs = evs[1:]
+	}
+	if len(evs) != 1 || evs[0].Reason != ReasonMemberRemoved || !strings.Contains(evs[0].Message, "removed e-3") {
+		t.Fatalf("e-3 was not removed next")
+	}
+	if v := b.metric("cairn_etcd_membership_changes_total", "move-leader"); v != float64(moves) {
+		t.Errorf("leader moves counted %v, events %d", v, moves)
 	}
 	if v := b.metric("cairn_etcd_membership_changes_total", "remove"); v != 2 {
 		t.Errorf("removals counted %v", v)
