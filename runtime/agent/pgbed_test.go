@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -36,6 +38,10 @@ type pgCluster struct {
 	n     int
 	nodes []*pgNode
 	ttl   time.Duration
+	// interval is the runtime's pass interval (0: its default).
+	interval time.Duration
+	// metrics are the runtime replicas' metrics.
+	metrics []*prometheus.Registry
 }
 
 // pgNode is one member's instance manager.
@@ -49,7 +55,7 @@ type pgNode struct {
 
 func newPgCluster(t testing.TB, cp *testbed.ControlPlane, ns string, n int, ttl time.Duration) *pgCluster {
 	m := newMembers(t)
-	pc := &pgCluster{t: t, c: cp.Client(t), ns: ns, m: m, n: n, nodes: make([]*pgNode, n), ttl: ttl}
+	pc := &pgCluster{t: t, c: cp.Client(t), ns: ns, m: m, n: n, nodes: make([]*pgNode, n), ttl: ttl, interval: 100 * time.Millisecond}
 	pods(t, pc.c, ns, m, n)
 	t.Cleanup(func() {
 		for _, nd := range pc.nodes {
@@ -89,11 +95,20 @@ func (pc *pgCluster) run(ord int, bootstrap string) {
 			return api(ctx)
 		},
 		LeaseTTL: pc.ttl,
-		Log:      slog.New(slog.NewTextHandler(logWriter{pc.t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("member", name)}
+		Log:      slog.New(slog.NewTextHandler(pc.out(), nil)).With("member", name)}
 	ctx, cancel := context.WithCancel(context.Background())
 	nd.cancel = cancel
 	pc.nodes[ord] = nd
-	go func() { nd.done <- instance.RunPostgres(ctx, nd.p, logWriter{pc.t}) }()
+	go func() { nd.done <- instance.RunPostgres(ctx, nd.p, pc.out()) }()
+}
+
+// out is where members and runtimes log: the test's log, nowhere in a
+// benchmark.
+func (pc *pgCluster) out() io.Writer {
+	if _, bench := pc.t.(*testing.B); bench {
+		return io.Discard
+	}
+	return logWriter{pc.t}
 }
 
 // start brings the cluster up: member 0 initialises, the others clone.
@@ -185,8 +200,14 @@ func (pc *pgCluster) write(ctx context.Context, id int) error {
 
 // runtimes starts runtime replicas; each stops with its context.
 func (pc *pgCluster) runtime(ctx context.Context, id string, s FailoverSettings, hook func(context.Context, string)) {
-	a := New(Config{Cluster: "pg", Namespace: pc.ns, Identity: id, PostgresPort: pc.m.port, Interval: 100 * time.Millisecond,
-		Postgres: true, Failover: s, Log: slog.New(slog.NewTextHandler(logWriter{pc.t}, nil)).With("runtime", id)}, pc.c)
+	reg := prometheus.NewRegistry()
+	metrics, err := NewPostgresMetrics(reg, "pg")
+	if err != nil {
+		pc.t.Fatal(err)
+	}
+	pc.metrics = append(pc.metrics, reg)
+	a := New(Config{Cluster: "pg", Namespace: pc.ns, Identity: id, PostgresPort: pc.m.port, Interval: pc.interval,
+		Postgres: true, Failover: s, PostgresMetrics: metrics, Log: slog.New(slog.NewTextHandler(pc.out(), nil)).With("runtime", id)}, pc.c)
 	a.roles.hook = hook
 	go func() { _ = a.Run(ctx) }()
 }
@@ -304,4 +325,21 @@ func (w *writers) check(t testing.TB) {
 	if w.worst > 1 {
 		t.Errorf("%d members answered as primaries at %s", w.worst, w.at.Format(time.RFC3339Nano))
 	}
+}
+
+// failovers sums the runtime replicas' cairn_postgres_failovers_total.
+func (pc *pgCluster) failovers() float64 {
+	sum := 0.0
+	for _, reg := range pc.metrics {
+		families, err := reg.Gather()
+		if err != nil {
+			pc.t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "cairn_postgres_failovers_total" {
+				sum += f.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

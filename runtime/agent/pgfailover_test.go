@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -170,6 +171,9 @@ func killWithWriter(t *testing.T, cp *testbed.ControlPlane) {
 	if reasons[ReasonFailover] != 1 || reasons[ReasonPrimaryFenced] != 1 {
 		t.Errorf("events %v", reasons)
 	}
+	if n := pc.failovers(); n != 1 {
+		t.Errorf("cairn_postgres_failovers_total %v, want 1", n)
+	}
 }
 
 func killCycles(t *testing.T, cp *testbed.ControlPlane, n int) {
@@ -323,4 +327,39 @@ func loadedPrimary(t *testing.T, cp *testbed.ControlPlane) {
 	if st := pc.status(); st.Failovers != 0 || st.Failover != nil || pc.primary() != p {
 		t.Fatalf("failed over from a live primary: %+v", st)
 	}
+}
+
+// BenchmarkFailover kills the primary b.N times (-benchtime 10x) and
+// reports the time from each kill to the first write through -rw:
+//
+//	go test ./runtime/agent -run '^$' -bench Failover -benchtime 10x
+func BenchmarkFailover(b *testing.B) {
+	cp := testbed.Start(b)
+	ns := cp.Namespace(b, "pgbench")
+	pc := newPgCluster(b, cp, ns, 3, 0)
+	pc.interval = 0 // the runtime's default, 500ms
+	pc.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, id := range []string{"runtime-a", "runtime-b"} {
+		pc.runtime(ctx, id, FailoverSettings{}, nil)
+	}
+	pc.waitFor("healthy", pc.healthy)
+	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	var took []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		d, old := killAndWrite(pc, i)
+		took = append(took, d)
+		b.StopTimer()
+		rejoin(pc, old)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	pct := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
+	b.ReportMetric(pct(0.5).Seconds(), "p50-s")
+	b.ReportMetric(pct(0.95).Seconds(), "p95-s")
+	b.ReportMetric(took[len(took)-1].Seconds(), "max-s")
+	b.Logf("kill -9 to the first write through -rw over %d kills: p50 %s, p95 %s, max %s", len(took), pct(0.5), pct(0.95), took[len(took)-1])
 }

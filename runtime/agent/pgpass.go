@@ -49,6 +49,10 @@ func (s FailoverSettings) withDefaults() FailoverSettings {
 	return s
 }
 
+// staleAfter: passes further apart than this do not add up to how long a
+// member has been unhealthy.
+const staleAfter = 5 * time.Second
+
 // LabelNoPromote, as a label or annotation "true" on a pod, keeps the
 // runtime from promoting that member.
 const LabelNoPromote = "cairn.dev/no-promote"
@@ -81,9 +85,12 @@ func (r *Roles) clock() time.Time {
 // has not answered.
 func (r *Roles) view(pods []corev1.Pod, probes map[string]pgProbe, st pgStatus, req pgRequest, sync int) pgView {
 	now := r.clock()
-	if r.unhealthy == nil {
+	// A replica that has just (again) become the leader counts afresh:
+	// what it saw before another led is stale.
+	if r.unhealthy == nil || now.Sub(r.lastPass) > staleAfter {
 		r.unhealthy = map[string]time.Time{}
 	}
+	r.lastPass = now
 	v := pgView{Status: st, Now: now, Settings: r.Settings.withDefaults(), Sync: sync, Switchover: req, Unhealthy: r.unhealthy}
 	seen := map[string]bool{}
 	for _, p := range pods {

@@ -44,6 +44,7 @@ type Roles struct {
 	// switchover with its name.
 	hook      func(ctx context.Context, step string)
 	unhealthy map[string]time.Time
+	lastPass  time.Time
 }
 
 // Pass looks at every member, then decides and acts until there is
