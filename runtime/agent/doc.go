@@ -3,10 +3,14 @@
 // Replicas elect one leader on a Lease; only the leader acts.
 //
 // It changes only what the rendered manifests never set:
-//   - PostgreSQL: keeps the role labels true, asking each member whether
-//     it is in recovery and labelling the one primary cairn.dev/role=primary
-//     and the others replica, so the <cluster>-rw and -ro Services route to
-//     them;
+//   - PostgreSQL (Roles): probes every member each pass and decides with
+//     a pure function (decidePostgres): keep the role labels true (the one
+//     primary cairn.dev/role=primary, the others replica, so the
+//     <cluster>-rw and -ro Services route to them) and
+//     synchronous_standby_names; fail over from a primary that is down
+//     (recorded in <cluster>-cairn-status first, fenced, the replica with
+//     the most WAL promoted); carry out a merged switchover step. Events
+//     and cairn_postgres_* metrics (docs/runtime.md);
 //   - etcd (Membership): one membership change per pass, decided by a pure
 //     function of what the pass saw (decide): promote a caught-up learner,
 //     carry out a merged EtcdRemoveMember step (moving leadership away
@@ -16,7 +20,7 @@
 //     planner, records Events on the StatefulSet and keeps the
 //     cairn_etcd_* metrics (docs/runtime.md).
 //
-// Failover, switchover and backups build on it.
+// Scheduled and requested backups: see backups.go.
 //
 // Imports: client-go, pgx, the etcd client, prometheus, and the status
 // type of planner/observe (the contract both sides read); never the
