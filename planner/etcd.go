@@ -130,7 +130,12 @@ func etcdWaits(r *result, obs *live.Cluster) bool {
 	}
 	leaders := 0
 	for i, m := range obs.Members {
+		// The highest member, removed from the membership and waiting for
+		// the StatefulSet to shrink, has stopped: it is not ready, and need
+		// not be.
+		leaving := m.Role == live.RoleRemoved && i == len(obs.Members)-1 && obs.StatefulSet.Replicas == i+1
 		switch {
+		case leaving:
 		case m.DataLost:
 			r.wait(memberGate(plan.GateMemberVoter, plan.Before, m.Name, "the runtime replaces "+m.Name+", whose data was lost: it removes the member, then re-adds it as a learner"))
 		case !m.Ready:

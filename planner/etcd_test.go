@@ -208,6 +208,16 @@ func TestEtcdPlans(t *testing.T) {
 			status:   plan.StatusPlanned, steps: []string{"scale-in-4", "etcd-remove-3", "scale-in-3"},
 		},
 		{
+			name: "a member that left has stopped: not ready, and the shrink still goes", desired: etcdSpec(t, 3, "3.5.21"),
+			observed: with(etcdLive(5, "3.5.21", 0), func(c *live.Cluster) { c.Members[4].Role, c.Members[4].Ready = live.RoleRemoved, false }),
+			status:   plan.StatusPlanned, steps: []string{"scale-in-4", "etcd-remove-3", "scale-in-3"},
+		},
+		{
+			name: "a member that left but is not the highest is waited for", desired: etcdSpec(t, 3, "3.5.21"),
+			observed: with(etcdLive(5, "3.5.21", 0), func(c *live.Cluster) { c.Members[3].Role, c.Members[3].Ready = live.RoleRemoved, false }),
+			status:   plan.StatusWaiting, waiting: "e-3 is ready",
+		},
+		{
 			name: "a half-done upgrade hop is finished first", desired: etcdSpec(t, 3, "3.4.37"),
 			observed: with(etcdLive(3, "3.3.27", 0), func(c *live.Cluster) {
 				c.StatefulSet.Version, c.StatefulSet.UpdatePartition = "3.3.27", 1
