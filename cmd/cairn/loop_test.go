@@ -30,16 +30,16 @@ import (
 	"github.com/cairn-dev/cairn/runtime/testbed/etcdbed"
 )
 
-// loop is everything the end-to-end test runs: a real git server, the
+// loop is everything the end-to-end tests run: a real git server, the
 // GitHub test server, a real control plane with the StatefulSet
-// controller, real etcd members behind the pods, the runtime as its
-// ServiceAccount, the sync stand-in, and cairn reconcile's passes.
+// controller, real etcd members behind the pods, each cluster's runtime as
+// its ServiceAccount, the sync stand-in, and cairn reconcile's passes. The
+// test merges each pull request as a person would.
 type loop struct {
 	t       *testing.T
 	ctx     context.Context
 	cp      *testbed.ControlPlane
 	ns      string
-	git     *gittestserver.GitServer
 	bare    string
 	gh      *githubtest.Server
 	rec     *reconciler
@@ -49,20 +49,16 @@ type loop struct {
 	timings []string
 }
 
-const loopCluster = "demo"
-
-func etcdSpec(size int) map[string]string {
-	return map[string]string{"clusters/demo.yaml": fmt.Sprintf(`apiVersion: "etcd.database.coreos.com/v1beta2"
-kind: "EtcdCluster"
-metadata:
-  name: "demo"
-spec:
-  size: %d
-  version: "3.7.3"
-`, size)}
+// etcdSpec is an EtcdCluster spec file with extra lines under spec.
+func etcdSpec(name string, size int, extra ...string) map[string]string {
+	doc := fmt.Sprintf("apiVersion: \"etcd.database.coreos.com/v1beta2\"\nkind: \"EtcdCluster\"\nmetadata:\n  name: %q\nspec:\n  size: %d\n  version: \"3.7.3\"\n", name, size)
+	for _, l := range extra {
+		doc += "  " + l + "\n"
+	}
+	return map[string]string{"clusters/" + name + ".yaml": doc}
 }
 
-func newLoop(t *testing.T) *loop {
+func newLoop(t *testing.T, specs map[string]string) *loop {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	l := &loop{t: t, ctx: ctx}
@@ -84,7 +80,7 @@ func newLoop(t *testing.T) *loop {
 	}
 	t.Cleanup(srv.StopHTTP)
 	fixture := t.TempDir()
-	for p, c := range etcdSpec(3) {
+	for p, c := range specs {
 		_ = os.MkdirAll(filepath.Join(fixture, filepath.Dir(p)), 0o755)
 		if err := os.WriteFile(filepath.Join(fixture, p), []byte(c), 0o644); err != nil {
 			t.Fatal(err)
@@ -93,7 +89,7 @@ func newLoop(t *testing.T) *loop {
 	if err := srv.InitRepo(fixture, "main", "org/gitops.git"); err != nil {
 		t.Fatal(err)
 	}
-	l.git, l.bare = srv, filepath.Join(srv.Root(), "org", "gitops.git")
+	l.bare = filepath.Join(srv.Root(), "org", "gitops.git")
 	l.gh = githubtest.New(t)
 	l.gh.UseRepo(l.bare)
 
@@ -113,14 +109,14 @@ func newLoop(t *testing.T) *loop {
 	return l
 }
 
-// runRuntime runs the cluster's runtime as its rendered ServiceAccount,
-// once the sync has created it.
-func (l *loop) runRuntime() {
+// runRuntime runs a cluster's runtime as its rendered ServiceAccount,
+// under its rendered Role, once the sync has created them.
+func (l *loop) runRuntime(cluster string) {
 	t := l.t
 	c := l.cp.Client(t)
 	var token string
 	testbed.Eventually(t, "the runtime's ServiceAccount", func() error {
-		tr, err := c.CoreV1().ServiceAccounts(l.ns).CreateToken(l.ctx, loopCluster+"-runtime",
+		tr, err := c.CoreV1().ServiceAccounts(l.ns).CreateToken(l.ctx, cluster+"-runtime",
 			&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
 		if err != nil {
 			return err
@@ -133,60 +129,90 @@ func (l *loop) runRuntime() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := agent.New(agent.Config{Cluster: loopCluster, Namespace: l.ns, Identity: "runtime-0", Interval: 300 * time.Millisecond,
-		EtcdEndpoints: l.bed.Endpoints(loopCluster, 3)}, client)
+	a := agent.New(agent.Config{Cluster: cluster, Namespace: l.ns, Identity: "runtime-0", Interval: 300 * time.Millisecond,
+		EtcdEndpoints: l.bed.Endpoints(cluster, 3), Log: testbed.Logger(t, slog.LevelWarn)}, client)
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(l.ctx)
 	go func() { defer close(done); _ = a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-// pass is one reconcile pass; it returns the demo cluster's outcome and
-// checks that never two cairn pull requests are open.
-func (l *loop) pass() publish.Outcome {
+// pass is one reconcile pass; it returns each cluster's outcome and
+// checks that no cluster ever has two cairn pull requests open.
+func (l *loop) pass() map[string]publish.Outcome {
 	t := l.t
 	out, err := l.rec.pass(l.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if open := l.gh.Open(); len(open) > 1 {
-		t.Fatalf("%d pull requests open at once", len(open))
+	perCluster := map[string]int{}
+	for _, pr := range l.gh.Open() {
+		perCluster[strings.Split(pr.Head.Ref, "/")[1]]++
 	}
-	return outcomeOf(t, out, "EtcdCluster/"+loopCluster)
+	for c, n := range perCluster {
+		if n > 1 {
+			t.Fatalf("%s has %d pull requests open at once", c, n)
+		}
+	}
+	byName := map[string]publish.Outcome{}
+	for _, o := range out {
+		if o.Action == publish.ActionFailed {
+			t.Fatalf("pass: %+v", o)
+		}
+		byName[strings.TrimPrefix(o.Cluster, "EtcdCluster/")] = o
+	}
+	return byName
 }
 
-// expect passes until the next step's pull request opens: it must be
-// step, and every pass before must hold the cluster (the merged step is
-// not done yet). It records the time from the last merge.
-func (l *loop) expect(step string) {
+// converge drives a cluster's plan to its end as a person would: each
+// step's pull request is merged and synced as soon as it opens, and the
+// next must not open before the merged step shows done. It returns the
+// steps, in order.
+func (l *loop) converge(cluster string, afterEach func(step string)) []string {
 	t := l.t
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		o := l.pass()
+	var steps []string
+	var o publish.Outcome
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		o = l.pass()[cluster]
 		switch {
-		case o.Action == publish.ActionOpened && o.Step == step:
+		case o.Action == publish.ActionOpened:
 			if !l.merged.IsZero() {
-				l.timings = append(l.timings, fmt.Sprintf("%s %.2fs", step, time.Since(l.merged).Seconds()))
+				l.timings = append(l.timings, fmt.Sprintf("%s %.2fs", o.Step, time.Since(l.merged).Seconds()))
 			}
-			return
-		case o.Action == publish.ActionOpened, o.Action == publish.ActionFailed:
-			t.Fatalf("waiting for %s: %+v", step, o)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pull request for %s after 2m; last outcome %+v", step, o)
+			l.mergeAndSync(cluster, o.Step)
+			steps = append(steps, o.Step)
+			if afterEach != nil {
+				afterEach(o.Step)
+			}
+		case o.Status == plan.StatusConverged && len(l.openOf(cluster)) == 0:
+			return steps
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	t.Fatalf("%s did not converge in 3m; steps so far %v; last outcome %+v", cluster, steps, o)
+	return nil
 }
 
-// mergeAndSync merges the one open pull request through the GitHub API as
-// a person would, and lets the sync stand-in apply the merged branch.
-func (l *loop) mergeAndSync(step string) {
+func (l *loop) openOf(cluster string) []*githubtest.PR {
+	var out []*githubtest.PR
+	for _, pr := range l.gh.Open() {
+		if strings.HasPrefix(pr.Head.Ref, "cairn/"+cluster+"/") {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// mergeAndSync merges the cluster's one open pull request through the
+// GitHub API as a person would, and lets the sync stand-in apply the
+// merged branch.
+func (l *loop) mergeAndSync(cluster, step string) {
 	t := l.t
 	l.noDrift("before merging " + step)
-	open := l.gh.Open()
+	open := l.openOf(cluster)
 	if len(open) != 1 || !strings.HasSuffix(open[0].Head.Ref, "/"+step) {
-		t.Fatalf("open pull requests before merging %s: %+v", step, open)
+		t.Fatalf("open pull requests of %s before merging %s: %+v", cluster, step, open)
 	}
 	pr := open[0]
 	body, _ := json.Marshal(map[string]string{"sha": pr.Head.SHA, "merge_method": "merge"})
@@ -225,11 +251,21 @@ func (l *loop) editSpec(files map[string]string) {
 	personCommit(l.t, l.bare, files, false)
 }
 
+// client is an etcd client of a cluster's first n members.
+func (l *loop) client(cluster string, n int) *clientv3.Client {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: l.bed.Endpoints(cluster, n), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
 // voters checks that the cluster has exactly n members, all healthy
 // voters.
-func (l *loop) voters(n int) func() error {
+func (l *loop) voters(cluster string, n int) func() error {
 	return func() error {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: l.bed.Endpoints(loopCluster, n), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+		cli, err := clientv3.New(clientv3.Config{Endpoints: l.bed.Endpoints(cluster, n), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 		if err != nil {
 			return err
 		}
@@ -255,34 +291,66 @@ func (l *loop) voters(n int) func() error {
 	}
 }
 
-// The loop end to end: a spec in Git gives the creation PR; merged and
-// synced, the StatefulSet controller makes the pods and real etcd members
-// form the cluster; a spec change to 5 members gives one step PR at a
-// time, each only once the last merged step shows done in the cluster;
-// the runtime promotes the learners; no drift at any step.
+// Walkthrough 1, the classic operator walkthrough, end to end: the spec
+// {size: 3} in Git gives the creation PR; merged and synced, the
+// StatefulSet controller makes the pods and three real etcd members form
+// a healthy cluster. Size 5 gives one step PR at a time, each only once
+// the last merged step shows done (the runtime promotes the learners). A
+// pod deleted by hand comes back and rejoins, and cairn opens no PR
+// meanwhile. Size 3 again: the runtime removes the members first, then
+// the StatefulSet shrinks. No drift at any step.
 func TestLoopEndToEnd(t *testing.T) {
+	const demo = "demo"
 	start := time.Now()
-	l := newLoop(t)
-	l.expect("create")
-	l.mergeAndSync("create")
-	l.runRuntime()
-	l.expect("seal-bootstrap")
-	testbed.Eventually(t, "3 healthy voters", l.voters(3))
-	l.mergeAndSync("seal-bootstrap")
-
-	l.editSpec(etcdSpec(5))
-	l.expect("etcd-add-3")
-	l.mergeAndSync("etcd-add-3")
-	l.expect("etcd-add-4")
-	l.mergeAndSync("etcd-add-4")
-	testbed.Eventually(t, "5 healthy voters", l.voters(5))
-	deadline := time.Now().Add(time.Minute)
-	for o := l.pass(); o.Action != publish.ActionNone || o.Status != plan.StatusConverged; o = l.pass() {
-		if o.Action == publish.ActionOpened || time.Now().After(deadline) {
-			t.Fatalf("after the last step: %+v", o)
+	l := newLoop(t, etcdSpec(demo, 3))
+	steps := l.converge(demo, func(step string) {
+		if step == "create" {
+			l.runRuntime(demo)
 		}
-		time.Sleep(200 * time.Millisecond)
+	})
+	testbed.Eventually(t, "3 healthy voters", l.voters(demo, 3))
+	if strings.Join(steps, ",") != "create,seal-bootstrap" {
+		t.Fatalf("create: steps %v", steps)
 	}
+
+	l.editSpec(etcdSpec(demo, 5))
+	if steps := l.converge(demo, nil); strings.Join(steps, ",") != "etcd-add-3,etcd-add-4" {
+		t.Fatalf("3 -> 5: steps %v", steps)
+	}
+	testbed.Eventually(t, "5 healthy voters", l.voters(demo, 5))
+
+	c := l.cp.Client(t)
+	if err := c.CoreV1().Pods(l.ns).Delete(l.ctx, demo+"-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, "the deleted pod gone", func() error {
+		p, err := c.CoreV1().Pods(l.ns).Get(l.ctx, demo+"-2", metav1.GetOptions{})
+		if err == nil && p.DeletionTimestamp == nil && p.Status.PodIP != "" {
+			if err := l.voters(demo, 5)(); err == nil {
+				return nil
+			}
+		}
+		if o := l.pass()[demo]; o.Action == publish.ActionOpened {
+			t.Fatalf("a pull request while a pod came back: %+v", o)
+		}
+		return fmt.Errorf("not back yet")
+	})
+	testbed.Eventually(t, "5 healthy voters after the pod came back", l.voters(demo, 5))
+	testbed.Eventually(t, "converged again, with no pull request", func() error {
+		o := l.pass()[demo]
+		if o.Action == publish.ActionOpened || len(l.gh.Open()) != 0 {
+			t.Fatalf("a pull request after the pod came back: %+v", o)
+		}
+		if o.Status != plan.StatusConverged {
+			return fmt.Errorf("%s: %s", o.Status, o.Note)
+		}
+		return nil
+	})
+
+	l.editSpec(etcdSpec(demo, 3))
+	steps = l.converge(demo, nil)
+	testbed.Eventually(t, "3 healthy voters at the end", l.voters(demo, 3))
 	l.noDrift("at the end")
+	t.Logf("5 -> 3: steps %v", steps)
 	t.Logf("wall time %.1fs; merge to next pull request: %s", time.Since(start).Seconds(), strings.Join(l.timings, ", "))
 }
