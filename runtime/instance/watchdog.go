@@ -36,13 +36,17 @@ func (p *Postgres) watchdog(ctx context.Context, s *Server) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	confirmed := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.done:
-			return s.err
-		case <-t.C:
+	// The first confirmation is at once: a primary the runtime fenced
+	// while it was starting (crash recovery) stops before its first tick.
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-s.done:
+				return s.err
+			case <-t.C:
+			}
 		}
 		if p.Confirm == nil || p.isStandby() {
 			confirmed = time.Now()
