@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/cairn-dev/cairn/planner/observe"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
@@ -353,4 +354,58 @@ func TestLoopEndToEnd(t *testing.T) {
 	l.noDrift("at the end")
 	t.Logf("5 -> 3: steps %v", steps)
 	t.Logf("wall time %.1fs; merge to next pull request: %s", time.Since(start).Seconds(), strings.Join(l.timings, ", "))
+}
+
+// Walkthrough 4 on etcd: a scheduled backup runs on its cron tick, and a
+// new cluster whose spec says restoreFrom starts from it with exactly the
+// keys written before the backup began.
+func TestBackupThenRestoreIntoANewCluster(t *testing.T) {
+	const src, copyName = "orders", "orders-copy"
+	backups := t.TempDir()
+	policy := []string{"backup:", `  schedule: "*/2 * * * * *"`, `  storageLocation: "file://` + backups + `"`, "  retention: {count: 3}"}
+	l := newLoop(t, etcdSpec(src, 3, policy...))
+	l.converge(src, func(step string) {
+		if step == "create" {
+			l.runRuntime(src)
+		}
+	})
+	cli := l.client(src, 3)
+	for i := range 30 {
+		if _, err := cli.Put(l.ctx, fmt.Sprintf("order-%02d", i), "paid"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	written := time.Now()
+	var id string
+	testbed.Eventually(t, "a scheduled backup after the writes", func() error {
+		cm, err := l.cp.Client(t).CoreV1().ConfigMaps(l.ns).Get(l.ctx, src+"-cairn-status", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		st, err := observe.ParseBackupStatus(cm.Data[observe.BackupStatusKey])
+		if err != nil || st.LastSuccessful == nil || st.LastSuccessful.Started.Before(written) {
+			return fmt.Errorf("status %+v %v", st, err)
+		}
+		id = st.LastSuccessful.ID
+		return nil
+	})
+	// Written after that backup began: not in the copy.
+	if _, err := cli.Put(l.ctx, "order-late", "paid"); err != nil {
+		t.Fatal(err)
+	}
+	l.editSpec(etcdSpec(copyName, 3, "restoreFrom:", `  storageLocation: "file://`+backups+`"`, "  cluster: "+src, "  backup: "+id))
+	l.converge(copyName, func(step string) {
+		if step == "create" {
+			l.runRuntime(copyName)
+		}
+	})
+	testbed.Eventually(t, "the copy's 3 healthy voters", l.voters(copyName, 3))
+	got, err := l.client(copyName, 3).Get(l.ctx, "order-", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Kvs) != 30 {
+		t.Fatalf("the copy holds %d orders, want 30", len(got.Kvs))
+	}
+	l.noDrift("at the end")
 }
