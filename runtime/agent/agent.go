@@ -33,7 +33,11 @@ type Config struct {
 	PostgresMetrics *PostgresMetrics
 	// Failover are the PostgreSQL failover timings.
 	Failover FailoverSettings
-	Log      *slog.Logger
+	// BackupMetrics, when set, receive the backup metrics; EtcdPort is the
+	// members' client port backups use (2379 in pods).
+	BackupMetrics *BackupMetrics
+	EtcdPort      int
+	Log           *slog.Logger
 }
 
 // Agent is the runtime of one cluster.
@@ -42,6 +46,7 @@ type Agent struct {
 	client  kubernetes.Interface
 	roles   *Roles
 	members *Membership
+	backups *Backups
 }
 
 // New returns the agent of a cluster.
@@ -61,7 +66,9 @@ func New(cfg Config, client kubernetes.Interface) *Agent {
 	return &Agent{cfg: cfg, client: client,
 		roles: &Roles{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Port: cfg.PostgresPort, Identity: cfg.Identity,
 			Settings: cfg.Failover, Metrics: cfg.PostgresMetrics, Log: cfg.Log},
-		members: &Membership{Endpoints: cfg.EtcdEndpoints, Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Metrics: cfg.Metrics, Log: cfg.Log}}
+		members: &Membership{Endpoints: cfg.EtcdEndpoints, Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Metrics: cfg.Metrics, Log: cfg.Log},
+		backups: &Backups{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Postgres: cfg.Postgres, PostgresPort: cfg.PostgresPort,
+			EtcdPort: cfg.EtcdPort, Metrics: cfg.BackupMetrics, Log: cfg.Log}}
 }
 
 // Run takes part in the leader election on the Lease <cluster>-runtime
@@ -95,6 +102,11 @@ func (a *Agent) Run(ctx context.Context) error {
 
 func (a *Agent) lead(ctx context.Context) {
 	a.cfg.Log.Info("leading", "identity", a.cfg.Identity, "cluster", a.cfg.Cluster)
+	// Backups run beside the passes, on their own schedule, and stop with
+	// the leadership.
+	backups := make(chan struct{})
+	go func() { defer close(backups); a.backups.Run(ctx) }()
+	defer func() { <-backups }()
 	t := time.NewTicker(a.cfg.Interval)
 	defer t.Stop()
 	pass := a.roles.Pass
