@@ -37,8 +37,8 @@ merged switchover steps and synchronous_standby_names; for etcd, the
 promotion of caught-up learners, the removal of members merged scale-in
 steps ask for (leadership moved away first), the replacement of members
 whose volume claim was replaced, and the membership status the planner
-reads, with Events and Prometheus metrics on --metrics-addr. Backups are
-being built on it.`,
+reads; and the cluster's scheduled and requested backups (docs/backups.md),
+with Events and Prometheus metrics on --metrics-addr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ns, id := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
@@ -60,12 +60,19 @@ being built on it.`,
 			if kind != spec.PostgresKind && kind != spec.EtcdKind {
 				return &exitError{exitUsage, fmt.Errorf("cairn runtime: --kind must be %s or %s", spec.PostgresKind, spec.EtcdKind)}
 			}
+			if err := spec.CheckName(cluster); err != nil {
+				return &exitError{exitUsage, fmt.Errorf("cairn runtime: --cluster: %w", err)}
+			}
 			reg := prometheus.NewRegistry()
 			metrics, err := agent.NewMetrics(reg, cluster)
 			if err != nil {
 				return err
 			}
 			pgMetrics, err := agent.NewPostgresMetrics(reg, cluster)
+			if err != nil {
+				return err
+			}
+			backupMetrics, err := agent.NewBackupMetrics(reg, cluster)
 			if err != nil {
 				return err
 			}
@@ -77,7 +84,7 @@ being built on it.`,
 				defer serveMetrics(l, reg, log)()
 			}
 			a := agent.New(agent.Config{Cluster: cluster, Namespace: ns, Identity: id, PostgresPort: port, Log: log,
-				Postgres: kind == spec.PostgresKind, Metrics: metrics, PostgresMetrics: pgMetrics, Failover: failover,
+				Postgres: kind == spec.PostgresKind, Metrics: metrics, PostgresMetrics: pgMetrics, BackupMetrics: backupMetrics, Failover: failover,
 				EtcdEndpoints: []string{fmt.Sprintf("http://%s-client.%s.svc:2379", cluster, ns)}}, client)
 			return a.Run(ctx)
 		},
