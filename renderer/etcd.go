@@ -75,6 +75,8 @@ func etcdStatefulSet(c *spec.EtcdCluster, n names, s settings, image string, o O
 		Image:   image,
 		Command: []string{cairnBin, "instance", "etcd", "--data-dir", etcdDataDir + "/data", "--config", cairnConfDir, "--peer-service", n.cluster},
 		Env:     podEnv(n),
+		// A create step from a snapshot reads it from object storage.
+		EnvFrom: backupCredentials(n),
 		Ports: []corev1.ContainerPort{
 			{Name: "client", ContainerPort: etcdClientPort},
 			{Name: "peer", ContainerPort: etcdPeerPort},

@@ -137,6 +137,8 @@ func postgresContainer(c *spec.PostgresCluster, n names, image string, env []cor
 		Image:   image,
 		Command: []string{cairnBin, "instance", "postgres", "--config", cairnConfDir, "--pg-config", pgConfDir, "--primary-service", n.cluster + "-rw", "--peer-service", n.cluster + "-hl"},
 		Env:     env,
+		// A create step from a base backup reads it from object storage.
+		EnvFrom: backupCredentials(n),
 		Ports:   []corev1.ContainerPort{{Name: "postgres", ContainerPort: pgPort}},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pg_isready", "-h", "127.0.0.1", "-p", fmt.Sprint(pgPort)}}},

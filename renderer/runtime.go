@@ -45,6 +45,7 @@ func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []object {
 								envFrom("POD_NAME", "metadata.name"),
 								envFrom("POD_NAMESPACE", "metadata.namespace"),
 							},
+							EnvFrom:         backupCredentials(n),
 							Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}},
 							SecurityContext: restricted(),
 						}},
@@ -70,36 +71,48 @@ func commonRuntimeRules(n names) []rbacv1.PolicyRule {
 // etcdRuntimeRules add what an etcd runtime uses and nothing more:
 // reading the StatefulSet, a learner's pod before promoting it, the
 // members' volume claims (a replaced claim is a member to replace) and
-// the rendered config (a merged step's remove request); keeping its
-// status ConfigMap; recording Events.
+// the rendered config (a merged step's remove request, the backup
+// policy); listing the pods (a ready member to back up from); keeping its
+// status ConfigMap (backups patch their own key); recording Events.
 func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
 	status := n.cluster + "-cairn-status"
 	return append(commonRuntimeRules(n),
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.cluster + "-cairn"}, Verbs: []string{"get"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	)
 }
 
 // postgresRuntimeRules add what a PostgreSQL runtime uses: listing and
 // labelling the pods, reading the superuser Secret to ask each member its
-// role, the StatefulSet (its Events' object) and the rendered config
-// (synchronous standbys, a merged step's switchover request); keeping its
-// status ConfigMap; recording Events.
+// role and the replication Secret to take base backups, the StatefulSet
+// (its Events' object) and the rendered config (synchronous standbys, a
+// merged step's switchover request, the backup policy); keeping its
+// status ConfigMap (backups patch their own key); recording Events.
 func postgresRuntimeRules(n names) []rbacv1.PolicyRule {
 	status := n.cluster + "-cairn-status"
 	return append(commonRuntimeRules(n),
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{superuserSecret(n)}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{superuserSecret(n), replicationSecret(n)}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.cluster + "-cairn"}, Verbs: []string{"get"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	)
+}
+
+// backupCredentials are the S3 settings backups and restores read from
+// the environment (docs/backups.md): the Secret <cluster>-backup, when a
+// person created one.
+func backupCredentials(n names) []corev1.EnvFromSource {
+	return []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: n.cluster + "-backup"}, Optional: ptr(true),
+	}}}
 }
 
 func spreadRuntime(labels map[string]string) *corev1.Affinity {
