@@ -11,7 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/runtime/testbed"
 )
 
@@ -26,6 +28,29 @@ func TestPostgresFailover(t *testing.T) {
 	t.Run("a new leader finishes a half-done failover", func(t *testing.T) { leaderDiesMidFailover(t, cp) })
 	t.Run("a planned switchover loses no committed row", func(t *testing.T) { switchover(t, cp) })
 	t.Run("a loaded, stalling primary is not failed over", func(t *testing.T) { loadedPrimary(t, cp) })
+	t.Run("the members' rendered Role lets a primary confirm its label", func(t *testing.T) { memberRole(t, cp) })
+}
+
+// A member's instance manager, as the rendered <cluster>-member
+// ServiceAccount, reads its own pod's role label.
+func memberRole(t *testing.T, cp *testbed.ControlPlane) {
+	admin := cp.Client(t)
+	ns := cp.Namespace(t, "pgrbac")
+	applyRenderedRBAC(t, admin, ns, pgSpec)
+	_, err := admin.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pg-0", Labels: map[string]string{LabelRole: RolePrimary}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "postgres", Image: "postgres:15"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cp.Config()
+	cfg.Impersonate.UserName = "system:serviceaccount:" + ns + ":pg-member"
+	member, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := instance.APIRoleLabel(member, ns, "pg-0")(context.Background()); err != nil || got != RolePrimary {
+		t.Fatalf("label %q, %v", got, err)
+	}
 }
 
 // setUp starts n members and two runtime replicas and waits until the
@@ -300,11 +325,11 @@ func switchover(t *testing.T, cp *testbed.ControlPlane) {
 
 // A primary under CPU load whose server stalls (SIGSTOP) for 1.5s in
 // every 3s answers late or not at all now and then, never for the 10s a
-// failover needs. The issue asks for a minute; this runs 20s.
+// failover needs. The issue asks for a minute; this runs 15s.
 func loadedPrimary(t *testing.T, cp *testbed.ControlPlane) {
 	pc, _ := setUp(t, cp, 2, 0, FailoverSettings{}, 0)
 	p := pc.primary()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
 	for range 2 {
@@ -329,8 +354,9 @@ func loadedPrimary(t *testing.T, cp *testbed.ControlPlane) {
 	}
 }
 
-// BenchmarkFailover kills the primary b.N times (-benchtime 10x) and
-// reports the time from each kill to the first write through -rw:
+// BenchmarkFailover kills the primary b.N times (-benchtime 10x), the
+// old primary rejoining each time and never two members taking writes,
+// and reports the time from each kill to the first write through -rw:
 //
 //	go test ./runtime/agent -run '^$' -bench Failover -benchtime 10x
 func BenchmarkFailover(b *testing.B) {
@@ -346,6 +372,7 @@ func BenchmarkFailover(b *testing.B) {
 	}
 	pc.waitFor("healthy", pc.healthy)
 	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	w := pc.sampleWriters(ctx)
 	var took []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
@@ -356,6 +383,7 @@ func BenchmarkFailover(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
+	w.check(b)
 	slices.Sort(took)
 	pct := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
 	b.ReportMetric(pct(0.5).Seconds(), "p50-s")
