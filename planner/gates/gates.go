@@ -97,8 +97,11 @@ func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool,
 	case plan.GatePrimary:
 		return m != nil && m.Ready && m.Role == live.RolePrimary, fmt.Sprintf("%s is not the primary", g.Member)
 	case plan.GateReplicaStreaming:
-		// The observed state says replica and ready; the runtime reports a
-		// replica ready only while it streams.
+		// The observed state says replica and ready: the runtime labels a
+		// member replica once it answers in recovery. The runtime itself
+		// starts a switchover only once the target streams, and records
+		// it done (switchoverDone) when the target is labelled primary,
+		// which is what GatePrimary, the step's after-gate, reads.
 		return m != nil && m.Ready && m.Role == live.RoleReplica, fmt.Sprintf("%s is not a streaming replica", g.Member)
 	case plan.GateClusterVersion:
 		return obs.ClusterVersion == g.Version, fmt.Sprintf("etcd reports cluster version %q", obs.ClusterVersion)

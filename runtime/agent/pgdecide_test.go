@@ -1,9 +1,18 @@
 package agent
 
 import (
+	"context"
+	"errors"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestDecidePostgres(t *testing.T) {
@@ -48,6 +57,9 @@ func TestDecidePostgres(t *testing.T) {
 			kind: pgNone, why: "failover after 10s"},
 		{name: "timing out for long: fail over", v: pgView{Unhealthy: since(10*time.Second, "a"), Members: []pgMember{down("a", RolePrimary, reachTimeout), up("b", RoleReplica, 9)}},
 			kind: pgBeginFailover},
+		{name: "the primary's pod is gone: fail over", v: pgView{Status: pgStatus{Primary: "a"}, Unhealthy: since(2*time.Second, "a"), Members: []pgMember{up("b", RoleReplica, 9)}},
+			kind: pgBeginFailover},
+		{name: "no primary known: nothing", v: pgView{Members: []pgMember{up("b", RoleReplica, 9)}}, kind: pgNone, why: "none is labelled primary"},
 		{name: "no replica may be promoted", v: pgView{Unhealthy: since(5*time.Second, "a"), Members: []pgMember{down("a", RolePrimary, reachDown), noPromote(up("b", RoleReplica, 9))}},
 			kind: pgNone, why: "no replica that may be promoted"},
 		{name: "recorded: fence first", v: pgView{Status: pgStatus{Failover: &pgFailover{From: "a"}}, Members: []pgMember{down("a", RolePrimary, reachDown), up("b", RoleReplica, 9)}},
@@ -130,5 +142,43 @@ func TestParseLSN(t *testing.T) {
 	v, err := parseLSN("16/B374D848")
 	if err != nil || formatLSN(v) != "16/B374D848" {
 		t.Fatalf("%x %v", v, err)
+	}
+}
+
+func TestContainerStopped(t *testing.T) {
+	now := metav1.Now()
+	running := corev1.ContainerStatus{Name: "postgres", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	waiting := corev1.ContainerStatus{Name: "postgres", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}
+	for _, c := range []struct {
+		name string
+		pod  corev1.Pod
+		want bool
+	}{
+		{"running", corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.1", Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{running}}}, false},
+		{"no status yet", corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.1"}}, false},
+		{"container waiting", corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.1", ContainerStatuses: []corev1.ContainerStatus{waiting}}}, true},
+		{"no address", corev1.Pod{}, true},
+		{"being deleted", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: corev1.PodStatus{PodIP: "10.0.0.1"}}, true},
+		{"failed", corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.1", Phase: corev1.PodFailed}}, true},
+	} {
+		if got := containerStopped(&c.pod); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want reach
+	}{
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, reachDown},
+		{&pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}, reachDown},
+		{context.DeadlineExceeded, reachTimeout},
+		{errors.New("password authentication failed"), reachTimeout},
+	} {
+		if got := classify(c.err); got != c.want {
+			t.Errorf("%v: %s, want %s", c.err, got, c.want)
+		}
 	}
 }
