@@ -52,6 +52,9 @@ func (p *pgPass) act(ctx context.Context, a pgAction) (bool, error) {
 		return p.step(ctx, "fenced", event{corev1.EventTypeWarning, ReasonPrimaryFenced, a.Member + " is fenced: no Service sends it writes, and its instance manager stops it"})
 	case pgPromote:
 		return false, p.promote(ctx, a)
+	case pgRetarget:
+		st.Failover = &pgFailover{From: a.Member, Reason: a.Why, StartedAt: st.Failover.StartedAt}
+		return p.step(ctx, "retargeted", event{corev1.EventTypeWarning, ReasonFailoverStarted, "failing over: " + a.Why})
 	}
 	return p.actSwitchover(ctx, a)
 }

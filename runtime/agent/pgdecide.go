@@ -54,11 +54,12 @@ const (
 	pgSwitchFence
 	pgSwitchAbort
 	pgSwitchDone
+	pgRetarget
 )
 
 func (k pgActionKind) String() string {
 	return [...]string{"none", "label", "set-synchronous", "begin-failover", "fence", "promote",
-		"begin-switchover", "switchover-wait", "switchover-fence", "switchover-abort", "switchover-done"}[k]
+		"begin-switchover", "switchover-wait", "switchover-fence", "switchover-abort", "switchover-done", "retarget"}[k]
 }
 
 // pgAction is decidePostgres's answer: one change at a time.
@@ -237,6 +238,11 @@ func continueFailover(v pgView) pgAction {
 		}
 	}
 	if t, ok := findMember(v.Members, to); !ok || t.Probe.Reach != reachUp {
+		if since, seen := v.Unhealthy[to]; seen && v.Now.Sub(since) >= v.Settings.After {
+			// The chosen target died too, perhaps promoted already: it is
+			// failed over from in turn.
+			return pgAction{Kind: pgRetarget, Member: to, Why: fmt.Sprintf("the failover target %s is down too", to)}
+		}
 		return pgWait("failover from %s: waiting for %s to answer", f.From, to)
 	}
 	return pgAction{Kind: pgPromote, Member: f.From, To: to, Why: f.Reason}

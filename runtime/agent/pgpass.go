@@ -104,13 +104,22 @@ func (r *Roles) view(pods []corev1.Pod, probes map[string]pgProbe, st pgStatus, 
 			r.unhealthy[p.Name] = now
 		}
 	}
-	if st.Primary != "" && !seen[st.Primary] {
-		if _, ok := r.unhealthy[st.Primary]; !ok {
-			r.unhealthy[st.Primary] = now
+	// Pods not listed at all are unhealthy too: the last primary, a
+	// failover's target.
+	for _, name := range []string{st.Primary, failoverTarget(st)} {
+		if _, ok := r.unhealthy[name]; name != "" && !seen[name] && !ok {
+			r.unhealthy[name] = now
 		}
 	}
 	slices.SortFunc(v.Members, func(a, b pgMember) int { return cmp.Compare(a.Name, b.Name) })
 	return v
+}
+
+func failoverTarget(st pgStatus) string {
+	if st.Failover == nil {
+		return ""
+	}
+	return st.Failover.To
 }
 
 // request reads the rendered ConfigMap <cluster>-cairn: the number of
