@@ -76,7 +76,14 @@ func (p *pgPass) setLabel(ctx context.Context, pod, role string) error {
 	if !ok || po.Labels[LabelRole] == role {
 		return nil
 	}
-	rv, err := p.r.label(ctx, pod, po.ResourceVersion, role)
+	// A label is set only on the pod as listed (a decision on stale data
+	// gets a Conflict), but for fencing: taking the primary role away is
+	// always safe, and a pod whose container just died has a new status.
+	guard := po.ResourceVersion
+	if role == RoleFenced {
+		guard = ""
+	}
+	rv, err := p.r.label(ctx, pod, guard, role)
 	if err != nil {
 		return err
 	}
