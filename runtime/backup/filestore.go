@@ -44,7 +44,7 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader) (int64, er
 	if err != nil {
 		return 0, fmt.Errorf("put %s: %w", key, err)
 	}
-	n, err := io.Copy(f, contextReader{ctx, r})
+	n, err := io.CopyBuffer(f, contextReader{ctx, r}, make([]byte, 1<<20))
 	if err == nil {
 		err = f.Sync()
 	}

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -27,14 +28,23 @@ func Take(ctx context.Context, st Store, cluster, kind string, src Source, now f
 	m := Manifest{Format: ManifestFormat, Cluster: cluster, Kind: kind, Started: now().UTC()}
 	m.ID = newID(m.Started)
 	pr, pw := io.Pipe()
-	sum := &hashingWriter{w: pw, h: sha256.New()}
+	// The database's messages are small (a few KiB): batch them, so the
+	// store reads in large pieces and the pipe hands over rarely.
+	buf := bufio.NewWriterSize(pw, pipeBuffer)
+	written := &countingWriter{w: buf}
 	streamErr := make(chan error, 1)
 	go func() {
-		err := src.Stream(ctx, sum, &m)
+		err := src.Stream(ctx, written, &m)
+		if err == nil {
+			err = buf.Flush()
+		}
 		pw.CloseWithError(err) // nil closes cleanly
 		streamErr <- err
 	}()
-	n, putErr := st.Put(ctx, Key(cluster, m.ID)+"/"+dataObject, pr)
+	// Hashing on the store's side of the pipe runs beside the database's
+	// reads, on another core.
+	sum := &hashingReader{r: pr, h: sha256.New()}
+	n, putErr := st.Put(ctx, Key(cluster, m.ID)+"/"+dataObject, sum)
 	pr.CloseWithError(errStoreStopped) // the source stops writing too
 	err := <-streamErr
 	switch {
@@ -46,8 +56,8 @@ func Take(ctx context.Context, st Store, cluster, kind string, src Source, now f
 	case err != nil:
 		return m, fmt.Errorf("backup %s of %s: %w", m.ID, cluster, err)
 	}
-	if n != sum.n {
-		return m, fmt.Errorf("backup %s of %s: stored %d bytes of %d: %w", m.ID, cluster, n, sum.n, errIncomplete)
+	if n != written.n || sum.n != written.n {
+		return m, fmt.Errorf("backup %s of %s: stored %d bytes of %d: %w", m.ID, cluster, n, written.n, errIncomplete)
 	}
 	m.Size, m.SHA256, m.Finished = sum.n, hex.EncodeToString(sum.h.Sum(nil)), now().UTC()
 	if err := writeManifest(ctx, st, m); err != nil {
@@ -55,6 +65,9 @@ func Take(ctx context.Context, st Store, cluster, kind string, src Source, now f
 	}
 	return m, nil
 }
+
+// pipeBuffer is how much of a backup is batched before the store reads it.
+const pipeBuffer = 1 << 20
 
 // errStoreStopped ends a source's stream when the store stopped reading.
 var errStoreStopped = errors.New("the store stopped reading the backup")
@@ -66,20 +79,33 @@ func newID(t time.Time) string {
 	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-type hashingWriter struct {
+type countingWriter struct {
 	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// hashingReader hashes what the store reads through it; on the store's
+// side of the pipe, it runs beside the database's reads.
+type hashingReader struct {
+	r io.Reader
 	h hash.Hash
 	n int64
 }
 
-func (h *hashingWriter) Write(p []byte) (int, error) {
-	n, err := h.w.Write(p)
+func (h *hashingReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
 	h.h.Write(p[:n])
 	h.n += int64(n)
 	return n, err
 }
 
-// Open returns the data of a complete backup as a reader that fails at
+// OpenData returns the data of a complete backup as a reader that fails at
 // its end unless the data's size and SHA-256 match the manifest.
 func OpenData(ctx context.Context, st Store, m Manifest) (io.ReadCloser, error) {
 	r, err := st.Get(ctx, Key(m.Cluster, m.ID)+"/"+dataObject)
