@@ -86,7 +86,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidate(), newPlan(), newRender(), newPropose(), newReconcile(), newPR(), newObserve(), newBackup(), newRestore(), newPolicy(), newSchema(), newInstance(), newRuntime())
+	root.AddCommand(newValidate(), newPlan(), newRender(), newPropose(), newReconcile(), newPR(), newObserve(), newCheck(), newBackup(), newRestore(), newPolicy(), newSchema(), newInstance(), newRuntime())
 	addNowFlag(root)
 	markUsage(root)
 	return root

@@ -125,6 +125,10 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.labels(w, r, parts[4])
 	case parts[3] == "issues" && len(parts) == 6 && parts[5] == "comments" && r.Method == http.MethodPost:
 		f.comment(w, r, parts[4])
+	case parts[3] == "issues" && len(parts) == 6 && parts[5] == "comments" && r.Method == http.MethodGet:
+		f.listComments(w, parts[4])
+	case parts[3] == "issues" && len(parts) == 6 && parts[4] == "comments" && r.Method == http.MethodPatch:
+		f.editComment(w, r, parts[5])
 	case parts[3] == "statuses" && len(parts) == 5 && r.Method == http.MethodPost:
 		var in struct{ State, Description, Context string }
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.State == "" {
@@ -307,7 +311,47 @@ func (f *Server) comment(w http.ResponseWriter, r *http.Request, num string) {
 	var in struct{ Body string }
 	_ = json.NewDecoder(r.Body).Decode(&in)
 	pr.Comments = append(pr.Comments, in.Body)
-	writeJSON(w, http.StatusCreated, map[string]any{"id": len(pr.Comments), "body": in.Body})
+	writeJSON(w, http.StatusCreated, fakeComment{ID: commentID(pr.Number, len(pr.Comments)-1), Body: in.Body})
+}
+
+// fakeComment is an issue comment as GitHub lists it.
+type fakeComment struct {
+	ID   int64  `json:"id"`
+	Body string `json:"body"`
+}
+
+// commentID numbers comments repo-wide, as GitHub does: the pull
+// request's number and the comment's place in it.
+func commentID(number, i int) int64 { return int64(number)*100000 + int64(i) + 1 }
+
+// listComments answers GET /repos/{o}/{r}/issues/{n}/comments, oldest
+// first, in one page (the tests keep few comments).
+func (f *Server) listComments(w http.ResponseWriter, num string) {
+	pr := f.find(w, num)
+	if pr == nil {
+		return
+	}
+	out := []fakeComment{}
+	for i, body := range pr.Comments {
+		out = append(out, fakeComment{ID: commentID(pr.Number, i), Body: body})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// editComment answers PATCH /repos/{o}/{r}/issues/comments/{id}.
+func (f *Server) editComment(w http.ResponseWriter, r *http.Request, id string) {
+	var in struct{ Body string }
+	_ = json.NewDecoder(r.Body).Decode(&in)
+	for _, pr := range f.PRs {
+		for i := range pr.Comments {
+			if strconv.FormatInt(commentID(pr.Number, i), 10) == id {
+				pr.Comments[i] = in.Body
+				writeJSON(w, http.StatusOK, fakeComment{ID: commentID(pr.Number, i), Body: in.Body})
+				return
+			}
+		}
+	}
+	writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
