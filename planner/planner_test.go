@@ -196,16 +196,16 @@ func TestFleetPoliciesSeeEachClustersObservedState(t *testing.T) {
 // A spec with restoreFrom creates the cluster from the named backup,
 // and only the create step carries it.
 func TestCreateFromBackup(t *testing.T) {
-	c := etcdSpec(t, 3, "3.7.3", "restoreFrom:", `  storageLocation: "s3://backups/etcd"`, "  cluster: old")
+	c := etcdSpec(t, 3, "3.7.3", "restoreFrom:", `  storageLocation: "s3://backups/etcd"`, "  cluster: old", "  backup: 20261130T020000Z-1a2b3c")
 	pl := Plan([]spec.Cluster{c}, nil, nil).Plans[0]
 	r := pl.Steps[0].Params.CreateCluster.RestoreFrom
-	if r == nil || *r != (plan.RestoreSource{StorageLocation: "s3://backups/etcd", Cluster: "old", Backup: "latest"}) ||
-		!strings.Contains(pl.Steps[0].Summary, "restored from backup latest of old at s3://backups/etcd") {
+	if r == nil || *r != (plan.RestoreSource{StorageLocation: "s3://backups/etcd", Cluster: "old", Backup: "20261130T020000Z-1a2b3c"}) ||
+		!strings.Contains(pl.Steps[0].Summary, "restored from backup 20261130T020000Z-1a2b3c of old at s3://backups/etcd") {
 		t.Fatalf("create step: %+v %q", r, pl.Steps[0].Summary)
 	}
-	c = pgSpec(t, 3, "15.4", "restoreFrom:", `  storageLocation: "file:///b"`, "  backup: 20261130T020000Z-1a2b3c")
+	c = pgSpec(t, 3, "15.4", "restoreFrom:", `  storageLocation: "file:///b"`)
 	pl = Plan([]spec.Cluster{c}, nil, nil).Plans[0]
-	if r := pl.Steps[0].Params.CreateCluster.RestoreFrom; r == nil || r.Cluster != "pg" || r.Backup != "20261130T020000Z-1a2b3c" {
+	if r := pl.Steps[0].Params.CreateCluster.RestoreFrom; r == nil || r.Cluster != "pg" || r.Backup != "latest" {
 		t.Fatalf("create step: %+v", r)
 	}
 	for _, s := range pl.Steps[1:] {

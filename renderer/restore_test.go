@@ -17,7 +17,7 @@ metadata: {name: e}
 spec:
   size: 3
   version: "3.7.3"
-  restoreFrom: {storageLocation: "s3://backups/etcd", cluster: old}
+  restoreFrom: {storageLocation: "s3://backups/etcd", cluster: old, backup: 20261130T020000Z-1a2b3c}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ spec:
 		t.Fatal(err)
 	}
 	create := string(tree["rendered/e/steps/create/cairn-config.yaml"])
-	for _, want := range []string{"restore.storage-location: s3://backups/etcd", "restore.cluster: old", "restore.backup: latest", "bootstrap: new"} {
+	for _, want := range []string{"restore.storage-location: s3://backups/etcd", "restore.cluster: old", "restore.backup: 20261130T020000Z-1a2b3c", "bootstrap: new"} {
 		if !strings.Contains(create, want) {
 			t.Errorf("create step's config lacks %q:\n%s", want, create)
 		}

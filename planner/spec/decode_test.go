@@ -515,11 +515,11 @@ func TestDecodeRestoreFrom(t *testing.T) {
 		return etcd(append([]string{"  restoreFrom:"}, lines...)...)
 	}
 	runDecodeCases(t, []decodeCase{
-		{name: "location only", in: restore(`    storageLocation: "s3://bucket/x"`), check: wantClusters(1)},
 		{name: "all fields", in: restore(`    storageLocation: "file:///backups"`, `    cluster: old-etcd`, `    backup: 20261130T020000Z-1a2b3c`), check: wantClusters(1)},
-		{name: "latest", in: restore(`    storageLocation: "s3://bucket/x"`, `    backup: latest`), check: wantClusters(1)},
-		{name: "no location", in: restore(`    cluster: old`), want: `f.yaml:9:5: spec.restoreFrom: missing required field "storageLocation"`},
-		{name: "bad cluster", in: restore(`    storageLocation: "s3://bucket/x"`, `    cluster: ../etc`), want: `f.yaml:10:14: spec.restoreFrom.cluster: cluster name "../etc" is not valid: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
+		{name: "etcd: no ID", in: restore(`    storageLocation: "s3://bucket/x"`), want: `f.yaml:9:5: spec.restoreFrom.backup: an etcd cluster needs the backup's ID (cairn backup list shows them), so that every member restores the same snapshot`},
+		{name: "etcd: latest", in: restore(`    storageLocation: "s3://bucket/x"`, `    backup: latest`), want: `f.yaml:10:13: spec.restoreFrom.backup: an etcd cluster needs the backup's ID (cairn backup list shows them), so that every member restores the same snapshot`},
+		{name: "no location", in: restore(`    cluster: old`, `    backup: 20261130T020000Z-1a2b3c`), want: `f.yaml:9:5: spec.restoreFrom: missing required field "storageLocation"`},
+		{name: "bad cluster", in: restore(`    storageLocation: "s3://bucket/x"`, `    backup: 20261130T020000Z-1a2b3c`, `    cluster: ../etc`), want: `f.yaml:11:14: spec.restoreFrom.cluster: cluster name "../etc" is not valid: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
 		{name: "bad backup", in: restore(`    storageLocation: "s3://bucket/x"`, `    backup: "yesterday; rm -rf /"`), want: `f.yaml:10:13: spec.restoreFrom.backup: "yesterday; rm -rf /" is not a backup ID such as 20261130T020000Z-1a2b3c (cairn backup list shows them), nor latest`},
 	})
 }

@@ -59,6 +59,11 @@ func validate(c Cluster) ErrorList {
 	case *EtcdCluster:
 		v.meta(c.Metadata)
 		v.common(c.Common(), c.Spec.Resources)
+		if r := c.Spec.RestoreFrom; r != nil && (r.Backup == "" || r.Backup == "latest") {
+			// Every member restores on its own: "latest" could name a
+			// different backup for each.
+			v.fail("spec.restoreFrom.backup", "an etcd cluster needs the backup's ID (cairn backup list shows them), so that every member restores the same snapshot")
+		}
 	}
 	v.errs.Sort()
 	return v.errs

@@ -1,8 +1,8 @@
 package backup
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,7 +24,7 @@ type EtcdSource struct {
 
 // Stream implements Source.
 func (s EtcdSource) Stream(ctx context.Context, w io.Writer, m *Manifest) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: cmpOr(s.DialTimeout, 5*time.Second), Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: cmp.Or(s.DialTimeout, 5*time.Second), Logger: zap.NewNop()})
 	if err != nil {
 		return fmt.Errorf("etcd client for %s: %w", s.Member, err)
 	}
@@ -40,7 +40,7 @@ func (s EtcdSource) Stream(ctx context.Context, w io.Writer, m *Manifest) error 
 		return fmt.Errorf("snapshot of %s: %w", s.Member, err)
 	}
 	defer resp.Snapshot.Close()
-	m.Source, m.Version = s.Member, cmpOrString(resp.Version, st.Version)
+	m.Source, m.Version = s.Member, cmp.Or(resp.Version, st.Version)
 	m.Etcd = &EtcdDetails{Revision: max(resp.Header.GetRevision(), st.Header.GetRevision())}
 	if _, err := io.Copy(w, resp.Snapshot); err != nil {
 		return fmt.Errorf("snapshot of %s: %w", s.Member, err)
@@ -64,38 +64,47 @@ type EtcdRestore struct {
 
 // RestoreEtcd brings backup m back into r.DataDir and checks it: the data
 // must match the manifest's size and SHA-256, and etcd's own hash inside
-// the snapshot must hold. A failure leaves no data directory behind.
+// the snapshot must hold. It restores into a temporary folder beside
+// DataDir and renames it into place when whole, so a failure or a crash
+// leaves no data directory behind.
 func RestoreEtcd(ctx context.Context, st Store, m Manifest, r EtcdRestore) error {
 	if m.Kind != "EtcdCluster" {
 		return fmt.Errorf("backup %s is of a %s, not an etcd cluster", m.ID, m.Kind)
 	}
-	if _, err := os.Stat(r.DataDir); !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("restore into %s: it already exists", r.DataDir)
-	}
-	if err := os.MkdirAll(filepath.Dir(r.DataDir), 0o700); err != nil {
-		return fmt.Errorf("restore into %s: %w", r.DataDir, err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(r.DataDir), ".snapshot-*.db")
+	tmp, err := restoreDir(r.DataDir)
 	if err != nil {
-		return fmt.Errorf("restore into %s: %w", r.DataDir, err)
+		return err
 	}
-	defer os.Remove(tmp.Name())
-	err = copyData(ctx, st, m, tmp)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	defer os.RemoveAll(tmp)
+	snap := filepath.Join(tmp, "snapshot.db")
+	if err := writeData(ctx, st, m, snap); err != nil {
 		return fmt.Errorf("restore %s into %s: %w", m.ID, r.DataDir, err)
 	}
+	out := filepath.Join(tmp, "data")
 	err = snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{
-		SnapshotPath: tmp.Name(), Name: r.Name, OutputDataDir: r.DataDir, PeerURLs: []string{r.PeerURL},
-		InitialCluster: cmpOrString(r.InitialCluster, r.Name+"="+r.PeerURL), InitialClusterToken: r.Token,
+		SnapshotPath: snap, Name: r.Name, OutputDataDir: out, PeerURLs: []string{r.PeerURL},
+		InitialCluster: cmp.Or(r.InitialCluster, r.Name+"="+r.PeerURL), InitialClusterToken: r.Token,
 	})
+	if err == nil {
+		err = renameSynced(out, r.DataDir)
+	}
 	if err != nil {
-		os.RemoveAll(r.DataDir)
 		return fmt.Errorf("restore %s into %s: %w", m.ID, r.DataDir, err)
 	}
 	return nil
+}
+
+// writeData writes a backup's verified data to a new file at path.
+func writeData(ctx context.Context, st Store, m Manifest, path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	err = copyData(ctx, st, m, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // copyData copies a backup's verified data to w.
@@ -107,18 +116,4 @@ func copyData(ctx context.Context, st Store, m Manifest, w io.Writer) error {
 	defer data.Close()
 	_, err = io.Copy(w, contextReader{ctx, data})
 	return err
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}
-
-func cmpOrString(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -60,7 +60,9 @@ type PostgresDetail struct {
 func Key(cluster, id string) string { return cluster + "/" + id }
 
 // List returns the complete backups of cluster, oldest first. Backups
-// without a readable manifest (cut off, or being written) are left out.
+// without a manifest (cut off, or being written) are left out; a
+// manifest that cannot be read (the store failed, or it is damaged) is an
+// error, so that nothing deletes or skips a backup it could not look at.
 func List(ctx context.Context, st Store, cluster string) ([]Manifest, error) {
 	keys, err := st.List(ctx, cluster+"/")
 	if err != nil {
@@ -73,8 +75,11 @@ func List(ctx context.Context, st Store, cluster string) ([]Manifest, error) {
 			continue
 		}
 		m, err := readManifest(ctx, st, cluster, id)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted since the listing
+		}
 		if err != nil {
-			continue
+			return nil, err
 		}
 		out = append(out, m)
 	}
@@ -108,10 +113,10 @@ func readManifest(ctx context.Context, st Store, cluster, id string) (Manifest, 
 	if err != nil {
 		return Manifest{}, fmt.Errorf("backup %s of %s: read manifest: %w", id, cluster, err)
 	}
+	// Unknown fields are accepted: a newer cairn's manifest stays a
+	// backup for an older runtime.
 	var m Manifest
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
+	if err := json.Unmarshal(data, &m); err != nil {
 		return Manifest{}, fmt.Errorf("backup %s of %s: manifest: %w", id, cluster, err)
 	}
 	if m.Format != ManifestFormat || m.ID != id || m.Cluster != cluster {

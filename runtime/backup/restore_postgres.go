@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // PostgresRestore is where a base backup is restored: a new data
@@ -19,37 +20,86 @@ type PostgresRestore struct {
 	// Chown, when set, gives each restored path to the user PostgreSQL
 	// runs as.
 	Chown func(path string) error
+	// Finish, when set, prepares the unpacked copy (in its temporary
+	// folder) before it is renamed into place: what must happen before
+	// the data directory first looks restored.
+	Finish func(dir string) error
 }
 
+// restorePrefix names the temporary folders restores unpack into, beside
+// the data directory; a restore cut off by a crash leaves one, which the
+// next restore removes.
+const restorePrefix = ".cairn-restore-"
+
 // RestorePostgres brings base backup m back into r.DataDir: it unpacks
-// the verified tar into a sibling folder and renames it into place only
-// when all of it was written and its size and SHA-256 match the manifest.
-// The result starts as a consistent copy (it holds its WAL and
-// backup_label). A failure, a full disk included, leaves no data
-// directory behind.
+// the verified tar into a temporary folder beside it, finishes it, syncs
+// it to disk and renames it into place only when all of it was written
+// and its size and SHA-256 match the manifest. The result starts as a
+// consistent copy (it holds its WAL and backup_label). A failure, a full
+// disk or a crash included, leaves no data directory behind.
 func RestorePostgres(ctx context.Context, st Store, m Manifest, r PostgresRestore) error {
 	if m.Kind != "PostgresCluster" {
 		return fmt.Errorf("backup %s is of a %s, not a PostgreSQL cluster", m.ID, m.Kind)
 	}
-	if _, err := os.Stat(r.DataDir); !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("restore into %s: it already exists", r.DataDir)
+	tmp, err := restoreDir(r.DataDir)
+	if err != nil {
+		return err
 	}
-	tmp := r.DataDir + ".restoring"
-	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("restore into %s: %w", r.DataDir, err)
-	}
-	err := restoreTar(ctx, st, m, tmp, r.Chown)
+	err = restoreTar(ctx, st, m, tmp, r.Chown)
 	if err == nil {
 		err = checkDataDir(tmp)
 	}
+	if err == nil && r.Finish != nil {
+		err = r.Finish(tmp)
+	}
 	if err == nil {
-		err = os.Rename(tmp, r.DataDir)
+		err = renameSynced(tmp, r.DataDir)
 	}
 	if err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("restore %s into %s: %w", m.ID, r.DataDir, err)
 	}
 	return nil
+}
+
+// restoreDir checks that dataDir does not exist, removes what earlier
+// restores cut off by a crash left beside it, and makes a new temporary
+// folder there to restore into.
+func restoreDir(dataDir string) (string, error) {
+	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("restore into %s: it already exists", dataDir)
+	}
+	parent := filepath.Dir(dataDir)
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", fmt.Errorf("restore into %s: %w", dataDir, err)
+	}
+	stale, _ := filepath.Glob(filepath.Join(parent, restorePrefix+"*"))
+	for _, d := range stale {
+		if err := os.RemoveAll(d); err != nil {
+			return "", fmt.Errorf("restore into %s: remove the leftover %s: %w", dataDir, d, err)
+		}
+	}
+	tmp, err := os.MkdirTemp(parent, restorePrefix+"*")
+	if err != nil {
+		return "", fmt.Errorf("restore into %s: %w", dataDir, err)
+	}
+	return tmp, nil
+}
+
+// renameSynced flushes the restored files to disk, renames the folder
+// into place and syncs its parent, so a crash leaves either no data
+// directory or a whole one.
+func renameSynced(tmp, dataDir string) error {
+	syscall.Sync()
+	if err := os.Rename(tmp, dataDir); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(dataDir))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func restoreTar(ctx context.Context, st Store, m Manifest, dir string, chown func(string) error) error {

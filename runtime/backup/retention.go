@@ -31,12 +31,13 @@ func (r Retention) Expired(all []Manifest, now time.Time) []Manifest {
 }
 
 // Prune deletes what the retention expires among cluster's complete
-// backups, and the leftovers of cut-off backups older than the newest
-// complete one. It is called only after a backup completed, so there is
-// always a newer complete backup than anything it deletes. Data goes
-// before the manifest, so a half-done delete never leaves a manifest
-// without its data... except that List then skips it, and the next prune
-// removes it.
+// backups, and the data of cut-off backups (no manifest) that started
+// before the newest complete one. It is called only after a backup
+// completed, so there is always a newer complete backup than anything it
+// deletes. If any manifest cannot be read, it deletes nothing: a backup it
+// cannot see is never taken for a leftover. A backup's manifest goes
+// before its data, so a half-done delete leaves a leftover, not a
+// manifest whose data is gone.
 func Prune(ctx context.Context, st Store, cluster string, r Retention, now time.Time) ([]string, error) {
 	all, err := List(ctx, st, cluster)
 	if err != nil || len(all) == 0 {
@@ -52,19 +53,21 @@ func Prune(ctx context.Context, st Store, cluster string, r Retention, now time.
 		}
 		deleted = append(deleted, m.ID)
 	}
-	complete := map[string]bool{}
-	for _, m := range all {
-		complete[m.ID] = true
-	}
 	keys, err := st.List(ctx, cluster+"/")
 	if err != nil {
 		return deleted, errors.Join(append(errs, err)...)
 	}
+	manifests := map[string]bool{}
+	for _, k := range keys {
+		if id, ok := strings.CutSuffix(strings.TrimPrefix(k, cluster+"/"), "/"+manifestObject); ok {
+			manifests[id] = true
+		}
+	}
 	for _, k := range keys {
 		id, _, _ := strings.Cut(strings.TrimPrefix(k, cluster+"/"), "/")
-		// IDs sort by start time: a leftover that started before the newest
-		// complete backup will never complete.
-		if !complete[id] && id < newest.ID {
+		// IDs sort by start time: a backup without a manifest that started
+		// before the newest complete one was cut off and never completes.
+		if !manifests[id] && id < newest.ID {
 			if err := st.Delete(ctx, k); err != nil {
 				errs = append(errs, err)
 			}

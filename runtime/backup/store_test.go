@@ -103,6 +103,11 @@ func TestTakeListOpenOnEachStore(t *testing.T) {
 			if all, err := List(ctx, st, "db"); err != nil || len(all) != 0 {
 				t.Fatalf("after a cut-off backup: %v %v", all, err)
 			}
+			// Not even its data: the file was never renamed into place, the
+			// multipart upload was aborted.
+			if keys, err := st.List(ctx, "db/"); err != nil || len(keys) != 0 {
+				t.Fatalf("objects after a cut-off backup: %v %v", keys, err)
+			}
 			// The next run succeeds.
 			m, err := Take(ctx, st, "db", "PostgresCluster", bytesSource{data: data}, now)
 			if err != nil {
@@ -268,5 +273,41 @@ func TestParseLocation(t *testing.T) {
 		if err != nil || l.String() != c.want {
 			t.Errorf("%s: %v %v", c.in, l, err)
 		}
+	}
+}
+
+// failingGets fails reading one key, as a store answering 503 would.
+type failingGets struct {
+	Store
+	key string
+}
+
+func (f failingGets) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if key == f.key {
+		return nil, errors.New("503 Service Unavailable")
+	}
+	return f.Store.Get(ctx, key)
+}
+
+// A manifest that cannot be read stops retention: a backup it cannot
+// look at is neither expired nor taken for a leftover.
+func TestPruneDeletesNothingItCannotRead(t *testing.T) {
+	ctx := context.Background()
+	st := &FileStore{Root: t.TempDir()}
+	now := clock(time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC))
+	var ids []string
+	for i := range 3 {
+		m, err := Take(ctx, st, "db", "EtcdCluster", bytesSource{data: payload(10 + i)}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	flaky := failingGets{Store: st, key: Key("db", ids[1]) + "/manifest.json"}
+	if deleted, err := Prune(ctx, flaky, "db", Retention{Count: 1}, now()); err == nil || len(deleted) != 0 {
+		t.Fatalf("prune with an unreadable manifest: deleted %v, %v", deleted, err)
+	}
+	if keys, _ := st.List(ctx, "db/"); len(keys) != 6 {
+		t.Fatalf("objects left: %v", keys)
 	}
 }

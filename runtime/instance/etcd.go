@@ -62,19 +62,21 @@ func (e *Etcd) Args(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !hasData && e.Config.Bootstrap == "new" && e.Config.Restore != nil && ord < e.Config.InitialMembers {
-		// A create step from a snapshot: every member it creates restores
-		// the same snapshot and starts from that data.
-		if err := e.restoreEtcd(ctx); err != nil {
-			return nil, err
-		}
-		hasData = true
-	}
 	cli, members, err := e.cluster(ctx)
 	if cli != nil {
 		defer cli.Close()
 	}
 	reachable := err == nil
+	if !hasData && !reachable && e.Config.Bootstrap == "new" && e.Config.Restore != nil && ord < e.Config.InitialMembers {
+		// A create step from a snapshot: every member it creates restores
+		// the same snapshot and starts from that data. A member that comes
+		// later, when the restored cluster already answers, joins it as
+		// the member it lists (and one that lost its data is found out).
+		if err := e.restoreEtcd(ctx); err != nil {
+			return nil, err
+		}
+		hasData = true
+	}
 	if e.Config.RemoveMember == e.Name && (!reachable || !e.inMembership(members) || !hasData) {
 		return nil, fmt.Errorf("%s: %w", e.Name, ErrRemoving)
 	}

@@ -100,11 +100,15 @@ func (p *Postgres) Prepare(ctx context.Context) (role string, initialised bool, 
 // linkConfig makes the data directory's postgresql.conf include the
 // rendered one, so every start reads it: the server's, and the
 // single-user recovery pg_rewind runs (which needs wal_keep_size).
-func (p *Postgres) linkConfig() error {
+func (p *Postgres) linkConfig() error { return p.linkConfigIn(p.PGData) }
+
+// linkConfigIn writes the including postgresql.conf into data directory
+// dir.
+func (p *Postgres) linkConfigIn(dir string) error {
 	if p.ConfigFile == "" {
 		return nil
 	}
-	return p.writeOwned(filepath.Join(p.PGData, "postgresql.conf"),
+	return p.writeOwned(filepath.Join(dir, "postgresql.conf"),
 		"# Written by cairn: the settings are rendered from the spec.\ninclude '"+strings.ReplaceAll(p.ConfigFile, "'", "''")+"'\n")
 }
 

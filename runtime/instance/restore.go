@@ -55,7 +55,7 @@ func (e *Etcd) restoreEtcd(ctx context.Context) error {
 		name := cluster + "-" + strconv.Itoa(i)
 		initial = append(initial, name+"="+e.PeerURL(name))
 	}
-	if err := os.RemoveAll(e.DataDir); err != nil { // empty: no member/ in it
+	if err := os.RemoveAll(e.DataDir); err != nil { // no member/ in it: nothing of etcd's
 		return err
 	}
 	e.Log.Info("restoring the create step's snapshot", "member", e.Name, "backup", m.ID, "of", m.Cluster)
@@ -64,10 +64,12 @@ func (e *Etcd) restoreEtcd(ctx context.Context) error {
 }
 
 // restorePostgres restores the create step's base backup as the first
-// member's data directory, in place of initdb: the backup's roles come
-// with it, so the superuser's password is set to the new cluster's in
-// single-user mode before the server first starts (the replication
-// user's is set after, as for a new cluster).
+// member's data directory, in place of initdb. The backup's roles come
+// with it, so the superuser's password is set to the new cluster's (in
+// single-user mode) before the copy is renamed into place: a restore cut
+// off at any point leaves no data directory, and the next start restores
+// again. The replication user's password is set after the first start, as
+// for a new cluster.
 func (p *Postgres) restorePostgres(ctx context.Context) error {
 	st, m, err := findBackup(ctx, p.Config.Restore)
 	if err != nil {
@@ -77,38 +79,53 @@ func (p *Postgres) restorePostgres(ctx context.Context) error {
 		return err
 	}
 	p.Log.Info("restoring the create step's base backup", "member", p.Name, "backup", m.ID, "of", m.Cluster)
-	chown := func(path string) error { return p.chown(path) }
-	if err := backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: p.PGData, Chown: chown}); err != nil {
-		return err
-	}
+	return backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: p.PGData, Chown: p.chown,
+		Finish: func(dir string) error { return p.finishRestore(ctx, dir) }})
+}
+
+// finishRestore prepares an unpacked base backup to start as the new
+// cluster's primary.
+func (p *Postgres) finishRestore(ctx context.Context, dir string) error {
 	// A backup taken from a replica carries its standby.signal: the new
 	// cluster's first member is a primary.
 	for _, f := range []string{"standby.signal", "recovery.signal", "postmaster.pid"} {
-		if err := os.Remove(filepath.Join(p.PGData, f)); err != nil && !os.IsNotExist(err) {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}
-	if err := p.linkConfig(); err != nil {
+	if err := p.linkConfigIn(dir); err != nil {
 		return err
 	}
-	return p.setSuperuserPassword(ctx)
+	return p.setSuperuserPassword(ctx, dir)
 }
 
-// setSuperuserPassword runs postgres --single once: it recovers the
+// setSuperuserPassword runs postgres --single once on dir: it recovers the
 // restored copy to consistency and sets the password, given as a SCRAM
-// verifier on standard input, never on a command line.
-func (p *Postgres) setSuperuserPassword(ctx context.Context) error {
+// verifier on standard input, never on a command line, and never echoed
+// in what is reported when it fails.
+func (p *Postgres) setSuperuserPassword(ctx context.Context, dir string) error {
 	verifier, err := scramVerifier(p.SuperuserPassword)
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, p.bin("postgres"), "--single", "-D", p.PGData, "postgres")
+	cmd := exec.CommandContext(ctx, p.bin("postgres"), "--single", "-D", dir, "-c", "log_min_error_statement=panic", "postgres")
 	cmd.Stdin = strings.NewReader(fmt.Sprintf("ALTER ROLE %s WITH PASSWORD %s;\n", Superuser, quoteLiteral(verifier)))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("set the superuser password of the restored copy: %w: %s", err, lastLines(string(out), 5))
+		return fmt.Errorf("set the superuser password of the restored copy: %w: %s", err, lastLines(withoutSecrets(string(out)), 5))
 	}
 	return nil
+}
+
+// withoutSecrets drops the lines that could echo the statement.
+func withoutSecrets(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.Contains(strings.ToUpper(l), "PASSWORD") && !strings.Contains(l, "SCRAM-SHA-256$") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 func lastLines(s string, n int) string {
