@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -139,7 +141,9 @@ never two at once.`,
 
 // runBackupRequest writes the request and waits for its outcome.
 func runBackupRequest(ctx context.Context, w io.Writer, c kubernetes.Interface, ns, cluster string, wait time.Duration) error {
-	id := "manual-" + time.Now().UTC().Format("20060102T150405Z")
+	var nonce [4]byte
+	_, _ = rand.Read(nonce[:])
+	id := "manual-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(nonce[:])
 	name := cluster + "-cairn-status"
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{observe.BackupRequestAnnotation: id}}})
 	_, err := c.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "cairn"})
@@ -154,7 +158,6 @@ func runBackupRequest(ctx context.Context, w io.Writer, c kubernetes.Interface, 
 	if wait <= 0 {
 		return nil
 	}
-	asked := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
@@ -162,12 +165,12 @@ func runBackupRequest(ctx context.Context, w io.Writer, c kubernetes.Interface, 
 		switch {
 		case err != nil:
 			return err
-		case st.LastRequest == id && st.LastSuccessful != nil:
+		case st.LastManualRequest == id && st.LastSuccessful != nil:
 			d := st.LastSuccessful
 			fmt.Fprintf(w, "backup %s complete: %d bytes from %s at %s\n", d.ID, d.Size, d.Source, d.Location)
 			return nil
-		case st.LastFailure != nil && st.LastFailure.Time.After(asked.Add(-time.Second)):
-			return fmt.Errorf("backup of %s failed: %s", cluster, st.LastFailure.Error)
+		case st.LastFailure != nil && st.LastFailure.Request == id:
+			return fmt.Errorf("backup of %s failed (the runtime tries again in a minute): %s", cluster, st.LastFailure.Error)
 		}
 		select {
 		case <-ctx.Done():

@@ -21,9 +21,12 @@ const (
 type BackupStatus struct {
 	LastSuccessful *BackupDone    `json:"lastSuccessful,omitempty"`
 	LastFailure    *BackupFailure `json:"lastFailure,omitempty"`
-	// LastRequest is the ID of the last on-demand request (a merged
-	// TakeBackup step, or cairn backup run) a backup completed.
+	// LastRequest is the ID of the last merged TakeBackup step a backup
+	// completed; the step's gate waits for it.
 	LastRequest string `json:"lastRequest,omitempty"`
+	// LastManualRequest is the ID of the last cairn backup run request a
+	// backup completed.
+	LastManualRequest string `json:"lastManualRequest,omitempty"`
 }
 
 // BackupDone is a complete backup.
@@ -40,6 +43,8 @@ type BackupDone struct {
 type BackupFailure struct {
 	Time  time.Time `json:"time"`
 	Error string    `json:"error"`
+	// Request is the on-demand request the attempt served, if any.
+	Request string `json:"request,omitempty"`
 }
 
 // ParseBackupStatus reads the status ConfigMap's backup key; empty data

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,7 +71,7 @@ type Backups struct {
 func (b *Backups) Run(ctx context.Context) {
 	defer b.takes.Wait()
 	defer b.stopCron()
-	t := time.NewTicker(cmpOr(b.Interval, 5*time.Second))
+	t := time.NewTicker(cmp.Or(b.Interval, 5*time.Second))
 	defer t.Stop()
 	first := true
 	for {
@@ -118,34 +119,59 @@ func (b *Backups) pass(ctx context.Context, first bool) error {
 	if status.LastSuccessful != nil {
 		last = status.LastSuccessful.Finished
 	}
-	retry := status.LastFailure == nil || b.clock().Sub(status.LastFailure.Time) >= requestRetry
-	switch req := requestOf(cfg.Data, annotations); {
-	case req != "" && req != status.LastRequest && retry:
+	switch req, ok := pendingRequest(cfg.Data, annotations, status, b.clock()); {
+	case ok:
 		b.takes.Go(func() { b.take(ctx, policy, req) })
 	case first && sched.Missed(last, b.clock()):
-		b.takes.Go(func() { b.take(ctx, policy, "") })
+		b.takes.Go(func() { b.take(ctx, policy, request{}) })
 	}
 	return nil
 }
 
-// requestOf is the pending on-demand request: a merged TakeBackup step's
-// ID, else cairn backup run's.
-func requestOf(config, statusAnnotations map[string]string) string {
-	if id := config["request.backup.id"]; id != "" {
-		return id
-	}
-	return statusAnnotations[BackupRequestAnnotation]
+// request is an on-demand backup: a merged TakeBackup step's (recorded as
+// LastRequest, which the step's gate reads) or cairn backup run's
+// (recorded as LastManualRequest). Zero is a scheduled backup.
+type request struct {
+	id     string
+	manual bool
 }
 
+// pendingRequest is the on-demand request to serve now, if any: the
+// step's first, then the manual one; a request that just failed waits
+// requestRetry before it is tried again.
+func pendingRequest(config, statusAnnotations map[string]string, st BackupStatus, now time.Time) (request, bool) {
+	for _, r := range []request{{id: config["request.backup.id"]}, {id: statusAnnotations[BackupRequestAnnotation], manual: true}} {
+		done := st.LastRequest
+		if r.manual {
+			done = st.LastManualRequest
+		}
+		if r.id == "" || r.id == done {
+			continue
+		}
+		if f := st.LastFailure; f != nil && f.Request == r.id && now.Sub(f.Time) < requestRetry {
+			continue
+		}
+		return r, true
+	}
+	return request{}, false
+}
+
+// schedule replaces the scheduler with one for policy p. A backup the old
+// one started runs on (nothing waits for it here, so requests are still
+// served); a new tick meanwhile is skipped, as never two run at once.
 func (b *Backups) schedule(ctx context.Context, p backup.Policy, s backup.Schedule) {
-	b.stopCron()
+	if b.cron != nil {
+		b.cron.Stop()
+	}
 	c := cron.New(cron.WithLocation(s.Loc))
-	c.Schedule(s.Schedule, cron.FuncJob(func() { b.take(ctx, p, "") }))
+	c.Schedule(s.Schedule, cron.FuncJob(func() { b.take(ctx, p, request{}) }))
 	c.Start()
 	b.cron, b.policy = c, p
 	b.logger().Info("backups scheduled", "cluster", b.Cluster, "schedule", p.Schedule, "timeZone", s.Loc.String(), "next", s.NextAfter(b.clock()))
 }
 
+// stopCron stops the scheduler and waits for a backup it is running
+// (which stops soon: its context ends with the leadership).
 func (b *Backups) stopCron() {
 	if b.cron != nil {
 		<-b.cron.Stop().Done()
@@ -154,21 +180,21 @@ func (b *Backups) stopCron() {
 }
 
 // take runs one backup unless one is running, then prunes and reports.
-func (b *Backups) take(ctx context.Context, p backup.Policy, request string) {
+func (b *Backups) take(ctx context.Context, p backup.Policy, req request) {
 	if !b.running.TryLock() {
 		return
 	}
 	defer b.running.Unlock()
 	start := b.clock()
-	m, err := b.backup(ctx, p)
+	st, m, err := b.backup(ctx, p)
 	if ctx.Err() != nil {
 		return // leadership lost mid-backup: nothing complete was reported
 	}
 	if err != nil {
-		b.failed(ctx, start, err)
+		b.failed(ctx, start, req, err)
 		return
 	}
-	deleted, perr := backup.Prune(ctx, b.storeOf(p), b.Cluster, p.Retention, b.clock())
+	deleted, perr := backup.Prune(ctx, st, b.Cluster, p.Retention, b.clock())
 	if perr != nil {
 		b.logger().Warn("backup retention failed", "cluster", b.Cluster, "err", perr.Error())
 	}
@@ -177,29 +203,27 @@ func (b *Backups) take(ctx context.Context, p backup.Policy, request string) {
 	done := &BackupDone{ID: m.ID, Location: p.Location, Started: m.Started, Finished: m.Finished, Size: m.Size, Source: m.Source}
 	if err := b.updateStatus(ctx, func(s *BackupStatus) {
 		s.LastSuccessful = done
-		if request != "" {
-			s.LastRequest = request
+		switch {
+		case req.manual:
+			s.LastManualRequest = req.id
+		case req.id != "":
+			s.LastRequest = req.id
 		}
 	}); err != nil {
 		b.logger().Warn("backup status not written", "cluster", b.Cluster, "err", err.Error())
 	}
 }
 
-func (b *Backups) failed(ctx context.Context, start time.Time, err error) {
+func (b *Backups) failed(ctx context.Context, start time.Time, req request, err error) {
 	b.Metrics.failed()
-	b.logger().Error("backup failed", "cluster", b.Cluster, "err", err.Error())
-	if serr := b.updateStatus(ctx, func(s *BackupStatus) { s.LastFailure = &BackupFailure{Time: start, Error: err.Error()} }); serr != nil {
+	b.logger().Error("backup failed", "cluster", b.Cluster, "request", req.id, "err", err.Error())
+	failure := &BackupFailure{Time: start, Error: err.Error(), Request: req.id}
+	if serr := b.updateStatus(ctx, func(s *BackupStatus) { s.LastFailure = failure }); serr != nil {
 		b.logger().Warn("backup status not written", "cluster", b.Cluster, "err", serr.Error())
 	}
 	if eerr := b.event(ctx, corev1.EventTypeWarning, "BackupFailed", err.Error()); eerr != nil {
 		b.logger().Warn("backup event not recorded", "cluster", b.Cluster, "err", eerr.Error())
 	}
-}
-
-// storeOf opens a policy's location; a failure is reported by backup().
-func (b *Backups) storeOf(p backup.Policy) backup.Store {
-	st, _ := b.open(p)
-	return st
 }
 
 func (b *Backups) open(p backup.Policy) (backup.Store, error) {
@@ -217,16 +241,19 @@ func (b *Backups) open(p backup.Policy) (backup.Store, error) {
 	return backup.Open(loc, cfg)
 }
 
-func (b *Backups) backup(ctx context.Context, p backup.Policy) (backup.Manifest, error) {
+// backup takes one backup into the policy's location and returns the
+// store it opened.
+func (b *Backups) backup(ctx context.Context, p backup.Policy) (backup.Store, backup.Manifest, error) {
 	st, err := b.open(p)
 	if err != nil {
-		return backup.Manifest{}, err
+		return nil, backup.Manifest{}, err
 	}
 	src, kind, err := b.source(ctx)
 	if err != nil {
-		return backup.Manifest{}, err
+		return nil, backup.Manifest{}, err
 	}
-	return backup.Take(ctx, st, b.Cluster, kind, src, b.clock)
+	m, err := backup.Take(ctx, st, b.Cluster, kind, src, b.clock)
+	return st, m, err
 }
 
 func (b *Backups) clock() time.Time {
@@ -241,13 +268,6 @@ func (b *Backups) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return b.Log
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // readStatus reads the backup status and the status ConfigMap's

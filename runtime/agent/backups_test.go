@@ -84,11 +84,14 @@ func (b *backupBed) setPolicy(data map[string]string) {
 	}
 }
 
-func (b *backupBed) runtime(ctx context.Context) *Backups {
+// runtime runs the cluster's backups until ctx ends; the channel closes
+// when they have stopped.
+func (b *backupBed) runtime(ctx context.Context) <-chan struct{} {
 	bk := &Backups{Client: b.c, Namespace: b.ns, Cluster: "kv", EtcdPort: b.port, Interval: 200 * time.Millisecond,
 		Log: testbed.Logger(b.t, 100)}
-	go bk.Run(ctx)
-	return bk
+	done := make(chan struct{})
+	go func() { defer close(done); bk.Run(ctx) }()
+	return done
 }
 
 func (b *backupBed) status() BackupStatus {
@@ -133,7 +136,6 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 		}
 		return fmt.Errorf("none yet; status %+v", b.status())
 	})
-	b.put("after", 5)
 	testbed.Eventually(t, "two more backups, one pruned", func() error {
 		all := b.complete()
 		if len(all) != 2 || all[0].ID == first.ID {
@@ -176,16 +178,29 @@ func TestRequestedAndMissedBackups(t *testing.T) {
 		}
 		return nil
 	})
+	// A merged TakeBackup step asks, then cairn backup run: both are
+	// served, each recorded on its own.
+	b.setPolicy(map[string]string{"backup.schedule": "0 3 * * *", "backup.storage-location": "file://" + b.stores, "request.backup.id": "backup-before-upgrade"})
+	testbed.Eventually(t, "the step's backup", func() error {
+		if st := b.status(); st.LastRequest != "backup-before-upgrade" || len(b.complete()) != 2 {
+			return fmt.Errorf("status %+v, %d backups", st, len(b.complete()))
+		}
+		return nil
+	})
 	patch := []byte(`{"metadata":{"annotations":{"` + BackupRequestAnnotation + `":"by-hand-1"}}}`)
 	if _, err := b.c.CoreV1().ConfigMaps(b.ns).Patch(ctx, "kv-cairn-status", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	testbed.Eventually(t, "the requested backup", func() error {
-		if st := b.status(); st.LastRequest != "by-hand-1" || len(b.complete()) != 2 {
+		if st := b.status(); st.LastManualRequest != "by-hand-1" || st.LastRequest != "backup-before-upgrade" || len(b.complete()) != 3 {
 			return fmt.Errorf("status %+v, %d backups", st, len(b.complete()))
 		}
 		return nil
 	})
+	time.Sleep(time.Second)
+	if n := len(b.complete()); n != 3 {
+		t.Fatalf("%d backups: a served request was served again", n)
+	}
 }
 
 // A backup that cannot be stored is a clear error in the status and an
@@ -195,7 +210,7 @@ func TestFailedBackupIsReported(t *testing.T) {
 	ctx := context.Background()
 	b.setPolicy(map[string]string{"backup.schedule": "*/2 * * * * *", "backup.storage-location": "file://" + b.stores, "backup.retention.count": "1"})
 	rctx, cancel := context.WithCancel(ctx)
-	b.runtime(rctx)
+	done := b.runtime(rctx)
 	testbed.Eventually(t, "a first backup", func() error {
 		if len(b.complete()) == 0 {
 			return fmt.Errorf("none yet")
@@ -203,14 +218,16 @@ func TestFailedBackupIsReported(t *testing.T) {
 		return nil
 	})
 	cancel()
+	<-done
 	good := b.complete()
+	const secret = "s3cr3t-n0t-t0-be-s33n"
 	// The location turns into an S3 bucket nobody can reach.
 	b.setPolicy(map[string]string{"backup.schedule": "*/2 * * * * *", "backup.storage-location": "s3://no-such-bucket/x", "backup.retention.count": "1"})
 	rctx, cancel = context.WithCancel(ctx)
 	defer cancel()
 	bk := &Backups{Client: b.c, Namespace: b.ns, Cluster: "kv", EtcdPort: b.port, Interval: 200 * time.Millisecond, Log: testbed.Logger(t, 100),
 		Open: func(loc backup.Location) (backup.Store, error) {
-			return backup.NewS3Store(loc, backup.S3Config{Endpoint: "http://127.0.0.1:1", AccessKeyID: "k", SecretAccessKey: "s"})
+			return backup.NewS3Store(loc, backup.S3Config{Endpoint: "http://127.0.0.1:1", AccessKeyID: "k", SecretAccessKey: secret})
 		}}
 	go bk.Run(rctx)
 	testbed.Eventually(t, "the failure in the status", func() error {
@@ -220,8 +237,11 @@ func TestFailedBackupIsReported(t *testing.T) {
 		return nil
 	})
 	evs, err := b.c.CoreV1().Events(b.ns).List(ctx, metav1.ListOptions{})
-	if err != nil || len(evs.Items) == 0 || evs.Items[0].Reason != "BackupFailed" || strings.Contains(evs.Items[0].Message, "\"s\"") {
+	if err != nil || len(evs.Items) == 0 || evs.Items[0].Reason != "BackupFailed" || strings.Contains(evs.Items[0].Message, secret) {
 		t.Fatalf("events %+v %v", evs, err)
+	}
+	if st := b.status(); strings.Contains(st.LastFailure.Error, secret) {
+		t.Fatalf("the secret is in the status: %s", st.LastFailure.Error)
 	}
 	if after := b.complete(); len(after) != len(good) || after[0].ID != good[0].ID {
 		t.Fatalf("backups after the failure %v, before %v", after, good)
@@ -269,5 +289,38 @@ func TestPostgresBackupSource(t *testing.T) {
 		if !ok || kind != "PostgresCluster" || pg.Member != want || pg.User != "replicator" || pg.Password != "r3pl" || pg.Port != 5433 {
 			t.Fatalf("source %+v %s, want %s", src, kind, want)
 		}
+	}
+}
+
+func TestPendingRequest(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	step := map[string]string{"request.backup.id": "backup-before-x"}
+	manual := map[string]string{BackupRequestAnnotation: "manual-1"}
+	failed := func(req string, ago time.Duration) *BackupFailure {
+		return &BackupFailure{Time: now.Add(-ago), Request: req, Error: "boom"}
+	}
+	for _, c := range []struct {
+		name          string
+		config, annot map[string]string
+		st            BackupStatus
+		want          request
+		ok            bool
+	}{
+		{"nothing asked", nil, nil, BackupStatus{}, request{}, false},
+		{"a step asks", step, nil, BackupStatus{}, request{id: "backup-before-x"}, true},
+		{"the step's request done", step, nil, BackupStatus{LastRequest: "backup-before-x"}, request{}, false},
+		{"a manual request beside a done step", step, manual, BackupStatus{LastRequest: "backup-before-x"}, request{id: "manual-1", manual: true}, true},
+		{"the step first", step, manual, BackupStatus{}, request{id: "backup-before-x"}, true},
+		{"both done", step, manual, BackupStatus{LastRequest: "backup-before-x", LastManualRequest: "manual-1"}, request{}, false},
+		{"just failed: wait", nil, manual, BackupStatus{LastFailure: failed("manual-1", 10 * time.Second)}, request{}, false},
+		{"failed a minute ago: again", nil, manual, BackupStatus{LastFailure: failed("manual-1", time.Minute)}, request{id: "manual-1", manual: true}, true},
+		{"another's failure does not hold it", nil, manual, BackupStatus{LastFailure: failed("", time.Second)}, request{id: "manual-1", manual: true}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := pendingRequest(c.config, c.annot, c.st, now)
+			if got != c.want || ok != c.ok {
+				t.Fatalf("got %+v %v, want %+v %v", got, ok, c.want, c.ok)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -38,7 +39,7 @@ func (b *Backups) source(ctx context.Context) (backup.Source, string, error) {
 			return nil, "", errNoMember
 		}
 		p := ready[0]
-		return backup.EtcdSource{Member: p.Name, Endpoint: "http://" + p.Status.PodIP + ":" + strconv.Itoa(cmpOrInt(b.EtcdPort, 2379))}, "EtcdCluster", nil
+		return backup.EtcdSource{Member: p.Name, Endpoint: "http://" + p.Status.PodIP + ":" + strconv.Itoa(cmp.Or(b.EtcdPort, 2379))}, "EtcdCluster", nil
 	}
 	var pick *corev1.Pod
 	for _, role := range []string{RoleReplica, RolePrimary} {
@@ -54,7 +55,7 @@ func (b *Backups) source(ctx context.Context) (backup.Source, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("read the replication password: %w", err)
 	}
-	return backup.PostgresSource{Member: pick.Name, Host: pick.Status.PodIP, Port: cmpOrInt(b.PostgresPort, 5432),
+	return backup.PostgresSource{Member: pick.Name, Host: pick.Status.PodIP, Port: cmp.Or(b.PostgresPort, 5432),
 		User: replicationUser, Password: string(secret.Data["password"])}, "PostgresCluster", nil
 }
 
@@ -76,11 +77,4 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func cmpOrInt(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
 }
