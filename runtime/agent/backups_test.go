@@ -312,7 +312,7 @@ func TestPendingRequest(t *testing.T) {
 		{"a manual request beside a done step", step, manual, BackupStatus{LastRequest: "backup-before-x"}, request{id: "manual-1", manual: true}, true},
 		{"the step first", step, manual, BackupStatus{}, request{id: "backup-before-x"}, true},
 		{"both done", step, manual, BackupStatus{LastRequest: "backup-before-x", LastManualRequest: "manual-1"}, request{}, false},
-		{"just failed: wait", nil, manual, BackupStatus{LastFailure: failed("manual-1", 10 * time.Second)}, request{}, false},
+		{"just failed: wait", nil, manual, BackupStatus{LastFailure: failed("manual-1", 10*time.Second)}, request{}, false},
 		{"failed a minute ago: again", nil, manual, BackupStatus{LastFailure: failed("manual-1", time.Minute)}, request{id: "manual-1", manual: true}, true},
 		{"another's failure does not hold it", nil, manual, BackupStatus{LastFailure: failed("", time.Second)}, request{id: "manual-1", manual: true}, true},
 	} {
