@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -245,7 +246,7 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 	if o.kind == spec.PostgresKind {
 		err = backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: o.dataDir})
 	} else {
-		name, token := cmpOrStr(o.name, o.cluster+"-0"), cmpOrStr(o.token, o.cluster+"-restored")
+		name, token := cmp.Or(o.name, o.cluster+"-0"), cmp.Or(o.token, o.cluster+"-restored")
 		err = backup.RestoreEtcd(ctx, st, m, backup.EtcdRestore{DataDir: o.dataDir, Name: name, PeerURL: o.peerURL, Token: token})
 	}
 	if err != nil {
@@ -253,11 +254,4 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 	}
 	fmt.Fprintf(w, "restored backup %s of %s (%d bytes from %s, finished %s) into %s\n", m.ID, o.cluster, m.Size, m.Source, m.Finished.Format(time.RFC3339), o.dataDir)
 	return nil
-}
-
-func cmpOrStr(v, def string) string {
-	if v != "" {
-		return v
-	}
-	return def
 }

@@ -59,6 +59,9 @@ func (l liveSource) observer() (*observe.Observer, error) {
 	if l.kubeconfig != "" && l.inCluster {
 		return nil, &exitError{exitUsage, fmt.Errorf("--kubeconfig and --in-cluster name two clusters; give one")}
 	}
+	if l.inCluster && l.context != "" {
+		return nil, &exitError{exitUsage, fmt.Errorf("--context picks a kubeconfig context; --in-cluster has none")}
+	}
 	var cfg *rest.Config
 	ns := l.namespace
 	var err error

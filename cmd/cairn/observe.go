@@ -46,7 +46,10 @@ func runObserve(ctx context.Context, w io.Writer, o observeOptions) error {
 	if o.output != "yaml" && o.output != "json" {
 		return &exitError{exitUsage, fmt.Errorf("cairn observe: -o must be yaml or json, got %q", o.output)}
 	}
-	if o.src.file != "" || (o.src.kubeconfig == "" && !o.src.inCluster) {
+	if o.src.file != "" {
+		return &exitError{exitUsage, fmt.Errorf("cairn observe: --live is what observe writes; read a cluster with --kubeconfig or --in-cluster")}
+	}
+	if o.src.kubeconfig == "" && !o.src.inCluster {
 		return &exitError{exitUsage, fmt.Errorf("cairn observe: give --kubeconfig or --in-cluster")}
 	}
 	clusters, err := spec.LoadRepo(o.repo, spec.Layout{SpecsDir: o.specs})

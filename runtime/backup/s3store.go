@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
@@ -32,6 +34,10 @@ type S3Config struct {
 	// private CA (AWS_CA_BUNDLE names the file); empty trusts the
 	// system's.
 	CABundle []byte
+	// PartSize is the multipart upload's part size (CAIRN_S3_PART_SIZE,
+	// in MiB): the memory one upload holds, and a ten-thousandth of the
+	// largest backup S3 takes (16 MiB: about 156 GiB). Zero is 16 MiB.
+	PartSize uint64
 }
 
 // S3ConfigFromEnv reads CAIRN_S3_ENDPOINT (or AWS_ENDPOINT_URL_S3,
@@ -45,6 +51,13 @@ func S3ConfigFromEnv(getenv func(string) string) (S3Config, error) {
 			c.Endpoint = v
 			break
 		}
+	}
+	if v := getenv("CAIRN_S3_PART_SIZE"); v != "" {
+		mib, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || mib < 5 || mib > 5120 {
+			return c, fmt.Errorf("CAIRN_S3_PART_SIZE %q: want MiB from 5 to 5120", v)
+		}
+		c.PartSize = mib << 20
 	}
 	if f := getenv("AWS_CA_BUNDLE"); f != "" {
 		data, err := os.ReadFile(f)
@@ -71,8 +84,12 @@ func NewS3Store(loc Location, cfg S3Config) (*S3Store, error) {
 	host, secure := "s3.amazonaws.com", true
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" {
-			return nil, fmt.Errorf("S3 endpoint %q: want http(s)://host[:port]", cfg.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.User != nil {
+			shown := "(unparsable)"
+			if err == nil {
+				shown = u.Redacted()
+			}
+			return nil, fmt.Errorf("S3 endpoint %s: want http(s)://host[:port], with credentials in their own settings", shown)
 		}
 		host, secure = u.Host, u.Scheme == "https"
 	}
@@ -99,7 +116,7 @@ func NewS3Store(loc Location, cfg S3Config) (*S3Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("S3 client for %s: %w", loc, err)
 	}
-	return &S3Store{client: c, bucket: loc.Bucket, prefix: loc.Prefix, PartSize: 16 << 20}, nil
+	return &S3Store{client: c, bucket: loc.Bucket, prefix: loc.Prefix, PartSize: cmp.Or(cfg.PartSize, 16<<20)}, nil
 }
 
 func (s *S3Store) key(key string) (string, error) {

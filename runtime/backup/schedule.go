@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-)
 
-// cronParser takes what the spec takes: 5 fields, 6 with seconds first,
-// or a descriptor such as @daily.
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+	"github.com/cairn-dev/cairn/planner/spec"
+)
 
 // Policy is a cluster's backup policy as the rendered <cluster>-cairn
 // ConfigMap states it (keys backup.*).
@@ -80,7 +78,8 @@ func (p Policy) Parse() (Schedule, error) {
 		}
 		loc = l
 	}
-	s, err := cronParser.Parse(p.Schedule)
+	// The spec's parser: 5 fields, 6 with seconds first, or a descriptor.
+	s, err := spec.Schedule(p.Schedule).Parse()
 	if err != nil {
 		return Schedule{}, fmt.Errorf("backup.schedule %q: %w", p.Schedule, err)
 	}

@@ -23,7 +23,7 @@ const (
 )
 
 // s3Server is a real S3-protocol server on loopback (gofakes3 over
-// HTTP) with one bucket. It refuses requests signed with another access
+// HTTPS) with one bucket. It refuses requests signed with another access
 // key, as S3 does with InvalidAccessKeyId.
 func s3Server(t *testing.T, bucket string) (string, []byte) {
 	t.Helper()

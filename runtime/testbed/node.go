@@ -122,23 +122,27 @@ func (n *Node) loop(ctx context.Context) {
 	}
 }
 
-func (n *Node) record(err error) {
-	if err == nil || errors.Is(err, context.Canceled) || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return
-	}
+// record keeps a pass's errors, each on its own: conflicts and objects
+// gone meanwhile are retried by the next pass, not errors.
+func (n *Node) record(errs []error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if len(n.errs) < 20 {
-		n.errs = append(n.errs, err)
+	for _, err := range errs {
+		if err == nil || errors.Is(err, context.Canceled) || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		if len(n.errs) < 20 {
+			n.errs = append(n.errs, err)
+		}
 	}
 }
 
 // pass brings pods and claims one step closer to what a kubelet and a
 // volume provisioner would make of them.
-func (n *Node) pass(ctx context.Context) error {
+func (n *Node) pass(ctx context.Context) []error {
 	list, err := n.client.CoreV1().Pods(n.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("list pods: %w", err)
+		return []error{fmt.Errorf("list pods: %w", err)}
 	}
 	seen := map[types.UID]bool{}
 	var errs []error
@@ -148,8 +152,7 @@ func (n *Node) pass(ctx context.Context) error {
 		errs = append(errs, n.sync(ctx, p))
 	}
 	n.forget(seen)
-	errs = append(errs, n.bindClaims(ctx))
-	return errors.Join(errs...)
+	return append(errs, n.bindClaims(ctx)...)
 }
 
 // sync moves one pod along: bind, start, report, restart, or remove.
@@ -312,10 +315,10 @@ func (n *Node) stopAll() {
 
 // bindClaims marks pending claims bound with the capacity they request,
 // and grows a bound claim's capacity to a larger request.
-func (n *Node) bindClaims(ctx context.Context) error {
+func (n *Node) bindClaims(ctx context.Context) []error {
 	list, err := n.client.CoreV1().PersistentVolumeClaims(n.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("list claims: %w", err)
+		return []error{fmt.Errorf("list claims: %w", err)}
 	}
 	var errs []error
 	for i := range list.Items {
@@ -334,5 +337,5 @@ func (n *Node) bindClaims(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("bind claim %s: %w", c.Name, err))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }

@@ -139,4 +139,14 @@ func TestSyncAndNode(t *testing.T) {
 	if err := readyPods(ctx, cp, t, ns, "app-0")(); err != nil {
 		t.Fatalf("after a broken folder: %v", err)
 	}
+
+	// The folder removed from the branch: what it applied is pruned, and
+	// the garbage collector and the node take its pods away.
+	if _, err := sync.Apply(ctx, renderer.Tree{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AppsV1().StatefulSets(ns).Get(ctx, "app", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("StatefulSet not pruned: %v", err)
+	}
+	Eventually(t, "no pods", readyPods(ctx, cp, t, ns))
 }

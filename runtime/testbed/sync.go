@@ -100,10 +100,19 @@ func (s *Sync) Apply(ctx context.Context, tree renderer.Tree) ([]string, error) 
 	defer s.mu.Unlock()
 	var changes []string
 	var errs []error
-	for _, cluster := range clusters(tree) {
+	present := clusters(tree)
+	for _, cluster := range present {
 		out, err := s.applyCluster(ctx, tree, cluster)
 		changes = append(changes, out...)
 		errs = append(errs, err)
+	}
+	// A folder removed from the branch: everything it applied is pruned.
+	for _, cluster := range sortedKeys(s.applied) {
+		if !slices.Contains(present, cluster) {
+			out, err := s.prune(ctx, cluster, nil)
+			changes = append(changes, out...)
+			errs = append(errs, err)
+		}
 	}
 	return changes, errors.Join(errs...)
 }
@@ -137,9 +146,17 @@ func (s *Sync) applyCluster(ctx context.Context, tree renderer.Tree, cluster str
 			out = append(out, e.String())
 		}
 	}
-	stale := staleObjects(s.applied[cluster], objs)
-	s.applied[cluster] = objs
-	if len(stale) > 0 {
+	pruned, err := s.prune(ctx, cluster, objs)
+	return append(out, pruned...), err
+}
+
+// prune deletes what cluster's folder applied before and no longer holds
+// (all of it when objs is nil), then makes objs the inventory. A failed
+// prune keeps the old inventory, so the next sync tries again, as Flux
+// does.
+func (s *Sync) prune(ctx context.Context, cluster string, objs []*unstructured.Unstructured) ([]string, error) {
+	var out []string
+	if stale := staleObjects(s.applied[cluster], objs); len(stale) > 0 {
 		opts := ssa.DefaultDeleteOptions()
 		opts.Exclusions = pruneDisabled
 		del, err := s.mgr.DeleteAll(ctx, stale, opts)
@@ -149,6 +166,11 @@ func (s *Sync) applyCluster(ctx context.Context, tree renderer.Tree, cluster str
 		for _, e := range del.Entries {
 			out = append(out, e.String())
 		}
+	}
+	if objs == nil {
+		delete(s.applied, cluster)
+	} else {
+		s.applied[cluster] = objs
 	}
 	return out, nil
 }

@@ -1,7 +1,3 @@
-// Package testbed starts a real Kubernetes control plane for tests: etcd
-// and kube-apiserver (and, when asked, kube-controller-manager), built
-// from the Go module proxy into .cache/bin by `make testbin testbin-kube`.
-// It is for tests only; nothing in cairn's binary imports it.
 package testbed
 
 import (
@@ -125,6 +121,8 @@ func start(t testing.TB, opts Options) (*ControlPlane, error) {
 		"--endpoint-reconciler-type", "none")
 	cp := &ControlPlane{URL: "https://127.0.0.1:" + strconv.Itoa(apiPort), Token: token, dir: dir}
 	if err := cp.waitReady(t, etcd, api); err != nil {
+		api.stop()
+		etcd.stop()
 		return nil, err
 	}
 	if opts.ControllerManager {
@@ -137,6 +135,8 @@ func start(t testing.TB, opts Options) (*ControlPlane, error) {
 			"--concurrent-statefulset-syncs=5", "--min-resync-period=1m")
 		time.Sleep(300 * time.Millisecond)
 		if kcm.exited() {
+			api.stop()
+			etcd.stop()
 			return nil, fmt.Errorf("kube-controller-manager exited at once: %s", kcm.tail())
 		}
 	}
@@ -177,18 +177,23 @@ func (cp *ControlPlane) waitReady(t testing.TB, procs ...*process) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("kube-apiserver not ready after 2m: %v %s", err, body)
+			return fmt.Errorf("kube-apiserver not ready after 2m: %v %s", err, body)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 }
 
-// process is a server a test bed started; it is stopped when the test ends.
+// process is a server a test bed started; it is stopped when the test
+// ends, or by stop when its control plane did not start.
 type process struct {
 	name string
 	log  string
+	pgid int
 	done chan struct{}
 }
+
+// stop ends the process now.
+func (p *process) stop() { stop(p.pgid, p.done, 10*time.Second) }
 
 func (p *process) exited() bool {
 	select {
@@ -220,7 +225,7 @@ func run(t testing.TB, dir, name, bin string, args ...string) *process {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	p := &process{name: name, log: log.Name(), done: make(chan struct{})}
+	p := &process{name: name, log: log.Name(), pgid: cmd.Process.Pid, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		stop(cmd.Process.Pid, p.done, 10*time.Second)
