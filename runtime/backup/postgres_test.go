@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -155,5 +156,40 @@ func TestPostgresBaseBackupAndRestore(t *testing.T) {
 				t.Fatalf("restored %d rows, %d of them written after a backup; want %d and %d", n, after, 5000+i, i)
 			}
 		})
+	}
+}
+
+// smallDisk mounts a tmpfs of size bytes for the test: a disk that fills.
+func smallDisk(t *testing.T, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.Itoa(size)); err != nil {
+		t.Fatalf("mount a small tmpfs for the full-disk case (the tests run as root, as CI does): %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, 0) })
+	return dir
+}
+
+// A restore onto a disk that fills up is a clear error and leaves
+// nothing behind: no data directory, no temporary folder.
+func TestPostgresRestoreOntoAFullDisk(t *testing.T) {
+	ctx := context.Background()
+	p := startPrimary(t)
+	c := p.conn(t, p.port)
+	if _, err := c.Exec(ctx, "CREATE TABLE t AS SELECT g FROM generate_series(1, 1000) g"); err != nil {
+		t.Fatal(err)
+	}
+	st := &backup.FileStore{Root: t.TempDir()}
+	m, err := backup.Take(ctx, st, "db", "PostgresCluster", p.source(), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk := smallDisk(t, 4<<20)
+	err = backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: filepath.Join(disk, "pgdata")})
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("restore onto a full disk: %v", err)
+	}
+	if left, _ := os.ReadDir(disk); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
 	}
 }
