@@ -159,21 +159,6 @@ func labels(t testing.TB, c kubernetes.Interface, ns string) map[string]string {
 	return out
 }
 
-func eventually(t *testing.T, what string, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
 func TestRolesFollowTheMembers(t *testing.T) {
 	cp := testbed.Start(t)
 	c := cp.Client(t)
@@ -197,7 +182,7 @@ func TestRolesFollowTheMembers(t *testing.T) {
 	m.exec(1, "SELECT pg_promote()")
 	// pg-0 does not answer: it is fenced before pg-1 is labelled primary,
 	// so no two pods are ever labelled primary.
-	eventually(t, "pg-1 primary", func() error {
+	testbed.Eventually(t, "pg-1 primary", func() error {
 		if err := r.Pass(context.Background()); err != nil {
 			return err
 		}
@@ -229,7 +214,7 @@ func TestOneLeaderLabels(t *testing.T) {
 			Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}, c)
 		go func() { _ = a.Run(ctx) }()
 	}
-	eventually(t, "a leader labels the primary", func() error {
+	testbed.Eventually(t, "a leader labels the primary", func() error {
 		if got := labels(t, c, ns); got["pg-0"] != RolePrimary {
 			return fmt.Errorf("labels %v", got)
 		}
@@ -266,7 +251,7 @@ func TestRenderedRoleIsEnough(t *testing.T) {
 	a := New(Config{Cluster: "pg", Namespace: ns, Identity: "runtime-a", PostgresPort: m.port, Interval: 200 * time.Millisecond, Postgres: true,
 		Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}, runtimeClient)
 	go func() { _ = a.Run(ctx) }()
-	eventually(t, "the runtime, as its service account, labels the primary", func() error {
+	testbed.Eventually(t, "the runtime, as its service account, labels the primary", func() error {
 		if got := labels(t, admin, ns); got["pg-0"] != RolePrimary {
 			return fmt.Errorf("labels %v", got)
 		}

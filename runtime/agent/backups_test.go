@@ -3,16 +3,13 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,22 +35,8 @@ func newBackupBed(t *testing.T) *backupBed {
 	cp := testbed.Start(t)
 	b := &backupBed{t: t, c: cp.Client(t), ns: cp.Namespace(t, "backups"), stores: t.TempDir()}
 	ctx := context.Background()
-	client, peer := testbed.FreePort(t), testbed.FreePort(t)
-	b.port = client
-	curl, purl := "http://127.0.0.1:"+strconv.Itoa(client), "http://127.0.0.1:"+strconv.Itoa(peer)
-	cmd := exec.Command(testbed.Bin(t, "etcd"), "--name", "kv-0", "--data-dir", filepath.Join(t.TempDir(), "d"),
-		"--listen-client-urls", curl, "--advertise-client-urls", curl, "--listen-peer-urls", purl,
-		"--initial-advertise-peer-urls", purl, "--initial-cluster", "kv-0="+purl)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{curl}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	curl, cli := testbed.EtcdMember(t, "kv-0", filepath.Join(t.TempDir(), "d"), "")
+	b.port, _ = strconv.Atoi(curl[strings.LastIndexByte(curl, ':')+1:])
 	b.cli = cli
 	sel := map[string]string{labelName: "etcd", labelInstance: "kv"}
 	one := int32(1)

@@ -173,7 +173,7 @@ func (b *etcdBed) start(name string) {
 		bootstrap = "existing" // sealed once the cluster runs
 	}
 	var args []string
-	eventually(b.t, name+" may start", func() (err error) {
+	testbed.Eventually(b.t, name+" may start", func() (err error) {
 		args, err = b.manager(name, bootstrap).Args(b.ctx)
 		return err
 	})
@@ -266,7 +266,7 @@ func (b *etcdBed) replaceClaim(name string) string {
 	if err := pvcs.Delete(b.ctx, "data-"+name, metav1.DeleteOptions{}); err != nil {
 		b.t.Fatal(err)
 	}
-	eventually(b.t, "claim deleted", func() error {
+	testbed.Eventually(b.t, "claim deleted", func() error {
 		pvc, err := pvcs.Get(b.ctx, "data-"+name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -320,7 +320,7 @@ func (b *etcdBed) status() *etcdStatus {
 func (b *etcdBed) waitStatus(what string, ok func(st etcdStatus) error) etcdStatus {
 	b.t.Helper()
 	var st etcdStatus
-	eventually(b.t, what, func() error {
+	testbed.Eventually(b.t, what, func() error {
 		s := b.status()
 		if s == nil {
 			return errors.New("no status yet")

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/testbed"
 )
 
 // writer writes to the cluster throughout a test and measures how long
@@ -200,7 +201,7 @@ func TestScaleInMovesLeadershipFirst(t *testing.T) {
 
 func moveLeaderTo(t *testing.T, b *etcdBed, hexID string) {
 	id, _ := strconv.ParseUint(hexID, 16, 64)
-	eventually(t, "leadership moved by hand", func() error {
+	testbed.Eventually(t, "leadership moved by hand", func() error {
 		for _, ep := range b.clientURLs()[:5] {
 			c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: time.Second, Logger: zap.NewNop()})
 			if err != nil {
