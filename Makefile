@@ -25,10 +25,14 @@ unit: testbin testbin-kube
 	$(GO) test -count=1 $(PKGS)
 
 ## testbin: the real servers the tests run, built through the Go module proxy.
-testbin: .cache/bin/etcd
+## etcd 3.7.3, and 3.6 for the upgrade walkthrough (under a minute each).
+testbin: .cache/bin/etcd .cache/bin/etcd-3.6
 
 .cache/bin/etcd: .ci/etcd/go.mod .ci/etcd/go.sum .ci/etcd/main.go
 	cd .ci/etcd && $(GO) build -o ../../.cache/bin/etcd .
+
+.cache/bin/etcd-3.6: .ci/etcd36/go.mod .ci/etcd36/go.sum .ci/etcd36/main.go
+	cd .ci/etcd36 && $(GO) build -o ../../.cache/bin/etcd-3.6 .
 
 ## fuzz: short, bounded runs of the spec decoder and policy loader fuzzers.
 fuzz:

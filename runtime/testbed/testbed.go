@@ -42,12 +42,21 @@ type ControlPlane struct {
 // the test when it is missing.
 func Bin(t testing.TB, name string) string {
 	t.Helper()
+	p, err := FindBin(name)
+	if err != nil {
+		t.Fatalf("%v: run `make testbin testbin-kube`", err)
+	}
+	return p
+}
+
+// FindBin returns the path of a test binary in the repo's .cache/bin.
+func FindBin(name string) (string, error) {
 	_, file, _, _ := runtime.Caller(0)
 	p := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "bin", name)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s not found at %s: run `make testbin testbin-kube`", name, p)
+		return "", fmt.Errorf("%s not found at %s", name, p)
 	}
-	return p
+	return p, nil
 }
 
 // Options choose what a control plane runs beside etcd and kube-apiserver.

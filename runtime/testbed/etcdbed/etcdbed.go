@@ -34,7 +34,9 @@ const (
 type Bed struct {
 	client kubernetes.Interface
 	ns     string
-	bin    string
+	// bins are the etcd binaries by minor ("3.7"): a pod runs the one of
+	// its container image's tag, as the image would.
+	bins map[string]string
 	dir    string
 	log    *slog.Logger
 	// prefix is this bed's 127.a.b. network; a cluster's members are
@@ -48,8 +50,12 @@ type Bed struct {
 // New returns a bed for namespace ns of cp.
 func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *Bed {
 	t.Helper()
+	bins := map[string]string{"3.7": testbed.Bin(t, "etcd")}
+	if p, err := testbed.FindBin("etcd-3.6"); err == nil {
+		bins["3.6"] = p
+	}
 	return &Bed{
-		client: cp.Client(t), ns: ns, bin: testbed.Bin(t, "etcd"), dir: t.TempDir(), log: log,
+		client: cp.Client(t), ns: ns, bins: bins, dir: t.TempDir(), log: log,
 		prefix: fmt.Sprintf("127.%d.%d.", 10+rand.IntN(240), 10+rand.IntN(240)),
 	}
 }
@@ -99,6 +105,10 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 	if err != nil {
 		return testbed.Running{}, false, err
 	}
+	bin, err := b.binary(pod)
+	if err != nil {
+		return testbed.Running{}, false, err
+	}
 	e := &instance.Etcd{
 		Name: pod.Name, DataDir: filepath.Join(b.dir, string(claim.UID), "data"), Config: cfg,
 		PeerURL:   func(m string) string { return "http://" + b.IP(cluster, ordinalOf(m)) + ":2380" },
@@ -108,11 +118,31 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 	}
 	ip := b.IP(cluster, ord)
 	e.ListenPeerURL, e.ListenClientURL = "http://"+ip+":2380", "http://"+ip+":2379"
-	m := &member{bed: b, etcd: e, done: make(chan struct{})}
+	m := &member{bed: b, etcd: e, bin: bin, done: make(chan struct{})}
 	mctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	go m.run(mctx)
 	return testbed.Running{IP: ip, Ready: m.ready, Exited: m.exited, Stop: m.stop}, true, nil
+}
+
+// binary is the etcd binary of the minor the pod's etcd container image
+// names (quay.io/coreos/etcd:v3.6.16 runs 3.6).
+func (b *Bed) binary(pod *corev1.Pod) (string, error) {
+	for _, c := range pod.Spec.Containers {
+		if c.Name != "etcd" {
+			continue
+		}
+		_, tag, _ := strings.Cut(c.Image[strings.LastIndexByte(c.Image, '/')+1:], ":")
+		parts := strings.SplitN(strings.TrimPrefix(tag, "v"), ".", 3)
+		if len(parts) < 2 {
+			return "", fmt.Errorf("pod %s: image %s names no etcd version", pod.Name, c.Image)
+		}
+		if bin, ok := b.bins[parts[0]+"."+parts[1]]; ok {
+			return bin, nil
+		}
+		return "", fmt.Errorf("pod %s: the test bed has no etcd %s.%s (make testbin)", pod.Name, parts[0], parts[1])
+	}
+	return "", fmt.Errorf("pod %s has no etcd container", pod.Name)
 }
 
 func ordinalOf(member string) int {
@@ -160,6 +190,7 @@ func (b *Bed) endpoints(ctx context.Context, cluster, self string) []string {
 type member struct {
 	bed    *Bed
 	etcd   *instance.Etcd
+	bin    string
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -189,7 +220,7 @@ func (m *member) run(ctx context.Context) {
 		return
 	}
 	defer log.Close()
-	cmd := exec.Command(m.bed.bin, args...)
+	cmd := exec.Command(m.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	m.mu.Lock()
