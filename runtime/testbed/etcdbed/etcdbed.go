@@ -37,8 +37,8 @@ type Bed struct {
 	// bins are the etcd binaries by minor ("3.7"): a pod runs the one of
 	// its container image's tag, as the image would.
 	bins map[string]string
-	dir    string
-	log    *slog.Logger
+	dir  string
+	log  *slog.Logger
 	// prefix is this bed's 127.a.b. network; a cluster's members are
 	// prefix+(16*cluster index + ordinal + 1).
 	prefix string
