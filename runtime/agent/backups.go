@@ -93,7 +93,7 @@ func (b *Backups) Run(ctx context.Context) {
 func (b *Backups) pass(ctx context.Context, first bool) error {
 	cfg, err := b.Client.CoreV1().ConfigMaps(b.Namespace).Get(ctx, b.Cluster+"-cairn", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		b.stopCron() // not synced yet, or gone: no policy
+		b.dropCron() // not synced yet, or gone: no policy
 		return nil
 	}
 	if err != nil {
@@ -108,7 +108,7 @@ func (b *Backups) pass(ctx context.Context, first bool) error {
 		return err
 	}
 	if !on {
-		b.stopCron()
+		b.dropCron()
 		return nil
 	}
 	sched, _ := policy.Parse() // checked by PolicyFromConfig
@@ -160,14 +160,21 @@ func pendingRequest(config, statusAnnotations map[string]string, st BackupStatus
 // one started runs on (nothing waits for it here, so requests are still
 // served); a new tick meanwhile is skipped, as never two run at once.
 func (b *Backups) schedule(ctx context.Context, p backup.Policy, s backup.Schedule) {
-	if b.cron != nil {
-		b.cron.Stop()
-	}
+	b.dropCron()
 	c := cron.New(cron.WithLocation(s.Loc))
 	c.Schedule(s.Schedule, cron.FuncJob(func() { b.take(ctx, p, request{}) }))
 	c.Start()
 	b.cron, b.policy = c, p
 	b.logger().Info("backups scheduled", "cluster", b.Cluster, "schedule", p.Schedule, "timeZone", s.Loc.String(), "next", s.NextAfter(b.clock()))
+}
+
+// dropCron stops the scheduler without waiting for a backup it is
+// running: the passes go on meanwhile.
+func (b *Backups) dropCron() {
+	if b.cron != nil {
+		b.cron.Stop()
+		b.cron = nil
+	}
 }
 
 // stopCron stops the scheduler and waits for a backup it is running
