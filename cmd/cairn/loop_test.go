@@ -165,7 +165,8 @@ func (l *loop) pass() map[string]publish.Outcome {
 		if o.Action == publish.ActionFailed {
 			t.Fatalf("pass: %+v", o)
 		}
-		byName[strings.TrimPrefix(o.Cluster, "EtcdCluster/")] = o
+		_, name, _ := strings.Cut(o.Cluster, "/")
+		byName[name] = o
 	}
 	return byName
 }
