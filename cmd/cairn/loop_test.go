@@ -29,6 +29,7 @@ import (
 	"github.com/cairn-dev/cairn/runtime/agent"
 	"github.com/cairn-dev/cairn/runtime/testbed"
 	"github.com/cairn-dev/cairn/runtime/testbed/etcdbed"
+	"github.com/cairn-dev/cairn/runtime/testbed/pgbed"
 )
 
 // loop is everything the end-to-end tests run: a real git server, the
@@ -46,6 +47,7 @@ type loop struct {
 	rec     *reconciler
 	sync    *testbed.Sync
 	bed     *etcdbed.Bed
+	pg      *pgbed.Bed
 	merged  time.Time
 	timings []string
 }
@@ -72,7 +74,8 @@ func newLoop(t *testing.T, specs map[string]string) *loop {
 	l.ns = l.cp.Namespace(t, "gitops")
 	log := testbed.Logger(t, slog.LevelWarn)
 	l.bed = etcdbed.New(t, l.cp, l.ns, log)
-	l.cp.StartNode(t, l.ns, l.bed)
+	l.pg = pgbed.New(t, l.cp, l.ns, log)
+	l.cp.StartNode(t, l.ns, testbed.Backers{l.bed, l.pg})
 	l.sync = l.cp.NewSync(t, l.ns)
 
 	srv, err := gittestserver.NewTempGitServer()
@@ -135,8 +138,12 @@ func (l *loop) runRuntime(cluster string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := agent.New(agent.Config{Cluster: cluster, Namespace: l.ns, Identity: "runtime-0", Interval: 300 * time.Millisecond,
-		EtcdEndpoints: l.bed.Endpoints(cluster, 3), Log: testbed.Logger(t, slog.LevelWarn)}, client)
+	acfg := agent.Config{Cluster: cluster, Namespace: l.ns, Identity: "runtime-0", Interval: 300 * time.Millisecond,
+		EtcdEndpoints: l.bed.Endpoints(cluster, 3), Log: testbed.Logger(t, slog.LevelWarn)}
+	if strings.HasPrefix(cluster, "pg-") {
+		acfg.Postgres, acfg.PostgresPort, acfg.Interval = true, pgbed.Port, 200*time.Millisecond
+	}
+	a := agent.New(acfg, client)
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(l.ctx)
 	go func() { defer close(done); _ = a.Run(ctx) }()

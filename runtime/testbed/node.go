@@ -339,3 +339,16 @@ func (n *Node) bindClaims(ctx context.Context) []error {
 	}
 	return errs
 }
+
+// Backers back a pod with the first of them that backs it.
+type Backers []Backer
+
+// Start implements Backer.
+func (bs Backers) Start(ctx context.Context, pod *corev1.Pod) (Running, bool, error) {
+	for _, b := range bs {
+		if r, ok, err := b.Start(ctx, pod); ok || err != nil {
+			return r, ok, err
+		}
+	}
+	return Running{}, false, nil
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/testbed"
+	"github.com/cairn-dev/cairn/runtime/testbed/pgbed"
+)
+
+const pgSuper = "walkthrough-super"
+
+func pgSpecFile(name string, instances int) map[string]string {
+	return map[string]string{"clusters/" + name + ".yaml": fmt.Sprintf(`apiVersion: "db.example.com/v1alpha1"
+kind: "PostgresCluster"
+metadata:
+  name: %q
+spec:
+  version: "15.10"
+  instances: %d
+  storage: "1Gi"
+`, name, instances)}
+}
+
+// roles are the pods' role labels, by pod, and whether each is ready.
+func (l *loop) roles(cluster string) (map[string]string, error) {
+	pods, err := l.cp.Client(l.t).CoreV1().Pods(l.ns).List(l.ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + cluster})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}
+		out[p.Name] = p.Labels["cairn.dev/role"]
+		if !ready {
+			out[p.Name] += "(not ready)"
+		}
+	}
+	return out, nil
+}
+
+// primaryOf is the pod labelled primary when the cluster has exactly one
+// primary and every other member is a ready replica.
+func (l *loop) primaryOf(cluster string, n int) (string, error) {
+	roles, err := l.roles(cluster)
+	if err != nil {
+		return "", err
+	}
+	primary, replicas := "", 0
+	for pod, role := range roles {
+		switch role {
+		case "primary":
+			primary = pod
+		case "replica":
+			replicas++
+		}
+	}
+	if primary == "" || replicas != n-1 || len(roles) != n {
+		return "", fmt.Errorf("roles %v", roles)
+	}
+	return primary, nil
+}
+
+func (l *loop) pgWrite(cluster, pod string, id int) error {
+	ord := pod[strings.LastIndexByte(pod, '-')+1:]
+	var o int
+	fmt.Sscan(ord, &o)
+	ctx, cancel := context.WithTimeout(l.ctx, 3*time.Second)
+	defer cancel()
+	cfg, _ := pgx.ParseConfig("")
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = l.pg.IP(cluster, o), pgbed.Port, instance.Superuser, pgSuper, "postgres"
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	if _, err := c.Exec(ctx, "CREATE TABLE IF NOT EXISTS orders (id int primary key)"); err != nil {
+		return err
+	}
+	_, err = c.Exec(ctx, "INSERT INTO orders VALUES ($1)", id)
+	return err
+}
+
+// Walkthrough 3, its PostgreSQL core: the create pull requests bring up a
+// streaming primary and two replicas on real PostgreSQL; the primary's
+// server is then killed and the runtime fails over on its own, with no
+// pull request, and the next plan records the new primary without
+// fighting the runtime; no drift.
+func TestPostgresWalkthroughFailover(t *testing.T) {
+	const shop = "pg-shop"
+	l := newLoop(t, pgSpecFile(shop, 3))
+	c := l.cp.Client(t)
+	for name, pw := range map[string]string{shop + "-superuser": pgSuper, shop + "-replication": "walkthrough-repl"} {
+		if _, err := c.CoreV1().Secrets(l.ns).Create(l.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Data: map[string][]byte{"password": []byte(pw)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := l.converge(shop, func(step string) {
+		if step == "create" {
+			l.runRuntime(shop)
+		}
+	})
+	var primary string
+	testbed.Eventually(t, "a primary and two replicas", func() (err error) { primary, err = l.primaryOf(shop, 3); return err })
+	if err := l.pgWrite(shop, primary, 1); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := l.pg.KillPostmaster(primary); err != nil {
+		t.Fatal(err)
+	}
+	var next string
+	testbed.Eventually(t, "a new primary taking writes", func() error {
+		if o := l.pass()[shop]; o.Action == publish.ActionOpened {
+			t.Fatalf("a pull request during the failover: %+v", o)
+		}
+		roles, err := l.roles(shop)
+		if err != nil {
+			return err
+		}
+		for pod, role := range roles {
+			if role == "primary" && pod != primary {
+				next = pod
+			}
+		}
+		if next == "" {
+			return fmt.Errorf("roles %v", roles)
+		}
+		return l.pgWrite(shop, next, 2)
+	})
+	took := time.Since(killed)
+	l.pg.Release(primary)
+	testbed.Eventually(t, "the old primary back as a replica", func() error {
+		if o := l.pass()[shop]; o.Action == publish.ActionOpened {
+			t.Fatalf("a pull request after the failover: %+v", o)
+		}
+		p, err := l.primaryOf(shop, 3)
+		if err == nil && p != next {
+			err = fmt.Errorf("primary %s, want %s", p, next)
+		}
+		return err
+	})
+	if o := l.pass()[shop]; o.Status != plan.StatusConverged || len(l.openOf(shop)) != 0 {
+		t.Fatalf("after the failover: %+v", o)
+	}
+	l.noDrift("after the failover")
+	t.Logf("steps %v; failover from %s to %s: %.1fs from the kill to a write on the new primary", steps, primary, next, took.Seconds())
+}

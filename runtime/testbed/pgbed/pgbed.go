@@ -1,0 +1,306 @@
+// Package pgbed backs the PostgreSQL pods of a test bed with real
+// PostgreSQL 15 members: for each pod the node stand-in starts, it runs
+// the instance manager (instance.RunPostgres: initialise, clone, rewind,
+// follow, confirm the role label through the API server) with the pod's
+// rendered ConfigMaps and the cluster's Secrets, on the pod's own
+// 127.x.y.z address and PostgreSQL's usual port. A member's data directory
+// is keyed by its claim's UID.
+//
+// It is for tests only.
+package pgbed
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/testbed"
+)
+
+// The rendered pods' labels and paths (renderer's).
+const (
+	labelName     = "app.kubernetes.io/name"
+	labelInstance = "app.kubernetes.io/instance"
+	pgConfDir     = "/etc/postgresql-cairn"
+	// Port is the members' port, on each pod's own address.
+	Port = 5432
+)
+
+// Bed backs PostgreSQL pods of one namespace; it is a testbed.Backer.
+type Bed struct {
+	client kubernetes.Interface
+	ns     string
+	bin    string
+	dir    string
+	cred   *syscall.Credential
+	log    *slog.Logger
+	prefix string
+
+	mu       sync.Mutex
+	clusters []string
+	running  map[string]*member
+}
+
+// New returns a bed for namespace ns of cp.
+func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *Bed {
+	t.Helper()
+	bin := os.Getenv("CAIRN_PG_BIN")
+	if bin == "" {
+		bin = "/usr/lib/postgresql/15/bin"
+	}
+	if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
+		t.Fatalf("PostgreSQL 15 not found in %s (apt-get install postgresql-15): %v", bin, err)
+	}
+	dir, err := os.MkdirTemp("", "cairn-pgbed-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return &Bed{client: cp.Client(t), ns: ns, bin: bin, dir: dir, cred: testbed.PostgresCredential(t, dir), log: log,
+		prefix: fmt.Sprintf("127.%d.%d.", 10+rand.IntN(240), 10+rand.IntN(240)), running: map[string]*member{}}
+}
+
+// IP is the address of member ordinal ord of cluster.
+func (b *Bed) IP(cluster string, ord int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := 0
+	for ; i < len(b.clusters) && b.clusters[i] != cluster; i++ {
+	}
+	if i == len(b.clusters) {
+		b.clusters = append(b.clusters, cluster)
+	}
+	return b.prefix + strconv.Itoa(16*i+ord+1)
+}
+
+// Start backs a PostgreSQL pod; other pods are not backed.
+func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool, error) {
+	if pod.Labels[labelName] != "postgresql" {
+		return testbed.Running{}, false, nil
+	}
+	cluster := pod.Labels[labelInstance]
+	ord, err := strconv.Atoi(pod.Name[strings.LastIndexByte(pod.Name, '-')+1:])
+	if err != nil {
+		return testbed.Running{}, false, fmt.Errorf("pod %s: no ordinal", pod.Name)
+	}
+	p, err := b.manager(ctx, pod, cluster, ord)
+	if err != nil {
+		return testbed.Running{}, false, err
+	}
+	out, err := os.Create(filepath.Join(b.dir, pod.Name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".log"))
+	if err != nil {
+		return testbed.Running{}, false, err
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	m := &member{p: p, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		defer out.Close()
+		_ = instance.RunPostgres(mctx, p, out)
+	}()
+	b.mu.Lock()
+	b.running[pod.Name] = m
+	b.mu.Unlock()
+	return testbed.Running{IP: p.Host, Ready: m.ready, Exited: m.exited, Stop: m.stop}, true, nil
+}
+
+// manager is the instance manager of a pod, as `cairn instance postgres`
+// builds it in the pod.
+func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord int) (*instance.Postgres, error) {
+	claim, err := b.client.CoreV1().PersistentVolumeClaims(b.ns).Get(ctx, "data-"+pod.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("pod %s: its claim: %w", pod.Name, err)
+	}
+	home := filepath.Join(b.dir, string(claim.UID))
+	if err := b.ownedDir(home); err != nil {
+		return nil, err
+	}
+	cfg, conf, err := b.config(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	super, err := b.password(ctx, cluster+"-superuser")
+	if err != nil {
+		return nil, err
+	}
+	repl, err := b.password(ctx, cluster+"-replication")
+	if err != nil {
+		return nil, err
+	}
+	ip := b.IP(cluster, ord)
+	var peers []string
+	for i := range 8 {
+		peers = append(peers, b.IP(cluster, i)+":"+strconv.Itoa(Port))
+	}
+	return &instance.Postgres{
+		Name: pod.Name, PGData: filepath.Join(home, "pgdata"), BinDir: b.bin, ConfigFile: conf,
+		Settings: map[string]string{"listen_addresses": ip, "port": strconv.Itoa(Port), "unix_socket_directories": home},
+		Host:     ip, Port: Port, Candidates: peers[:ord+1], Config: cfg,
+		Peers:             func(context.Context) []string { return peers },
+		RoleLabel:         b.roleLabel(pod.Name),
+		Confirm:           instance.APIRoleLabel(b.client, b.ns, pod.Name),
+		SuperuserPassword: super, ReplicationPassword: repl, Credential: b.cred,
+		Log: b.log.With("pod", pod.Name),
+	}, nil
+}
+
+func (b *Bed) ownedDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if b.cred != nil {
+		return os.Chown(dir, int(b.cred.Uid), int(b.cred.Gid))
+	}
+	return nil
+}
+
+// config reads the pod's rendered <cluster>-cairn ConfigMap as the pod
+// would from its mounted files, and writes <cluster>-config's
+// postgresql.conf and pg_hba.conf where the bed's members read them.
+func (b *Bed) config(ctx context.Context, cluster string) (instance.Config, string, error) {
+	cm, err := b.client.CoreV1().ConfigMaps(b.ns).Get(ctx, cluster+"-cairn", metav1.GetOptions{})
+	if err != nil {
+		return instance.Config{}, "", fmt.Errorf("config of %s: %w", cluster, err)
+	}
+	dir, err := os.MkdirTemp(b.dir, "config-")
+	if err != nil {
+		return instance.Config{}, "", err
+	}
+	defer os.RemoveAll(dir)
+	for k, v := range cm.Data {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600); err != nil {
+			return instance.Config{}, "", err
+		}
+	}
+	cfg, err := instance.ReadConfig(dir)
+	if err != nil {
+		return cfg, "", err
+	}
+	pg, err := b.client.CoreV1().ConfigMaps(b.ns).Get(ctx, cluster+"-config", metav1.GetOptions{})
+	if err != nil {
+		return cfg, "", fmt.Errorf("postgres config of %s: %w", cluster, err)
+	}
+	confDir := filepath.Join(b.dir, cluster+"-config")
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		return cfg, "", err
+	}
+	for _, f := range []string{"postgresql.conf", "pg_hba.conf"} {
+		data := strings.ReplaceAll(pg.Data[f], pgConfDir, confDir)
+		if err := os.WriteFile(filepath.Join(confDir, f), []byte(data), 0o644); err != nil {
+			return cfg, "", err
+		}
+	}
+	return cfg, filepath.Join(confDir, "postgresql.conf"), nil
+}
+
+func (b *Bed) password(ctx context.Context, secret string) (string, error) {
+	s, err := b.client.CoreV1().Secrets(b.ns).Get(ctx, secret, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("secret %s: %w", secret, err)
+	}
+	return string(s.Data["password"]), nil
+}
+
+// roleLabel reads the pod's role label, as the downward API's file
+// would give it.
+func (b *Bed) roleLabel(pod string) func() string {
+	return func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		p, err := b.client.CoreV1().Pods(b.ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return p.Labels["cairn.dev/role"]
+	}
+}
+
+// KillPostmaster kills the pod's postgres server with SIGKILL and keeps
+// the pod down, as a node that hangs would: its instance manager ends and
+// is not started again until Release.
+func (b *Bed) KillPostmaster(pod string) error {
+	b.mu.Lock()
+	m := b.running[pod]
+	b.mu.Unlock()
+	if m == nil {
+		return fmt.Errorf("pod %s runs nothing", pod)
+	}
+	m.held.Store(true)
+	data, err := os.ReadFile(filepath.Join(m.p.PGData, "postmaster.pid"))
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(strings.SplitN(string(data), "\n", 2)[0])
+	if err != nil {
+		return err
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// Release lets the node start a pod KillPostmaster held down again, as a
+// kubelet restarts its container.
+func (b *Bed) Release(pod string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if m := b.running[pod]; m != nil {
+		m.held.Store(false)
+	}
+}
+
+// member is one pod's instance manager and server.
+type member struct {
+	p      *instance.Postgres
+	cancel context.CancelFunc
+	done   chan struct{}
+	held   atomic.Bool
+}
+
+func (m *member) exited() bool {
+	select {
+	case <-m.done:
+		return !m.held.Load()
+	default:
+		return false
+	}
+}
+
+func (m *member) stop() {
+	m.cancel()
+	select {
+	case <-m.done:
+	case <-time.After(30 * time.Second):
+	}
+}
+
+// ready is the readiness probe: the server takes connections.
+func (m *member) ready(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	cfg, err := pgx.ParseConfig("")
+	if err != nil {
+		return false
+	}
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = m.p.Host, uint16(m.p.Port), instance.Superuser, m.p.SuperuserPassword, "postgres"
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false
+	}
+	defer c.Close(context.Background())
+	return c.Ping(ctx) == nil
+}
