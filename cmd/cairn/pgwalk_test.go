@@ -21,15 +21,19 @@ import (
 const pgSuper = "walkthrough-super"
 
 func pgSpecFile(name string, instances int) map[string]string {
+	return pgSpecAt(name, instances, "15.10")
+}
+
+func pgSpecAt(name string, instances int, version string) map[string]string {
 	return map[string]string{"clusters/" + name + ".yaml": fmt.Sprintf(`apiVersion: "db.example.com/v1alpha1"
 kind: "PostgresCluster"
 metadata:
   name: %q
 spec:
-  version: "15.10"
+  version: %q
   instances: %d
   storage: "1Gi"
-`, name, instances)}
+`, name, version, instances)}
 }
 
 // roles are the pods' role labels, by pod, and whether each is ready.
@@ -94,12 +98,14 @@ func (l *loop) pgWrite(cluster, pod string, id int) error {
 	return err
 }
 
-// Walkthrough 3, its PostgreSQL core: the create pull requests bring up a
-// streaming primary and two replicas on real PostgreSQL; the primary's
-// server is then killed and the runtime fails over on its own, with no
-// pull request, and the next plan records the new primary without
+// Walkthrough 3: the create pull requests bring up a streaming primary
+// and two replicas on real PostgreSQL; 3 -> 5 through step pull requests;
+// a minor upgrade replicas first, a switchover step, the old primary
+// last; then the primary's server is killed (and held down) and the
+// runtime fails over on its own, with no pull request; the old primary
+// rejoins as a replica and the next plan records the new primary without
 // fighting the runtime; no drift.
-func TestPostgresWalkthroughFailover(t *testing.T) {
+func TestPostgresWalkthrough(t *testing.T) {
 	const shop = "pg-shop"
 	l := newLoop(t, pgSpecFile(shop, 3))
 	c := l.cp.Client(t)
@@ -116,6 +122,16 @@ func TestPostgresWalkthroughFailover(t *testing.T) {
 	})
 	var primary string
 	testbed.Eventually(t, "a primary and two replicas", func() (err error) { primary, err = l.primaryOf(shop, 3); return err })
+
+	// 3 -> 5: one replica at a time, each cloned from the primary.
+	l.editSpec(pgSpecAt(shop, 5, "15.10"))
+	grow := l.converge(shop, nil)
+	testbed.Eventually(t, "a primary and four replicas", func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
+	// A minor upgrade: replicas first, a switchover, the old primary last.
+	l.editSpec(pgSpecAt(shop, 5, "15.11"))
+	upgrade := l.converge(shop, nil)
+	testbed.Eventually(t, "a primary and four replicas after the upgrade", func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
+	t.Logf("3 -> 5: %v; 15.10 -> 15.11: %v", grow, upgrade)
 	if err := l.pgWrite(shop, primary, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +164,7 @@ func TestPostgresWalkthroughFailover(t *testing.T) {
 		if o := l.pass()[shop]; o.Action == publish.ActionOpened {
 			t.Fatalf("a pull request after the failover: %+v", o)
 		}
-		p, err := l.primaryOf(shop, 3)
+		p, err := l.primaryOf(shop, 5)
 		if err == nil && p != next {
 			err = fmt.Errorf("primary %s, want %s", p, next)
 		}
