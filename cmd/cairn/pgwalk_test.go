@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cairn-dev/cairn/planner/observe"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/runtime/instance"
@@ -108,13 +109,7 @@ func (l *loop) pgWrite(cluster, pod string, id int) error {
 func TestPostgresWalkthrough(t *testing.T) {
 	const shop = "pg-shop"
 	l := newLoop(t, pgSpecFile(shop, 3))
-	c := l.cp.Client(t)
-	for name, pw := range map[string]string{shop + "-superuser": pgSuper, shop + "-replication": "walkthrough-repl"} {
-		if _, err := c.CoreV1().Secrets(l.ns).Create(l.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Data: map[string][]byte{"password": []byte(pw)}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l.pgSecrets(shop)
 	steps := l.converge(shop, func(step string) {
 		if step == "create" {
 			l.runRuntime(shop)
@@ -174,5 +169,84 @@ func TestPostgresWalkthrough(t *testing.T) {
 		t.Fatalf("after the failover: %+v", o)
 	}
 	l.noDrift("after the failover")
-	t.Logf("steps %v; failover from %s to %s: %.1fs from the kill to a write on the new primary", steps, primary, next, took.Seconds())
+	t.Logf("steps %v; failover from %s to %s: %.1fs from the kill to a write on the new primary; from each merge (or spec push) to the next pull request: %s",
+		steps, primary, next, took.Seconds(), strings.Join(l.timings, ", "))
+}
+
+func (l *loop) pgCount(cluster, pod string) (int, error) {
+	var o int
+	fmt.Sscan(pod[strings.LastIndexByte(pod, '-')+1:], &o)
+	ctx, cancel := context.WithTimeout(l.ctx, 3*time.Second)
+	defer cancel()
+	cfg, _ := pgx.ParseConfig("")
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = l.pg.IP(cluster, o), pgbed.Port, instance.Superuser, pgSuper, "postgres"
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close(context.Background())
+	var n int
+	err = c.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&n)
+	return n, err
+}
+
+func (l *loop) pgSecrets(cluster string) {
+	for name, pw := range map[string]string{cluster + "-superuser": pgSuper, cluster + "-replication": "walkthrough-repl"} {
+		if _, err := l.cp.Client(l.t).CoreV1().Secrets(l.ns).Create(l.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Data: map[string][]byte{"password": []byte(pw)}}, metav1.CreateOptions{}); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+}
+
+// Walkthrough 4 on PostgreSQL: a scheduled base backup runs on its cron
+// tick (from a replica), and a new cluster bootstrapped from it holds the
+// same rows.
+func TestPostgresBackupThenRestore(t *testing.T) {
+	const src, dst = "pg-orders", "pg-orders-copy"
+	backups := t.TempDir()
+	spec := pgSpecAt(src, 2, "15.10")
+	spec["clusters/"+src+".yaml"] += "  backup:\n    schedule: \"*/2 * * * * *\"\n    storageLocation: \"file://" + backups + "\"\n"
+	l := newLoop(t, spec)
+	l.pgSecrets(src)
+	l.pgSecrets(dst)
+	l.converge(src, func(step string) {
+		if step == "create" {
+			l.runRuntime(src)
+		}
+	})
+	var primary string
+	testbed.Eventually(t, "a primary and a replica", func() (err error) { primary, err = l.primaryOf(src, 2); return err })
+	for i := range 40 {
+		if err := l.pgWrite(src, primary, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	written := time.Now()
+	testbed.Eventually(t, "a scheduled backup after the writes", func() error {
+		cm, err := l.cp.Client(t).CoreV1().ConfigMaps(l.ns).Get(l.ctx, src+"-cairn-status", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		st, err := observe.ParseBackupStatus(cm.Data[observe.BackupStatusKey])
+		if err != nil || st.LastSuccessful == nil || st.LastSuccessful.Started.Before(written) {
+			return fmt.Errorf("status %+v %v", st, err)
+		}
+		return nil
+	})
+	copySpec := pgSpecAt(dst, 2, "15.10")
+	copySpec["clusters/"+dst+".yaml"] += "  restoreFrom:\n    storageLocation: \"file://" + backups + "\"\n    cluster: " + src + "\n"
+	l.editSpec(copySpec)
+	l.converge(dst, func(step string) {
+		if step == "create" {
+			l.runRuntime(dst)
+		}
+	})
+	var copyPrimary string
+	testbed.Eventually(t, "the copy's primary and replica", func() (err error) { copyPrimary, err = l.primaryOf(dst, 2); return err })
+	n, err := l.pgCount(dst, copyPrimary)
+	if err != nil || n != 40 {
+		t.Fatalf("the copy holds %d orders (%v), want 40", n, err)
+	}
+	l.noDrift("at the end")
 }
