@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -36,15 +35,7 @@ func newBackup() *cobra.Command {
 // openLocation opens a storageLocation with the S3 settings of the
 // environment (CAIRN_S3_ENDPOINT, AWS_REGION, AWS_ACCESS_KEY_ID, ...).
 func openLocation(location string) (backup.Store, error) {
-	loc, err := backup.ParseLocation(location)
-	if err != nil {
-		return nil, &exitError{exitUsage, err}
-	}
-	cfg, err := backup.S3ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return nil, &exitError{exitUsage, err}
-	}
-	st, err := backup.Open(loc, cfg)
+	st, err := backup.OpenFromEnv(location)
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
 	}

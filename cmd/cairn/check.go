@@ -14,7 +14,6 @@ import (
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/publish/githubpr"
-	"github.com/cairn-dev/cairn/publish/gitrepo"
 )
 
 type checkOptions struct {
@@ -119,17 +118,9 @@ func checkSpecs(ctx context.Context, o checkOptions) (report string, ok bool, er
 
 // reportCheck sets the status and keeps the comment on the pull request.
 func reportCheck(ctx context.Context, o checkOptions, report string, ok bool) error {
-	owner, name, found := strings.Cut(o.gh.repo, "/")
-	if !found || owner == "" || name == "" || strings.Contains(name, "/") {
-		return &exitError{exitUsage, fmt.Errorf("--github must be OWNER/REPO, got %q", o.gh.repo)}
-	}
-	token, err := gitrepo.ReadToken(o.gh.tokenFile, "GITHUB_TOKEN")
-	if err != nil || token == "" {
-		return &exitError{exitUsage, fmt.Errorf("--github needs a token: --github-token-file or $GITHUB_TOKEN")}
-	}
-	p, err := githubpr.New(owner, name, "", githubpr.Options{BaseURL: o.gh.api, Token: token, Log: slog.New(slog.DiscardHandler)})
+	p, err := o.gh.github("", slog.New(slog.DiscardHandler))
 	if err != nil {
-		return &exitError{exitUsage, err}
+		return err
 	}
 	summary := "the change plans"
 	if !ok {

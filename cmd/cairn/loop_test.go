@@ -260,6 +260,25 @@ func (l *loop) noDrift(when string) {
 	}
 }
 
+// backupAfter waits for the cluster's runtime to report a complete
+// backup that began after since, and returns its ID.
+func (l *loop) backupAfter(cluster string, since time.Time) string {
+	var id string
+	testbed.Eventually(l.t, "a scheduled backup of "+cluster+" after the writes", func() error {
+		cm, err := l.cp.Client(l.t).CoreV1().ConfigMaps(l.ns).Get(l.ctx, cluster+"-cairn-status", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		st, err := observe.ParseBackupStatus(cm.Data[observe.BackupStatusKey])
+		if err != nil || st.LastSuccessful == nil || st.LastSuccessful.Started.Before(since) {
+			return fmt.Errorf("status %+v %v", st, err)
+		}
+		id = st.LastSuccessful.ID
+		return nil
+	})
+	return id
+}
+
 // editSpec commits a spec change on main as a person pushing to the
 // repo; the time to the next pull request counts from it.
 func (l *loop) editSpec(files map[string]string) {
@@ -390,20 +409,7 @@ func TestBackupThenRestoreIntoANewCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	written := time.Now()
-	var id string
-	testbed.Eventually(t, "a scheduled backup after the writes", func() error {
-		cm, err := l.cp.Client(t).CoreV1().ConfigMaps(l.ns).Get(l.ctx, src+"-cairn-status", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		st, err := observe.ParseBackupStatus(cm.Data[observe.BackupStatusKey])
-		if err != nil || st.LastSuccessful == nil || st.LastSuccessful.Started.Before(written) {
-			return fmt.Errorf("status %+v %v", st, err)
-		}
-		id = st.LastSuccessful.ID
-		return nil
-	})
+	id := l.backupAfter(src, time.Now())
 	// Written after that backup began: not in the copy.
 	if _, err := cli.Put(l.ctx, "order-late", "paid"); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/cairn-dev/cairn/planner/observe"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/runtime/instance"
@@ -79,19 +78,27 @@ func (l *loop) primaryOf(cluster string, n int) (string, error) {
 	return primary, nil
 }
 
-func (l *loop) pgWrite(cluster, pod string, id int) error {
-	ord := pod[strings.LastIndexByte(pod, '-')+1:]
+// pgConn connects to a member of cluster as the superuser, within 3 s.
+func (l *loop) pgConn(cluster, pod string) (context.Context, *pgx.Conn, func(), error) {
 	var o int
-	fmt.Sscan(ord, &o)
+	fmt.Sscan(pod[strings.LastIndexByte(pod, '-')+1:], &o)
 	ctx, cancel := context.WithTimeout(l.ctx, 3*time.Second)
-	defer cancel()
 	cfg, _ := pgx.ParseConfig("")
 	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = l.pg.IP(cluster, o), pgbed.Port, instance.Superuser, pgSuper, "postgres"
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, c, func() { c.Close(context.Background()); cancel() }, nil
+}
+
+func (l *loop) pgWrite(cluster, pod string, id int) error {
+	ctx, c, done, err := l.pgConn(cluster, pod)
+	if err != nil {
 		return err
 	}
-	defer c.Close(context.Background())
+	defer done()
 	if _, err := c.Exec(ctx, "CREATE TABLE IF NOT EXISTS orders (id int primary key)"); err != nil {
 		return err
 	}
@@ -174,17 +181,11 @@ func TestPostgresWalkthrough(t *testing.T) {
 }
 
 func (l *loop) pgCount(cluster, pod string) (int, error) {
-	var o int
-	fmt.Sscan(pod[strings.LastIndexByte(pod, '-')+1:], &o)
-	ctx, cancel := context.WithTimeout(l.ctx, 3*time.Second)
-	defer cancel()
-	cfg, _ := pgx.ParseConfig("")
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = l.pg.IP(cluster, o), pgbed.Port, instance.Superuser, pgSuper, "postgres"
-	c, err := pgx.ConnectConfig(ctx, cfg)
+	ctx, c, done, err := l.pgConn(cluster, pod)
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close(context.Background())
+	defer done()
 	var n int
 	err = c.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&n)
 	return n, err
@@ -222,18 +223,7 @@ func TestPostgresBackupThenRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	written := time.Now()
-	testbed.Eventually(t, "a scheduled backup after the writes", func() error {
-		cm, err := l.cp.Client(t).CoreV1().ConfigMaps(l.ns).Get(l.ctx, src+"-cairn-status", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		st, err := observe.ParseBackupStatus(cm.Data[observe.BackupStatusKey])
-		if err != nil || st.LastSuccessful == nil || st.LastSuccessful.Started.Before(written) {
-			return fmt.Errorf("status %+v %v", st, err)
-		}
-		return nil
-	})
+	l.backupAfter(src, time.Now())
 	copySpec := pgSpecAt(dst, 2, "15.10")
 	copySpec["clusters/"+dst+".yaml"] += "  restoreFrom:\n    storageLocation: \"file://" + backups + "\"\n    cluster: " + src + "\n"
 	l.editSpec(copySpec)

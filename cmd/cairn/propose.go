@@ -150,25 +150,34 @@ func (gh githubOptions) provider(repo *gitrepo.Repo, base string, log *slog.Logg
 	if gh.repo == "" {
 		return &publish.Local{Repo: repo, Base: base, Name: "cairn", Email: cairnEmail}, func() string { return "" }, nil
 	}
-	owner, name, ok := strings.Cut(gh.repo, "/")
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return nil, nil, &exitError{exitUsage, fmt.Errorf("--github must be OWNER/REPO, got %q", gh.repo)}
-	}
-	token, err := gitrepo.ReadToken(gh.tokenFile, "GITHUB_TOKEN")
+	p, err := gh.github(base, log)
 	if err != nil {
-		return nil, nil, &exitError{exitUsage, err}
-	}
-	if token == "" {
-		return nil, nil, &exitError{exitUsage, fmt.Errorf("--github needs a token: --github-token-file or $GITHUB_TOKEN")}
-	}
-	p, err := githubpr.New(owner, name, base, githubpr.Options{BaseURL: gh.api, Token: token, MergeMethod: gh.mergeMethod, Log: log})
-	if err != nil {
-		return nil, nil, &exitError{exitUsage, err}
+		return nil, nil, err
 	}
 	return p, func() string {
 		c := p.Counts()
 		return fmt.Sprintf("GitHub API calls: %d reads (%d answered 304 Not Modified), %d writes\n", c.Reads, c.NotModified, c.Writes)
 	}, nil
+}
+
+// github is the GitHub client of --github, --github-api and the token.
+func (gh githubOptions) github(base string, log *slog.Logger) (*githubpr.Provider, error) {
+	owner, name, ok := strings.Cut(gh.repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return nil, &exitError{exitUsage, fmt.Errorf("--github must be OWNER/REPO, got %q", gh.repo)}
+	}
+	token, err := gitrepo.ReadToken(gh.tokenFile, "GITHUB_TOKEN")
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	if token == "" {
+		return nil, &exitError{exitUsage, fmt.Errorf("--github needs a token: --github-token-file or $GITHUB_TOKEN")}
+	}
+	p, err := githubpr.New(owner, name, base, githubpr.Options{BaseURL: gh.api, Token: token, MergeMethod: gh.mergeMethod, Log: log})
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	return p, nil
 }
 
 func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh githubOptions, src liveSource, specs string, images renderer.Options) error {

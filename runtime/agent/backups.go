@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -228,24 +227,20 @@ func (b *Backups) failed(ctx context.Context, start time.Time, req request, err 
 	if serr := b.updateStatus(ctx, func(s *BackupStatus) { s.LastFailure = failure }); serr != nil {
 		b.logger().Warn("backup status not written", "cluster", b.Cluster, "err", serr.Error())
 	}
-	if eerr := b.event(ctx, corev1.EventTypeWarning, "BackupFailed", err.Error()); eerr != nil {
+	if eerr := recordClusterEvent(ctx, b.Client, b.Namespace, b.Cluster, b.clock(), event{corev1.EventTypeWarning, "BackupFailed", err.Error()}); eerr != nil {
 		b.logger().Warn("backup event not recorded", "cluster", b.Cluster, "err", eerr.Error())
 	}
 }
 
 func (b *Backups) open(p backup.Policy) (backup.Store, error) {
+	if b.Open == nil {
+		return backup.OpenFromEnv(p.Location)
+	}
 	loc, err := backup.ParseLocation(p.Location)
 	if err != nil {
 		return nil, err
 	}
-	if b.Open != nil {
-		return b.Open(loc)
-	}
-	cfg, err := backup.S3ConfigFromEnv(osGetenv)
-	if err != nil {
-		return nil, err
-	}
-	return backup.Open(loc, cfg)
+	return b.Open(loc)
 }
 
 // backup takes one backup into the policy's location and returns the
@@ -321,23 +316,6 @@ func (b *Backups) updateStatus(ctx context.Context, change func(*BackupStatus)) 
 		return fmt.Errorf("write %s-cairn-status: %w", b.Cluster, err)
 	}
 	return nil
-}
-
-// event records an Event on the cluster's StatefulSet.
-func (b *Backups) event(ctx context.Context, typ, reason, msg string) error {
-	sts, err := b.Client.AppsV1().StatefulSets(b.Namespace).Get(ctx, b.Cluster, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	now := metav1.NewTime(b.clock())
-	ev := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: sts.Name + "." + strconv.FormatInt(now.UnixNano(), 16), Namespace: sts.Namespace},
-		InvolvedObject: corev1.ObjectReference{Kind: "StatefulSet", APIVersion: "apps/v1", Name: sts.Name, Namespace: sts.Namespace, UID: sts.UID},
-		Type:           typ, Reason: reason, Message: msg, Count: 1, FirstTimestamp: now, LastTimestamp: now,
-		Source: corev1.EventSource{Component: "cairn-runtime"},
-	}
-	_, err = b.Client.CoreV1().Events(sts.Namespace).Create(ctx, ev, metav1.CreateOptions{})
-	return err
 }
 
 var errNoMember = errors.New("no ready member to back up from")

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 
@@ -13,8 +12,6 @@ import (
 
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
-
-var osGetenv = os.Getenv
 
 // replicationUser is the PostgreSQL role with the REPLICATION attribute
 // that the instance manager creates; base backups use it.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // event is one Event the runtime records on the cluster's StatefulSet.
@@ -76,9 +78,15 @@ func changeEvent(a action) event {
 
 // emit records the events on the StatefulSet.
 func (m *Membership) emit(ctx context.Context, sts *appsv1.StatefulSet, evs []event) error {
+	return recordEvents(ctx, m.Client, sts, m.clock(), evs)
+}
+
+// recordEvents records evs on the cluster's StatefulSet sts: the
+// runtime's one Event writer.
+func recordEvents(ctx context.Context, c kubernetes.Interface, sts *appsv1.StatefulSet, at time.Time, evs []event) error {
 	var errs []error
 	for i, e := range evs {
-		now := metav1.NewTime(m.clock())
+		now := metav1.NewTime(at)
 		ev := &corev1.Event{
 			ObjectMeta: metav1.ObjectMeta{Name: sts.Name + "." + strconv.FormatInt(now.UnixNano()+int64(i), 16), Namespace: sts.Namespace},
 			InvolvedObject: corev1.ObjectReference{Kind: "StatefulSet", APIVersion: "apps/v1", Name: sts.Name,
@@ -86,9 +94,19 @@ func (m *Membership) emit(ctx context.Context, sts *appsv1.StatefulSet, evs []ev
 			Type: e.Type, Reason: e.Reason, Message: e.Message, Count: 1,
 			FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "cairn-runtime"},
 		}
-		if _, err := m.Client.CoreV1().Events(sts.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		if _, err := c.CoreV1().Events(sts.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 			errs = append(errs, fmt.Errorf("record event %s: %w", e.Reason, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// recordClusterEvent records ev on the cluster's StatefulSet, read first
+// (a bare reference when it cannot be read).
+func recordClusterEvent(ctx context.Context, c kubernetes.Interface, namespace, cluster string, at time.Time, ev event) error {
+	sts, err := c.AppsV1().StatefulSets(namespace).Get(ctx, cluster, metav1.GetOptions{})
+	if err != nil {
+		sts = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: cluster, Namespace: namespace}}
+	}
+	return recordEvents(ctx, c, sts, at, []event{ev})
 }

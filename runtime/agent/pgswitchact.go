@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // actSwitchover does a switchover step's I/O, the status written first.
@@ -62,11 +60,7 @@ func (p *pgPass) emit(ctx context.Context, ev event) {
 	if ev.Reason == "" {
 		return
 	}
-	sts, err := p.r.Client.AppsV1().StatefulSets(p.r.Namespace).Get(ctx, p.r.Cluster, metav1.GetOptions{})
-	if err != nil {
-		sts = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: p.r.Cluster, Namespace: p.r.Namespace}}
-	}
-	if err := (&Membership{Client: p.r.Client, now: p.r.now}).emit(ctx, sts, []event{ev}); err != nil {
+	if err := recordClusterEvent(ctx, p.r.Client, p.r.Namespace, p.r.Cluster, p.r.clock(), ev); err != nil {
 		p.r.logger().Warn("event not recorded", "reason", ev.Reason, "err", err.Error())
 	}
 }

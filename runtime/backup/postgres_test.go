@@ -25,17 +25,6 @@ const (
 	pgReplPW  = "repl:pw"
 )
 
-func pgBin(t testing.TB) string {
-	bin := os.Getenv("CAIRN_PG_BIN")
-	if bin == "" {
-		bin = "/usr/lib/postgresql/15/bin"
-	}
-	if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
-		t.Fatalf("PostgreSQL 15 not found in %s (apt-get install postgresql-15, or set CAIRN_PG_BIN): %v", bin, err)
-	}
-	return bin
-}
-
 // pgPrimary is a real PostgreSQL 15 primary on 127.0.0.1, made by the
 // instance manager as a create step makes member 0.
 type pgPrimary struct {
@@ -52,7 +41,7 @@ func startPrimary(t testing.TB) *pgPrimary {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	p := &pgPrimary{dir: dir, port: testbed.FreePort(t), cred: testbed.PostgresCredential(t, dir), bin: pgBin(t)}
+	p := &pgPrimary{dir: dir, port: testbed.FreePort(t), cred: testbed.PostgresCredential(t, dir), bin: testbed.PostgresBin(t)}
 	conf := fmt.Sprintf("wal_level = replica\nmax_wal_senders = 8\nhba_file = '%s/pg_hba.conf'\n", dir)
 	hba := "local all all trust\nhost replication replicator 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 scram-sha-256\n"
 	for name, content := range map[string]string{"postgresql.conf": conf, "pg_hba.conf": hba} {

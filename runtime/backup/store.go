@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 )
@@ -40,4 +41,18 @@ func Open(loc Location, cfg S3Config) (Store, error) {
 		return NewS3Store(loc, cfg)
 	}
 	return nil, fmt.Errorf("backup location %s: unknown scheme", loc)
+}
+
+// OpenFromEnv opens a storageLocation with the S3 settings of this
+// process's environment (S3ConfigFromEnv).
+func OpenFromEnv(location string) (Store, error) {
+	loc, err := ParseLocation(location)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := S3ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return Open(loc, cfg)
 }

@@ -32,13 +32,7 @@ type pgBed struct {
 }
 
 func newPGBed(t *testing.T) *pgBed {
-	bin := os.Getenv("CAIRN_PG_BIN")
-	if bin == "" {
-		bin = "/usr/lib/postgresql/15/bin"
-	}
-	if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
-		t.Fatalf("PostgreSQL 15 not found in %s (apt-get install postgresql-15, or set CAIRN_PG_BIN): %v", bin, err)
-	}
+	bin := testbed.PostgresBin(t)
 	b := &pgBed{t: t, bin: bin, ports: map[int]int{}}
 	dir, err := os.MkdirTemp("", "cairn-pg-")
 	if err != nil {

@@ -13,23 +13,11 @@ import (
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
 
-// OpenBackups opens a backup location; the pod's environment gives the S3
-// settings (the optional <cluster>-backup Secret).
-var OpenBackups = func(location string) (backup.Store, error) {
-	loc, err := backup.ParseLocation(location)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := backup.S3ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	return backup.Open(loc, cfg)
-}
-
 // findBackup opens the restore's location and finds its backup.
 func findBackup(ctx context.Context, r *Restore) (backup.Store, backup.Manifest, error) {
-	st, err := OpenBackups(r.Location)
+	// The pod's environment gives the S3 settings (the optional
+	// <cluster>-backup Secret).
+	st, err := backup.OpenFromEnv(r.Location)
 	if err != nil {
 		return nil, backup.Manifest{}, fmt.Errorf("restore: %w", err)
 	}

@@ -410,3 +410,17 @@ func (cp *ControlPlane) apply(t testing.TB, namespace string, override bool, str
 	}
 	return nil
 }
+
+// PostgresBin is the folder of Debian's PostgreSQL 15 programs
+// ($CAIRN_PG_BIN to use others), failing the test when it is missing.
+func PostgresBin(t testing.TB) string {
+	t.Helper()
+	bin := os.Getenv("CAIRN_PG_BIN")
+	if bin == "" {
+		bin = "/usr/lib/postgresql/15/bin"
+	}
+	if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
+		t.Fatalf("PostgreSQL 15 not found in %s (apt-get install postgresql-15, or set CAIRN_PG_BIN): %v", bin, err)
+	}
+	return bin
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,12 +38,8 @@ type Bed struct {
 	bins map[string]string
 	dir  string
 	log  *slog.Logger
-	// prefix is this bed's 127.a.b. network; a cluster's members are
-	// prefix+(16*cluster index + ordinal + 1).
-	prefix string
-
-	mu       sync.Mutex
-	clusters []string
+	// Addresses give each member its own loopback address.
+	*testbed.Addresses
 }
 
 // New returns a bed for namespace ns of cp.
@@ -55,22 +50,8 @@ func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *B
 		bins["3.6"] = p
 	}
 	return &Bed{
-		client: cp.Client(t), ns: ns, bins: bins, dir: t.TempDir(), log: log,
-		prefix: fmt.Sprintf("127.%d.%d.", 10+rand.IntN(240), 10+rand.IntN(240)),
+		client: cp.Client(t), ns: ns, bins: bins, dir: t.TempDir(), log: log, Addresses: testbed.NewAddresses(),
 	}
-}
-
-// IP is the address of member ordinal ord of cluster.
-func (b *Bed) IP(cluster string, ord int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	i := 0
-	for ; i < len(b.clusters) && b.clusters[i] != cluster; i++ {
-	}
-	if i == len(b.clusters) {
-		b.clusters = append(b.clusters, cluster)
-	}
-	return b.prefix + strconv.Itoa(16*i+ord+1)
 }
 
 // ClientURL is the client URL of member ordinal ord of cluster.
@@ -153,20 +134,11 @@ func ordinalOf(member string) int {
 // config reads the cluster's rendered <cluster>-cairn ConfigMap as the
 // pod would from its mounted files.
 func (b *Bed) config(ctx context.Context, cluster string) (instance.Config, error) {
-	cm, err := b.client.CoreV1().ConfigMaps(b.ns).Get(ctx, cluster+"-cairn", metav1.GetOptions{})
-	if err != nil {
-		return instance.Config{}, fmt.Errorf("config of %s: %w", cluster, err)
-	}
-	dir, err := os.MkdirTemp(b.dir, "config-")
+	dir, err := testbed.MountConfigMap(ctx, b.client, b.ns, cluster+"-cairn", b.dir)
 	if err != nil {
 		return instance.Config{}, err
 	}
 	defer os.RemoveAll(dir)
-	for k, v := range cm.Data {
-		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600); err != nil {
-			return instance.Config{}, err
-		}
-	}
 	return instance.ReadConfig(dir)
 }
 

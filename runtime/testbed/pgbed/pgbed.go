@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,43 +49,24 @@ type Bed struct {
 	dir    string
 	cred   *syscall.Credential
 	log    *slog.Logger
-	prefix string
+	// Addresses give each member its own loopback address.
+	*testbed.Addresses
 
-	mu       sync.Mutex
-	clusters []string
-	running  map[string]*member
+	mu      sync.Mutex
+	running map[string]*member
 }
 
 // New returns a bed for namespace ns of cp.
 func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *Bed {
 	t.Helper()
-	bin := os.Getenv("CAIRN_PG_BIN")
-	if bin == "" {
-		bin = "/usr/lib/postgresql/15/bin"
-	}
-	if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
-		t.Fatalf("PostgreSQL 15 not found in %s (apt-get install postgresql-15): %v", bin, err)
-	}
+	bin := testbed.PostgresBin(t)
 	dir, err := os.MkdirTemp("", "cairn-pgbed-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return &Bed{client: cp.Client(t), ns: ns, bin: bin, dir: dir, cred: testbed.PostgresCredential(t, dir), log: log,
-		prefix: fmt.Sprintf("127.%d.%d.", 10+rand.IntN(240), 10+rand.IntN(240)), running: map[string]*member{}}
-}
-
-// IP is the address of member ordinal ord of cluster.
-func (b *Bed) IP(cluster string, ord int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	i := 0
-	for ; i < len(b.clusters) && b.clusters[i] != cluster; i++ {
-	}
-	if i == len(b.clusters) {
-		b.clusters = append(b.clusters, cluster)
-	}
-	return b.prefix + strconv.Itoa(16*i+ord+1)
+		Addresses: testbed.NewAddresses(), running: map[string]*member{}}
 }
 
 // Start backs a PostgreSQL pod; other pods are not backed.
@@ -174,20 +154,11 @@ func (b *Bed) ownedDir(dir string) error {
 // would from its mounted files, and writes <cluster>-config's
 // postgresql.conf and pg_hba.conf where the bed's members read them.
 func (b *Bed) config(ctx context.Context, cluster string) (instance.Config, string, error) {
-	cm, err := b.client.CoreV1().ConfigMaps(b.ns).Get(ctx, cluster+"-cairn", metav1.GetOptions{})
-	if err != nil {
-		return instance.Config{}, "", fmt.Errorf("config of %s: %w", cluster, err)
-	}
-	dir, err := os.MkdirTemp(b.dir, "config-")
+	dir, err := testbed.MountConfigMap(ctx, b.client, b.ns, cluster+"-cairn", b.dir)
 	if err != nil {
 		return instance.Config{}, "", err
 	}
 	defer os.RemoveAll(dir)
-	for k, v := range cm.Data {
-		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600); err != nil {
-			return instance.Config{}, "", err
-		}
-	}
 	cfg, err := instance.ReadConfig(dir)
 	if err != nil {
 		return cfg, "", err
