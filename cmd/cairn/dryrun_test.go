@@ -11,7 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/renderer"
-	"github.com/cairn-dev/cairn/runtime/testbed"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // Every rendered overlay of every golden tree (each step kind of both

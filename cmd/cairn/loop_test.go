@@ -27,9 +27,9 @@ import (
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 	"github.com/cairn-dev/cairn/renderer"
 	"github.com/cairn-dev/cairn/runtime/agent"
-	"github.com/cairn-dev/cairn/runtime/testbed"
-	"github.com/cairn-dev/cairn/runtime/testbed/etcdbed"
-	"github.com/cairn-dev/cairn/runtime/testbed/pgbed"
+	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/etcdbed"
+	"github.com/cairn-dev/cairn/testbed/pgbed"
 )
 
 // loop is everything the end-to-end tests run: a real git server, the

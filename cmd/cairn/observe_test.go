@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/cairn-dev/cairn/runtime/testbed"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // cairn plan reads the live state from a real API server.

@@ -14,8 +14,8 @@ import (
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/runtime/instance"
-	"github.com/cairn-dev/cairn/runtime/testbed"
-	"github.com/cairn-dev/cairn/runtime/testbed/pgbed"
+	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/pgbed"
 )
 
 const pgSuper = "walkthrough-super"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/spec"
-	"github.com/cairn-dev/cairn/runtime/testbed"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 func decode(t *testing.T, doc string) []spec.Cluster {

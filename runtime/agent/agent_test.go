@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cairn-dev/cairn/runtime/instance"
-	"github.com/cairn-dev/cairn/runtime/testbed"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 const superPW, replPW = "super-pw", "repl-pw"

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cairn-dev/cairn/runtime/backup"
-	"github.com/cairn-dev/cairn/runtime/testbed"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // backupBed is one real etcd member behind a ready pod "kv-0" of the

@@ -31,7 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairn-dev/cairn/runtime/instance"
-	"github.com/cairn-dev/cairn/runtime/testbed"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // etcdBed runs the etcd cluster "e": real etcd members, member e-<i> on

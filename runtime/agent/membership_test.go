@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairn-dev/cairn/runtime/instance"
-	"github.com/cairn-dev/cairn/runtime/testbed"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // writer writes to the cluster throughout a test and measures how long

@@ -10,7 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/cairn-dev/cairn/runtime/testbed"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // A snapshot holds exactly the keys written before it began; restored

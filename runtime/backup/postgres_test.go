@@ -17,7 +17,7 @@ import (
 
 	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/runtime/instance"
-	"github.com/cairn-dev/cairn/runtime/testbed"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 const (

@@ -52,7 +52,7 @@ func Bin(t testing.TB, name string) string {
 // FindBin returns the path of a test binary in the repo's .cache/bin.
 func FindBin(name string) (string, error) {
 	_, file, _, _ := runtime.Caller(0)
-	p := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "bin", name)
+	p := filepath.Join(filepath.Dir(file), "..", ".cache", "bin", name)
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("%s not found at %s", name, p)
 	}
