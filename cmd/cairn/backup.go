@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/cairn-dev/cairn/planner/observe"
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
@@ -137,10 +137,10 @@ func runBackupRequest(ctx context.Context, w io.Writer, c kubernetes.Interface, 
 	_, _ = rand.Read(nonce[:])
 	id := "manual-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(nonce[:])
 	name := cluster + "-cairn-status"
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{observe.BackupRequestAnnotation: id}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{contract.AnnotationBackupRequest: id}}})
 	_, err := c.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "cairn"})
 	if apierrors.IsNotFound(err) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{observe.BackupRequestAnnotation: id}}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{contract.AnnotationBackupRequest: id}}}
 		_, err = c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "cairn"})
 	}
 	if err != nil {
@@ -172,12 +172,12 @@ func runBackupRequest(ctx context.Context, w io.Writer, c kubernetes.Interface, 
 	}
 }
 
-func backupStatus(ctx context.Context, c kubernetes.Interface, ns, name string) (observe.BackupStatus, error) {
+func backupStatus(ctx context.Context, c kubernetes.Interface, ns, name string) (contract.BackupStatus, error) {
 	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return observe.BackupStatus{}, fmt.Errorf("read %s: %w", name, err)
+		return contract.BackupStatus{}, fmt.Errorf("read %s: %w", name, err)
 	}
-	return observe.ParseBackupStatus(cm.Data[observe.BackupStatusKey])
+	return contract.ParseBackupStatus(cm.Data[contract.StatusKeyBackup])
 }
 
 func newRestore() *cobra.Command {

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/cairn-dev/cairn/planner/observe"
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
@@ -269,7 +269,7 @@ func (l *loop) backupAfter(cluster string, since time.Time) string {
 		if err != nil {
 			return err
 		}
-		st, err := observe.ParseBackupStatus(cm.Data[observe.BackupStatusKey])
+		st, err := contract.ParseBackupStatus(cm.Data[contract.StatusKeyBackup])
 		if err != nil || st.LastSuccessful == nil || st.LastSuccessful.Started.Before(since) {
 			return fmt.Errorf("status %+v %v", st, err)
 		}

@@ -16,65 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
-
-// Names the renderer gives a cluster's objects and labels.
-const (
-	labelName     = "app.kubernetes.io/name"
-	labelInstance = "app.kubernetes.io/instance"
-	labelRole     = "cairn.dev/role"
-	// StatusKey is the key of the runtime's status ConfigMap
-	// (<cluster>-cairn-status) that holds an EtcdStatus.
-	StatusKey = "etcd.json"
-)
-
-// EtcdStatus is what the runtime reports of an etcd cluster
-// (testdata/etcd-status.json is an example the runtime's tests decode too).
-type EtcdStatus struct {
-	// ObservedAt is when the runtime listed the members (RFC 3339).
-	ObservedAt     string `json:"observedAt"`
-	ClusterVersion string `json:"clusterVersion"`
-	// Quorum: more than half of the voters are healthy. While it is lost
-	// the members are the last ones known, none healthy or leading.
-	Quorum bool `json:"quorum"`
-	// QuorumLostAt is when the runtime saw a quorum it had seen before
-	// lost (RFC 3339); empty while there is quorum.
-	QuorumLostAt string `json:"quorumLostAt,omitempty"`
-	// Message says, for people, what the runtime did last or waits for.
-	Message string       `json:"message,omitempty"`
-	Members []EtcdMember `json:"members"`
-	// Replacing names the members the runtime removed because their
-	// volume claim was replaced (their data is lost), until they have
-	// joined again.
-	Replacing []string `json:"replacing,omitempty"`
-	// RemoveDone is the ID of the last remove-member request (a merged
-	// EtcdRemoveMember step) carried out; it is not acted on again.
-	RemoveDone string `json:"removeDone,omitempty"`
-}
-
-// EtcdMember is one member as etcd lists it, with what its own etcd
-// reports of itself.
-type EtcdMember struct {
-	Name     string   `json:"name"`
-	ID       string   `json:"id"`
-	PeerURLs []string `json:"peerURLs"`
-	Learner  bool     `json:"learner"`
-	Leader   bool     `json:"leader"`
-	// Healthy: the member answers and follows a leader.
-	Healthy bool `json:"healthy"`
-	// Version is the etcd version the member reports; empty when it does
-	// not answer.
-	Version string `json:"version,omitempty"`
-	// Revision is the member's store revision (as of the last write of the
-	// status: a changed revision alone does not rewrite it).
-	Revision int64 `json:"revision,omitempty"`
-	// ClaimUID is the UID of the member's volume claim (data-<name>) when
-	// the runtime first saw this member ID. A different UID today means a
-	// replaced claim: the member's data is gone and the runtime replaces it.
-	ClaimUID string `json:"claimUID,omitempty"`
-}
 
 // Observer reads clusters from one Kubernetes cluster.
 type Observer struct {
@@ -117,25 +62,25 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 	}
 	isEtcd := ref.Kind == spec.EtcdKind
 	out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace, StatefulSet: statefulSet(sts, isEtcd)}
-	config, err := o.configMap(ctx, ns, ref.Name+"-cairn")
+	config, err := o.configMap(ctx, ns, contract.ConfigMap(ref.Name))
 	if err != nil {
 		return nil, err
 	}
-	status, err := o.configMap(ctx, ns, ref.Name+"-cairn-status")
+	status, err := o.configMap(ctx, ns, contract.StatusConfigMap(ref.Name))
 	if err != nil {
 		return nil, err
 	}
 	applyConfig(out, config)
-	if err := applyBackupStatus(out, status[BackupStatusKey]); err != nil {
+	if err := applyBackupStatus(out, status[contract.StatusKeyBackup]); err != nil {
 		return nil, fmt.Errorf("runtime status of %s: %w", ref.Name, err)
 	}
-	var etcd *EtcdStatus
-	if isEtcd && status[StatusKey] != "" {
-		etcd = &EtcdStatus{}
-		if err := json.Unmarshal([]byte(status[StatusKey]), etcd); err != nil {
+	var etcd *contract.EtcdStatus
+	if isEtcd && status[contract.StatusKeyEtcd] != "" {
+		etcd = &contract.EtcdStatus{}
+		if err := json.Unmarshal([]byte(status[contract.StatusKeyEtcd]), etcd); err != nil {
 			return nil, fmt.Errorf("runtime status: %w", err)
 		}
-		legacyHealth(status[StatusKey], etcd)
+		legacyHealth(status[contract.StatusKeyEtcd], etcd)
 		out.ClusterVersion = etcd.ClusterVersion
 	}
 	if out.Members, err = o.members(ctx, ns, ref.Name, sts, isEtcd, etcd); err != nil {
@@ -207,18 +152,18 @@ func (o *Observer) configMap(ctx context.Context, ns, name string) (map[string]s
 
 // applyConfig reads the rendered config the pods run with.
 func applyConfig(out *live.Cluster, data map[string]string) {
-	out.Bootstrap = data["bootstrap"]
-	out.SynchronousStandbys, _ = strconv.Atoi(data["synchronous-standbys"])
-	if data["backup.schedule"] == "" {
+	out.Bootstrap = data[contract.KeyBootstrap]
+	out.SynchronousStandbys, _ = strconv.Atoi(data[contract.KeySynchronousStandbys])
+	if data[contract.KeyBackupSchedule] == "" {
 		return
 	}
-	b := &live.Backup{Schedule: data["backup.schedule"], TimeZone: data["backup.time-zone"],
-		StorageLocation: data["backup.storage-location"], RetentionMaxAge: data["backup.retention.max-age"]}
-	b.RetentionCount, _ = strconv.Atoi(data["backup.retention.count"])
+	b := &live.Backup{Schedule: data[contract.KeyBackupSchedule], TimeZone: data[contract.KeyBackupTimeZone],
+		StorageLocation: data[contract.KeyBackupStorageLocation], RetentionMaxAge: data[contract.KeyBackupRetentionMaxAge]}
+	b.RetentionCount, _ = strconv.Atoi(data[contract.KeyBackupRetentionCount])
 	out.Backup = b
 }
 
-func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.StatefulSet, isEtcd bool, etcd *EtcdStatus) ([]live.Member, error) {
+func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.StatefulSet, isEtcd bool, etcd *contract.EtcdStatus) ([]live.Member, error) {
 	pods, err := o.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
 		LabelSelector: metav1.FormatLabelSelector(sts.Spec.Selector)})
 	if err != nil {
@@ -234,7 +179,7 @@ func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.
 			m.Role = etcdRole(&p, etcd)
 			m.Version = etcdVersion(p.Name, m.Version, etcd)
 			m.DataLost = etcd != nil && slices.Contains(etcd.Replacing, p.Name)
-		} else if r := p.Labels[labelRole]; r == string(live.RolePrimary) || r == string(live.RoleReplica) {
+		} else if r := p.Labels[contract.LabelRole]; r == contract.RolePrimary || r == contract.RoleReplica {
 			m.Role = live.Role(r)
 		}
 		out = append(out, m)
@@ -248,7 +193,7 @@ func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.
 // "removed" only when the status is newer than the pod, the runtime is not
 // replacing it, and the status lists no member that has not started yet
 // (which has no name and could be this pod); otherwise its role is unknown.
-func etcdRole(pod *corev1.Pod, st *EtcdStatus) live.Role {
+func etcdRole(pod *corev1.Pod, st *contract.EtcdStatus) live.Role {
 	if st == nil {
 		return live.RoleUnknown
 	}
@@ -280,7 +225,7 @@ func etcdRole(pod *corev1.Pod, st *EtcdStatus) live.Role {
 // members as healthy, and a planner newer than the runtime must not take
 // them all for down, or it would wait for the very runtime upgrade it
 // plans.
-func legacyHealth(raw string, st *EtcdStatus) {
+func legacyHealth(raw string, st *contract.EtcdStatus) {
 	var keys map[string]json.RawMessage
 	if json.Unmarshal([]byte(raw), &keys) != nil {
 		return
@@ -298,7 +243,7 @@ func legacyHealth(raw string, st *EtcdStatus) {
 // status, so that an upgraded pod counts as upgraded only once its etcd
 // runs again at the new version; the pod's image tag while the status
 // reports none.
-func etcdVersion(name, image string, st *EtcdStatus) string {
+func etcdVersion(name, image string, st *contract.EtcdStatus) string {
 	if st == nil {
 		return image
 	}
@@ -335,7 +280,7 @@ func ready(p *corev1.Pod) bool {
 func (o *Observer) storage(ctx context.Context, ns string, sts *appsv1.StatefulSet, members []live.Member) (string, error) {
 	var smallest *resource.Quantity
 	for _, m := range members {
-		pvc, err := o.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-"+m.Name, metav1.GetOptions{})
+		pvc, err := o.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, contract.DataClaim(m.Name), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
 		}

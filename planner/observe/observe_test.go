@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/testbed"
@@ -39,7 +40,7 @@ var readyAt = metav1.NewTime(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
 func deploy(t *testing.T, c kubernetes.Interface, ns, name, app, image string, ready []bool, roles []string, capacity []string, config, status map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	sel := map[string]string{labelName: app, labelInstance: name}
+	sel := map[string]string{contract.LabelName: app, contract.LabelInstance: name}
 	container := corev1.Container{Name: map[string]string{"etcd": "etcd", "postgresql": "postgres"}[app], Image: image}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.StatefulSetSpec{
 		Replicas: ptr(int32(len(ready))), Selector: &metav1.LabelSelector{MatchLabels: sel}, ServiceName: name,
@@ -54,9 +55,9 @@ func deploy(t *testing.T, c kubernetes.Interface, ns, name, app, image string, r
 		t.Fatal(err)
 	}
 	for i, r := range ready {
-		labels := map[string]string{labelName: app, labelInstance: name}
+		labels := map[string]string{contract.LabelName: app, contract.LabelInstance: name}
 		if roles != nil && roles[i] != "" {
-			labels[labelRole] = roles[i]
+			labels[contract.LabelRole] = roles[i]
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + string(rune('0'+i)), Labels: labels},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{container}}}
@@ -98,7 +99,7 @@ func TestObserveARealAPIServer(t *testing.T) {
 	ns := cp.Namespace(t, "db")
 	deploy(t, c, ns, "e", "etcd", "quay.io/coreos/etcd:v3.5.21", []bool{true, true, false}, nil, []string{"16Gi", "8Gi", "8Gi"},
 		map[string]string{"bootstrap": "existing"},
-		map[string]string{StatusKey: freshStatus(t)})
+		map[string]string{contract.StatusKeyEtcd: freshStatus(t)})
 	deploy(t, c, ns, "pg", "postgresql", "docker.io/library/postgres:14.5", []bool{true, true}, []string{"primary", ""}, []string{"10Gi", "10Gi"},
 		map[string]string{"bootstrap": "new", "synchronous-standbys": "1", "backup.schedule": "0 2 * * *", "backup.time-zone": "UTC", "backup.storage-location": "s3://b/pg", "backup.retention.count": "7"}, nil)
 	specs := decode(t, `apiVersion: etcd.database.coreos.com/v1beta2
@@ -159,7 +160,7 @@ func freshStatus(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st EtcdStatus
+	var st contract.EtcdStatus
 	if err := json.Unmarshal(data, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -170,15 +171,15 @@ func freshStatus(t *testing.T) string {
 
 func TestEtcdRoleNeedsAFreshStatus(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "e-3", CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))}}
-	old := &EtcdStatus{ObservedAt: "2026-11-30T07:59:00Z", Members: []EtcdMember{{Name: "e-0"}}}
+	old := &contract.EtcdStatus{ObservedAt: "2026-11-30T07:59:00Z", Members: []contract.EtcdMember{{Name: "e-0"}}}
 	if r := etcdRole(pod, old); r != live.RoleUnknown {
 		t.Errorf("a status older than the pod: %s", r)
 	}
-	fresh := &EtcdStatus{ObservedAt: "2026-11-30T08:01:00Z", Members: []EtcdMember{{Name: "e-0"}}}
+	fresh := &contract.EtcdStatus{ObservedAt: "2026-11-30T08:01:00Z", Members: []contract.EtcdMember{{Name: "e-0"}}}
 	if r := etcdRole(pod, fresh); r != live.RoleRemoved {
 		t.Errorf("a fresh status without the pod: %s", r)
 	}
-	fresh.Members = append(fresh.Members, EtcdMember{Name: "", PeerURLs: []string{"http://e-3.e.db.svc:2380"}})
+	fresh.Members = append(fresh.Members, contract.EtcdMember{Name: "", PeerURLs: []string{"http://e-3.e.db.svc:2380"}})
 	if r := etcdRole(pod, fresh); r != live.RoleUnknown {
 		t.Errorf("a member not started yet may be this pod: %s", r)
 	}
@@ -193,16 +194,16 @@ func TestEtcdMemberFromStatus(t *testing.T) {
 	at := "2026-11-30T08:01:00Z"
 	tests := []struct {
 		name    string
-		st      *EtcdStatus
+		st      *contract.EtcdStatus
 		role    live.Role
 		version string
 	}{
 		{"no status", nil, live.RoleUnknown, "3.6.16"},
-		{"reports the old version", &EtcdStatus{ObservedAt: at, Members: []EtcdMember{{Name: "e-1", Healthy: true, Version: "3.5.21"}}}, live.RoleFollower, "3.5.21"},
-		{"reports the new version", &EtcdStatus{ObservedAt: at, Members: []EtcdMember{{Name: "e-1", Healthy: true, Leader: true, Version: "3.6.16"}}}, live.RoleLeader, "3.6.16"},
-		{"does not answer", &EtcdStatus{ObservedAt: at, Members: []EtcdMember{{Name: "e-1"}}}, live.RoleUnknown, "3.6.16"},
-		{"an unhealthy learner", &EtcdStatus{ObservedAt: at, Members: []EtcdMember{{Name: "e-1", Learner: true}}}, live.RoleLearner, "3.6.16"},
-		{"being replaced", &EtcdStatus{ObservedAt: at, Members: []EtcdMember{{Name: "e-0", Healthy: true}}, Replacing: []string{"e-1"}}, live.RoleUnknown, "3.6.16"},
+		{"reports the old version", &contract.EtcdStatus{ObservedAt: at, Members: []contract.EtcdMember{{Name: "e-1", Healthy: true, Version: "3.5.21"}}}, live.RoleFollower, "3.5.21"},
+		{"reports the new version", &contract.EtcdStatus{ObservedAt: at, Members: []contract.EtcdMember{{Name: "e-1", Healthy: true, Leader: true, Version: "3.6.16"}}}, live.RoleLeader, "3.6.16"},
+		{"does not answer", &contract.EtcdStatus{ObservedAt: at, Members: []contract.EtcdMember{{Name: "e-1"}}}, live.RoleUnknown, "3.6.16"},
+		{"an unhealthy learner", &contract.EtcdStatus{ObservedAt: at, Members: []contract.EtcdMember{{Name: "e-1", Learner: true}}}, live.RoleLearner, "3.6.16"},
+		{"being replaced", &contract.EtcdStatus{ObservedAt: at, Members: []contract.EtcdMember{{Name: "e-0", Healthy: true}}, Replacing: []string{"e-1"}}, live.RoleUnknown, "3.6.16"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,7 +220,7 @@ func TestEtcdMemberFromStatus(t *testing.T) {
 // A status from an older runtime, without health, reads as before.
 func TestLegacyStatusIsHealthy(t *testing.T) {
 	raw := `{"observedAt":"2026-11-30T08:01:00Z","clusterVersion":"3.5","members":[{"name":"e-0","id":"1","leader":true},{"name":"e-1","id":"2"}]}`
-	var st EtcdStatus
+	var st contract.EtcdStatus
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestLegacyStatusIsHealthy(t *testing.T) {
 		t.Errorf("role %s, quorum %v", r, st.Quorum)
 	}
 	current := freshStatus(t)
-	var now EtcdStatus
+	var now contract.EtcdStatus
 	_ = json.Unmarshal([]byte(current), &now)
 	now.Members[0].Healthy = false
 	data, _ := json.Marshal(now)

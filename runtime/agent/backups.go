@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/cairn-dev/cairn/planner/observe"
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
 
@@ -25,16 +25,16 @@ import (
 // tried again.
 const requestRetry = time.Minute
 
-// The backup status is observe's type, under observe.BackupStatusKey: the
+// The backup status is observe's type, under contract.StatusKeyBackup: the
 // planner's gates read what the runtime writes.
 type (
-	BackupStatus  = observe.BackupStatus
-	BackupDone    = observe.BackupDone
-	BackupFailure = observe.BackupFailure
+	BackupStatus  = contract.BackupStatus
+	BackupDone    = contract.BackupDone
+	BackupFailure = contract.BackupFailure
 )
 
 // BackupRequestAnnotation asks the runtime for a backup now.
-const BackupRequestAnnotation = observe.BackupRequestAnnotation
+const BackupRequestAnnotation = contract.AnnotationBackupRequest
 
 // Backups runs a cluster's scheduled and requested backups while its
 // runtime leads: a robfig/cron scheduler on the policy of the rendered
@@ -283,7 +283,7 @@ func (b *Backups) readStatus(ctx context.Context) (BackupStatus, map[string]stri
 	if err != nil {
 		return st, nil, fmt.Errorf("read %s-cairn-status: %w", b.Cluster, err)
 	}
-	st, err = observe.ParseBackupStatus(cm.Data[observe.BackupStatusKey])
+	st, err = contract.ParseBackupStatus(cm.Data[contract.StatusKeyBackup])
 	if err != nil {
 		return st, nil, fmt.Errorf("%s-cairn-status: %w", b.Cluster, err)
 	}
@@ -302,12 +302,12 @@ func (b *Backups) updateStatus(ctx context.Context, change func(*BackupStatus)) 
 	if err != nil {
 		return err
 	}
-	patch, _ := json.Marshal(map[string]any{"data": map[string]string{observe.BackupStatusKey: string(data)}})
+	patch, _ := json.Marshal(map[string]any{"data": map[string]string{contract.StatusKeyBackup: string(data)}})
 	cms := b.Client.CoreV1().ConfigMaps(b.Namespace)
 	_, err = cms.Patch(ctx, b.Cluster+"-cairn-status", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "cairn-runtime"})
 	if apierrors.IsNotFound(err) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: b.Cluster + "-cairn-status", Namespace: b.Namespace},
-			Data: map[string]string{observe.BackupStatusKey: string(data)}}
+			Data: map[string]string{contract.StatusKeyBackup: string(data)}}
 		if _, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "cairn-runtime"}); apierrors.IsAlreadyExists(err) {
 			return b.updateStatus(ctx, change)
 		}

@@ -9,23 +9,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/cairn-dev/cairn/planner/observe"
 )
 
 // The runtime's report of an etcd cluster is the type planner/observe
-// reads (observe.EtcdStatus under observe.StatusKey), so the two sides of
+// reads (contract.EtcdStatus under contract.StatusKeyEtcd), so the two sides of
 // the contract cannot drift apart.
 type (
-	etcdStatus = observe.EtcdStatus
-	etcdMember = observe.EtcdMember
+	etcdStatus = contract.EtcdStatus
+	etcdMember = contract.EtcdMember
 )
 
-const etcdStatusKey = observe.StatusKey
+const etcdStatusKey = contract.StatusKeyEtcd
 
 // nextStatus is the status after a pass (pure): the members as seen, each
 // with the claim UID first recorded for its ID; quorum (without it no

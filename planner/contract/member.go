@@ -1,0 +1,48 @@
+package contract
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// MemberName is the name of a cluster's member (and of its pod) with the
+// given StatefulSet ordinal: <cluster>-<ordinal>.
+func MemberName(cluster string, ordinal int) string {
+	return cluster + "-" + strconv.Itoa(ordinal)
+}
+
+// MemberOrdinal is the ordinal of a member of cluster from its name; ok is
+// false unless name is exactly MemberName(cluster, n) for some n >= 0.
+func MemberOrdinal(cluster, name string) (n int, ok bool) {
+	rest, found := strings.CutPrefix(name, cluster+"-")
+	if !found {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || MemberName(cluster, n) != name {
+		return 0, false
+	}
+	return n, true
+}
+
+// PodOrdinal is the ordinal a StatefulSet pod's name ends in, whatever the
+// cluster's name.
+func PodOrdinal(name string) (int, error) {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return 0, fmt.Errorf("pod name %q does not end in -<ordinal>", name)
+	}
+	n, ok := MemberOrdinal(name[:i], name)
+	if !ok {
+		return 0, fmt.Errorf("pod name %q does not end in -<ordinal>", name)
+	}
+	return n, nil
+}
+
+// DataClaim is the volume claim of a member's data: <volume>-<member>, as
+// the StatefulSet controller names it.
+func DataClaim(member string) string { return DataVolume + "-" + member }
+
+// DataVolume is the name of the members' volume claim template.
+const DataVolume = "data"

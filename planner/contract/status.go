@@ -1,0 +1,111 @@
+package contract
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Keys of the status ConfigMap <cluster>-cairn-status (see
+// StatusConfigMap), each a JSON document the runtime writes.
+const (
+	// StatusKeyEtcd holds an EtcdStatus.
+	StatusKeyEtcd = "etcd.json"
+	// StatusKeyPostgres holds the PostgreSQL runtime's own record of
+	// failovers and switchovers (read only by the runtime).
+	StatusKeyPostgres = "postgres.json"
+	// StatusKeyBackup holds a BackupStatus.
+	StatusKeyBackup = "backup.json"
+)
+
+// EtcdStatus is what the runtime reports of an etcd cluster
+// (planner/observe/testdata/etcd-status.json is an example the
+// runtime's tests decode too).
+type EtcdStatus struct {
+	// ObservedAt is when the runtime listed the members (RFC 3339).
+	ObservedAt     string `json:"observedAt"`
+	ClusterVersion string `json:"clusterVersion"`
+	// Quorum: more than half of the voters are healthy. While it is lost
+	// the members are the last ones known, none healthy or leading.
+	Quorum bool `json:"quorum"`
+	// QuorumLostAt is when the runtime saw a quorum it had seen before
+	// lost (RFC 3339); empty while there is quorum.
+	QuorumLostAt string `json:"quorumLostAt,omitempty"`
+	// Message says, for people, what the runtime did last or waits for.
+	Message string       `json:"message,omitempty"`
+	Members []EtcdMember `json:"members"`
+	// Replacing names the members the runtime removed because their
+	// volume claim was replaced (their data is lost), until they have
+	// joined again.
+	Replacing []string `json:"replacing,omitempty"`
+	// RemoveDone is the ID of the last remove-member request (a merged
+	// EtcdRemoveMember step) carried out; it is not acted on again.
+	RemoveDone string `json:"removeDone,omitempty"`
+}
+
+// EtcdMember is one member as etcd lists it, with what its own etcd
+// reports of itself.
+type EtcdMember struct {
+	Name     string   `json:"name"`
+	ID       string   `json:"id"`
+	PeerURLs []string `json:"peerURLs"`
+	Learner  bool     `json:"learner"`
+	Leader   bool     `json:"leader"`
+	// Healthy: the member answers and follows a leader.
+	Healthy bool `json:"healthy"`
+	// Version is the etcd version the member reports; empty when it does
+	// not answer.
+	Version string `json:"version,omitempty"`
+	// Revision is the member's store revision (as of the last write of the
+	// status: a changed revision alone does not rewrite it).
+	Revision int64 `json:"revision,omitempty"`
+	// ClaimUID is the UID of the member's volume claim (data-<name>) when
+	// the runtime first saw this member ID. A different UID today means a
+	// replaced claim: the member's data is gone and the runtime replaces it.
+	ClaimUID string `json:"claimUID,omitempty"`
+}
+
+// BackupStatus is what the runtime reports of a cluster's backups; the
+// runtime writes it and the planner's backup gates read it.
+type BackupStatus struct {
+	LastSuccessful *BackupDone    `json:"lastSuccessful,omitempty"`
+	LastFailure    *BackupFailure `json:"lastFailure,omitempty"`
+	// LastRequest is the ID of the last merged TakeBackup step a backup
+	// completed; the step's gate waits for it.
+	LastRequest string `json:"lastRequest,omitempty"`
+	// LastManualRequest is the ID of the last cairn backup run request a
+	// backup completed.
+	LastManualRequest string `json:"lastManualRequest,omitempty"`
+}
+
+// BackupDone is a complete backup.
+type BackupDone struct {
+	ID       string    `json:"id"`
+	Location string    `json:"location"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Size     int64     `json:"size"`
+	Source   string    `json:"source"`
+}
+
+// BackupFailure is the last failed attempt.
+type BackupFailure struct {
+	Time  time.Time `json:"time"`
+	Error string    `json:"error"`
+	// Request is the on-demand request the attempt served, if any.
+	Request string `json:"request,omitempty"`
+}
+
+// ParseBackupStatus reads the status ConfigMap's backup key; empty data
+// is an empty status.
+func ParseBackupStatus(data string) (BackupStatus, error) {
+	var st BackupStatus
+	if data == "" {
+		return st, nil
+	}
+	if err := json.Unmarshal([]byte(data), &st); err != nil {
+		return st, fmt.Errorf("backup status: %w", err)
+	}
+	return st, nil
+}
+
