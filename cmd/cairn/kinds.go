@@ -1,0 +1,28 @@
+package main
+
+import "github.com/cairn-dev/cairn/planner/spec"
+
+// kind is one database kind cairn serves: its implementation in each
+// layer, by the interface that layer owns.
+type kind struct {
+	// name is the spec's kind (spec.EtcdKind, spec.PostgresKind).
+	name string
+}
+
+// kinds is the one table of the database kinds cairn serves; every
+// layer gets its per-kind implementations from here, explicitly. Adding a
+// kind adds a row (docs/adding-a-kind.md).
+var kinds = []kind{
+	{name: spec.EtcdKind},
+	{name: spec.PostgresKind},
+}
+
+// kindNamed returns the row of the named kind.
+func kindNamed(name string) (kind, bool) {
+	for _, k := range kinds {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return kind{}, false
+}
