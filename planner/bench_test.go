@@ -50,7 +50,7 @@ func BenchmarkPlan1000(b *testing.B) {
 	b.ReportAllocs()
 	steps := 0
 	for b.Loop() {
-		l := Plan(desired, observed, nil)
+		l := kinds.Plan(desired, observed, nil)
 		steps = 0
 		for _, p := range l.Plans {
 			steps += len(p.Steps)

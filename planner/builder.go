@@ -10,46 +10,48 @@ import (
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
-// result is what a strategy returns for one cluster.
-type result struct {
-	steps    []plan.Step
-	waiting  []plan.Gate
-	refusals []plan.Refusal
+// Result is what a strategy returns for one cluster: the steps to take,
+// or the gates it waits on before it can plan, or the rules that refuse
+// the change. Refusals win over waits, waits over steps.
+type Result struct {
+	Steps    []plan.Step
+	Waiting  []plan.Gate
+	Refusals []plan.Refusal
 }
 
-func (r *result) refuse(rule, field, format string, args ...any) {
-	r.refusals = append(r.refusals, plan.Refusal{Rule: rule, Field: field, Reason: fmt.Sprintf(format, args...)})
+func (r *Result) refuse(rule, field, format string, args ...any) {
+	r.Refusals = append(r.Refusals, plan.Refusal{Rule: rule, Field: field, Reason: fmt.Sprintf(format, args...)})
 }
 
-func (r *result) wait(g plan.Gate) {
+func (r *Result) wait(g plan.Gate) {
 	g.When = plan.Before
-	r.waiting = append(r.waiting, g)
+	r.Waiting = append(r.Waiting, g)
 }
 
 // add appends a step. Step IDs name what makes a step distinct, so they
 // are unique within a plan and stable across re-plans; a duplicate or an
 // invalid ID is a planner bug, and silently renaming it would hand the
 // publisher the ID of another (perhaps merged) step.
-func (r *result) add(s plan.Step) {
+func (r *Result) add(s plan.Step) {
 	if !plan.ValidStepID(s.ID) || r.hasID(s.ID) {
 		panic(fmt.Sprintf("planner: step ID %q is invalid or not unique in %v", s.ID, r.ids()))
 	}
 	if s.Gates == nil {
 		s.Gates = []plan.Gate{}
 	}
-	r.steps = append(r.steps, s)
+	r.Steps = append(r.Steps, s)
 }
 
-func (r *result) ids() []string {
-	out := make([]string, len(r.steps))
-	for i, s := range r.steps {
+func (r *Result) ids() []string {
+	out := make([]string, len(r.Steps))
+	for i, s := range r.Steps {
 		out[i] = s.ID
 	}
 	return out
 }
 
-func (r *result) hasID(id string) bool {
-	for _, s := range r.steps {
+func (r *Result) hasID(id string) bool {
+	for _, s := range r.Steps {
 		if s.ID == id {
 			return true
 		}

@@ -45,7 +45,7 @@ func createStep(c spec.Cluster, members int, noun string) plan.Step {
 }
 
 // refuseShrink refuses a storage shrink; volumes only grow.
-func refuseShrink(r *result, c spec.Cluster, obs *live.Cluster) {
+func refuseShrink(r *Result, c spec.Cluster, obs *live.Cluster) {
 	want := c.Common().Storage
 	if obs.Storage == "" || want.Cmp(spec.Quantity(obs.Storage)) >= 0 {
 		return
@@ -56,7 +56,7 @@ func refuseShrink(r *result, c spec.Cluster, obs *live.Cluster) {
 }
 
 // storageStep grows every member's volume when the spec asks for more.
-func storageStep(r *result, c spec.Cluster, obs *live.Cluster) {
+func storageStep(r *Result, c spec.Cluster, obs *live.Cluster) {
 	want := c.Common().Storage
 	if obs.Storage == "" || want.Cmp(spec.Quantity(obs.Storage)) <= 0 {
 		return
@@ -76,7 +76,7 @@ func storageStep(r *result, c spec.Cluster, obs *live.Cluster) {
 
 // backupStep changes the backup policy the runtime runs when it differs
 // from the spec.
-func backupStep(r *result, c spec.Cluster, obs *live.Cluster) {
+func backupStep(r *Result, c spec.Cluster, obs *live.Cluster) {
 	want := backupSettings(c.Common().Backup)
 	have := observedBackup(obs.Backup)
 	if equalBackup(want, have) {
@@ -130,8 +130,8 @@ func equalBackup(a, b *plan.BackupSettings) bool {
 // sealStep ends a cluster's creation when no other step would: while the
 // rendered config still says bootstrap=new, a member that lost its data
 // could bootstrap alone.
-func sealStep(r *result, obs *live.Cluster) {
-	if len(r.steps) > 0 || obs.Bootstrap != "new" {
+func sealStep(r *Result, obs *live.Cluster) {
+	if len(r.Steps) > 0 || obs.Bootstrap != "new" {
 		return
 	}
 	r.add(seal())
@@ -153,7 +153,7 @@ func seal() plan.Step {
 // settle waits for what the StatefulSet and the pods have not finished:
 // pods still to be created or removed, members not ready, members not yet
 // rolled to the template's version. It reports whether anything is pending.
-func settle(r *result, obs *live.Cluster) bool {
+func settle(r *Result, obs *live.Cluster) bool {
 	sts := obs.StatefulSet
 	if sts.Replicas == 0 && len(obs.Members) == 0 {
 		r.wait(gate(plan.GateStatefulSetSettled, plan.Before, "the StatefulSet runs no pods (scaled to 0 by hand?); cairn plans nothing until its replicas are restored"))
@@ -177,11 +177,11 @@ func settle(r *result, obs *live.Cluster) bool {
 	if len(obs.Members) > sts.Replicas {
 		r.wait(gate(plan.GateStatefulSetSettled, plan.Before, fmt.Sprintf("the StatefulSet scales in to %d pods", sts.Replicas)))
 	}
-	return len(r.waiting) > 0
+	return len(r.Waiting) > 0
 }
 
 // notReady waits for every member that is not ready.
-func notReady(r *result, obs *live.Cluster) bool {
+func notReady(r *Result, obs *live.Cluster) bool {
 	found := false
 	for _, m := range obs.Members {
 		if !m.Ready {

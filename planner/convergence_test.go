@@ -114,7 +114,7 @@ func expectedRefusals(c convergenceCase) []string {
 func converge(t *testing.T, c convergenceCase) int {
 	state := c.observed
 	for n := 0; n < 200; n++ {
-		p := PlanCluster(c.desired, state, nil)
+		p := kinds.PlanCluster(c.desired, state, nil)
 		switch p.Status {
 		case plan.StatusConverged:
 			checkConverged(t, c.desired, state)
@@ -140,7 +140,7 @@ func converge(t *testing.T, c convergenceCase) int {
 		}
 		// The rest of the plan is what the next plan says: step IDs,
 		// parameters and flags are stable as the cluster moves along.
-		if again := PlanCluster(c.desired, next, nil); !slices.Equal(stepKeys(again.Steps), stepKeys(p.Steps[1:])) {
+		if again := kinds.PlanCluster(c.desired, next, nil); !slices.Equal(stepKeys(again.Steps), stepKeys(p.Steps[1:])) {
 			t.Fatalf("after %s the plan changed:\n was  %v\n now  %v", s.ID, stepKeys(p.Steps[1:]), stepKeys(again.Steps))
 		}
 		state = next
@@ -166,7 +166,7 @@ func checkPartial(t *testing.T, desired spec.Cluster, state *live.Cluster, s pla
 	if mid == nil {
 		return
 	}
-	p := PlanCluster(desired, mid, nil)
+	p := kinds.PlanCluster(desired, mid, nil)
 	if p.Status != plan.StatusWaiting && (len(p.Steps) == 0 || p.Steps[0].ID != s.ID) {
 		t.Fatalf("half-way through %s the plan is %s %v", s.ID, p.Status, stepIDs(p))
 	}

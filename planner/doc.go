@@ -2,11 +2,12 @@
 // and the observed live state in, one ordered plan of small, safe, gated
 // steps per cluster out.
 //
-//	Plan(desired, observed, policies) -> plan.List
+//	New(Etcd(), Postgres()).Plan(desired, observed, policies) -> plan.List
 //
 // Plan does no I/O, reads no clock and is deterministic: the same input
-// gives the same bytes. There is one strategy per kind (etcd.go,
-// postgres.go); each first checks the domain rules that refuse a change,
+// gives the same bytes. There is one Strategy per kind (etcd.go,
+// postgres.go), wired by the caller (cmd/cairn's table of kinds); a
+// cluster of a kind without one is refused. Each strategy first checks the domain rules that refuse a change,
 // then waits if a change is still in flight (a member not ready, a learner
 // not yet promoted, a rollout not finished), finishes a half-applied step,
 // and only then plans the rest, one member at a time.
@@ -15,6 +16,7 @@
 // or merged. A step that was merged but has not taken effect yet is planned
 // again with the same ID, which is how the publisher recognises it.
 //
-// Imports: planner/plan, planner/spec, planner/live, policies. Never the
+// Imports: planner/plan, planner/spec, planner/live, planner/contract,
+// policies. Never the
 // runtime, the renderer, Git, GitHub or a Kubernetes client.
 package planner

@@ -18,8 +18,8 @@ type etcdModel struct {
 	leader  int // ordinal of the leader; -1 when unknown
 }
 
-func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) result {
-	var r result
+func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) Result {
+	var r Result
 	size := c.Spec.Size
 	switch {
 	case size < 1 || size > MaxEtcdSize:
@@ -28,7 +28,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) result {
 		r.refuse(RuleEtcdSizeEven, "spec.size", "etcd size %d tolerates no more failures than %d; use %d or %d (even sizes occur only between steps)", size, size-1, size-1, size+1)
 	}
 	if obs == nil {
-		if len(r.refusals) == 0 {
+		if len(r.Refusals) == 0 {
 			r.add(createStep(c, size, "members"))
 			r.add(seal())
 		}
@@ -43,7 +43,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) result {
 			r.refuse(RuleEtcdDowngrade, "spec.version", "%v; the cluster runs %s (keep %s.x or newer; going back needs a snapshot restore into a new cluster)", err, cur, fmt.Sprintf("%d.%d", cur.Major, cur.Minor))
 		}
 	}
-	if len(r.refusals) > 0 || etcdWaits(&r, obs) {
+	if len(r.Refusals) > 0 || etcdWaits(&r, obs) {
 		return r
 	}
 	m := etcdModel{name: c.Metadata.Name, leader: -1}
@@ -62,7 +62,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) result {
 // flight lands: the template's version while a rolling upgrade runs,
 // otherwise the members' (lowest) version. Members may trail the template
 // by one minor at most, and never lead it by one.
-func etcdCurrentVersion(r *result, obs *live.Cluster) (spec.Version, bool) {
+func etcdCurrentVersion(r *Result, obs *live.Cluster) (spec.Version, bool) {
 	var versions []spec.Version
 	for _, m := range obs.Members {
 		v, err := spec.ParseRelease(m.Version, 3)
@@ -103,7 +103,7 @@ func etcdCurrentVersion(r *result, obs *live.Cluster) (spec.Version, bool) {
 
 // etcdWaits reports (and records) everything in flight that must land
 // before another change: quorum, pods, readiness, learners, replacements.
-func etcdWaits(r *result, obs *live.Cluster) bool {
+func etcdWaits(r *Result, obs *live.Cluster) bool {
 	voters, healthy := 0, 0
 	for _, m := range obs.Members {
 		if m.IsVoter() || m.Role == live.RoleUnknown || m.DataLost {
@@ -150,19 +150,19 @@ func etcdWaits(r *result, obs *live.Cluster) bool {
 			leaders++
 		}
 	}
-	if len(r.waiting) == 0 && leaders != 1 {
+	if len(r.Waiting) == 0 && leaders != 1 {
 		r.wait(gate(plan.GateClusterHealthy, plan.Before, "the cluster has exactly one leader"))
 	}
-	if len(r.waiting) == 0 {
+	if len(r.Waiting) == 0 {
 		clusterVersionWait(r, obs)
 	}
-	return len(r.waiting) > 0
+	return len(r.Waiting) > 0
 }
 
 // clusterVersionWait waits while etcd has not yet raised its cluster
 // version to the minor every member runs (it does so shortly after the
 // last member of a minor upgrade restarts).
-func clusterVersionWait(r *result, obs *live.Cluster) {
+func clusterVersionWait(r *Result, obs *live.Cluster) {
 	if obs.ClusterVersion == "" || len(obs.Members) == 0 {
 		return
 	}
@@ -186,7 +186,7 @@ func clusterVersionWait(r *result, obs *live.Cluster) {
 // etcdFinish plans what finishes a half-applied change: the StatefulSet
 // shrink after a member left, and the rest of a rolling upgrade. It fills
 // the model from what remains.
-func etcdFinish(r *result, obs *live.Cluster, m *etcdModel) {
+func etcdFinish(r *Result, obs *live.Cluster, m *etcdModel) {
 	members := obs.Members
 	if n := len(members); n > 0 && members[n-1].Role == live.RoleRemoved {
 		last := members[n-1]
@@ -223,7 +223,7 @@ func upgradeSize(cur, want, safe int) int {
 
 // etcdResize changes membership one member at a time: learners join at
 // the top, members leave from the top.
-func etcdResize(r *result, m *etcdModel, target int) {
+func etcdResize(r *Result, m *etcdModel, target int) {
 	for m.size < target {
 		r.add(etcdAddStep(m, m.size))
 		m.size++
@@ -306,7 +306,7 @@ func etcdScaleIn(cluster string, ord int) plan.Step {
 
 // etcdUpgrade rolls every member through each version of path, one member
 // at a time from the highest ordinal down.
-func etcdUpgrade(r *result, m *etcdModel, path []spec.Version) {
+func etcdUpgrade(r *Result, m *etcdModel, path []spec.Version) {
 	for hop, to := range path {
 		from := m.version
 		for ord := m.size - 1; ord >= 0; ord-- {

@@ -25,7 +25,7 @@ func runCases(t *testing.T, cases []planCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := PlanCluster(tc.desired, tc.observed, nil)
+			p := kinds.PlanCluster(tc.desired, tc.observed, nil)
 			if p.Status != tc.status {
 				t.Fatalf("status = %s, want %s (steps %v, refusals %v, waiting %v)", p.Status, tc.status, stepIDs(p), p.Refusals, p.Waiting)
 			}

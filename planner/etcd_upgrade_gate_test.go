@@ -14,7 +14,7 @@ import (
 // ready, and the cluster is healthy: every voter healthy, one leader.
 func TestEtcdUpgradeWaitsForTheReportedVersion(t *testing.T) {
 	c := etcdSpec(t, 3, "3.6.16")
-	p := PlanCluster(c, etcdLive(3, "3.5.21", 0), nil)
+	p := kinds.PlanCluster(c, etcdLive(3, "3.5.21", 0), nil)
 	s := p.Steps[0]
 	if s.Params.UpgradeMember == nil || s.Params.UpgradeMember.Member != "e-2" {
 		t.Fatalf("first step %s", s.ID)

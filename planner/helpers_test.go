@@ -127,3 +127,6 @@ func hasGate(s plan.Step, kind plan.GateKind, when plan.Phase) bool {
 	}
 	return false
 }
+
+// kinds is the planner of both kinds, as cmd/cairn wires it.
+var kinds = New(Etcd(), Postgres())

@@ -14,7 +14,7 @@ import (
 // Plan plans every desired cluster against the observed state. Clusters
 // that run but have no spec any more get a plan that refuses to delete
 // them. Plans are ordered by cluster name.
-func Plan(desired []spec.Cluster, observed *live.Snapshot, pols policies.Set) plan.List {
+func (pl *Planner) Plan(desired []spec.Cluster, observed *live.Snapshot, pols policies.Set) plan.List {
 	running := map[string]*live.Cluster{}
 	if observed != nil {
 		for i := range observed.Clusters {
@@ -27,7 +27,7 @@ func Plan(desired []spec.Cluster, observed *live.Snapshot, pols policies.Set) pl
 	for i, c := range desired {
 		key := c.Ref().Kind + "/" + c.Ref().Name
 		obs[i] = running[key]
-		out.Plans = append(out.Plans, planCluster(c, obs[i], pols))
+		out.Plans = append(out.Plans, pl.PlanCluster(c, obs[i], pols))
 		delete(running, key)
 	}
 	applyFleetPolicies(desired, obs, out.Plans, pols)
@@ -39,17 +39,12 @@ func Plan(desired []spec.Cluster, observed *live.Snapshot, pols policies.Set) pl
 }
 
 // PlanCluster plans one cluster; obs is nil when nothing of it runs.
-func PlanCluster(c spec.Cluster, obs *live.Cluster, pols policies.Set) plan.Plan {
-	return planCluster(c, obs, pols)
-}
-
-func planCluster(c spec.Cluster, obs *live.Cluster, pols policies.Set) plan.Plan {
-	var r result
-	switch c := c.(type) {
-	case *spec.EtcdCluster:
-		r = planEtcd(c, obs)
-	case *spec.PostgresCluster:
-		r = planPostgres(c, obs)
+func (pl *Planner) PlanCluster(c spec.Cluster, obs *live.Cluster, pols policies.Set) plan.Plan {
+	var r Result
+	if s, ok := pl.byKind[c.Ref().Kind]; ok {
+		r = s.Plan(c, obs)
+	} else {
+		r.refuse(RuleUnknownKind, "kind", "cairn has no planner for kind %q; it plans %s", c.Ref().Kind, strings.Join(pl.Kinds(), ", "))
 	}
 	ref := c.Ref()
 	p := plan.Plan{
@@ -57,16 +52,16 @@ func planCluster(c spec.Cluster, obs *live.Cluster, pols policies.Set) plan.Plan
 		SpecFingerprint:     plan.Fingerprint(c),
 		ObservedFingerprint: plan.Fingerprint(obs),
 		Baseline:            baseline(obs),
-		Steps:               r.steps,
-		Refusals:            r.refusals,
-		Waiting:             r.waiting,
+		Steps:               r.Steps,
+		Refusals:            r.Refusals,
+		Waiting:             r.Waiting,
 	}
 	switch {
-	case len(r.refusals) > 0:
+	case len(r.Refusals) > 0:
 		p.Status, p.Steps, p.Waiting = plan.StatusRefused, []plan.Step{}, nil
-	case len(r.waiting) > 0:
+	case len(r.Waiting) > 0:
 		p.Status, p.Steps = plan.StatusWaiting, []plan.Step{}
-	case len(r.steps) > 0:
+	case len(r.Steps) > 0:
 		p.Status = plan.StatusPlanned
 	default:
 		p.Status = plan.StatusConverged
@@ -131,10 +126,7 @@ func baseline(obs *live.Cluster) *plan.Baseline {
 // orphan is the plan for a cluster that runs but whose spec was removed:
 // cairn never deletes a database on its own.
 func orphan(o *live.Cluster) plan.Plan {
-	api := spec.PostgresAPIVersion
-	if o.Kind == spec.EtcdKind {
-		api = spec.EtcdAPIVersion
-	}
+	api, _ := spec.APIVersion(o.Kind)
 	p := plan.Plan{
 		Cluster:             plan.ClusterRef{APIVersion: api, Kind: o.Kind, Name: o.Name, Namespace: o.Namespace},
 		SpecFingerprint:     plan.Fingerprint(nil),

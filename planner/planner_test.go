@@ -24,14 +24,14 @@ func snapshot(cs ...*live.Cluster) *live.Snapshot {
 func TestPlanIsDeterministic(t *testing.T) {
 	desired := []spec.Cluster{etcdSpec(t, 5, "3.5.21"), pgSpec(t, 3, "14.9")}
 	observed := snapshot(pgLive(3, "14.5", 1), etcdLive(3, "3.4.37", 2))
-	first, err := Plan(desired, observed, nil).EncodeJSON()
+	first, err := kinds.Plan(desired, observed, nil).EncodeJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 20 {
 		slices.Reverse(desired)
 		slices.Reverse(observed.Clusters)
-		again, _ := Plan(desired, observed, nil).EncodeJSON()
+		again, _ := kinds.Plan(desired, observed, nil).EncodeJSON()
 		if !bytes.Equal(first, again) {
 			t.Fatalf("plans differ between runs:\n%s\n%s", first, again)
 		}
@@ -42,7 +42,7 @@ func TestPlanOrdersByNameAndRefusesToDeleteOrphans(t *testing.T) {
 	gone := pgLive(2, "14.5", 0)
 	gone.Name = "aaa-gone"
 	gone.Members[0].Name, gone.Members[1].Name = "aaa-gone-0", "aaa-gone-1"
-	l := Plan([]spec.Cluster{pgSpec(t, 3, "14.5"), etcdSpec(t, 3, "3.5.21")}, snapshot(gone), nil)
+	l := kinds.Plan([]spec.Cluster{pgSpec(t, 3, "14.5"), etcdSpec(t, 3, "3.5.21")}, snapshot(gone), nil)
 	var names []string
 	for _, p := range l.Plans {
 		names = append(names, p.Cluster.Name)
@@ -56,15 +56,15 @@ func TestPlanOrdersByNameAndRefusesToDeleteOrphans(t *testing.T) {
 }
 
 func TestFingerprintsAndIDs(t *testing.T) {
-	a := PlanCluster(etcdSpec(t, 5, "3.5.21"), etcdLive(3, "3.5.21", 0), nil)
-	b := PlanCluster(etcdSpec(t, 5, "3.5.21"), etcdLive(3, "3.5.21", 1), nil)
+	a := kinds.PlanCluster(etcdSpec(t, 5, "3.5.21"), etcdLive(3, "3.5.21", 0), nil)
+	b := kinds.PlanCluster(etcdSpec(t, 5, "3.5.21"), etcdLive(3, "3.5.21", 1), nil)
 	if a.SpecFingerprint != b.SpecFingerprint || a.ObservedFingerprint == b.ObservedFingerprint {
 		t.Error("the observed fingerprint follows the observed state, the spec fingerprint the spec")
 	}
 	if a.ID != b.ID {
 		t.Error("the same change planned against a different leader keeps its plan ID")
 	}
-	c := PlanCluster(etcdSpec(t, 7, "3.5.21"), etcdLive(3, "3.5.21", 0), nil)
+	c := kinds.PlanCluster(etcdSpec(t, 7, "3.5.21"), etcdLive(3, "3.5.21", 0), nil)
 	if c.ID == a.ID || c.SpecFingerprint == a.SpecFingerprint {
 		t.Error("a different spec gives a different plan")
 	}
@@ -93,7 +93,7 @@ func (denyAll) Evaluate(policies.Input) plan.Decision {
 }
 
 func TestPoliciesDecideOnEachStep(t *testing.T) {
-	p := PlanCluster(pgSpec(t, 3, "14.9"), pgLive(3, "14.5", 0), policies.Set{denyAll{}, holdDisruptive{}})
+	p := kinds.PlanCluster(pgSpec(t, 3, "14.9"), pgLive(3, "14.5", 0), policies.Set{denyAll{}, holdDisruptive{}})
 	for _, s := range p.Steps {
 		want := []string{"deny-all"}
 		if s.Disruptive {
@@ -113,7 +113,7 @@ func TestPoliciesDecideOnEachStep(t *testing.T) {
 }
 
 func TestJSONShape(t *testing.T) {
-	l := Plan([]spec.Cluster{etcdSpec(t, 3, "3.5.21")}, snapshot(etcdLive(3, "3.5.21", 0)), nil)
+	l := kinds.Plan([]spec.Cluster{etcdSpec(t, 3, "3.5.21")}, snapshot(etcdLive(3, "3.5.21", 0)), nil)
 	data, err := l.EncodeJSON()
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestFleetPoliciesDecideOnEachClustersNextStep(t *testing.T) {
 		})
 	}
 	observed := snapshot(replicasUpgraded("pg"), replicasUpgraded("orders"))
-	l := Plan(desired, observed, policies.Set{policies.Concurrency{PolicyName: "one-at-a-time", Max: 1}})
+	l := kinds.Plan(desired, observed, policies.Set{policies.Concurrency{PolicyName: "one-at-a-time", Max: 1}})
 	verdicts := map[string]plan.Verdict{}
 	for _, p := range l.Plans {
 		if len(p.Steps) == 0 || !p.Steps[0].Disruptive {
@@ -184,7 +184,7 @@ func (observedNames) EvaluateFleet(entries []policies.FleetEntry) []plan.Decisio
 
 func TestFleetPoliciesSeeEachClustersObservedState(t *testing.T) {
 	desired := []spec.Cluster{pgSpec(t, 3, "14.9"), etcdSpec(t, 3, "3.5.21")}
-	l := Plan(desired, snapshot(pgLive(3, "14.5", 0)), policies.Set{observedNames{}})
+	l := kinds.Plan(desired, snapshot(pgLive(3, "14.5", 0)), policies.Set{observedNames{}})
 	want := map[string]string{"pg": "observed pg", "e": "nothing observed"}
 	for _, p := range l.Plans {
 		if got := p.Steps[0].Decisions[0].Reason; got != want[p.Cluster.Name] {
@@ -197,14 +197,14 @@ func TestFleetPoliciesSeeEachClustersObservedState(t *testing.T) {
 // and only the create step carries it.
 func TestCreateFromBackup(t *testing.T) {
 	c := etcdSpec(t, 3, "3.7.3", "restoreFrom:", `  storageLocation: "s3://backups/etcd"`, "  cluster: old", "  backup: 20261130T020000Z-1a2b3c")
-	pl := Plan([]spec.Cluster{c}, nil, nil).Plans[0]
+	pl := kinds.Plan([]spec.Cluster{c}, nil, nil).Plans[0]
 	r := pl.Steps[0].Params.CreateCluster.RestoreFrom
 	if r == nil || *r != (plan.RestoreSource{StorageLocation: "s3://backups/etcd", Cluster: "old", Backup: "20261130T020000Z-1a2b3c"}) ||
 		!strings.Contains(pl.Steps[0].Summary, "restored from backup 20261130T020000Z-1a2b3c of old at s3://backups/etcd") {
 		t.Fatalf("create step: %+v %q", r, pl.Steps[0].Summary)
 	}
 	c = pgSpec(t, 3, "15.4", "restoreFrom:", `  storageLocation: "file:///b"`)
-	pl = Plan([]spec.Cluster{c}, nil, nil).Plans[0]
+	pl = kinds.Plan([]spec.Cluster{c}, nil, nil).Plans[0]
 	if r := pl.Steps[0].Params.CreateCluster.RestoreFrom; r == nil || r.Cluster != "pg" || r.Backup != "latest" {
 		t.Fatalf("create step: %+v", r)
 	}

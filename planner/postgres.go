@@ -18,14 +18,14 @@ type pgModel struct {
 	sync    int
 }
 
-func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) result {
-	var r result
+func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
+	var r Result
 	n := c.Spec.Instances
 	if n < 1 || n > MaxPostgresInstances {
 		r.refuse(RulePostgresInstancesRange, "spec.instances", "instances must be 1 to %d, got %d", MaxPostgresInstances, n)
 	}
 	if obs == nil {
-		if len(r.refusals) == 0 {
+		if len(r.Refusals) == 0 {
 			r.add(createStep(c, n, "instances"))
 			r.add(seal())
 		}
@@ -41,7 +41,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) result {
 	case major && c.Spec.Backup == nil:
 		r.refuse(RulePostgresMajorNeedsBackup, "spec.backup", "a major upgrade from %s to %s is gated on a fresh, verified backup; configure spec.backup first", cur, want)
 	}
-	if len(r.refusals) > 0 || pgWaits(&r, obs) {
+	if len(r.Refusals) > 0 || pgWaits(&r, obs) {
 		return r
 	}
 	m := pgModel{name: c.Metadata.Name, size: len(obs.Members), version: cur, sync: obs.SynchronousStandbys}
@@ -70,7 +70,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) result {
 	return r
 }
 
-func pgCurrentVersion(r *result, obs *live.Cluster) (spec.Version, bool) {
+func pgCurrentVersion(r *Result, obs *live.Cluster) (spec.Version, bool) {
 	if len(obs.Members) == 0 {
 		return spec.Version{}, false // settle waits for the pods
 	}
@@ -102,7 +102,7 @@ func pgCurrentVersion(r *result, obs *live.Cluster) (spec.Version, bool) {
 
 // pgWaits reports (and records) everything in flight: pods, readiness,
 // and a missing or doubled primary, which the runtime resolves on its own.
-func pgWaits(r *result, obs *live.Cluster) bool {
+func pgWaits(r *Result, obs *live.Cluster) bool {
 	if settle(r, obs) || notReady(r, obs) {
 		return true
 	}
@@ -116,17 +116,17 @@ func pgWaits(r *result, obs *live.Cluster) bool {
 		}
 	}
 	switch {
-	case len(r.waiting) > 0:
+	case len(r.Waiting) > 0:
 	case len(primaries) == 0 && len(obs.Members) > 0:
 		r.wait(gate(plan.GatePrimary, plan.Before, "the cluster has a primary (the runtime fails over on its own)"))
 	case len(primaries) > 1:
 		r.wait(gate(plan.GatePrimary, plan.Before, fmt.Sprintf("exactly one primary; %v all claim it and the runtime fences all but one", primaries)))
 	}
-	return len(r.waiting) > 0
+	return len(r.Waiting) > 0
 }
 
 // pgFinish plans the rest of a rolling minor upgrade that is under way.
-func pgFinish(r *result, obs *live.Cluster, m *pgModel) {
+func pgFinish(r *Result, obs *live.Cluster, m *pgModel) {
 	k := min(obs.StatefulSet.UpdatePartition, m.size)
 	for _, mem := range obs.Members[:k] {
 		if mem.Version != m.version.String() {
@@ -143,7 +143,7 @@ func pgFinish(r *result, obs *live.Cluster, m *pgModel) {
 // replica if there is one, or else to ordinal 0; when the rollout reaches
 // the primary at ordinal 0, it hands over to an upgraded replica. The same
 // rule from every intermediate state gives the same remaining steps.
-func pgRoll(r *result, m *pgModel, from func(ord int) string, to spec.Version, k int) {
+func pgRoll(r *Result, m *pgModel, from func(ord int) string, to spec.Version, k int) {
 	purpose := "for-" + to.String()
 	if m.size > 1 && m.primary < k && m.primary > 0 {
 		switch {
@@ -192,7 +192,7 @@ func pgUpgradeStep(m *pgModel, ord int, from string, to spec.Version) plan.Step 
 
 // pgSwitchover hands the primary role to ordinal to. purpose makes the ID
 // unique in a plan ("for-14.9", "for-scale-in").
-func pgSwitchover(r *result, m *pgModel, to int, purpose, why string) {
+func pgSwitchover(r *Result, m *pgModel, to int, purpose, why string) {
 	from, target := memberName(m.name, m.primary), memberName(m.name, to)
 	r.add(plan.Step{
 		ID:         fmt.Sprintf("switchover-%d-to-%d-%s", m.primary, to, purpose),
@@ -212,7 +212,7 @@ func pgSwitchover(r *result, m *pgModel, to int, purpose, why string) {
 
 // pgResize adds replicas at the top or removes them from the top, moving
 // the primary away from a member before it is removed.
-func pgResize(r *result, m *pgModel, target int) {
+func pgResize(r *Result, m *pgModel, target int) {
 	for m.size < target {
 		ord := m.size
 		name := memberName(m.name, ord)
@@ -253,7 +253,7 @@ func pgResize(r *result, m *pgModel, target int) {
 
 // pgMajor plans an offline major upgrade: a fresh backup, the primary on
 // ordinal 0, pg_upgrade with the replicas stopped, then re-cloned replicas.
-func pgMajor(r *result, obs *live.Cluster, m *pgModel, to spec.Version, instances int) {
+func pgMajor(r *Result, obs *live.Cluster, m *pgModel, to spec.Version, instances int) {
 	backupID := "backup-before-" + to.String()
 	if obs.Backup == nil || obs.Backup.LastRequest != backupID {
 		pgTakeBackup(r, m, to, backupID)
@@ -285,7 +285,7 @@ func pgMajor(r *result, obs *live.Cluster, m *pgModel, to spec.Version, instance
 // pgTakeBackup asks the runtime for a backup before a major upgrade. The
 // step is done once the runtime reports the request completed, so a
 // re-plan does not ask again.
-func pgTakeBackup(r *result, m *pgModel, to spec.Version, id string) {
+func pgTakeBackup(r *Result, m *pgModel, to spec.Version, id string) {
 	r.add(plan.Step{
 		ID:         id,
 		Kind:       plan.TakeBackup,
@@ -299,7 +299,7 @@ func pgTakeBackup(r *result, m *pgModel, to spec.Version, id string) {
 }
 
 // pgSync sets the number of synchronous standbys to n if it differs.
-func pgSync(r *result, m *pgModel, n int, why string) {
+func pgSync(r *Result, m *pgModel, n int, why string) {
 	if m.sync == n {
 		return
 	}

@@ -26,6 +26,8 @@ const (
 	RuleUnknownVersion = "observed-version-unknown"
 	// RuleSpecRemoved: a running cluster's spec was deleted.
 	RuleSpecRemoved = "spec-removed"
+	// RuleUnknownKind: no strategy plans the cluster's kind.
+	RuleUnknownKind = "unknown-kind"
 )
 
 // Limits of the planner's domain rules.

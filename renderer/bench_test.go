@@ -49,7 +49,7 @@ func indentItem(s string) string {
 // 1,000 clusters' trees, each selecting its plan's first step.
 func BenchmarkRender1000(b *testing.B) {
 	desired, observed := benchFleet(b, 1000)
-	plans := planner.Plan(desired, observed, nil)
+	plans := planner.New(planner.Etcd(), planner.Postgres()).Plan(desired, observed, nil)
 	r, err := New(Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -124,7 +124,7 @@ func loadCase(t *testing.T, rc renderCase) (spec.Cluster, plan.Plan) {
 		}
 		obs = &s.Clusters[0]
 	}
-	return cs[0], planner.PlanCluster(cs[0], obs, nil)
+	return cs[0], planner.New(planner.Etcd(), planner.Postgres()).PlanCluster(cs[0], obs, nil)
 }
 
 func TestGoldenTrees(t *testing.T) {

@@ -22,7 +22,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := planner.Plan(cs, nil, nil).Plans[0]
+	pl := planner.New(planner.Etcd(), planner.Postgres()).Plan(cs, nil, nil).Plans[0]
 	r, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/publish/githubpr"
@@ -81,7 +80,7 @@ func checkSpecs(ctx context.Context, o checkOptions) (report string, ok bool, er
 		// The planner's rules that need no live state, at their field.
 		var errs spec.ErrorList
 		for _, c := range clusters {
-			errs = append(errs, refusalErrors(c, planner.PlanCluster(c, nil, nil).Refusals)...)
+			errs = append(errs, refusalErrors(c, newPlanner().PlanCluster(c, nil, nil).Refusals)...)
 		}
 		err = errs.Err()
 	}
@@ -96,7 +95,7 @@ func checkSpecs(ctx context.Context, o checkOptions) (report string, ok bool, er
 	if err != nil {
 		return fmt.Sprintf("**cairn check: the live state cannot be read:** %v\n", err), false, err
 	}
-	plans := planner.Plan(clusters, observed, pols)
+	plans := newPlanner().Plan(clusters, observed, pols)
 	var b strings.Builder
 	refused := 0
 	for _, p := range plans.Plans {

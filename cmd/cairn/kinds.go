@@ -1,20 +1,31 @@
 package main
 
-import "github.com/cairn-dev/cairn/planner/spec"
+import (
+	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
 
 // kind is one database kind cairn serves: its implementation in each
 // layer, by the interface that layer owns.
 type kind struct {
 	// name is the spec's kind (spec.EtcdKind, spec.PostgresKind).
 	name string
+	// planner plans its clusters.
+	planner planner.Strategy
 }
 
 // kinds is the one table of the database kinds cairn serves; every
 // layer gets its per-kind implementations from here, explicitly. Adding a
 // kind adds a row (docs/adding-a-kind.md).
 var kinds = []kind{
-	{name: spec.EtcdKind},
-	{name: spec.PostgresKind},
+	{
+		name:    spec.EtcdKind,
+		planner: planner.Etcd(),
+	},
+	{
+		name:    spec.PostgresKind,
+		planner: planner.Postgres(),
+	},
 }
 
 // kindNamed returns the row of the named kind.
@@ -25,4 +36,13 @@ func kindNamed(name string) (kind, bool) {
 		}
 	}
 	return kind{}, false
+}
+
+// newPlanner is the planner of every kind of the table.
+func newPlanner() *planner.Planner {
+	s := make([]planner.Strategy, len(kinds))
+	for i, k := range kinds {
+		s[i] = k.planner
+	}
+	return planner.New(s...)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
@@ -62,7 +61,7 @@ func runPlan(ctx context.Context, w io.Writer, o planOptions) error {
 	if err != nil {
 		return err
 	}
-	plans := planner.Plan(clusters, observed, pols)
+	plans := newPlanner().Plan(clusters, observed, pols)
 	var out []byte
 	switch o.output {
 	case "json":

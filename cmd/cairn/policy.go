@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
@@ -38,7 +37,7 @@ time.`,
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "CLUSTER\tSTEP\tPOLICY\tVERDICT\tREASON")
-			for _, p := range planner.Plan(clusters, observed, pols).Plans {
+			for _, p := range newPlanner().Plan(clusters, observed, pols).Plans {
 				for _, s := range p.Steps {
 					if len(s.Decisions) == 0 {
 						fmt.Fprintf(tw, "%s\t%s\t-\t-\t\n", p.Cluster, s.ID)

@@ -14,7 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/gates"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
@@ -245,7 +244,7 @@ func proposeWith(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher
 	if err != nil {
 		return nil, plan.List{}, err
 	}
-	plans := planner.Plan(clusters, observed, pols)
+	plans := newPlanner().Plan(clusters, observed, pols)
 	pub.MergeGates = nil
 	if autoMerge {
 		pub.MergeGates = beforeGates(clusters, observed, clock())

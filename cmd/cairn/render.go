@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/renderer"
@@ -76,7 +75,7 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 	if err != nil {
 		return err
 	}
-	plans := planner.Plan(clusters, observed, pols)
+	plans := newPlanner().Plan(clusters, observed, pols)
 	for _, c := range clusters {
 		p := find(plans, c.Ref())
 		current := ""

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
@@ -26,7 +25,7 @@ code is 1 when there is any.`,
 			}
 			var errs spec.ErrorList
 			for _, c := range clusters {
-				p := planner.PlanCluster(c, nil, nil)
+				p := newPlanner().PlanCluster(c, nil, nil)
 				errs = append(errs, refusalErrors(c, p.Refusals)...)
 			}
 			if err := errs.Err(); err != nil {

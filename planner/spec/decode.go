@@ -2,8 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -23,24 +21,6 @@ var Limits = strictyaml.DefaultLimits
 // maxFileErrors is how many problems of one file are worth reading; past
 // it, Decode stops at the next document.
 const maxFileErrors = 100
-
-// kinds maps each served kind to its apiVersion and a constructor.
-var kinds = map[string]struct {
-	apiVersion string
-	newCluster func() Cluster
-}{
-	PostgresKind: {PostgresAPIVersion, func() Cluster { return &PostgresCluster{} }},
-	EtcdKind:     {EtcdAPIVersion, func() Cluster { return &EtcdCluster{} }},
-}
-
-func validKinds() string {
-	var out []string
-	for k, v := range kinds {
-		out = append(out, fmt.Sprintf("%s (%s)", k, v.apiVersion))
-	}
-	sort.Strings(out)
-	return strings.Join(out, ", ")
-}
 
 // Decode decodes, defaults and validates every document of one file. It
 // returns the clusters that are valid and an ErrorList naming every problem
@@ -91,7 +71,7 @@ func decodeDoc(doc strictyaml.Document) (Cluster, ErrorList) {
 		return nil, errs
 	}
 	*c.Source() = Source{File: doc.File, Doc: doc.Index, pos: pos}
-	setDefaults(c)
+	c.setDefaults()
 	if errs := validate(c); len(errs) > 0 {
 		return nil, errs
 	}

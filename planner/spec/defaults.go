@@ -6,18 +6,17 @@ const (
 	DefaultTimeZone             = "UTC"
 )
 
-func setDefaults(c Cluster) {
-	switch c := c.(type) {
-	case *EtcdCluster:
-		if c.Spec.Storage == "" {
-			c.Spec.Storage = DefaultEtcdStorage
-		}
-		defaultBackup(c.Spec.Backup)
-		defaultWindow(c.Spec.MaintenanceWindow)
-	case *PostgresCluster:
-		defaultBackup(c.Spec.Backup)
-		defaultWindow(c.Spec.MaintenanceWindow)
+func (c *EtcdCluster) setDefaults() {
+	if c.Spec.Storage == "" {
+		c.Spec.Storage = DefaultEtcdStorage
 	}
+	defaultBackup(c.Spec.Backup)
+	defaultWindow(c.Spec.MaintenanceWindow)
+}
+
+func (c *PostgresCluster) setDefaults() {
+	defaultBackup(c.Spec.Backup)
+	defaultWindow(c.Spec.MaintenanceWindow)
 }
 
 func defaultBackup(b *Backup) {

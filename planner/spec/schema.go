@@ -139,10 +139,10 @@ func fieldInfos(t reflect.Type, path string, defaults map[string]string) []field
 // defaultsOf returns the default of every field setDefaults fills in, by
 // path, found by defaulting a document whose optional sections are all
 // present but empty.
-func defaultsOf(c Cluster) map[string]string {
+func defaultsOf(c servedCluster) map[string]string {
 	v := reflect.ValueOf(c).Elem()
 	allocate(v)
-	setDefaults(c)
+	c.setDefaults()
 	out := map[string]string{}
 	var walk func(v reflect.Value, path string)
 	walk = func(v reflect.Value, path string) {

@@ -46,27 +46,30 @@ func (v *validator) fail(path, format string, args ...any) {
 	v.errs = append(v.errs, &Error{File: v.src.File, Line: line, Col: col, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-func validate(c Cluster) ErrorList {
+func validate(c servedCluster) ErrorList {
 	v := &validator{src: c.Source()}
 	v.required(reflect.ValueOf(c).Elem(), "")
 	if len(v.errs) > 0 {
 		return v.errs
 	}
-	switch c := c.(type) {
-	case *PostgresCluster:
-		v.meta(c.Metadata)
-		v.postgres(c.Spec)
-	case *EtcdCluster:
-		v.meta(c.Metadata)
-		v.common(c.Common(), c.Spec.Resources)
-		if r := c.Spec.RestoreFrom; r != nil && (r.Backup == "" || r.Backup == "latest") {
-			// Every member restores on its own: "latest" could name a
-			// different backup for each.
-			v.fail("spec.restoreFrom.backup", "an etcd cluster needs the backup's ID (cairn backup list shows them), so that every member restores the same snapshot")
-		}
-	}
+	c.validate(v)
 	v.errs.Sort()
 	return v.errs
+}
+
+func (c *PostgresCluster) validate(v *validator) {
+	v.meta(c.Metadata)
+	v.postgres(c.Spec)
+}
+
+func (c *EtcdCluster) validate(v *validator) {
+	v.meta(c.Metadata)
+	v.common(c.Common(), c.Spec.Resources)
+	if r := c.Spec.RestoreFrom; r != nil && (r.Backup == "" || r.Backup == "latest") {
+		// Every member restores on its own: "latest" could name a
+		// different backup for each.
+		v.fail("spec.restoreFrom.backup", "an etcd cluster needs the backup's ID (cairn backup list shows them), so that every member restores the same snapshot")
+	}
 }
 
 // required reports fields tagged schema:"required" that were not written,

@@ -102,7 +102,7 @@ func publishMerging(t *testing.T, bare string, p *Provider, liveDoc string, pols
 		t.Fatal(err)
 	}
 	pub := &publish.Publisher{Repo: repo, PRs: p, Render: r.Render, Name: "cairn", Email: "c@x", MergeGates: gates}
-	return pub.Publish(ctx, base, clusters, planner.Plan(clusters, obs, pols))
+	return pub.Publish(ctx, base, clusters, planner.New(planner.Etcd(), planner.Postgres()).Plan(clusters, obs, pols))
 }
 
 func TestPublisherOnGitHub(t *testing.T) {

@@ -30,7 +30,7 @@ func applyRenderedRBAC(t *testing.T, c kubernetes.Interface, ns, doc string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := planner.PlanCluster(cs[0], nil, nil)
+	p := planner.New(planner.Etcd(), planner.Postgres()).PlanCluster(cs[0], nil, nil)
 	r, _ := renderer.New(renderer.Options{})
 	tree, err := r.Render(cs[0], p, "create")
 	if err != nil {

@@ -1,0 +1,74 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// Strategy plans the clusters of one kind. It is pure: no I/O, no clock,
+// the same input gives the same result. It checks the kind's domain rules
+// (Result.Refusals), waits while a change is in flight (Result.Waiting),
+// and otherwise returns the steps, in order, that take what runs to the
+// spec. The Planner adds what every kind shares: window gates, policy
+// decisions, fingerprints and IDs.
+type Strategy interface {
+	// Kind is the spec kind the strategy plans (spec.EtcdKind, ...).
+	Kind() string
+	// Plan plans c, whose Ref().Kind is Kind(), against obs: nil when
+	// nothing of the cluster runs.
+	Plan(c spec.Cluster, obs *live.Cluster) Result
+}
+
+// Planner plans the clusters of the kinds it has a strategy for; a
+// cluster of any other kind is refused (RuleUnknownKind).
+type Planner struct {
+	byKind map[string]Strategy
+}
+
+// New returns a planner of these strategies, one per kind. Two strategies
+// of one kind are a wiring bug and panic.
+func New(strategies ...Strategy) *Planner {
+	p := &Planner{byKind: make(map[string]Strategy, len(strategies))}
+	for _, s := range strategies {
+		if _, dup := p.byKind[s.Kind()]; dup {
+			panic(fmt.Sprintf("planner: two strategies for kind %s", s.Kind()))
+		}
+		p.byKind[s.Kind()] = s
+	}
+	return p
+}
+
+// Kinds are the kinds the planner plans, sorted.
+func (pl *Planner) Kinds() []string {
+	out := make([]string, 0, len(pl.byKind))
+	for k := range pl.byKind {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Etcd is the strategy of EtcdCluster (etcd.go).
+func Etcd() Strategy { return etcdStrategy{} }
+
+// Postgres is the strategy of PostgresCluster (postgres.go).
+func Postgres() Strategy { return postgresStrategy{} }
+
+type etcdStrategy struct{}
+
+func (etcdStrategy) Kind() string { return spec.EtcdKind }
+
+func (etcdStrategy) Plan(c spec.Cluster, obs *live.Cluster) Result {
+	return planEtcd(c.(*spec.EtcdCluster), obs)
+}
+
+type postgresStrategy struct{}
+
+func (postgresStrategy) Kind() string { return spec.PostgresKind }
+
+func (postgresStrategy) Plan(c spec.Cluster, obs *live.Cluster) Result {
+	return planPostgres(c.(*spec.PostgresCluster), obs)
+}
