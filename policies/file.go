@@ -231,12 +231,4 @@ func (s Selector) Matches(c spec.Cluster) bool {
 	return true
 }
 
-func clusterLabels(c spec.Cluster) map[string]string {
-	switch c := c.(type) {
-	case *spec.EtcdCluster:
-		return c.Metadata.Labels
-	case *spec.PostgresCluster:
-		return c.Metadata.Labels
-	}
-	return nil
-}
+func clusterLabels(c spec.Cluster) map[string]string { return c.Common().Labels }

@@ -50,7 +50,7 @@ func indentItem(s string) string {
 func BenchmarkRender1000(b *testing.B) {
 	desired, observed := benchFleet(b, 1000)
 	plans := planner.New(planner.Etcd(), planner.Postgres()).Plan(desired, observed, nil)
-	r, err := New(Options{})
+	r, err := New(Options{}, Etcd(), Postgres())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func BenchmarkRender1000(b *testing.B) {
 		files, overlays = 0, 0
 		for i, c := range desired {
 			p := plans.Plans[i]
-			t, err := r.Render(c, p, p.Steps[0].ID)
+			t, _, err := r.Render(c, p, p.Steps[0].ID)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,10 +1,12 @@
 package renderer
 
 import (
+	"maps"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/plan"
 )
 
@@ -19,35 +21,35 @@ import (
 //	backup.*             the backup policy the runtime runs
 //	restore.*            the backup the create step starts the cluster from
 //	request.*            one-shot requests of merged steps, by step ID
-func cairnConfig(n names, s settings, token string, initial int) object {
-	data := map[string]string{"bootstrap": s.bootstrap}
+//
+// kindKeys are the keys only the cluster's kind writes.
+func cairnConfig(n names, s Settings, token string, initial int, kindKeys map[string]string) Object {
+	data := map[string]string{contract.KeyBootstrap: s.Bootstrap}
+	maps.Copy(data, kindKeys)
 	if initial > 0 {
-		data["initial-members"] = strconv.Itoa(initial)
+		data[contract.KeyInitialMembers] = strconv.Itoa(initial)
 	}
 	if token != "" {
-		data["initial-cluster-token"] = token
+		data[contract.KeyInitialClusterToken] = token
 	}
-	if n.app == "postgresql" {
-		data["synchronous-standbys"] = strconv.Itoa(s.sync)
+	addBackup(data, s.Backup)
+	if r := s.Restore; r != nil && s.Bootstrap == contract.BootstrapNew {
+		data[contract.KeyRestoreStorageLocation] = r.StorageLocation
+		data[contract.KeyRestoreCluster] = r.Cluster
+		data[contract.KeyRestoreBackup] = r.Backup
 	}
-	addBackup(data, s.backup)
-	if r := s.restore; r != nil && s.bootstrap == "new" {
-		data["restore.storage-location"] = r.StorageLocation
-		data["restore.cluster"] = r.Cluster
-		data["restore.backup"] = r.Backup
-	}
-	r := s.requests
+	r := s.Requests
 	for k, v := range map[string]string{
-		"request.switchover.id": r.SwitchoverID, "request.switchover.to": r.SwitchoverTo,
-		"request.remove-member.id": r.RemoveID, "request.remove-member.member": r.RemoveMember,
-		"request.backup.id": r.BackupID,
+		contract.KeyRequestSwitchoverID: r.SwitchoverID, contract.KeyRequestSwitchoverTo: r.SwitchoverTo,
+		contract.KeyRequestRemoveMemberID: r.RemoveID, contract.KeyRequestRemoveMember: r.RemoveMember,
+		contract.KeyRequestBackupID: r.BackupID,
 	} {
 		if v != "" {
 			data[k] = v
 		}
 	}
-	return object{file: "cairn-config.yaml", obj: &corev1.ConfigMap{
-		TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: n.meta(n.cluster+"-cairn", "config"), Data: data,
+	return Object{File: "cairn-config.yaml", Obj: &corev1.ConfigMap{
+		TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: n.meta(contract.ConfigMap(n.cluster), "config"), Data: data,
 	}}
 }
 
@@ -55,13 +57,13 @@ func addBackup(data map[string]string, b *plan.BackupSettings) {
 	if b == nil {
 		return
 	}
-	data["backup.schedule"] = b.Schedule
-	data["backup.time-zone"] = b.TimeZone
-	data["backup.storage-location"] = b.StorageLocation
+	data[contract.KeyBackupSchedule] = b.Schedule
+	data[contract.KeyBackupTimeZone] = b.TimeZone
+	data[contract.KeyBackupStorageLocation] = b.StorageLocation
 	if b.RetentionCount > 0 {
-		data["backup.retention.count"] = strconv.Itoa(b.RetentionCount)
+		data[contract.KeyBackupRetentionCount] = strconv.Itoa(b.RetentionCount)
 	}
 	if b.RetentionMaxAge != "" {
-		data["backup.retention.max-age"] = b.RetentionMaxAge
+		data[contract.KeyBackupRetentionMaxAge] = b.RetentionMaxAge
 	}
 }

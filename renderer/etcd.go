@@ -6,6 +6,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
@@ -16,26 +17,26 @@ const (
 	etcdDataDir    = "/var/lib/etcd"
 )
 
-// etcdObjects renders an etcd cluster at settings s.
-func etcdObjects(c *spec.EtcdCluster, s settings, o Options, token string, initial int) ([]object, error) {
-	n := namesOf(c)
-	image, err := o.EtcdImage(s.version)
+// etcdObjects renders an etcd cluster at Settings s.
+func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initial int) ([]Object, error) {
+	n := namesOf(c, contract.AppEtcd)
+	image, err := o.EtcdImage(s.Version)
 	if err != nil {
 		return nil, err
 	}
-	objs := []object{
+	objs := []Object{
 		etcdPeerService(n),
 		etcdClientService(n),
 		etcdStatefulSet(c, n, s, image, o),
-		{file: "pdb.yaml", obj: &policyv1.PodDisruptionBudget{
+		{File: "pdb.yaml", Obj: &policyv1.PodDisruptionBudget{
 			TypeMeta: typeMeta("policy/v1", "PodDisruptionBudget"), ObjectMeta: n.meta(n.cluster, "database"),
 			Spec: policyv1.PodDisruptionBudgetSpec{
 				// Voluntary disruptions never take the cluster below quorum.
-				MinAvailable: ptr(intstr.FromInt32(int32(quorum(s.replicas)))),
+				MinAvailable: ptr(intstr.FromInt32(int32(quorum(s.Replicas)))),
 				Selector:     selector(n),
 			},
 		}},
-		cairnConfig(n, s, token, initial),
+		cairnConfig(n, s, token, initial, nil),
 	}
 	objs = append(objs, grownVolumes(n, s, c.Spec.StorageClass)...)
 	return append(objs, runtimeObjects(n, o, etcdRuntimeRules(n))...), nil
@@ -44,8 +45,8 @@ func etcdObjects(c *spec.EtcdCluster, s settings, o Options, token string, initi
 // etcdPeerService is the headless Service that gives every member a
 // stable DNS name, <pod>.<cluster>, including before it is ready (a
 // joining member must be reachable to catch up).
-func etcdPeerService(n names) object {
-	return object{file: "service-peer.yaml", obj: &corev1.Service{
+func etcdPeerService(n names) Object {
+	return Object{File: "service-peer.yaml", Obj: &corev1.Service{
 		TypeMeta: typeMeta("v1", "Service"), ObjectMeta: n.meta(n.cluster, "database"),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                "None",
@@ -59,9 +60,9 @@ func etcdPeerService(n names) object {
 	}}
 }
 
-func etcdClientService(n names) object {
-	return object{file: "service-client.yaml", obj: &corev1.Service{
-		TypeMeta: typeMeta("v1", "Service"), ObjectMeta: n.meta(n.cluster+"-client", "database"),
+func etcdClientService(n names) Object {
+	return Object{File: "service-client.yaml", Obj: &corev1.Service{
+		TypeMeta: typeMeta("v1", "Service"), ObjectMeta: n.meta(contract.EtcdClientService(n.cluster), "database"),
 		Spec: corev1.ServiceSpec{
 			Selector: n.selector(),
 			Ports:    []corev1.ServicePort{{Name: "client", Port: etcdClientPort, TargetPort: intstr.FromString("client")}},
@@ -69,7 +70,7 @@ func etcdClientService(n names) object {
 	}}
 }
 
-func etcdStatefulSet(c *spec.EtcdCluster, n names, s settings, image string, o Options) object {
+func etcdStatefulSet(c *spec.EtcdCluster, n names, s Settings, image string, o Options) Object {
 	container := corev1.Container{
 		Name:    "etcd",
 		Image:   image,
@@ -96,17 +97,17 @@ func etcdStatefulSet(c *spec.EtcdCluster, n names, s settings, image string, o O
 		},
 		SecurityContext: restricted(),
 	}
-	return object{file: "statefulset.yaml", obj: &appsv1.StatefulSet{
+	return Object{File: "statefulset.yaml", Obj: &appsv1.StatefulSet{
 		TypeMeta: typeMeta("apps/v1", "StatefulSet"), ObjectMeta: n.meta(n.cluster, "database"),
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:    ptr(int32(s.replicas)),
+			Replicas:    ptr(int32(s.Replicas)),
 			ServiceName: n.cluster,
 			Selector:    selector(n),
 			// Members of a new cluster must start together to form quorum.
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
 				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(s.partition))},
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(s.Partition))},
 			},
 			PersistentVolumeClaimRetentionPolicy: retainVolumes(),
 			Template: corev1.PodTemplateSpec{

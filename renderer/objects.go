@@ -9,53 +9,28 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
-
-// Label keys. The role label is the runtime's: rendered manifests select
-// on it but never set it.
-const (
-	LabelName      = "app.kubernetes.io/name"
-	LabelInstance  = "app.kubernetes.io/instance"
-	LabelComponent = "app.kubernetes.io/component"
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	LabelRole      = "cairn.dev/role"
-
-	RolePrimary = "primary"
-	RoleReplica = "replica"
-)
-
-// object is one rendered Kubernetes object and the file it goes in.
-type object struct {
-	file string
-	obj  any
-}
 
 // names are the object names of one cluster.
 type names struct {
 	cluster   string
 	namespace string
-	app       string // "etcd" or "postgresql"
+	kind      string // the spec's kind
+	app       string // contract.contract.LabelName of the members
 	labels    map[string]string
 }
 
-func namesOf(c spec.Cluster) names {
+func namesOf(c spec.Cluster, app string) names {
 	ref := c.Ref()
-	app := "postgresql"
-	var user map[string]string
-	switch c := c.(type) {
-	case *spec.EtcdCluster:
-		app, user = "etcd", c.Metadata.Labels
-	case *spec.PostgresCluster:
-		user = c.Metadata.Labels
-	}
-	return names{cluster: ref.Name, namespace: ref.Namespace, app: app, labels: user}
+	return names{cluster: ref.Name, namespace: ref.Namespace, kind: ref.Kind, app: app, labels: c.Common().Labels}
 }
 
 // selector are the labels that select the cluster's pods; they never
 // change after creation.
 func (n names) selector() map[string]string {
-	return map[string]string{LabelName: n.app, LabelInstance: n.cluster}
+	return map[string]string{contract.LabelName: n.app, contract.LabelInstance: n.cluster}
 }
 
 // objectLabels are the labels of every rendered object of a component;
@@ -66,8 +41,8 @@ func (n names) objectLabels(component string) map[string]string {
 		l = map[string]string{}
 	}
 	maps.Copy(l, n.selector())
-	l[LabelComponent] = component
-	l[LabelManagedBy] = "cairn"
+	l[contract.LabelComponent] = component
+	l[contract.LabelManagedBy] = contract.ManagedByCairn
 	return l
 }
 

@@ -1,12 +1,11 @@
 package renderer
 
 import (
-	"strconv"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
@@ -16,7 +15,7 @@ const (
 	cairnBin     = cairnBinDir + "/cairn"
 	cairnConfDir = "/etc/cairn"
 	podInfoDir   = "/etc/podinfo"
-	dataVolume   = "data"
+	dataVolume   = contract.DataVolume
 )
 
 // installContainer copies the cairn binary (the instance manager) into a
@@ -38,7 +37,7 @@ func commonVolumes(n names) []corev1.Volume {
 	return []corev1.Volume{
 		{Name: "cairn-bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "cairn-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: n.cluster + "-cairn"}}}},
+			LocalObjectReference: corev1.LocalObjectReference{Name: contract.ConfigMap(n.cluster)}}}},
 		{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 			Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
 	}
@@ -130,12 +129,12 @@ func volumeClaimSpec(storage, class string) corev1.PersistentVolumeClaimSpec {
 // StatefulSet's volumeClaimTemplates cannot change; a PVC named as the
 // StatefulSet would name it is adopted by the StatefulSet, so new members
 // get the grown size too. Pruning is off: a PVC leaves only by hand.
-func grownVolumes(n names, s settings, class string) []object {
-	if s.storage == "" || s.templateStorage == "" || spec.Quantity(s.storage).Cmp(spec.Quantity(s.templateStorage)) <= 0 {
+func grownVolumes(n names, s Settings, class string) []Object {
+	if s.Storage == "" || s.TemplateStorage == "" || spec.Quantity(s.Storage).Cmp(spec.Quantity(s.TemplateStorage)) <= 0 {
 		return nil
 	}
-	var out []object
-	for i := range s.replicas {
+	var out []Object
+	for i := range s.Replicas {
 		name := dataVolume + "-" + memberName(n.cluster, i)
 		m := n.meta(name, "database")
 		m.Annotations = map[string]string{
@@ -143,21 +142,21 @@ func grownVolumes(n names, s settings, class string) []object {
 			"argocd.argoproj.io/sync-options":    "Prune=false",
 			"argocd.argoproj.io/compare-options": "IgnoreExtraneous",
 		}
-		out = append(out, object{file: "pvc-" + memberName(n.cluster, i) + ".yaml", obj: &corev1.PersistentVolumeClaim{
+		out = append(out, Object{File: "pvc-" + memberName(n.cluster, i) + ".yaml", Obj: &corev1.PersistentVolumeClaim{
 			TypeMeta: typeMeta("v1", "PersistentVolumeClaim"), ObjectMeta: m,
-			Spec: volumeClaimSpec(s.storage, class),
+			Spec: volumeClaimSpec(s.Storage, class),
 		}})
 	}
 	return out
 }
 
-func templateClaim(n names, s settings, class string) corev1.PersistentVolumeClaim {
+func templateClaim(n names, s Settings, class string) corev1.PersistentVolumeClaim {
 	return corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: n.selector()},
-		Spec:       volumeClaimSpec(s.templateStorage, class),
+		Spec:       volumeClaimSpec(s.TemplateStorage, class),
 	}
 }
 
 func memberName(cluster string, ordinal int) string {
-	return cluster + "-" + strconv.Itoa(ordinal)
+	return contract.MemberName(cluster, ordinal)
 }

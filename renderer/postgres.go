@@ -3,6 +3,7 @@ package renderer
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
@@ -23,13 +25,10 @@ const (
 	pgUID       = 999 // the postgres user of the official images
 )
 
-func superuserSecret(n names) string   { return n.cluster + "-superuser" }
-func replicationSecret(n names) string { return n.cluster + "-replication" }
-
-// postgresObjects renders a PostgreSQL cluster at settings s.
-func postgresObjects(c *spec.PostgresCluster, s settings, o Options, initial int) ([]object, error) {
-	n := namesOf(c)
-	image, err := o.PostgresImage(s.version)
+// postgresObjects renders a PostgreSQL cluster at Settings s.
+func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int) ([]Object, error) {
+	n := namesOf(c, contract.AppPostgres)
+	image, err := o.PostgresImage(s.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -37,18 +36,18 @@ func postgresObjects(c *spec.PostgresCluster, s settings, o Options, initial int
 	if err != nil {
 		return nil, err
 	}
-	objs := []object{
+	objs := []Object{
 		sts,
-		pgService(n, n.cluster+"-rw", "service-rw.yaml", map[string]string{LabelRole: RolePrimary}, false),
-		pgService(n, n.cluster+"-ro", "service-ro.yaml", map[string]string{LabelRole: RoleReplica}, false),
-		pgService(n, n.cluster+"-r", "service-r.yaml", nil, false),
-		pgService(n, n.cluster+"-hl", "service-headless.yaml", nil, true),
+		pgService(n, contract.PrimaryService(n.cluster), "service-rw.yaml", map[string]string{contract.LabelRole: contract.RolePrimary}, false),
+		pgService(n, contract.ReplicaService(n.cluster), "service-ro.yaml", map[string]string{contract.LabelRole: contract.RoleReplica}, false),
+		pgService(n, contract.ReadService(n.cluster), "service-r.yaml", nil, false),
+		pgService(n, contract.HeadlessService(n.cluster), "service-headless.yaml", nil, true),
 		postgresConfig(c, n),
-		{file: "pdb.yaml", obj: &policyv1.PodDisruptionBudget{
+		{File: "pdb.yaml", Obj: &policyv1.PodDisruptionBudget{
 			TypeMeta: typeMeta("policy/v1", "PodDisruptionBudget"), ObjectMeta: n.meta(n.cluster, "database"),
 			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr(intstr.FromInt32(1)), Selector: selector(n)},
 		}},
-		cairnConfig(n, s, "", initial),
+		cairnConfig(n, s, "", initial, map[string]string{contract.KeySynchronousStandbys: strconv.Itoa(s.Sync)}),
 	}
 	objs = append(objs, grownVolumes(n, s, c.Spec.StorageClass)...)
 	objs = append(objs, memberObjects(n)...)
@@ -57,7 +56,7 @@ func postgresObjects(c *spec.PostgresCluster, s settings, o Options, initial int
 
 // pgService selects the cluster's pods, narrowed by the runtime's role
 // label for -rw (the primary) and -ro (replicas).
-func pgService(n names, name, file string, role map[string]string, headless bool) object {
+func pgService(n names, name, file string, role map[string]string, headless bool) Object {
 	sel := n.selector()
 	for k, v := range role {
 		sel[k] = v
@@ -69,14 +68,14 @@ func pgService(n names, name, file string, role map[string]string, headless bool
 	if headless {
 		svc.ClusterIP, svc.PublishNotReadyAddresses = "None", true
 	}
-	return object{file: file, obj: &corev1.Service{TypeMeta: typeMeta("v1", "Service"), ObjectMeta: n.meta(name, "database"), Spec: svc}}
+	return Object{File: file, Obj: &corev1.Service{TypeMeta: typeMeta("v1", "Service"), ObjectMeta: n.meta(name, "database"), Spec: svc}}
 }
 
 // postgresConfig is the ConfigMap <cluster>-config: postgresql.conf with
-// the settings streaming replication needs and the spec's parameters, and
+// the Settings streaming replication needs and the spec's parameters, and
 // pg_hba.conf. Settings the runtime changes (synchronous_standby_names,
 // primary_conninfo) live in postgresql.auto.conf, never here.
-func postgresConfig(c *spec.PostgresCluster, n names) object {
+func postgresConfig(c *spec.PostgresCluster, n names) Object {
 	var conf strings.Builder
 	conf.WriteString("# Rendered by cairn from the PostgresCluster spec; do not edit here.\n")
 	for _, kv := range [][2]string{
@@ -108,9 +107,9 @@ func postgresConfig(c *spec.PostgresCluster, n names) object {
 		"host    replication  replicator  ::/0         scram-sha-256\n" +
 		"host    all          all         0.0.0.0/0    scram-sha-256\n" +
 		"host    all          all         ::/0         scram-sha-256\n"
-	return object{file: "postgres-config.yaml", obj: &corev1.ConfigMap{
-		TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: n.meta(n.cluster+"-config", "config"),
-		Data: map[string]string{"postgresql.conf": conf.String(), "pg_hba.conf": hba},
+	return Object{File: "postgres-config.yaml", Obj: &corev1.ConfigMap{
+		TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: n.meta(contract.PostgresConfig(n.cluster), "config"),
+		Data: map[string]string{contract.PostgresConfFile: conf.String(), contract.PostgresHBAFile: hba},
 	}}
 }
 
@@ -120,8 +119,8 @@ func postgresEnv(n names) []corev1.EnvVar {
 	return append(podEnv(n),
 		corev1.EnvVar{Name: "PGDATA", Value: pgData},
 		corev1.EnvVar{Name: "PGPORT", Value: fmt.Sprint(pgPort)},
-		envSecret("POSTGRES_PASSWORD", superuserSecret(n), "password"),
-		envSecret("CAIRN_REPLICATION_PASSWORD", replicationSecret(n), "password"),
+		envSecret("POSTGRES_PASSWORD", contract.SuperuserSecret(n.cluster), contract.SecretKeyPassword),
+		envSecret("CAIRN_REPLICATION_PASSWORD", contract.ReplicationSecret(n.cluster), contract.SecretKeyPassword),
 	)
 }
 
@@ -135,7 +134,7 @@ func postgresContainer(c *spec.PostgresCluster, n names, image string, env []cor
 	return corev1.Container{
 		Name:    "postgres",
 		Image:   image,
-		Command: []string{cairnBin, "instance", "postgres", "--config", cairnConfDir, "--pg-config", pgConfDir, "--primary-service", n.cluster + "-rw", "--peer-service", n.cluster + "-hl"},
+		Command: []string{cairnBin, "instance", "postgres", "--config", cairnConfDir, "--pg-config", pgConfDir, "--primary-service", contract.PrimaryService(n.cluster), "--peer-service", contract.HeadlessService(n.cluster)},
 		Env:     env,
 		// A create step from a base backup reads it from object storage.
 		EnvFrom: backupCredentials(n),
@@ -152,34 +151,34 @@ func postgresContainer(c *spec.PostgresCluster, n names, image string, env []cor
 	}
 }
 
-func postgresStatefulSet(c *spec.PostgresCluster, n names, s settings, image string, o Options) (object, error) {
+func postgresStatefulSet(c *spec.PostgresCluster, n names, s Settings, image string, o Options) (Object, error) {
 	env := postgresEnv(n)
 	container := postgresContainer(c, n, image, env)
 	volumes := append(commonVolumes(n),
 		corev1.Volume{Name: "postgres-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: n.cluster + "-config"}}}},
+			LocalObjectReference: corev1.LocalObjectReference{Name: contract.PostgresConfig(n.cluster)}}}},
 		corev1.Volume{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
 	)
 	inits := []corev1.Container{installContainer(o)}
-	if s.upgradeFrom > 0 {
-		to, err := spec.ParseRelease(s.version, 2)
+	if s.UpgradeFrom > 0 {
+		to, err := spec.ParseRelease(s.Version, 2)
 		if err != nil {
-			return object{}, err
+			return Object{}, err
 		}
-		inits = append(inits, pgUpgradeContainer(o, s.upgradeFrom, to.Major, env))
+		inits = append(inits, pgUpgradeContainer(o, s.UpgradeFrom, to.Major, env))
 	}
-	return object{file: "statefulset.yaml", obj: &appsv1.StatefulSet{
+	return Object{File: "statefulset.yaml", Obj: &appsv1.StatefulSet{
 		TypeMeta: typeMeta("apps/v1", "StatefulSet"), ObjectMeta: n.meta(n.cluster, "database"),
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:    ptr(int32(s.replicas)),
-			ServiceName: n.cluster + "-hl",
+			Replicas:    ptr(int32(s.Replicas)),
+			ServiceName: contract.HeadlessService(n.cluster),
 			Selector:    selector(n),
 			// Ordered start: the first pod initialises the primary before
 			// the others clone from it.
 			PodManagementPolicy: appsv1.OrderedReadyPodManagement,
 			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
 				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(s.partition))},
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(s.Partition))},
 			},
 			PersistentVolumeClaimRetentionPolicy: retainVolumes(),
 			Template: corev1.PodTemplateSpec{
@@ -199,19 +198,19 @@ func postgresStatefulSet(c *spec.PostgresCluster, n names, s settings, image str
 	}}, nil
 }
 
-func memberAccount(n names) string { return n.cluster + "-member" }
+func memberAccount(n names) string { return contract.MemberAccount(n.cluster) }
 
 // memberObjects are the PostgreSQL members' ServiceAccount and what it
 // may do: get pods, so a primary's instance manager confirms its own role
 // label through the API server (and stops when it cannot, or is fenced).
-func memberObjects(n names) []object {
+func memberObjects(n names) []Object {
 	name := memberAccount(n)
 	meta := n.meta(name, "database")
-	return []object{
-		{file: "member-serviceaccount.yaml", obj: &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta}},
-		{file: "member-role.yaml", obj: &rbacv1.Role{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta,
+	return []Object{
+		{File: "member-serviceaccount.yaml", Obj: &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta}},
+		{File: "member-role.yaml", Obj: &rbacv1.Role{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta,
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}},
-		{file: "member-rolebinding.yaml", obj: &rbacv1.RoleBinding{
+		{File: "member-rolebinding.yaml", Obj: &rbacv1.RoleBinding{
 			TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta,
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name}},

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 	"strings"
 
@@ -15,17 +14,26 @@ import (
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
-// Renderer renders clusters with fixed image options.
+// Renderer renders clusters of the kinds it has, with fixed image options.
 type Renderer struct {
-	opts Options
+	opts  Options
+	kinds map[string]Kind
 }
 
-// New returns a renderer, checking the options.
-func New(o Options) (*Renderer, error) {
+// New returns a renderer of these kinds (cmd/cairn's table of kinds wires
+// them), checking the options. Two renderers of one kind are an error.
+func New(o Options, kinds ...Kind) (*Renderer, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return &Renderer{opts: o.withDefaults()}, nil
+	r := &Renderer{opts: o.withDefaults(), kinds: make(map[string]Kind, len(kinds))}
+	for _, k := range kinds {
+		if _, dup := r.kinds[k.Kind()]; dup {
+			return nil, fmt.Errorf("two renderers for kind %s", k.Kind())
+		}
+		r.kinds[k.Kind()] = k
+	}
+	return r, nil
 }
 
 // Root is the folder of a cluster's rendered tree in the GitOps repo.
@@ -36,59 +44,42 @@ func StepDir(stepID string) string { return "steps/" + stepID }
 
 // Render returns the kustomize tree of one cluster for plan p, with the
 // entry point selecting step current ("" selects the state before the
-// plan's first step). Every overlay and the entry point pass kustomize
-// build before Render returns.
-func (r *Renderer) Render(c spec.Cluster, p plan.Plan, current string) (Tree, error) {
+// plan's first step), and the built manifests of its base and of the
+// selected step. Every overlay and the entry point pass kustomize build
+// before Render returns.
+func (r *Renderer) Render(c spec.Cluster, p plan.Plan, current string) (Tree, Built, error) {
 	ref := c.Ref()
 	if p.Cluster.Kind != ref.Kind || p.Cluster.Name != ref.Name {
-		return nil, fmt.Errorf("render %s: the plan is for %s", ref, p.Cluster)
+		return nil, Built{}, fmt.Errorf("render %s: the plan is for %s", ref, p.Cluster)
 	}
 	t, dirs, err := r.renderDirs(c, p)
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", ref, err)
+		return nil, Built{}, fmt.Errorf("render %s: %w", ref, err)
 	}
 	root := Root(ref.Name)
-	entry := "base"
+	entry := baseDir
 	if current != "" {
 		if !slices.Contains(dirs, StepDir(current)) {
-			return nil, fmt.Errorf("render %s: plan %s has no step %q", ref, p.ID, current)
+			return nil, Built{}, fmt.Errorf("render %s: plan %s has no step %q", ref, p.ID, current)
 		}
 		entry = StepDir(current)
 	} else if p.Baseline == nil {
-		return nil, fmt.Errorf("render %s: the cluster does not run yet, so there is nothing before the first step; render a step", ref)
+		return nil, Built{}, fmt.Errorf("render %s: the cluster does not run yet, so there is nothing before the first step; render a step", ref)
 	}
 	if err := putKustomization(t, root, kustomization{Resources: []string{entry}}); err != nil {
-		return nil, err
+		return nil, Built{}, err
 	}
 	t[root+"/PLAN.md"] = planMarkdown(p, current)
 	pj, err := p.EncodeJSON()
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", ref, err)
+		return nil, Built{}, fmt.Errorf("render %s: %w", ref, err)
 	}
 	t[root+"/plan.json"] = pj
-	if err := buildAll(t, root, dirs); err != nil {
-		return nil, fmt.Errorf("render %s: %w", ref, err)
+	built, err := buildAll(t, root, dirs, entry)
+	if err != nil {
+		return nil, Built{}, fmt.Errorf("render %s: %w", ref, err)
 	}
-	return t, nil
-}
-
-// buildAll checks that every folder of the tree builds. Each overlay
-// builds on the one before, so building the last builds them all; only
-// when that fails are the folders built in order, to name the step at
-// fault. The entry point is built last.
-func buildAll(t Tree, root string, dirs []string) error {
-	if _, err := Build(t, path.Join(root, dirs[len(dirs)-1])); err != nil {
-		for _, d := range dirs {
-			if _, err := Build(t, path.Join(root, d)); err != nil {
-				return fmt.Errorf("step %s: %w", strings.TrimPrefix(d, "steps/"), err)
-			}
-		}
-		return err
-	}
-	if _, err := Build(t, root); err != nil {
-		return fmt.Errorf("entry point: %w", err)
-	}
-	return nil
+	return t, built, nil
 }
 
 // renderDirs renders the base (for a running cluster) and one overlay per
@@ -135,42 +126,41 @@ func (r *Renderer) renderDirs(c spec.Cluster, p plan.Plan) (Tree, []string, erro
 	return t, dirs, nil
 }
 
-func (r *Renderer) next(c spec.Cluster, cur *settings, s plan.Step) (settings, error) {
+func (r *Renderer) next(c spec.Cluster, cur *Settings, s plan.Step) (Settings, error) {
+	k, ok := r.kinds[c.Ref().Kind]
+	if !ok {
+		return Settings{}, fmt.Errorf("cairn has no renderer for kind %q", c.Ref().Kind)
+	}
 	if cur == nil {
 		if s.Kind != plan.CreateCluster {
-			return settings{}, fmt.Errorf("step %s: a cluster that does not run yet must be created first", s.ID)
+			return Settings{}, fmt.Errorf("step %s: a cluster that does not run yet must be created first", s.ID)
 		}
-		return createSettings(c, s.Params.CreateCluster), nil
+		return createSettings(k, c, s.Params.CreateCluster), nil
 	}
-	return cur.apply(c, s)
+	return cur.apply(k, c, s)
 }
 
-// files renders the objects of the cluster at settings s, by file name.
-func (r *Renderer) files(c spec.Cluster, p plan.Plan, s settings) (map[string]map[string]any, error) {
-	var objs []object
-	var err error
+// files renders the objects of the cluster at Settings s, by file name.
+func (r *Renderer) files(c spec.Cluster, p plan.Plan, s Settings) (map[string]map[string]any, error) {
 	initial, token := 0, ""
 	if len(p.Steps) > 0 && p.Steps[0].Kind == plan.CreateCluster {
 		initial, token = p.Steps[0].Params.CreateCluster.Members, clusterToken(c.Ref())
 	}
-	switch c := c.(type) {
-	case *spec.EtcdCluster:
-		objs, err = etcdObjects(c, s, r.opts, token, initial)
-	case *spec.PostgresCluster:
-		objs, err = postgresObjects(c, s, r.opts, initial)
-	default:
-		err = fmt.Errorf("unknown cluster type %T", c)
+	k, ok := r.kinds[c.Ref().Kind]
+	if !ok {
+		return nil, fmt.Errorf("cairn has no renderer for kind %q", c.Ref().Kind)
 	}
+	objs, err := k.Objects(c, Input{Settings: s, Options: r.opts, Token: token, InitialMembers: initial})
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]map[string]any, len(objs))
 	for _, o := range objs {
-		m, err := toMap(o.obj)
+		m, err := toMap(o.Obj)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", o.file, err)
+			return nil, fmt.Errorf("%s: %w", o.File, err)
 		}
-		out[o.file] = m
+		out[o.File] = m
 	}
 	return out, nil
 }

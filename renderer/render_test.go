@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -128,14 +129,14 @@ func loadCase(t *testing.T, rc renderCase) (spec.Cluster, plan.Plan) {
 }
 
 func TestGoldenTrees(t *testing.T) {
-	r, err := New(Options{})
+	r, err := New(Options{}, Etcd(), Postgres())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, rc := range renderCases {
 		t.Run(rc.name, func(t *testing.T) {
 			c, p := loadCase(t, rc)
-			tree, err := r.Render(c, p, rc.step)
+			tree, _, err := r.Render(c, p, rc.step)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,14 +199,14 @@ func kustomizeDirs(t Tree) []string {
 }
 
 func TestRenderIsByteStable(t *testing.T) {
-	r, _ := New(Options{})
+	r, _ := New(Options{}, Etcd(), Postgres())
 	for _, rc := range renderCases {
 		c, p := loadCase(t, rc)
-		a, err := r.Render(c, p, rc.step)
+		a, _, err := r.Render(c, p, rc.step)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := r.Render(c, p, rc.step)
+		b, _, _ := r.Render(c, p, rc.step)
 		if d := compareTrees(a, b); d != "" {
 			t.Errorf("%s: two renders differ in %s", rc.name, d)
 		}
@@ -231,10 +232,10 @@ var allowedChanges = map[plan.Kind][]string{
 }
 
 func TestOverlaysHoldOnlyTheirStep(t *testing.T) {
-	r, _ := New(Options{})
+	r, _ := New(Options{}, Etcd(), Postgres())
 	for _, rc := range renderCases {
 		c, p := loadCase(t, rc)
-		tree, err := r.Render(c, p, rc.step)
+		tree, _, err := r.Render(c, p, rc.step)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,10 +277,10 @@ func overlayChanges(t *testing.T, tree Tree, dir string) []string {
 }
 
 func TestRuntimeOwnedStateIsNeverRendered(t *testing.T) {
-	r, _ := New(Options{})
+	r, _ := New(Options{}, Etcd(), Postgres())
 	for _, rc := range renderCases {
 		c, p := loadCase(t, rc)
-		tree, err := r.Render(c, p, rc.step)
+		tree, _, err := r.Render(c, p, rc.step)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +305,7 @@ func TestRuntimeOwnedStateIsNeverRendered(t *testing.T) {
 			if err := yaml.Unmarshal(doc, &obj); err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := obj.Spec.Template.Metadata.Labels[LabelRole]; ok {
+			if _, ok := obj.Spec.Template.Metadata.Labels[contract.LabelRole]; ok {
 				t.Errorf("%s: %s %s sets the runtime's role label on pods", rc.name, obj.Kind, obj.Metadata.Name)
 			}
 			if strings.HasSuffix(obj.Metadata.Name, "-cairn-status") || obj.Kind == "Lease" {
@@ -315,31 +316,31 @@ func TestRuntimeOwnedStateIsNeverRendered(t *testing.T) {
 }
 
 func TestBuildFailureNamesTheStep(t *testing.T) {
-	r, _ := New(Options{})
+	r, _ := New(Options{}, Etcd(), Postgres())
 	c, p := loadCase(t, caseNamed(t, "etcd-add-learner")) // two add steps
-	tree, err := r.Render(c, p, "etcd-add-3")
+	tree, _, err := r.Render(c, p, "etcd-add-3")
 	if err != nil {
 		t.Fatal(err)
 	}
 	root := Root(c.Ref().Name)
 	tree[root+"/steps/etcd-add-3/statefulset.patch.yaml"] = []byte("- op: replace\n  path: /spec/no/such/field\n  value: 1\n")
-	err = buildAll(tree, root, []string{"base", "steps/etcd-add-3", "steps/etcd-add-4"})
+	_, err = buildAll(tree, root, []string{"base", "steps/etcd-add-3", "steps/etcd-add-4"}, "steps/etcd-add-3")
 	if err == nil || !strings.Contains(err.Error(), "step etcd-add-3:") {
 		t.Fatalf("err = %v, want it to name step etcd-add-3", err)
 	}
 }
 
 func TestRenderRefusesWhatCannotBeRendered(t *testing.T) {
-	r, _ := New(Options{})
+	r, _ := New(Options{}, Etcd(), Postgres())
 	c, p := loadCase(t, caseNamed(t, "etcd-create"))
-	if _, err := r.Render(c, p, ""); err == nil || !strings.Contains(err.Error(), "does not run yet") {
+	if _, _, err := r.Render(c, p, ""); err == nil || !strings.Contains(err.Error(), "does not run yet") {
 		t.Errorf("base of a cluster that does not exist: %v", err)
 	}
-	if _, err := r.Render(c, p, "nope"); err == nil || !strings.Contains(err.Error(), `has no step "nope"`) {
+	if _, _, err := r.Render(c, p, "nope"); err == nil || !strings.Contains(err.Error(), `has no step "nope"`) {
 		t.Errorf("unknown step: %v", err)
 	}
 	other, _ := loadCase(t, caseNamed(t, "pg-create"))
-	if _, err := r.Render(other, p, "create"); err == nil || !strings.Contains(err.Error(), "the plan is for EtcdCluster/e") {
+	if _, _, err := r.Render(other, p, "create"); err == nil || !strings.Contains(err.Error(), "the plan is for EtcdCluster/e") {
 		t.Errorf("plan of another cluster: %v", err)
 	}
 	if _, err := New(Options{EtcdRepository: "quay.io/coreos/etcd:v3"}); err == nil {

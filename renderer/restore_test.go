@@ -23,11 +23,11 @@ spec:
 		t.Fatal(err)
 	}
 	pl := planner.New(planner.Etcd(), planner.Postgres()).Plan(cs, nil, nil).Plans[0]
-	r, err := New(Options{})
+	r, err := New(Options{}, Etcd(), Postgres())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, err := r.Render(cs[0], pl, "create")
+	tree, _, err := r.Render(cs[0], pl, "create")
 	if err != nil {
 		t.Fatal(err)
 	}

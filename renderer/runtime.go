@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"github.com/cairn-dev/cairn/planner/contract"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -12,23 +13,19 @@ const runtimeReplicas = 2
 
 // runtimeObjects renders the cluster's runtime: its ServiceAccount, a Role
 // with only the verbs it uses, the binding, and the Deployment.
-func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []object {
-	name := n.cluster + "-runtime"
+func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []Object {
+	name := contract.Runtime(n.cluster)
 	meta := n.meta(name, "runtime")
-	labels := map[string]string{LabelName: "cairn-runtime", LabelInstance: n.cluster}
-	kind := "EtcdCluster"
-	if n.app == "postgresql" {
-		kind = "PostgresCluster"
-	}
-	return []object{
-		{file: "runtime-serviceaccount.yaml", obj: &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta}},
-		{file: "runtime-role.yaml", obj: &rbacv1.Role{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta, Rules: rules}},
-		{file: "runtime-rolebinding.yaml", obj: &rbacv1.RoleBinding{
+	labels := map[string]string{contract.LabelName: contract.AppRuntime, contract.LabelInstance: n.cluster}
+	return []Object{
+		{File: "runtime-serviceaccount.yaml", Obj: &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta}},
+		{File: "runtime-role.yaml", Obj: &rbacv1.Role{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta, Rules: rules}},
+		{File: "runtime-rolebinding.yaml", Obj: &rbacv1.RoleBinding{
 			TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta,
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name}},
 		}},
-		{file: "runtime-deployment.yaml", obj: &appsv1.Deployment{
+		{File: "runtime-deployment.yaml", Obj: &appsv1.Deployment{
 			TypeMeta: typeMeta("apps/v1", "Deployment"), ObjectMeta: meta,
 			Spec: appsv1.DeploymentSpec{
 				Replicas: ptr(int32(runtimeReplicas)),
@@ -40,7 +37,7 @@ func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []object {
 						Containers: []corev1.Container{{
 							Name:    "runtime",
 							Image:   o.CairnImage,
-							Command: []string{"/cairn", "runtime", "--kind", kind, "--cluster", n.cluster},
+							Command: []string{"/cairn", "runtime", "--kind", n.kind, "--cluster", n.cluster},
 							Env: []corev1.EnvVar{
 								envFrom("POD_NAME", "metadata.name"),
 								envFrom("POD_NAMESPACE", "metadata.namespace"),
@@ -61,7 +58,7 @@ func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []object {
 
 // commonRuntimeRules are what every runtime uses: its leader Lease.
 func commonRuntimeRules(n names) []rbacv1.PolicyRule {
-	lease := n.cluster + "-runtime"
+	lease := contract.Runtime(n.cluster)
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{lease}, Verbs: []string{"get", "update"}},
@@ -75,13 +72,13 @@ func commonRuntimeRules(n names) []rbacv1.PolicyRule {
 // policy); listing the pods (a ready member to back up from); keeping its
 // status ConfigMap (backups patch their own key); recording Events.
 func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
-	status := n.cluster + "-cairn-status"
+	status := contract.StatusConfigMap(n.cluster)
 	return append(commonRuntimeRules(n),
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims"}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.cluster + "-cairn"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{contract.ConfigMap(n.cluster)}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	)
@@ -94,24 +91,24 @@ func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
 // merged step's switchover request, the backup policy); keeping its
 // status ConfigMap (backups patch their own key); recording Events.
 func postgresRuntimeRules(n names) []rbacv1.PolicyRule {
-	status := n.cluster + "-cairn-status"
+	status := contract.StatusConfigMap(n.cluster)
 	return append(commonRuntimeRules(n),
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{superuserSecret(n), replicationSecret(n)}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{contract.SuperuserSecret(n.cluster), contract.ReplicationSecret(n.cluster)}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.cluster + "-cairn"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{contract.ConfigMap(n.cluster)}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	)
 }
 
-// backupCredentials are the S3 settings backups and restores read from
+// backupCredentials are the S3 Settings backups and restores read from
 // the environment (docs/backups.md): the Secret <cluster>-backup, when a
 // person created one.
 func backupCredentials(n names) []corev1.EnvFromSource {
 	return []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: n.cluster + "-backup"}, Optional: ptr(true),
+		LocalObjectReference: corev1.LocalObjectReference{Name: contract.BackupSecret(n.cluster)}, Optional: ptr(true),
 	}}}
 }
 

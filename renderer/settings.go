@@ -3,38 +3,39 @@ package renderer
 import (
 	"fmt"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
-// settings are the values steps change in the rendered manifests. Each
-// step moves the cluster from one settings value to the next.
-type settings struct {
-	replicas  int
-	partition int
-	version   string
+// Settings are the values steps change in the rendered manifests. Each
+// step moves the cluster from one Settings value to the next.
+type Settings struct {
+	Replicas  int
+	Partition int
+	Version   string
 	// storage is the members' volume size; templateStorage the size in the
 	// StatefulSet's volumeClaimTemplates (immutable after creation).
-	storage         string
-	templateStorage string
-	backup          *plan.BackupSettings
-	sync            int
+	Storage         string
+	TemplateStorage string
+	Backup          *plan.BackupSettings
+	Sync            int
 	// bootstrap is "new" while a create step brings the cluster up and
 	// "existing" afterwards: a member with an empty data directory then
 	// joins the running cluster instead of bootstrapping a second one.
-	bootstrap string
+	Bootstrap string
 	// upgradeFrom is the PostgreSQL major the template's pg_upgrade init
 	// container upgrades from; 0 when there is none.
-	upgradeFrom int
-	requests    requests
+	UpgradeFrom int
+	Requests    Requests
 	// restore is the backup the create step starts the cluster from.
-	restore *plan.RestoreSource
+	Restore *plan.RestoreSource
 }
 
 // requests are the runtime's instructions from merged steps. Each is keyed
 // by its step's ID: the runtime acts on an ID once and records it as done,
 // so a request left in place by later steps is not acted on again.
-type requests struct {
+type Requests struct {
 	SwitchoverID string
 	SwitchoverTo string
 	RemoveID     string
@@ -42,30 +43,27 @@ type requests struct {
 	BackupID     string
 }
 
-// baseSettings are the settings of the running cluster, or nil when the
+// baseSettings are the Settings of the running cluster, or nil when the
 // plan creates it.
-func baseSettings(c spec.Cluster, p plan.Plan) *settings {
+func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 	b := p.Baseline
 	if b == nil {
 		return nil
 	}
-	return &settings{
-		replicas: b.Replicas, partition: b.UpdatePartition, version: b.Version,
-		storage: b.Storage, templateStorage: b.TemplateStorage, backup: b.Backup,
-		sync: b.SynchronousStandbys, bootstrap: "existing", upgradeFrom: b.UpgradeFrom,
+	return &Settings{
+		Replicas: b.Replicas, Partition: b.UpdatePartition, Version: b.Version,
+		Storage: b.Storage, TemplateStorage: b.TemplateStorage, Backup: b.Backup,
+		Sync: b.SynchronousStandbys, Bootstrap: contract.BootstrapExisting, UpgradeFrom: b.UpgradeFrom,
 	}
 }
 
-// createSettings are the settings a create step brings up.
-func createSettings(c spec.Cluster, cp *plan.CreateClusterParams) settings {
-	s := settings{
-		replicas: cp.Members, version: cp.Version, storage: cp.Storage, templateStorage: cp.Storage,
-		backup: backupOf(c.Common().Backup), bootstrap: "new", restore: cp.RestoreFrom,
+// createSettings are the Settings a create step brings up.
+func createSettings(k Kind, c spec.Cluster, cp *plan.CreateClusterParams) Settings {
+	s := Settings{
+		Replicas: cp.Members, Version: cp.Version, Storage: cp.Storage, TemplateStorage: cp.Storage,
+		Backup: backupOf(c.Common().Backup), Bootstrap: contract.BootstrapNew, Restore: cp.RestoreFrom,
 	}
-	if pg, ok := c.(*spec.PostgresCluster); ok {
-		s.sync = pg.Spec.SynchronousStandbys
-	}
-	return s
+	return k.Created(c, s)
 }
 
 func backupOf(b *spec.Backup) *plan.BackupSettings {
@@ -79,40 +77,40 @@ func backupOf(b *spec.Backup) *plan.BackupSettings {
 	return s
 }
 
-// apply returns the settings after step s.
-func (cur settings) apply(c spec.Cluster, s plan.Step) (settings, error) {
+// apply returns the Settings after step s.
+func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error) {
 	next := cur
-	next.bootstrap = "existing"
+	next.Bootstrap = contract.BootstrapExisting
 	p := s.Params
 	switch s.Kind {
 	case plan.CreateCluster:
-		return createSettings(c, p.CreateCluster), nil
+		return createSettings(k, c, p.CreateCluster), nil
 	case plan.ConfigureBackup:
-		next.backup = p.ConfigureBackup.To
+		next.Backup = p.ConfigureBackup.To
 	case plan.TakeBackup:
-		next.requests.BackupID = s.ID
+		next.Requests.BackupID = s.ID
 	case plan.ExpandStorage:
-		next.storage = p.ExpandStorage.To
+		next.Storage = p.ExpandStorage.To
 	case plan.UpgradeMember:
-		next.version, next.partition = p.UpgradeMember.To, p.UpgradeMember.Partition
+		next.Version, next.Partition = p.UpgradeMember.To, p.UpgradeMember.Partition
 	case plan.ScaleIn:
-		next.replicas = p.ScaleIn.Replicas
+		next.Replicas = p.ScaleIn.Replicas
 	case plan.EtcdAddMember:
-		next.replicas = p.EtcdAddMember.Replicas
+		next.Replicas = p.EtcdAddMember.Replicas
 	case plan.EtcdRemoveMember:
-		next.requests.RemoveID, next.requests.RemoveMember = s.ID, p.EtcdRemoveMember.Member
+		next.Requests.RemoveID, next.Requests.RemoveMember = s.ID, p.EtcdRemoveMember.Member
 	case plan.PostgresAddReplica:
-		next.replicas = p.PostgresAddReplica.Replicas
+		next.Replicas = p.PostgresAddReplica.Replicas
 	case plan.PostgresSwitchover:
-		next.requests.SwitchoverID, next.requests.SwitchoverTo = s.ID, p.PostgresSwitchover.To
+		next.Requests.SwitchoverID, next.Requests.SwitchoverTo = s.ID, p.PostgresSwitchover.To
 	case plan.PostgresMajorUpgrade:
 		from, err := spec.ParseRelease(p.PostgresMajorUpgrade.From, 2)
 		if err != nil {
 			return cur, fmt.Errorf("step %s: %w", s.ID, err)
 		}
-		next.version, next.replicas, next.partition, next.upgradeFrom = p.PostgresMajorUpgrade.To, 1, 0, from.Major
+		next.Version, next.Replicas, next.Partition, next.UpgradeFrom = p.PostgresMajorUpgrade.To, 1, 0, from.Major
 	case plan.PostgresSynchronousStandbys:
-		next.sync = p.PostgresSynchronousStandbys.To
+		next.Sync = p.PostgresSynchronousStandbys.To
 	case plan.SealBootstrap:
 		// bootstrap is "existing" after any step but a create
 	default:

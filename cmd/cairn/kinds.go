@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/renderer"
 )
 
 // kind is one database kind cairn serves: its implementation in each
@@ -12,6 +13,10 @@ type kind struct {
 	name string
 	// planner plans its clusters.
 	planner planner.Strategy
+	// renderer renders their manifests.
+	renderer renderer.Kind
+	// instance is its instance manager's `cairn instance` subcommands.
+	instance instanceCommands
 }
 
 // kinds is the one table of the database kinds cairn serves; every
@@ -19,12 +24,16 @@ type kind struct {
 // kind adds a row (docs/adding-a-kind.md).
 var kinds = []kind{
 	{
-		name:    spec.EtcdKind,
-		planner: planner.Etcd(),
+		name:     spec.EtcdKind,
+		planner:  planner.Etcd(),
+		renderer: renderer.Etcd(),
+		instance: instanceEtcd,
 	},
 	{
-		name:    spec.PostgresKind,
-		planner: planner.Postgres(),
+		name:     spec.PostgresKind,
+		planner:  planner.Postgres(),
+		renderer: renderer.Postgres(),
+		instance: instancePostgres,
 	},
 }
 
@@ -45,4 +54,13 @@ func newPlanner() *planner.Planner {
 		s[i] = k.planner
 	}
 	return planner.New(s...)
+}
+
+// newRenderer is the renderer of every kind of the table.
+func newRenderer(o renderer.Options) (*renderer.Renderer, error) {
+	k := make([]renderer.Kind, len(kinds))
+	for i, row := range kinds {
+		k[i] = row.renderer
+	}
+	return renderer.New(o, k...)
 }

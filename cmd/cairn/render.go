@@ -53,7 +53,7 @@ func imageFlags(f *pflag.FlagSet, o *renderer.Options) {
 }
 
 func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
-	r, err := renderer.New(o.images)
+	r, err := newRenderer(o.images)
 	if err != nil {
 		return &exitError{exitUsage, fmt.Errorf("cairn render: %w", err)}
 	}
@@ -85,7 +85,7 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 			fmt.Fprintf(w, "%s: nothing to render (%s)\n", c.Ref(), p.Status)
 			continue
 		}
-		t, err := r.Render(c, p, current)
+		t, _, err := r.Render(c, p, current)
 		if err != nil {
 			return &exitError{exitInvalid, err}
 		}

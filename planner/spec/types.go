@@ -34,6 +34,8 @@ func (r Ref) String() string { return r.Kind + "/" + r.Name }
 // Common holds the settings both kinds share, for code that treats them
 // alike.
 type Common struct {
+	// Labels are the metadata's labels.
+	Labels            map[string]string
 	Version           string
 	Storage           Quantity
 	StorageClass      string
@@ -172,7 +174,7 @@ func (c *PostgresCluster) Source() *Source { return &c.src }
 // Common implements Cluster.
 func (c *PostgresCluster) Common() Common {
 	s := c.Spec
-	return Common{Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
+	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
 }
 
 // Ref implements Cluster.
@@ -186,5 +188,5 @@ func (c *EtcdCluster) Source() *Source { return &c.src }
 // Common implements Cluster.
 func (c *EtcdCluster) Common() Common {
 	s := c.Spec
-	return Common{Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
+	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
 }
