@@ -72,7 +72,7 @@ func etcdClientService(n names) Object {
 
 func etcdStatefulSet(c *spec.EtcdCluster, n names, s Settings, image string, o Options) Object {
 	container := corev1.Container{
-		Name:    "etcd",
+		Name:    contract.EtcdContainer,
 		Image:   image,
 		Command: []string{cairnBin, "instance", "etcd", "--data-dir", etcdDataDir + "/data", "--config", cairnConfDir, "--peer-service", n.cluster},
 		Env:     podEnv(n),

@@ -132,7 +132,7 @@ func postgresContainer(c *spec.PostgresCluster, n names, image string, env []cor
 	}, commonMounts()...)
 	port := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("postgres")}}
 	return corev1.Container{
-		Name:    "postgres",
+		Name:    contract.PostgresContainer,
 		Image:   image,
 		Command: []string{cairnBin, "instance", "postgres", "--config", cairnConfDir, "--pg-config", pgConfDir, "--primary-service", contract.PrimaryService(n.cluster), "--peer-service", contract.HeadlessService(n.cluster)},
 		Env:     env,
@@ -223,7 +223,7 @@ func memberObjects(n names) []Object {
 // template after the upgrade, so removing it never restarts members.
 func pgUpgradeContainer(o Options, from, to int, env []corev1.EnvVar) corev1.Container {
 	return corev1.Container{
-		Name:    "pg-upgrade",
+		Name:    contract.PGUpgradeInitContainer,
 		Image:   o.PostgresUpgradeImage(from, to),
 		Command: []string{cairnBin, "instance", "pg-upgrade", "--from", fmt.Sprint(from), "--to", fmt.Sprint(to), "--pg-config", pgConfDir},
 		Env:     env,

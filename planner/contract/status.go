@@ -108,4 +108,3 @@ func ParseBackupStatus(data string) (BackupStatus, error) {
 	}
 	return st, nil
 }
-

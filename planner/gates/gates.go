@@ -142,13 +142,16 @@ func healthy(obs *live.Cluster) (bool, string) {
 	if ok, why := settled(obs); !ok {
 		return false, why
 	}
-	leaders, primaries := 0, 0
+	kind, ok := live.RolesOf(obs.Kind)
+	if !ok {
+		// Fail closed: a kind cairn cannot judge is never healthy.
+		return false, fmt.Sprintf("cairn cannot judge the health of a %s", obs.Kind)
+	}
+	leading := 0
 	for _, m := range obs.Members {
 		switch m.Role {
-		case live.RoleLeader:
-			leaders++
-		case live.RolePrimary:
-			primaries++
+		case kind.Leading:
+			leading++
 		case live.RoleLearner, live.RoleUnknown, live.RoleRemoved:
 			return false, fmt.Sprintf("%s is %s", m.Name, m.Role)
 		}
@@ -156,11 +159,8 @@ func healthy(obs *live.Cluster) (bool, string) {
 			return false, m.Name + " lost its data"
 		}
 	}
-	if obs.Kind == spec.EtcdKind && leaders != 1 {
-		return false, fmt.Sprintf("%d leaders", leaders)
-	}
-	if obs.Kind == spec.PostgresKind && primaries != 1 {
-		return false, fmt.Sprintf("%d primaries", primaries)
+	if leading != 1 {
+		return false, fmt.Sprintf("%d %s", leading, plural(kind.Leading))
 	}
 	return true, ""
 }
@@ -229,4 +229,12 @@ func backupIs(want *plan.BackupSettings, obs *live.Cluster) (bool, string) {
 	}
 	ok := have.Schedule == want.Schedule && have.StorageLocation == want.StorageLocation && tz == want.TimeZone
 	return ok, fmt.Sprintf("the runtime runs %q to %s", have.Schedule, have.StorageLocation)
+}
+
+// plural is the plural of a role's name, as the gate's reason says it.
+func plural(r live.Role) string {
+	if r == live.RolePrimary {
+		return "primaries"
+	}
+	return string(r) + "s"
 }

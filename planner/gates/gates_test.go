@@ -93,3 +93,15 @@ func TestBeforeChecksTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// A kind cairn cannot judge is never healthy, however its members look.
+func TestClusterHealthFailsClosedForAnUnknownKind(t *testing.T) {
+	for _, role := range []live.Role{live.RoleLeader, live.RolePrimary, "master", ""} {
+		obs := &live.Cluster{Kind: "RedisCluster", Name: "r", StatefulSet: live.StatefulSet{Replicas: 1},
+			Members: []live.Member{{Name: "r-0", Ready: true, Role: role}}}
+		r := Evaluate(plan.Gate{Kind: plan.GateClusterHealthy}, nil, obs, time.Time{})
+		if r.Pass || r.Reason == "" {
+			t.Errorf("role %q: %+v, want a failing gate with a reason", role, r)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -16,11 +17,6 @@ import (
 // any cluster cairn plans (16 members), low enough that a typo cannot make
 // planning expensive.
 const MaxReplicas = 1000
-
-var roles = map[string][]Role{
-	"EtcdCluster":     {RoleLeader, RoleFollower, RoleLearner, RoleRemoved, RoleUnknown},
-	"PostgresCluster": {RolePrimary, RoleReplica, RoleUnknown},
-}
 
 // Limits bound an observed-state file. It is written by machines and may
 // describe a whole fleet, so it gets more room than a hand-written spec,
@@ -87,11 +83,12 @@ func (c *checker) snapshot(s *Snapshot) {
 }
 
 func (c *checker) cluster(cl *Cluster, path string) {
-	valid, ok := roles[cl.Kind]
+	k, ok := kinds[cl.Kind]
 	if !ok {
-		c.fail(path+".kind", "unknown kind %s; valid: EtcdCluster, PostgresCluster", strictyaml.Quote(cl.Kind))
+		c.fail(path+".kind", "unknown kind %s; valid: %s", strictyaml.Quote(cl.Kind), strings.Join(slices.Sorted(maps.Keys(kinds)), ", "))
 		return
 	}
+	valid := k.Roles
 	if errs := validation.IsDNS1123Label(cl.Name); len(errs) > 0 {
 		c.fail(path+".name", "%s is not a valid name: %s", strictyaml.Quote(cl.Name), errs[0])
 		return

@@ -2,7 +2,6 @@ package observe
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -26,6 +25,9 @@ type Observer struct {
 	Client kubernetes.Interface
 	// Namespace is where clusters whose spec names none run.
 	Namespace string
+	// Kinds read what is particular to each kind (cmd/cairn's table of
+	// kinds wires them); a cluster of another kind is an error.
+	Kinds []Kind
 }
 
 // Observe returns the observed state of the given clusters; those with no
@@ -60,8 +62,11 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 	if err != nil {
 		return nil, err
 	}
-	isEtcd := ref.Kind == spec.EtcdKind
-	out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace, StatefulSet: statefulSet(sts, isEtcd)}
+	k, err := o.kind(ref.Kind)
+	if err != nil {
+		return nil, err
+	}
+	out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace, StatefulSet: statefulSet(sts, k.Container())}
 	config, err := o.configMap(ctx, ns, contract.ConfigMap(ref.Name))
 	if err != nil {
 		return nil, err
@@ -74,16 +79,11 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 	if err := applyBackupStatus(out, status[contract.StatusKeyBackup]); err != nil {
 		return nil, fmt.Errorf("runtime status of %s: %w", ref.Name, err)
 	}
-	var etcd *contract.EtcdStatus
-	if isEtcd && status[contract.StatusKeyEtcd] != "" {
-		etcd = &contract.EtcdStatus{}
-		if err := json.Unmarshal([]byte(status[contract.StatusKeyEtcd]), etcd); err != nil {
-			return nil, fmt.Errorf("runtime status: %w", err)
-		}
-		legacyHealth(status[contract.StatusKeyEtcd], etcd)
-		out.ClusterVersion = etcd.ClusterVersion
+	member, err := k.Status(status, out)
+	if err != nil {
+		return nil, fmt.Errorf("runtime status: %w", err)
 	}
-	if out.Members, err = o.members(ctx, ns, ref.Name, sts, isEtcd, etcd); err != nil {
+	if out.Members, err = o.members(ctx, ns, ref.Name, sts, k.Container(), member); err != nil {
 		return nil, err
 	}
 	if out.Storage, err = o.storage(ctx, ns, sts, out.Members); err != nil {
@@ -92,8 +92,17 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 	return out, nil
 }
 
-func statefulSet(sts *appsv1.StatefulSet, isEtcd bool) live.StatefulSet {
-	s := live.StatefulSet{Version: versionOf(sts.Spec.Template.Spec.Containers, isEtcd)}
+func (o *Observer) kind(name string) (Kind, error) {
+	for _, k := range o.Kinds {
+		if k.Kind() == name {
+			return k, nil
+		}
+	}
+	return nil, fmt.Errorf("cairn cannot observe clusters of kind %q", name)
+}
+
+func statefulSet(sts *appsv1.StatefulSet, container string) live.StatefulSet {
+	s := live.StatefulSet{Version: versionOf(sts.Spec.Template.Spec.Containers, container)}
 	if sts.Spec.Replicas != nil {
 		s.Replicas = int(*sts.Spec.Replicas)
 	}
@@ -106,7 +115,7 @@ func statefulSet(sts *appsv1.StatefulSet, isEtcd bool) live.StatefulSet {
 		}
 	}
 	for _, ic := range sts.Spec.Template.Spec.InitContainers {
-		if ic.Name == "pg-upgrade" {
+		if ic.Name == contract.PGUpgradeInitContainer {
 			if i := slices.Index(ic.Command, "--from"); i >= 0 && i+1 < len(ic.Command) {
 				s.UpgradeFrom, _ = strconv.Atoi(ic.Command[i+1])
 			}
@@ -117,11 +126,7 @@ func statefulSet(sts *appsv1.StatefulSet, isEtcd bool) live.StatefulSet {
 
 // versionOf reads the database version from the database container's
 // image tag ("quay.io/coreos/etcd:v3.5.21", "postgres:14.5").
-func versionOf(containers []corev1.Container, isEtcd bool) string {
-	name := "postgres"
-	if isEtcd {
-		name = "etcd"
-	}
+func versionOf(containers []corev1.Container, name string) string {
 	for _, c := range containers {
 		if c.Name != name {
 			continue
@@ -163,7 +168,7 @@ func applyConfig(out *live.Cluster, data map[string]string) {
 	out.Backup = b
 }
 
-func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.StatefulSet, isEtcd bool, etcd *contract.EtcdStatus) ([]live.Member, error) {
+func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.StatefulSet, container string, member MemberFunc) ([]live.Member, error) {
 	pods, err := o.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
 		LabelSelector: metav1.FormatLabelSelector(sts.Spec.Selector)})
 	if err != nil {
@@ -174,85 +179,12 @@ func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.
 		if !strings.HasPrefix(p.Name, cluster+"-") || p.DeletionTimestamp != nil {
 			continue
 		}
-		m := live.Member{Name: p.Name, Version: versionOf(p.Spec.Containers, isEtcd), Ready: ready(&p), ReadySince: readySince(&p), Role: live.RoleUnknown}
-		if isEtcd {
-			m.Role = etcdRole(&p, etcd)
-			m.Version = etcdVersion(p.Name, m.Version, etcd)
-			m.DataLost = etcd != nil && slices.Contains(etcd.Replacing, p.Name)
-		} else if r := p.Labels[contract.LabelRole]; r == contract.RolePrimary || r == contract.RoleReplica {
-			m.Role = live.Role(r)
-		}
+		m := live.Member{Name: p.Name, Version: versionOf(p.Spec.Containers, container), Ready: ready(&p), ReadySince: readySince(&p), Role: live.RoleUnknown}
+		member(&p, &m)
 		out = append(out, m)
 	}
 	slices.SortFunc(out, func(a, b live.Member) int { return a.Ordinal() - b.Ordinal() })
 	return out, nil
-}
-
-// etcdRole is a pod's member role in the runtime's status. A voter that
-// is not healthy is "unknown". A pod missing from the membership is
-// "removed" only when the status is newer than the pod, the runtime is not
-// replacing it, and the status lists no member that has not started yet
-// (which has no name and could be this pod); otherwise its role is unknown.
-func etcdRole(pod *corev1.Pod, st *contract.EtcdStatus) live.Role {
-	if st == nil {
-		return live.RoleUnknown
-	}
-	unnamed := slices.Contains(st.Replacing, pod.Name)
-	for _, m := range st.Members {
-		switch {
-		case m.Name == "":
-			unnamed = true
-		case m.Name != pod.Name:
-		case m.Learner:
-			return live.RoleLearner
-		case !m.Healthy:
-			return live.RoleUnknown
-		case m.Leader:
-			return live.RoleLeader
-		default:
-			return live.RoleFollower
-		}
-	}
-	at, err := time.Parse(time.RFC3339, st.ObservedAt)
-	if unnamed || err != nil || !at.After(pod.CreationTimestamp.Time) {
-		return live.RoleUnknown
-	}
-	return live.RoleRemoved
-}
-
-// legacyHealth reads a status written by a runtime from before members'
-// health was reported (it has no "quorum" key): that runtime listed its
-// members as healthy, and a planner newer than the runtime must not take
-// them all for down, or it would wait for the very runtime upgrade it
-// plans.
-func legacyHealth(raw string, st *contract.EtcdStatus) {
-	var keys map[string]json.RawMessage
-	if json.Unmarshal([]byte(raw), &keys) != nil {
-		return
-	}
-	if _, ok := keys["quorum"]; ok {
-		return
-	}
-	st.Quorum = true
-	for i := range st.Members {
-		st.Members[i].Healthy = true
-	}
-}
-
-// etcdVersion is the version a member's own etcd reports in the runtime's
-// status, so that an upgraded pod counts as upgraded only once its etcd
-// runs again at the new version; the pod's image tag while the status
-// reports none.
-func etcdVersion(name, image string, st *contract.EtcdStatus) string {
-	if st == nil {
-		return image
-	}
-	for _, m := range st.Members {
-		if m.Name == name && m.Version != "" {
-			return m.Version
-		}
-	}
-	return image
 }
 
 // readySince is when a ready pod became ready; empty when it is not ready
@@ -294,5 +226,5 @@ func (o *Observer) storage(ctx context.Context, ns string, sts *appsv1.StatefulS
 	if smallest != nil {
 		return smallest.String(), nil
 	}
-	return statefulSet(sts, false).VolumeClaimStorage, nil
+	return statefulSet(sts, "").VolumeClaimStorage, nil
 }

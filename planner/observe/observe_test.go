@@ -117,7 +117,7 @@ kind: PostgresCluster
 metadata: {name: not-deployed}
 spec: {version: "14.5", instances: 1, storage: 10Gi}
 `)
-	snap, err := (&Observer{Client: c, Namespace: ns}).Observe(context.Background(), specs)
+	snap, err := (&Observer{Client: c, Namespace: ns, Kinds: []Kind{Etcd(), Postgres()}}).Observe(context.Background(), specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestVersionOf(t *testing.T) {
 		"quay.io/coreos/etcd:v3.5.21": "3.5.21", "postgres:14.5": "14.5", "localhost:5000/postgres": "",
 		"docker.io/library/postgres:15.4@sha256:abc": "15.4",
 	} {
-		if got := versionOf([]corev1.Container{{Name: "postgres", Image: image}, {Name: "etcd", Image: image}}, false); got != want {
+		if got := versionOf([]corev1.Container{{Name: "postgres", Image: image}, {Name: "etcd", Image: image}}, "postgres"); got != want {
 			t.Errorf("%s: %q, want %q", image, got, want)
 		}
 	}

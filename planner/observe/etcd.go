@@ -1,0 +1,106 @@
+package observe
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// Etcd observes EtcdCluster: members' roles, versions and lost data come
+// from the runtime's etcd status, which etcd itself reports.
+func Etcd() Kind { return etcdKind{} }
+
+type etcdKind struct{}
+
+func (etcdKind) Kind() string      { return spec.EtcdKind }
+func (etcdKind) Container() string { return contract.EtcdContainer }
+
+func (etcdKind) Status(status map[string]string, out *live.Cluster) (MemberFunc, error) {
+	var st *contract.EtcdStatus
+	if raw := status[contract.StatusKeyEtcd]; raw != "" {
+		st = &contract.EtcdStatus{}
+		if err := json.Unmarshal([]byte(raw), st); err != nil {
+			return nil, err
+		}
+		legacyHealth(raw, st)
+		out.ClusterVersion = st.ClusterVersion
+	}
+	return func(pod *corev1.Pod, m *live.Member) {
+		m.Role = etcdRole(pod, st)
+		m.Version = etcdVersion(pod.Name, m.Version, st)
+		m.DataLost = st != nil && slices.Contains(st.Replacing, pod.Name)
+	}, nil
+}
+
+// etcdRole is a pod's member role in the runtime's status. A voter that
+// is not healthy is "unknown". A pod missing from the membership is
+// "removed" only when the status is newer than the pod, the runtime is not
+// replacing it, and the status lists no member that has not started yet
+// (which has no name and could be this pod); otherwise its role is unknown.
+func etcdRole(pod *corev1.Pod, st *contract.EtcdStatus) live.Role {
+	if st == nil {
+		return live.RoleUnknown
+	}
+	unnamed := slices.Contains(st.Replacing, pod.Name)
+	for _, m := range st.Members {
+		switch {
+		case m.Name == "":
+			unnamed = true
+		case m.Name != pod.Name:
+		case m.Learner:
+			return live.RoleLearner
+		case !m.Healthy:
+			return live.RoleUnknown
+		case m.Leader:
+			return live.RoleLeader
+		default:
+			return live.RoleFollower
+		}
+	}
+	at, err := time.Parse(time.RFC3339, st.ObservedAt)
+	if unnamed || err != nil || !at.After(pod.CreationTimestamp.Time) {
+		return live.RoleUnknown
+	}
+	return live.RoleRemoved
+}
+
+// legacyHealth reads a status written by a runtime from before members'
+// health was reported (it has no "quorum" key): that runtime listed its
+// members as healthy, and a planner newer than the runtime must not take
+// them all for down, or it would wait for the very runtime upgrade it
+// plans.
+func legacyHealth(raw string, st *contract.EtcdStatus) {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &keys) != nil {
+		return
+	}
+	if _, ok := keys["quorum"]; ok {
+		return
+	}
+	st.Quorum = true
+	for i := range st.Members {
+		st.Members[i].Healthy = true
+	}
+}
+
+// etcdVersion is the version a member's own etcd reports in the runtime's
+// status, so that an upgraded pod counts as upgraded only once its etcd
+// runs again at the new version; the pod's image tag while the status
+// reports none.
+func etcdVersion(name, image string, st *contract.EtcdStatus) string {
+	if st == nil {
+		return image
+	}
+	for _, m := range st.Members {
+		if m.Name == name && m.Version != "" {
+			return m.Version
+		}
+	}
+	return image
+}

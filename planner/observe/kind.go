@@ -1,0 +1,26 @@
+package observe
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cairn-dev/cairn/planner/live"
+)
+
+// Kind reads what only one kind's pods and runtime status tell; the
+// Observer reads the rest (StatefulSet, rendered config, backups,
+// volumes) the same way for every kind.
+type Kind interface {
+	// Kind is the spec kind it observes (spec.EtcdKind, ...).
+	Kind() string
+	// Container is the database container, whose image tag is the
+	// members' version.
+	Container() string
+	// Status reads the kind's part of the runtime's status ConfigMap
+	// (its data; empty when there is none yet) into out, and returns what
+	// fills in each member from its pod.
+	Status(status map[string]string, out *live.Cluster) (MemberFunc, error)
+}
+
+// MemberFunc fills in a member (its name, image version and readiness
+// already read) from its pod.
+type MemberFunc func(pod *corev1.Pod, m *live.Member)
