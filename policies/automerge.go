@@ -54,8 +54,8 @@ func buildAutoMerge(name string, a *AutoMergeSpec, sel Selector, fail func(path,
 	for i, k := range a.Kinds {
 		path := fmt.Sprintf("spec.autoMerge.kinds[%d]", i)
 		switch {
-		case !slices.Contains(stepKinds, k):
-			fail(path, "unknown step kind %s; valid: %s", strictyaml.Quote(k), strings.Join(stepKinds, ", "))
+		case !slices.Contains(stepKinds(), k):
+			fail(path, "unknown step kind %s; valid: %s", strictyaml.Quote(k), strings.Join(stepKinds(), ", "))
 			ok = false
 		case plan.Kind(k).Irreversible():
 			fail(path, "%s steps are irreversible: cairn never merges them, a person does", k)

@@ -9,12 +9,13 @@ import (
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
-// stepKinds are the step kinds a policy may name.
-var stepKinds = []string{
-	string(plan.CreateCluster), string(plan.ConfigureBackup), string(plan.TakeBackup), string(plan.ExpandStorage),
-	string(plan.UpgradeMember), string(plan.ScaleIn), string(plan.EtcdAddMember), string(plan.EtcdRemoveMember),
-	string(plan.PostgresAddReplica), string(plan.PostgresSwitchover), string(plan.PostgresMajorUpgrade),
-	string(plan.PostgresSynchronousStandbys), string(plan.SealBootstrap),
+// stepKinds are the step kinds a policy may name: all of them.
+func stepKinds() []string {
+	var out []string
+	for _, k := range plan.Kinds() {
+		out = append(out, string(k))
+	}
+	return out
 }
 
 // Window holds disruptive steps of the selected clusters outside a

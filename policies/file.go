@@ -174,8 +174,8 @@ func build(f *File, now time.Time, fail func(path, format string, args ...any)) 
 			fail("spec.backupFreshness.maxAge", "must be a duration such as 6h")
 		}
 		for i, k := range b.Kinds {
-			if !slices.Contains(stepKinds, k) {
-				fail(fmt.Sprintf("spec.backupFreshness.kinds[%d]", i), "unknown step kind %s; valid: %s", strictyaml.Quote(k), strings.Join(stepKinds, ", "))
+			if !slices.Contains(stepKinds(), k) {
+				fail(fmt.Sprintf("spec.backupFreshness.kinds[%d]", i), "unknown step kind %s; valid: %s", strictyaml.Quote(k), strings.Join(stepKinds(), ", "))
 			}
 		}
 		set = append(set, Freshness{PolicyName: f.Metadata.Name + "/backup-freshness", MaxAge: maxAge, Kinds: b.Kinds, Now: now, Selector: sel})

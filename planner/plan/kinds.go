@@ -71,29 +71,42 @@ type Params struct {
 	SealBootstrap               *SealBootstrapParams               `json:"sealBootstrap,omitempty"`
 }
 
+// kinds is the one list of the step kinds, each with whether a Params
+// holds its parameters. A new step kind adds its constant, its Params
+// field and one line here.
+var kinds = []struct {
+	kind Kind
+	has  func(Params) bool
+}{
+	{CreateCluster, func(p Params) bool { return p.CreateCluster != nil }},
+	{ConfigureBackup, func(p Params) bool { return p.ConfigureBackup != nil }},
+	{TakeBackup, func(p Params) bool { return p.TakeBackup != nil }},
+	{ExpandStorage, func(p Params) bool { return p.ExpandStorage != nil }},
+	{UpgradeMember, func(p Params) bool { return p.UpgradeMember != nil }},
+	{ScaleIn, func(p Params) bool { return p.ScaleIn != nil }},
+	{EtcdAddMember, func(p Params) bool { return p.EtcdAddMember != nil }},
+	{EtcdRemoveMember, func(p Params) bool { return p.EtcdRemoveMember != nil }},
+	{PostgresAddReplica, func(p Params) bool { return p.PostgresAddReplica != nil }},
+	{PostgresSwitchover, func(p Params) bool { return p.PostgresSwitchover != nil }},
+	{PostgresMajorUpgrade, func(p Params) bool { return p.PostgresMajorUpgrade != nil }},
+	{PostgresSynchronousStandbys, func(p Params) bool { return p.PostgresSynchronousStandbys != nil }},
+	{SealBootstrap, func(p Params) bool { return p.SealBootstrap != nil }},
+}
+
+// Kinds are every step kind, in the order they are declared.
+func Kinds() []Kind {
+	out := make([]Kind, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.kind
+	}
+	return out
+}
+
 // set lists the kinds whose parameters are present.
 func (p Params) set() []Kind {
-	present := []struct {
-		kind Kind
-		ok   bool
-	}{
-		{CreateCluster, p.CreateCluster != nil},
-		{ConfigureBackup, p.ConfigureBackup != nil},
-		{TakeBackup, p.TakeBackup != nil},
-		{ExpandStorage, p.ExpandStorage != nil},
-		{UpgradeMember, p.UpgradeMember != nil},
-		{ScaleIn, p.ScaleIn != nil},
-		{EtcdAddMember, p.EtcdAddMember != nil},
-		{EtcdRemoveMember, p.EtcdRemoveMember != nil},
-		{PostgresAddReplica, p.PostgresAddReplica != nil},
-		{PostgresSwitchover, p.PostgresSwitchover != nil},
-		{PostgresMajorUpgrade, p.PostgresMajorUpgrade != nil},
-		{PostgresSynchronousStandbys, p.PostgresSynchronousStandbys != nil},
-		{SealBootstrap, p.SealBootstrap != nil},
-	}
 	var out []Kind
-	for _, k := range present {
-		if k.ok {
+	for _, k := range kinds {
+		if k.has(p) {
 			out = append(out, k.kind)
 		}
 	}
