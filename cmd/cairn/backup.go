@@ -136,7 +136,7 @@ func runBackupRequest(ctx context.Context, w io.Writer, c kubernetes.Interface, 
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:])
 	id := "manual-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(nonce[:])
-	name := cluster + "-cairn-status"
+	name := contract.StatusConfigMap(cluster)
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{contract.AnnotationBackupRequest: id}}})
 	_, err := c.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "cairn"})
 	if apierrors.IsNotFound(err) {

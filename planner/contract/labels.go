@@ -2,6 +2,10 @@ package contract
 
 // Label keys on every rendered object, and on the members' pods.
 const (
+	// LabelPrefix starts every label and annotation key of cairn's own;
+	// specs may not set them.
+	LabelPrefix = "cairn.dev/"
+
 	// LabelName is the application: AppEtcd, AppPostgres or AppRuntime.
 	LabelName = "app.kubernetes.io/name"
 	// LabelInstance is the cluster's name.

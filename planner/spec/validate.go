@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
 )
 
@@ -65,7 +66,7 @@ func (c *PostgresCluster) validate(v *validator) {
 func (c *EtcdCluster) validate(v *validator) {
 	v.meta(c.Metadata)
 	v.common(c.Common(), c.Spec.Resources)
-	if r := c.Spec.RestoreFrom; r != nil && (r.Backup == "" || r.Backup == "latest") {
+	if r := c.Spec.RestoreFrom; r != nil && (r.Backup == "" || r.Backup == contract.RestoreLatest) {
 		// Every member restores on its own: "latest" could name a
 		// different backup for each.
 		v.fail("spec.restoreFrom.backup", "an etcd cluster needs the backup's ID (cairn backup list shows them), so that every member restores the same snapshot")
@@ -182,7 +183,7 @@ func (v *validator) common(c Common, r *Resources) {
 				v.fail("spec.restoreFrom.cluster", "%v", err)
 			}
 		}
-		if r.Backup != "" && r.Backup != "latest" && !backupIDRE.MatchString(r.Backup) {
+		if r.Backup != "" && r.Backup != contract.RestoreLatest && !backupIDRE.MatchString(r.Backup) {
 			v.fail("spec.restoreFrom.backup", "%s is not a backup ID such as 20261130T020000Z-1a2b3c (cairn backup list shows them), nor latest", strictyaml.Quote(r.Backup))
 		}
 	}
@@ -221,10 +222,10 @@ func (v *validator) timeZone(path, tz string) {
 // selector labels and the runtime's role label.
 func reservedLabel(k string) bool {
 	switch k {
-	case "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "app.kubernetes.io/managed-by":
+	case contract.LabelName, contract.LabelInstance, contract.LabelComponent, contract.LabelManagedBy:
 		return true
 	}
-	return strings.HasPrefix(k, "cairn.dev/")
+	return strings.HasPrefix(k, contract.LabelPrefix)
 }
 
 // backupIDRE matches the IDs of cairn's backups.
