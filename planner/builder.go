@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
@@ -61,7 +62,7 @@ func (r *Result) hasID(id string) bool {
 
 // memberName is the pod name of a StatefulSet ordinal.
 func memberName(cluster string, ordinal int) string {
-	return fmt.Sprintf("%s-%d", cluster, ordinal)
+	return contract.MemberName(cluster, ordinal)
 }
 
 // quantityID is a quantity in canonical form for a step ID: "20Gi" and

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
 )
 
@@ -103,8 +104,8 @@ func (c *checker) cluster(cl *Cluster, path string) {
 	ordinals := map[int]bool{}
 	for j, m := range cl.Members {
 		mp := fmt.Sprintf("%s.members[%d]", path, j)
-		ord := m.Ordinal()
-		if !strings.HasPrefix(m.Name, cl.Name+"-") || ord < 0 || fmt.Sprintf("%s-%d", cl.Name, ord) != m.Name {
+		ord, ok := contract.MemberOrdinal(cl.Name, m.Name)
+		if !ok {
 			c.fail(mp+".name", "member %s must be named %s-<ordinal>", strictyaml.Quote(m.Name), cl.Name)
 			continue
 		}
