@@ -46,3 +46,17 @@ func DataClaim(member string) string { return DataVolume + "-" + member }
 
 // DataVolume is the name of the members' volume claim template.
 const DataVolume = "data"
+
+// MemberCluster is the cluster of a member from its name, what comes
+// before its "-<ordinal>"; ok is false unless name is
+// MemberName(cluster, n) for some n >= 0.
+func MemberCluster(name string) (cluster string, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return "", false
+	}
+	if _, ok := MemberOrdinal(name[:i], name); !ok {
+		return "", false
+	}
+	return name[:i], true
+}

@@ -55,3 +55,19 @@ const (
 	EtcdPeerPort   = 2380
 	PostgresPort   = 5432
 )
+
+// StatefulSet names the cluster's StatefulSet of members (the cluster's
+// own name); the runtime reads it and records its Events on it.
+func StatefulSet(cluster string) string { return cluster }
+
+// PostgreSQL's own names the instance manager creates and the runtime
+// connects with: PostgresSuperuser (password in SuperuserSecret) to
+// PostgresDatabase, PostgresReplicationUser (REPLICATION, password in
+// ReplicationSecret) for streaming and base backups. PostgresContainer is
+// the members' container whose state the runtime reads.
+const (
+	PostgresSuperuser       = "postgres"
+	PostgresDatabase        = "postgres"
+	PostgresReplicationUser = "replicator"
+	PostgresContainer       = "postgres"
+)

@@ -14,6 +14,8 @@
 // (BASE_BACKUP, as pg_basebackup -Ft -X fetch takes it: one tar holding the
 // data directory and the WAL that makes it consistent).
 //
-// Imports: the etcd client and etcdutl, pgx, minio-go; never the planner,
-// renderer or publisher.
+// Imports: planner/spec (the kinds a manifest names, the schedule parser)
+// and planner/contract (the ConfigMap's backup keys), the etcd client and
+// etcdutl, pgx, minio-go; never the planner's core, the renderer or the
+// publisher.
 package backup

@@ -12,6 +12,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
+
+	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 // EtcdSource snapshots one etcd member through the client's maintenance
@@ -68,7 +70,7 @@ type EtcdRestore struct {
 // DataDir and renames it into place when whole, so a failure or a crash
 // leaves no data directory behind.
 func RestoreEtcd(ctx context.Context, st Store, m Manifest, r EtcdRestore) error {
-	if m.Kind != "EtcdCluster" {
+	if m.Kind != spec.EtcdKind {
 		return fmt.Errorf("backup %s is of a %s, not an etcd cluster", m.ID, m.Kind)
 	}
 	tmp, err := restoreDir(r.DataDir)

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // ManifestFormat names the manifest's format.
@@ -26,7 +28,7 @@ type Manifest struct {
 	Format  string `json:"format"`
 	ID      string `json:"id"`
 	Cluster string `json:"cluster"`
-	// Kind is EtcdCluster or PostgresCluster.
+	// Kind is the spec's kind: spec.EtcdKind or spec.PostgresKind.
 	Kind     string    `json:"kind"`
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
@@ -87,10 +89,10 @@ func List(ctx context.Context, st Store, cluster string) ([]Manifest, error) {
 	return out, nil
 }
 
-// Find returns the complete backup id of cluster; id "latest" is the
-// newest.
+// Find returns the complete backup id of cluster; id contract.RestoreLatest
+// ("latest") is the newest.
 func Find(ctx context.Context, st Store, cluster, id string) (Manifest, error) {
-	if id != "latest" {
+	if id != contract.RestoreLatest {
 		return readManifest(ctx, st, cluster, id)
 	}
 	all, err := List(ctx, st, cluster)

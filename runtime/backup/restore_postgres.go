@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 // PostgresRestore is where a base backup is restored: a new data
@@ -38,7 +40,7 @@ const restorePrefix = ".cairn-restore-"
 // consistent copy (it holds its WAL and backup_label). A failure, a full
 // disk or a crash included, leaves no data directory behind.
 func RestorePostgres(ctx context.Context, st Store, m Manifest, r PostgresRestore) error {
-	if m.Kind != "PostgresCluster" {
+	if m.Kind != spec.PostgresKind {
 		return fmt.Errorf("backup %s is of a %s, not a PostgreSQL cluster", m.ID, m.Kind)
 	}
 	tmp, err := restoreDir(r.DataDir)

@@ -8,11 +8,12 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 // Policy is a cluster's backup policy as the rendered <cluster>-cairn
-// ConfigMap states it (keys backup.*).
+// ConfigMap states it (the contract.KeyBackup* keys).
 type Policy struct {
 	Schedule string
 	TimeZone string
@@ -20,21 +21,21 @@ type Policy struct {
 	Retention
 }
 
-// PolicyFromConfig reads the backup.* keys of the rendered ConfigMap; ok
+// PolicyFromConfig reads the backup keys of the rendered ConfigMap; ok
 // is false when the cluster has no backup policy.
 func PolicyFromConfig(data map[string]string) (p Policy, ok bool, err error) {
-	p = Policy{Schedule: data["backup.schedule"], TimeZone: data["backup.time-zone"], Location: data["backup.storage-location"]}
+	p = Policy{Schedule: data[contract.KeyBackupSchedule], TimeZone: data[contract.KeyBackupTimeZone], Location: data[contract.KeyBackupStorageLocation]}
 	if p.Schedule == "" {
 		return p, false, nil
 	}
-	if v := data["backup.retention.count"]; v != "" {
+	if v := data[contract.KeyBackupRetentionCount]; v != "" {
 		if p.Count, err = strconv.Atoi(v); err != nil || p.Count < 1 {
-			return p, false, fmt.Errorf("backup.retention.count %q: want a whole number of at least 1", v)
+			return p, false, fmt.Errorf("%s %q: want a whole number of at least 1", contract.KeyBackupRetentionCount, v)
 		}
 	}
-	if v := data["backup.retention.max-age"]; v != "" {
+	if v := data[contract.KeyBackupRetentionMaxAge]; v != "" {
 		if p.MaxAge, err = parseAge(v); err != nil {
-			return p, false, fmt.Errorf("backup.retention.max-age %q: %w", v, err)
+			return p, false, fmt.Errorf("%s %q: %w", contract.KeyBackupRetentionMaxAge, v, err)
 		}
 	}
 	if _, err := p.Parse(); err != nil {
@@ -74,14 +75,14 @@ func (p Policy) Parse() (Schedule, error) {
 	if p.TimeZone != "" {
 		l, err := time.LoadLocation(p.TimeZone)
 		if err != nil {
-			return Schedule{}, fmt.Errorf("backup.time-zone %q: %w", p.TimeZone, err)
+			return Schedule{}, fmt.Errorf("%s %q: %w", contract.KeyBackupTimeZone, p.TimeZone, err)
 		}
 		loc = l
 	}
 	// The spec's parser: 5 fields, 6 with seconds first, or a descriptor.
 	s, err := spec.Schedule(p.Schedule).Parse()
 	if err != nil {
-		return Schedule{}, fmt.Errorf("backup.schedule %q: %w", p.Schedule, err)
+		return Schedule{}, fmt.Errorf("%s %q: %w", contract.KeyBackupSchedule, p.Schedule, err)
 	}
 	return Schedule{Schedule: s, Loc: loc}, nil
 }

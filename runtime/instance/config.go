@@ -8,13 +8,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // Config is what the rendered ConfigMap <cluster>-cairn tells a member,
 // read from its mounted files.
 type Config struct {
-	// Bootstrap is "new" while the create step brings the cluster up and
-	// "existing" afterwards.
+	// Bootstrap is contract.BootstrapNew while the create step brings the
+	// cluster up and contract.BootstrapExisting afterwards.
 	Bootstrap string
 	// InitialMembers is how many members the create step bootstraps.
 	InitialMembers int
@@ -30,15 +32,16 @@ type Config struct {
 	Restore *Restore
 }
 
-// Restore names a backup (the restore.* keys).
+// Restore names a backup (the contract.KeyRestore* keys).
 type Restore struct {
 	Location, Cluster, Backup string
 }
 
 // ReadConfig reads the mounted ConfigMap in dir. Missing keys keep their
-// defaults: bootstrap "existing", which can never create a second cluster.
+// defaults: bootstrap contract.BootstrapExisting, which can never create a
+// second cluster.
 func ReadConfig(dir string) (Config, error) {
-	c := Config{Bootstrap: "existing"}
+	c := Config{Bootstrap: contract.BootstrapExisting}
 	read := func(key string) (string, bool, error) {
 		data, err := os.ReadFile(filepath.Join(dir, key))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -61,37 +64,27 @@ func ReadConfig(dir string) (Config, error) {
 			}
 		}
 	}
-	set("bootstrap", func(v string) error {
-		if v != "new" && v != "existing" {
-			return fmt.Errorf("must be new or existing, got %q", v)
+	set(contract.KeyBootstrap, func(v string) error {
+		if v != contract.BootstrapNew && v != contract.BootstrapExisting {
+			return fmt.Errorf("must be %s or %s, got %q", contract.BootstrapNew, contract.BootstrapExisting, v)
 		}
 		c.Bootstrap = v
 		return nil
 	})
-	set("initial-members", func(v string) (e error) { c.InitialMembers, e = strconv.Atoi(v); return })
-	set("initial-cluster-token", func(v string) error { c.Token = v; return nil })
-	set("synchronous-standbys", func(v string) (e error) { c.SynchronousStandbys, e = strconv.Atoi(v); return })
-	set("request.remove-member.member", func(v string) error { c.RemoveMember = v; return nil })
-	set("restore.storage-location", func(v string) error {
-		c.Restore = &Restore{Location: v, Backup: "latest"}
+	set(contract.KeyInitialMembers, func(v string) (e error) { c.InitialMembers, e = strconv.Atoi(v); return })
+	set(contract.KeyInitialClusterToken, func(v string) error { c.Token = v; return nil })
+	set(contract.KeySynchronousStandbys, func(v string) (e error) { c.SynchronousStandbys, e = strconv.Atoi(v); return })
+	set(contract.KeyRequestRemoveMember, func(v string) error { c.RemoveMember = v; return nil })
+	set(contract.KeyRestoreStorageLocation, func(v string) error {
+		c.Restore = &Restore{Location: v, Backup: contract.RestoreLatest}
 		return nil
 	})
 	if c.Restore != nil {
-		set("restore.cluster", func(v string) error { c.Restore.Cluster = v; return nil })
-		set("restore.backup", func(v string) error { c.Restore.Backup = v; return nil })
+		set(contract.KeyRestoreCluster, func(v string) error { c.Restore.Cluster = v; return nil })
+		set(contract.KeyRestoreBackup, func(v string) error { c.Restore.Backup = v; return nil })
 		if err == nil && c.Restore.Cluster == "" {
-			err = errors.New("config restore.cluster: missing beside restore.storage-location")
+			err = fmt.Errorf("config %s: missing beside %s", contract.KeyRestoreCluster, contract.KeyRestoreStorageLocation)
 		}
 	}
 	return c, err
-}
-
-// ordinal parses the StatefulSet ordinal from a pod name.
-func ordinal(name string) (int, error) {
-	i := strings.LastIndexByte(name, '-')
-	n, err := strconv.Atoi(name[i+1:])
-	if i < 0 || err != nil || n < 0 {
-		return 0, fmt.Errorf("pod name %q does not end in -<ordinal>", name)
-	}
-	return n, nil
 }

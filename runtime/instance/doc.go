@@ -11,7 +11,18 @@
 // the membership but lost its data is left to the runtime, which replaces
 // it (remove, then re-add).
 //
-// PostgreSQL: see postgres.go.
+// PostgreSQL: postgres.go decides how a member comes up, and each way has
+// its own file: pginitdb.go (a new cluster), restore.go (a create step
+// from a backup), pgclone.go (a member without data), pgfollow.go
+// (rewind a former primary, follow the primary), pgupgrade.go (member 0
+// to a new major, in its init container). server.go runs the server and
+// watchdog.go is the fence a primary keeps on itself.
+//
+// The names it shares with the rendered manifests (ConfigMap keys, role
+// label values, member names) come from planner/contract. It imports
+// contract, runtime/backup and small clients, never the planner,
+// renderer or publisher; cmd/cairn builds each kind's manager from the
+// pod's flags and environment.
 //
 // Decisions are functions of what the member finds (its data directory,
 // the cluster's answers, the rendered config), so they are tested against

@@ -15,6 +15,8 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // ErrNoCluster: no member of the cluster answers, and this member may not
@@ -54,7 +56,7 @@ type Etcd struct {
 // create step, by bootstrapping. It returns ErrNoCluster or ErrDataLost
 // when the member cannot start yet.
 func (e *Etcd) Args(ctx context.Context) ([]string, error) {
-	ord, err := ordinal(e.Name)
+	ord, err := contract.PodOrdinal(e.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +69,7 @@ func (e *Etcd) Args(ctx context.Context) ([]string, error) {
 		defer cli.Close()
 	}
 	reachable := err == nil
-	if !hasData && !reachable && e.Config.Bootstrap == "new" && e.Config.Restore != nil && ord < e.Config.InitialMembers {
+	if !hasData && !reachable && e.Config.Bootstrap == contract.BootstrapNew && e.Config.Restore != nil && ord < e.Config.InitialMembers {
 		// A create step from a snapshot: every member it creates restores
 		// the same snapshot and starts from that data. A member that comes
 		// later, when the restored cluster already answers, joins it as
@@ -100,7 +102,7 @@ func (e *Etcd) Args(ctx context.Context) ([]string, error) {
 		return e.baseArgs(), nil
 	case reachable:
 		return e.join(ctx, cli, members)
-	case e.Config.Bootstrap == "new" && ord < e.Config.InitialMembers:
+	case e.Config.Bootstrap == contract.BootstrapNew && ord < e.Config.InitialMembers:
 		return e.bootstrapArgs(), nil
 	}
 	return nil, fmt.Errorf("%w (%v)", ErrNoCluster, err)
@@ -226,17 +228,23 @@ func (e *Etcd) baseArgs() []string {
 // bootstrapArgs start one of the create step's members: all of them start
 // with the same initial cluster and token and form the cluster together.
 func (e *Etcd) bootstrapArgs() []string {
-	cluster := e.Name[:strings.LastIndexByte(e.Name, '-')]
-	var initial []string
-	for i := range e.Config.InitialMembers {
-		m := cluster + "-" + strconv.Itoa(i)
-		initial = append(initial, m+"="+e.PeerURL(m))
-	}
 	e.Log.Info("bootstrapping a new cluster", "member", e.Name, "members", e.Config.InitialMembers)
 	return append(e.baseArgs(),
-		"--initial-cluster", strings.Join(initial, ","),
+		"--initial-cluster", e.initialCluster(),
 		"--initial-cluster-state", "new",
 		"--initial-cluster-token", e.Config.Token)
+}
+
+// initialCluster is etcd's --initial-cluster of the create step's
+// members: name=peer URL of each, by ordinal.
+func (e *Etcd) initialCluster() string {
+	cluster, _ := contract.MemberCluster(e.Name)
+	var initial []string
+	for i := range e.Config.InitialMembers {
+		m := contract.MemberName(cluster, i)
+		initial = append(initial, m+"="+e.PeerURL(m))
+	}
+	return strings.Join(initial, ",")
 }
 
 // moveAside keeps stale data under a new name instead of deleting it.

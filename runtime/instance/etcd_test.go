@@ -12,6 +12,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // etcdBed runs members "e-<n>" on 127.0.0.<n+1>, each with its own ports.
@@ -36,7 +38,7 @@ func newEtcdBed(t *testing.T, members int) *etcdBed {
 
 func itoa(i int) string { return string(rune('0' + i)) }
 
-func (b *etcdBed) host(m string) string { o, _ := ordinal(m); return hostOf(o) }
+func (b *etcdBed) host(m string) string { o, _ := contract.PodOrdinal(m); return hostOf(o) }
 
 func (b *etcdBed) manager(name, bootstrap string) *Etcd {
 	var eps []string

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // PgUpgrade upgrades member 0's data directory to a new PostgreSQL major
@@ -32,7 +34,7 @@ type PgUpgrade struct {
 
 // Run upgrades the data directory if it is member 0's and still on From.
 func (u *PgUpgrade) Run(ctx context.Context) error {
-	ord, err := ordinal(u.Name)
+	ord, err := contract.PodOrdinal(u.Name)
 	if err != nil {
 		return err
 	}

@@ -11,9 +11,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
-// RoleLabelFile returns a reader of the cairn.dev/role label from the
+// RoleLabelFile returns a reader of the contract.LabelRole label from the
 // downward API's labels file (lines key="value"); "" when absent.
 func RoleLabelFile(path string) func() string {
 	return func() string {
@@ -23,7 +25,7 @@ func RoleLabelFile(path string) func() string {
 		}
 		for _, line := range strings.Split(string(data), "\n") {
 			k, v, ok := strings.Cut(line, "=")
-			if ok && k == "cairn.dev/role" {
+			if ok && k == contract.LabelRole {
 				if s, err := strconv.Unquote(v); err == nil {
 					return s
 				}
@@ -50,16 +52,16 @@ func HeadlessPeers(host string, port int) func(ctx context.Context) []string {
 	}
 }
 
-// APIRoleLabel returns a reader of the pod's cairn.dev/role label through
-// the API server (the pod's ServiceAccount may get its own pod): unlike
-// the downward API's file, an answer is a confirmation that the API
-// server can be reached and says so now.
+// APIRoleLabel returns a reader of the pod's contract.LabelRole label
+// through the API server (the pod's ServiceAccount may get its own pod):
+// unlike the downward API's file, an answer is a confirmation that the
+// API server can be reached and says so now.
 func APIRoleLabel(c kubernetes.Interface, namespace, pod string) func(ctx context.Context) (string, error) {
 	return func(ctx context.Context) (string, error) {
 		got, err := c.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
 		if err != nil {
 			return "", fmt.Errorf("read pod %s: %w", pod, err)
 		}
-		return got.Labels["cairn.dev/role"], nil
+		return got.Labels[contract.LabelRole], nil
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
 
@@ -37,18 +37,12 @@ func (e *Etcd) restoreEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cluster := e.Name[:strings.LastIndexByte(e.Name, '-')]
-	var initial []string
-	for i := range e.Config.InitialMembers {
-		name := cluster + "-" + strconv.Itoa(i)
-		initial = append(initial, name+"="+e.PeerURL(name))
-	}
 	if err := os.RemoveAll(e.DataDir); err != nil { // no member/ in it: nothing of etcd's
 		return err
 	}
 	e.Log.Info("restoring the create step's snapshot", "member", e.Name, "backup", m.ID, "of", m.Cluster)
 	return backup.RestoreEtcd(ctx, st, m, backup.EtcdRestore{DataDir: e.DataDir, Name: e.Name, PeerURL: e.PeerURL(e.Name),
-		Token: e.Config.Token, InitialCluster: strings.Join(initial, ",")})
+		Token: e.Config.Token, InitialCluster: e.initialCluster()})
 }
 
 // restorePostgres restores the create step's base backup as the first
@@ -96,7 +90,7 @@ func (p *Postgres) setSuperuserPassword(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, p.bin("postgres"), "--single", "-D", dir, "-c", "log_min_error_statement=panic", "postgres")
+	cmd := exec.CommandContext(ctx, p.bin("postgres"), "--single", "-D", dir, "-c", "log_min_error_statement=panic", contract.PostgresDatabase)
 	cmd.Stdin = strings.NewReader(fmt.Sprintf("ALTER ROLE %s WITH PASSWORD %s;\n", Superuser, quoteLiteral(verifier)))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential}
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // errDemoted: the server was stopped because this member may no longer
@@ -56,7 +58,7 @@ func (p *Postgres) watchdog(ctx context.Context, s *Server) error {
 		label, err := p.Confirm(cctx)
 		cancel()
 		switch {
-		case err == nil && (label == "fenced" || label == "replica"):
+		case err == nil && contract.Follows(label):
 			p.Log.Warn("primary is labelled away: stopping it to come back as a replica", "member", p.Name, "label", label)
 			s.stopWithin(demoteGrace)
 			return errDemoted

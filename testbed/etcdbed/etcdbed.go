@@ -19,14 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/testbed"
-)
-
-// Label keys of the rendered pods (renderer.LabelName, LabelInstance).
-const (
-	labelName     = "app.kubernetes.io/name"
-	labelInstance = "app.kubernetes.io/instance"
 )
 
 // Bed backs etcd pods of one namespace; it is a testbed.Backer.
@@ -56,7 +51,7 @@ func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *B
 
 // ClientURL is the client URL of member ordinal ord of cluster.
 func (b *Bed) ClientURL(cluster string, ord int) string {
-	return "http://" + b.IP(cluster, ord) + ":2379"
+	return "http://" + b.IP(cluster, ord) + ":" + strconv.Itoa(contract.EtcdClientPort)
 }
 
 // Endpoints are the client URLs of members 0..n-1 of cluster.
@@ -70,15 +65,15 @@ func (b *Bed) Endpoints(cluster string, n int) []string {
 
 // Start backs an etcd pod; other pods are not backed.
 func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool, error) {
-	if pod.Labels[labelName] != "etcd" {
+	if pod.Labels[contract.LabelName] != contract.AppEtcd {
 		return testbed.Running{}, false, nil
 	}
-	cluster := pod.Labels[labelInstance]
-	ord, err := strconv.Atoi(pod.Name[strings.LastIndexByte(pod.Name, '-')+1:])
+	cluster := pod.Labels[contract.LabelInstance]
+	ord, err := contract.PodOrdinal(pod.Name)
 	if err != nil {
 		return testbed.Running{}, false, fmt.Errorf("pod %s: no ordinal", pod.Name)
 	}
-	claim, err := b.client.CoreV1().PersistentVolumeClaims(b.ns).Get(ctx, "data-"+pod.Name, metav1.GetOptions{})
+	claim, err := b.client.CoreV1().PersistentVolumeClaims(b.ns).Get(ctx, contract.DataClaim(pod.Name), metav1.GetOptions{})
 	if err != nil {
 		return testbed.Running{}, false, fmt.Errorf("pod %s: its claim: %w", pod.Name, err)
 	}
@@ -92,13 +87,13 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 	}
 	e := &instance.Etcd{
 		Name: pod.Name, DataDir: filepath.Join(b.dir, string(claim.UID), "data"), Config: cfg,
-		PeerURL:   func(m string) string { return "http://" + b.IP(cluster, ordinalOf(m)) + ":2380" },
+		PeerURL:   func(m string) string { return "http://" + b.IP(cluster, ordinalOf(m)) + peerPort },
 		ClientURL: func(m string) string { return b.ClientURL(cluster, ordinalOf(m)) },
 		Endpoints: b.endpoints(ctx, cluster, pod.Name), DialTimeout: 2 * time.Second,
 		Log: b.log.With("pod", pod.Name),
 	}
 	ip := b.IP(cluster, ord)
-	e.ListenPeerURL, e.ListenClientURL = "http://"+ip+":2380", "http://"+ip+":2379"
+	e.ListenPeerURL, e.ListenClientURL = "http://"+ip+peerPort, b.ClientURL(cluster, ord)
 	m := &member{bed: b, etcd: e, bin: bin, done: make(chan struct{})}
 	mctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
@@ -110,7 +105,7 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 // names (quay.io/coreos/etcd:v3.6.16 runs 3.6).
 func (b *Bed) binary(pod *corev1.Pod) (string, error) {
 	for _, c := range pod.Spec.Containers {
-		if c.Name != "etcd" {
+		if c.Name != contract.EtcdContainer {
 			continue
 		}
 		_, tag, _ := strings.Cut(c.Image[strings.LastIndexByte(c.Image, '/')+1:], ":")
@@ -126,15 +121,18 @@ func (b *Bed) binary(pod *corev1.Pod) (string, error) {
 	return "", fmt.Errorf("pod %s has no etcd container", pod.Name)
 }
 
+// peerPort is the members' peer port, as a URL's suffix.
+var peerPort = ":" + strconv.Itoa(contract.EtcdPeerPort)
+
 func ordinalOf(member string) int {
-	n, _ := strconv.Atoi(member[strings.LastIndexByte(member, '-')+1:])
+	n, _ := contract.PodOrdinal(member)
 	return n
 }
 
 // config reads the cluster's rendered <cluster>-cairn ConfigMap as the
 // pod would from its mounted files.
 func (b *Bed) config(ctx context.Context, cluster string) (instance.Config, error) {
-	dir, err := testbed.MountConfigMap(ctx, b.client, b.ns, cluster+"-cairn", b.dir)
+	dir, err := testbed.MountConfigMap(ctx, b.client, b.ns, contract.ConfigMap(cluster), b.dir)
 	if err != nil {
 		return instance.Config{}, err
 	}
@@ -145,7 +143,7 @@ func (b *Bed) config(ctx context.Context, cluster string) (instance.Config, erro
 // endpoints are the client URLs of the cluster's other pods, as the
 // <cluster>-client Service would route to them.
 func (b *Bed) endpoints(ctx context.Context, cluster, self string) []string {
-	pods, err := b.client.CoreV1().Pods(b.ns).List(ctx, metav1.ListOptions{LabelSelector: labelInstance + "=" + cluster})
+	pods, err := b.client.CoreV1().Pods(b.ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelInstance + "=" + cluster})
 	if err != nil {
 		return nil
 	}

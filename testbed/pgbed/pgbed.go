@@ -28,18 +28,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
-// The rendered pods' labels and paths (renderer's).
-const (
-	labelName     = "app.kubernetes.io/name"
-	labelInstance = "app.kubernetes.io/instance"
-	pgConfDir     = "/etc/postgresql-cairn"
-	// Port is the members' port, on each pod's own address.
-	Port = 5432
-)
+// Port is the members' port, on each pod's own address.
+const Port = contract.PostgresPort
 
 // Bed backs PostgreSQL pods of one namespace; it is a testbed.Backer.
 type Bed struct {
@@ -71,11 +66,11 @@ func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *B
 
 // Start backs a PostgreSQL pod; other pods are not backed.
 func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool, error) {
-	if pod.Labels[labelName] != "postgresql" {
+	if pod.Labels[contract.LabelName] != contract.AppPostgres {
 		return testbed.Running{}, false, nil
 	}
-	cluster := pod.Labels[labelInstance]
-	ord, err := strconv.Atoi(pod.Name[strings.LastIndexByte(pod.Name, '-')+1:])
+	cluster := pod.Labels[contract.LabelInstance]
+	ord, err := contract.PodOrdinal(pod.Name)
 	if err != nil {
 		return testbed.Running{}, false, fmt.Errorf("pod %s: no ordinal", pod.Name)
 	}
@@ -103,7 +98,7 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 // manager is the instance manager of a pod, as `cairn instance postgres`
 // builds it in the pod.
 func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord int) (*instance.Postgres, error) {
-	claim, err := b.client.CoreV1().PersistentVolumeClaims(b.ns).Get(ctx, "data-"+pod.Name, metav1.GetOptions{})
+	claim, err := b.client.CoreV1().PersistentVolumeClaims(b.ns).Get(ctx, contract.DataClaim(pod.Name), metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: its claim: %w", pod.Name, err)
 	}
@@ -115,11 +110,11 @@ func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord 
 	if err != nil {
 		return nil, err
 	}
-	super, err := b.password(ctx, cluster+"-superuser")
+	super, err := b.password(ctx, contract.SuperuserSecret(cluster))
 	if err != nil {
 		return nil, err
 	}
-	repl, err := b.password(ctx, cluster+"-replication")
+	repl, err := b.password(ctx, contract.ReplicationSecret(cluster))
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +149,7 @@ func (b *Bed) ownedDir(dir string) error {
 // would from its mounted files, and writes <cluster>-config's
 // postgresql.conf and pg_hba.conf where the bed's members read them.
 func (b *Bed) config(ctx context.Context, cluster string) (instance.Config, string, error) {
-	dir, err := testbed.MountConfigMap(ctx, b.client, b.ns, cluster+"-cairn", b.dir)
+	dir, err := testbed.MountConfigMap(ctx, b.client, b.ns, contract.ConfigMap(cluster), b.dir)
 	if err != nil {
 		return instance.Config{}, "", err
 	}
@@ -163,21 +158,21 @@ func (b *Bed) config(ctx context.Context, cluster string) (instance.Config, stri
 	if err != nil {
 		return cfg, "", err
 	}
-	pg, err := b.client.CoreV1().ConfigMaps(b.ns).Get(ctx, cluster+"-config", metav1.GetOptions{})
+	pg, err := b.client.CoreV1().ConfigMaps(b.ns).Get(ctx, contract.PostgresConfig(cluster), metav1.GetOptions{})
 	if err != nil {
 		return cfg, "", fmt.Errorf("postgres config of %s: %w", cluster, err)
 	}
-	confDir := filepath.Join(b.dir, cluster+"-config")
+	confDir := filepath.Join(b.dir, contract.PostgresConfig(cluster))
 	if err := os.MkdirAll(confDir, 0o755); err != nil {
 		return cfg, "", err
 	}
-	for _, f := range []string{"postgresql.conf", "pg_hba.conf"} {
-		data := strings.ReplaceAll(pg.Data[f], pgConfDir, confDir)
+	for _, f := range []string{contract.PostgresConfFile, contract.PostgresHBAFile} {
+		data := strings.ReplaceAll(pg.Data[f], contract.PostgresConfigDir, confDir)
 		if err := os.WriteFile(filepath.Join(confDir, f), []byte(data), 0o644); err != nil {
 			return cfg, "", err
 		}
 	}
-	return cfg, filepath.Join(confDir, "postgresql.conf"), nil
+	return cfg, filepath.Join(confDir, contract.PostgresConfFile), nil
 }
 
 func (b *Bed) password(ctx context.Context, secret string) (string, error) {
@@ -185,7 +180,7 @@ func (b *Bed) password(ctx context.Context, secret string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("secret %s: %w", secret, err)
 	}
-	return string(s.Data["password"]), nil
+	return string(s.Data[contract.SecretKeyPassword]), nil
 }
 
 // roleLabel reads the pod's role label, as the downward API's file
@@ -198,7 +193,7 @@ func (b *Bed) roleLabel(pod string) func() string {
 		if err != nil {
 			return ""
 		}
-		return p.Labels["cairn.dev/role"]
+		return p.Labels[contract.LabelRole]
 	}
 }
 
@@ -267,7 +262,7 @@ func (m *member) ready(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = m.p.Host, uint16(m.p.Port), instance.Superuser, m.p.SuperuserPassword, "postgres"
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = m.p.Host, uint16(m.p.Port), instance.Superuser, m.p.SuperuserPassword, contract.PostgresDatabase
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance"
+)
+
+// instanceEtcd is the etcd row's `cairn instance` subcommand.
+func instanceEtcd() []*cobra.Command { return []*cobra.Command{newInstanceEtcd()} }
+
+func newInstanceEtcd() *cobra.Command {
+	var dataDir, configDir, peerService string
+	cmd := &cobra.Command{
+		Use:   "etcd",
+		Short: "Start this pod's etcd member: from its data, by joining, or in a create step by bootstrapping",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env, cfg, err := readPod(configDir)
+			if err != nil {
+				return err
+			}
+			e := etcdInPod(env, cfg, dataDir, peerService, instanceLog(cmd.ErrOrStderr()))
+			ctx, cancel := signalContext()
+			defer cancel()
+			return instance.RunEtcd(ctx, e)
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", "/var/lib/etcd/data", "etcd data directory")
+	cmd.Flags().StringVar(&configDir, "config", contract.ConfigDir, "mounted <cluster>-cairn ConfigMap")
+	cmd.Flags().StringVar(&peerService, "peer-service", "", "headless Service giving members stable names (required)")
+	_ = cmd.MarkFlagRequired("peer-service")
+	return cmd
+}
+
+// etcdInPod is the instance manager of the pod's etcd member: members
+// are named through the headless peerService and the cluster is reached
+// through its client Service.
+func etcdInPod(env podEnv, cfg instance.Config, dataDir, peerService string, log *slog.Logger) *instance.Etcd {
+	host := func(m string) string { return fmt.Sprintf("%s.%s.%s.svc", m, peerService, env.namespace) }
+	peer, client := ":"+strconv.Itoa(contract.EtcdPeerPort), ":"+strconv.Itoa(contract.EtcdClientPort)
+	return &instance.Etcd{
+		Name: env.name, DataDir: dataDir, Config: cfg,
+		PeerURL:         func(m string) string { return "http://" + host(m) + peer },
+		ClientURL:       func(m string) string { return "http://" + host(m) + client },
+		ListenPeerURL:   "http://0.0.0.0" + peer,
+		ListenClientURL: "http://0.0.0.0" + client,
+		Endpoints:       []string{fmt.Sprintf("http://%s.%s.svc%s", contract.EtcdClientService(env.cluster), env.namespace, client)},
+		Log:             log,
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance"
+)
+
+// instancePostgres is the PostgreSQL row's `cairn instance` subcommands:
+// the member, and the pg_upgrade init container of a major upgrade.
+func instancePostgres() []*cobra.Command {
+	return []*cobra.Command{newInstancePostgres(), newInstancePgUpgrade()}
+}
+
+// pgFlags are the flags of `cairn instance postgres`.
+type pgFlags struct {
+	configDir, pgConfig, primaryService, peerService string
+	confirmEvery, leaseTTL                           time.Duration
+}
+
+func newInstancePostgres() *cobra.Command {
+	var fl pgFlags
+	cmd := &cobra.Command{
+		Use:   "postgres",
+		Short: "Start this pod's PostgreSQL member: initialise, clone, rewind or follow, then run it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env, cfg, err := readPod(fl.configDir)
+			if err != nil {
+				return err
+			}
+			super, repl := os.Getenv(contract.EnvSuperuserPassword), os.Getenv(contract.EnvReplicationPassword)
+			if super == "" || repl == "" || os.Getenv(contract.EnvPGData) == "" {
+				return &exitError{exitUsage, fmt.Errorf("cairn instance postgres: %s, %s and %s must be set", contract.EnvPGData, contract.EnvSuperuserPassword, contract.EnvReplicationPassword)}
+			}
+			p := postgresInPod(env, cfg, fl, instanceLog(cmd.ErrOrStderr()))
+			p.SuperuserPassword, p.ReplicationPassword = super, repl
+			// The pod's ServiceAccount (<cluster>-member) may get its own
+			// pod: a primary confirms its role label through it.
+			kc, err := rest.InClusterConfig()
+			if err != nil {
+				return &exitError{exitUsage, fmt.Errorf("cairn instance postgres: the pod's service account: %w", err)}
+			}
+			client, err := kubernetes.NewForConfig(kc)
+			if err != nil {
+				return err
+			}
+			p.Confirm = instance.APIRoleLabel(client, env.namespace, env.name)
+			ctx, cancel := signalContext()
+			defer cancel()
+			return instance.RunPostgres(ctx, p, cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.configDir, "config", contract.ConfigDir, "mounted <cluster>-cairn ConfigMap")
+	f.StringVar(&fl.pgConfig, "pg-config", contract.PostgresConfigDir, "mounted <cluster>-config ConfigMap (postgresql.conf, pg_hba.conf)")
+	f.StringVar(&fl.primaryService, "primary-service", "", "the <cluster>-rw Service (required)")
+	f.StringVar(&fl.peerService, "peer-service", "", "the headless Service giving members stable names (required)")
+	f.DurationVar(&fl.confirmEvery, "confirm-every", 500*time.Millisecond, "how often a primary confirms its role label through the API server")
+	f.DurationVar(&fl.leaseTTL, "lease-ttl", 30*time.Second, "a primary that cannot confirm its role label for this long stops itself (the runtime's --lease-ttl)")
+	_ = cmd.MarkFlagRequired("primary-service")
+	_ = cmd.MarkFlagRequired("peer-service")
+	return cmd
+}
+
+// postgresInPod is the instance manager of the pod's PostgreSQL member,
+// without its passwords and API server confirmation: it looks for the
+// primary behind the primary Service, then at member 0, and checks every
+// member behind the headless peer Service before it would be primary.
+func postgresInPod(env podEnv, cfg instance.Config, fl pgFlags, log *slog.Logger) *instance.Postgres {
+	port := ":" + strconv.Itoa(contract.PostgresPort)
+	return &instance.Postgres{
+		Name: env.name, PGData: os.Getenv(contract.EnvPGData),
+		ConfigFile: filepath.Join(fl.pgConfig, contract.PostgresConfFile),
+		Host:       "127.0.0.1", Port: contract.PostgresPort,
+		Candidates: []string{
+			fmt.Sprintf("%s.%s.svc%s", fl.primaryService, env.namespace, port),
+			fmt.Sprintf("%s.%s.%s.svc%s", contract.MemberName(env.cluster, 0), fl.peerService, env.namespace, port),
+		},
+		Peers:        instance.HeadlessPeers(fmt.Sprintf("%s.%s.svc", fl.peerService, env.namespace), contract.PostgresPort),
+		RoleLabel:    instance.RoleLabelFile(contract.PodInfoLabels),
+		Config:       cfg,
+		ConfirmEvery: fl.confirmEvery, LeaseTTL: fl.leaseTTL,
+		Log: log,
+	}
+}
+
+func newInstancePgUpgrade() *cobra.Command {
+	var from, to int
+	var pgConfig string
+	cmd := &cobra.Command{
+		Use:   "pg-upgrade --from MAJOR --to MAJOR",
+		Short: "In the pg_upgrade init container: upgrade member 0's data directory if it is still on --from",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env, err := readPodEnv()
+			if err != nil {
+				return err
+			}
+			if from <= 0 || to <= from {
+				return &exitError{exitUsage, fmt.Errorf("cairn instance pg-upgrade: --to (%d) must be a later major than --from (%d)", to, from)}
+			}
+			u := &instance.PgUpgrade{
+				Name: env.name, PGData: os.Getenv(contract.EnvPGData), From: from, To: to,
+				OldBin:            fmt.Sprintf("/usr/lib/postgresql/%d/bin", from),
+				NewBin:            fmt.Sprintf("/usr/lib/postgresql/%d/bin", to),
+				ConfigFile:        filepath.Join(pgConfig, contract.PostgresConfFile),
+				SuperuserPassword: os.Getenv(contract.EnvSuperuserPassword),
+				Log:               instanceLog(cmd.ErrOrStderr()),
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			return u.Run(ctx)
+		},
+	}
+	cmd.Flags().IntVar(&from, "from", 0, "PostgreSQL major the data directory is on")
+	cmd.Flags().IntVar(&to, "to", 0, "PostgreSQL major to upgrade to")
+	cmd.Flags().StringVar(&pgConfig, "pg-config", contract.PostgresConfigDir, "mounted <cluster>-config ConfigMap")
+	return cmd
+}

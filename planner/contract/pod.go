@@ -1,0 +1,40 @@
+package contract
+
+// What the rendered pod templates give the instance manager in a
+// member's pod: its environment, and where the ConfigMaps and the
+// downward API's files are mounted.
+
+// Environment variables of the members' containers.
+const (
+	// EnvPodName, EnvPodNamespace (from the downward API) and EnvCluster
+	// name the pod, its namespace and its cluster.
+	EnvPodName      = "POD_NAME"
+	EnvPodNamespace = "POD_NAMESPACE"
+	EnvCluster      = "CAIRN_CLUSTER"
+	// EnvPGData is a PostgreSQL member's data directory.
+	EnvPGData = "PGDATA"
+	// EnvSuperuserPassword and EnvReplicationPassword carry the passwords
+	// of SuperuserSecret and ReplicationSecret.
+	EnvSuperuserPassword   = "POSTGRES_PASSWORD"
+	EnvReplicationPassword = "CAIRN_REPLICATION_PASSWORD"
+)
+
+// Mount paths in the members' containers.
+const (
+	// ConfigDir holds the files of ConfigMap(cluster), one per key.
+	ConfigDir = "/etc/cairn"
+	// PostgresConfigDir holds the files of PostgresConfig(cluster).
+	PostgresConfigDir = "/etc/postgresql-cairn"
+	// PodInfoDir holds the downward API's files; PodInfoLabels is the
+	// pod's labels (lines key="value"), LabelRole among them.
+	PodInfoDir    = "/etc/podinfo"
+	PodInfoLabels = PodInfoDir + "/labels"
+)
+
+// Container names of the members' pods: the database container, whose
+// image tag is the members' version, and PostgreSQL's pg_upgrade init
+// container of a major upgrade (its --from flag is the old major).
+const (
+	EtcdContainer          = "etcd"
+	PGUpgradeInitContainer = "pg-upgrade"
+)

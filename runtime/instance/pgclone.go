@@ -1,0 +1,98 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A member without data (or with data of another major, moved aside)
+// clones the primary with pg_basebackup and follows it.
+
+// clone copies the primary's data directory and makes it follow primary.
+func (p *Postgres) clone(ctx context.Context, primary string) error {
+	host, port, err := splitHostPort(primary)
+	if err != nil {
+		return err
+	}
+	// Clone beside the data directory and move it in only when complete:
+	// an interrupted clone never looks like data.
+	tmp := p.cloneDir()
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := p.ensureDir(tmp); err != nil {
+		return err
+	}
+	p.Log.Info("cloning from the primary", "member", p.Name, "primary", primary)
+	err = p.run(ctx, []string{"PGPASSWORD=" + p.ReplicationPassword}, "pg_basebackup",
+		"-h", host, "-p", strconv.Itoa(port), "-U", ReplicationUser, "-D", tmp,
+		"-X", "stream", "--checkpoint=fast", "--no-password")
+	if err != nil {
+		return fmt.Errorf("clone from %s: %w", primary, err)
+	}
+	if err := os.RemoveAll(p.PGData); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p.PGData); err != nil {
+		return fmt.Errorf("clone from %s: %w", primary, err)
+	}
+	return p.follow(primary)
+}
+
+func (p *Postgres) cloneDir() string { return strings.TrimRight(p.PGData, "/") + ".cloning" }
+
+// discardPartialClone removes what an interrupted clone left: it was never
+// data, only a copy in progress.
+func (p *Postgres) discardPartialClone() error {
+	if err := os.RemoveAll(p.cloneDir()); err != nil {
+		return fmt.Errorf("remove an interrupted clone: %w", err)
+	}
+	return nil
+}
+
+// staleMajor reports whether the data directory is of another major than
+// the server binary.
+func (p *Postgres) staleMajor() (bool, error) {
+	data, err := os.ReadFile(filepath.Join(p.PGData, "PG_VERSION"))
+	if err != nil {
+		return false, err
+	}
+	out, err := exec.Command(p.bin("postgres"), "--version").Output()
+	if err != nil {
+		return false, fmt.Errorf("postgres --version: %w", err)
+	}
+	fields := strings.Fields(string(out)) // postgres (PostgreSQL) 15.18 ...
+	if len(fields) < 3 {
+		return false, fmt.Errorf("postgres --version printed %q", out)
+	}
+	major, _, _ := strings.Cut(fields[2], ".")
+	return strings.TrimSpace(string(data)) != major, nil
+}
+
+// dataOfThisMajor reports whether the member starts from its data: data
+// of another major is moved aside when a primary answers to clone from
+// (then there is no data), and refused when none does.
+func (p *Postgres) dataOfThisMajor(primary string) (bool, error) {
+	stale, err := p.staleMajor()
+	switch {
+	case err != nil:
+		return false, err
+	case !stale:
+		return true, nil
+	case primary == "":
+		return false, fmt.Errorf("%s holds data of another PostgreSQL major and no primary answers to clone from", p.PGData)
+	}
+	if err := p.moveAside(); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+func (p *Postgres) moveAside() error {
+	return moveAside(p.PGData, p.Log.With("member", p.Name), "data directory is of another major; keeping it aside and cloning")
+}
