@@ -13,8 +13,8 @@ import (
 const (
 	cairnBinDir  = "/cairn-bin"
 	cairnBin     = cairnBinDir + "/cairn"
-	cairnConfDir = "/etc/cairn"
-	podInfoDir   = "/etc/podinfo"
+	cairnConfDir = contract.ConfigDir
+	podInfoDir   = contract.PodInfoDir
 	dataVolume   = contract.DataVolume
 )
 
@@ -53,9 +53,9 @@ func commonMounts() []corev1.VolumeMount {
 
 func podEnv(n names) []corev1.EnvVar {
 	return []corev1.EnvVar{
-		{Name: "CAIRN_CLUSTER", Value: n.cluster},
-		envFrom("POD_NAME", "metadata.name"),
-		envFrom("POD_NAMESPACE", "metadata.namespace"),
+		{Name: contract.EnvCluster, Value: n.cluster},
+		envFrom(contract.EnvPodName, "metadata.name"),
+		envFrom(contract.EnvPodNamespace, "metadata.namespace"),
 	}
 }
 

@@ -21,7 +21,7 @@ const (
 	pgPort      = 5432
 	pgDataMount = "/var/lib/postgresql/data"
 	pgData      = pgDataMount + "/pgdata"
-	pgConfDir   = "/etc/postgresql-cairn"
+	pgConfDir   = contract.PostgresConfigDir
 	pgUID       = 999 // the postgres user of the official images
 )
 
@@ -117,10 +117,10 @@ func postgresConfig(c *spec.PostgresCluster, n names) Object {
 // only as references to the Secrets.
 func postgresEnv(n names) []corev1.EnvVar {
 	return append(podEnv(n),
-		corev1.EnvVar{Name: "PGDATA", Value: pgData},
+		corev1.EnvVar{Name: contract.EnvPGData, Value: pgData},
 		corev1.EnvVar{Name: "PGPORT", Value: fmt.Sprint(pgPort)},
-		envSecret("POSTGRES_PASSWORD", contract.SuperuserSecret(n.cluster), contract.SecretKeyPassword),
-		envSecret("CAIRN_REPLICATION_PASSWORD", contract.ReplicationSecret(n.cluster), contract.SecretKeyPassword),
+		envSecret(contract.EnvSuperuserPassword, contract.SuperuserSecret(n.cluster), contract.SecretKeyPassword),
+		envSecret(contract.EnvReplicationPassword, contract.ReplicationSecret(n.cluster), contract.SecretKeyPassword),
 	)
 }
 

@@ -39,8 +39,8 @@ func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []Object {
 							Image:   o.CairnImage,
 							Command: []string{"/cairn", "runtime", "--kind", n.kind, "--cluster", n.cluster},
 							Env: []corev1.EnvVar{
-								envFrom("POD_NAME", "metadata.name"),
-								envFrom("POD_NAMESPACE", "metadata.namespace"),
+								envFrom(contract.EnvPodName, "metadata.name"),
+								envFrom(contract.EnvPodNamespace, "metadata.namespace"),
 							},
 							EnvFrom:         backupCredentials(n),
 							Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}},

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
@@ -86,7 +87,7 @@ func encodeSnapshot(s *live.Snapshot, format string) ([]byte, error) {
 
 // podNamespace is the namespace of the pod cairn runs in.
 func podNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+	if ns := os.Getenv(contract.EnvPodNamespace); ns != "" {
 		return ns
 	}
 	data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")

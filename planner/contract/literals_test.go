@@ -24,6 +24,8 @@ var literals = []*regexp.Regexp{
 	regexp.MustCompile(`"data-"`),
 	regexp.MustCompile(`== "(fenced|replica|primary)"`),
 	regexp.MustCompile(`"(EtcdCluster|PostgresCluster)"`),
+	regexp.MustCompile(`"(POD_NAME|POD_NAMESPACE|CAIRN_CLUSTER|PGDATA|POSTGRES_PASSWORD|CAIRN_REPLICATION_PASSWORD)"`),
+	regexp.MustCompile(`"/etc/(cairn|postgresql-cairn|podinfo)"`),
 }
 
 func TestNoContractLiteralOutsideContract(t *testing.T) {
