@@ -2,8 +2,10 @@ package main
 
 import (
 	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/observe"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/renderer"
+	"github.com/cairn-dev/cairn/runtime/agent"
 )
 
 // kind is one database kind cairn serves: its implementation in each
@@ -15,8 +17,12 @@ type kind struct {
 	planner planner.Strategy
 	// renderer renders their manifests.
 	renderer renderer.Kind
+	// observer reads what is particular to the kind in a live cluster.
+	observer observe.Kind
 	// instance is its instance manager's `cairn instance` subcommands.
 	instance instanceCommands
+	// keeper builds its runtime's keeper (`cairn runtime`).
+	keeper agent.KeeperFactory
 }
 
 // kinds is the one table of the database kinds cairn serves; every
@@ -27,13 +33,17 @@ var kinds = []kind{
 		name:     spec.EtcdKind,
 		planner:  planner.Etcd(),
 		renderer: renderer.Etcd(),
+		observer: observe.Etcd(),
 		instance: instanceEtcd,
+		keeper:   agent.Etcd,
 	},
 	{
 		name:     spec.PostgresKind,
 		planner:  planner.Postgres(),
 		renderer: renderer.Postgres(),
+		observer: observe.Postgres(),
 		instance: instancePostgres,
+		keeper:   agent.Postgres,
 	},
 }
 
@@ -63,4 +73,13 @@ func newRenderer(o renderer.Options) (*renderer.Renderer, error) {
 		k[i] = row.renderer
 	}
 	return renderer.New(o, k...)
+}
+
+// observeKinds are the observers of every kind of the table.
+func observeKinds() []observe.Kind {
+	out := make([]observe.Kind, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.observer
+	}
+	return out
 }

@@ -140,10 +140,14 @@ func (l *loop) runRuntime(cluster string) {
 	}
 	acfg := agent.Config{Cluster: cluster, Namespace: l.ns, Identity: "runtime-0", Interval: 300 * time.Millisecond,
 		EtcdEndpoints: l.bed.Endpoints(cluster, 3), Log: testbed.Logger(t, slog.LevelWarn)}
+	keeper := agent.Etcd
 	if strings.HasPrefix(cluster, "pg-") {
-		acfg.Postgres, acfg.PostgresPort, acfg.Interval = true, pgbed.Port, 200*time.Millisecond
+		keeper, acfg.PostgresPort, acfg.Interval = agent.Postgres, pgbed.Port, 200*time.Millisecond
 	}
-	a := agent.New(acfg, client)
+	a, err := agent.New(acfg, client, keeper)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(l.ctx)
 	go func() { defer close(done); _ = a.Run(ctx) }()

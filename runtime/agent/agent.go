@@ -6,69 +6,72 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
-// Config says which cluster an agent looks after.
+// Config says which cluster an agent looks after. The kind of the
+// cluster is not here: it is the KeeperFactory given to New, which reads
+// the fields of its kind.
 type Config struct {
 	Cluster, Namespace string
 	// Identity names this replica in the Lease (its pod name).
 	Identity string
-	// PostgresPort is the members' port (5432 in pods).
-	PostgresPort int
-	// Interval is the time between passes: 2s for etcd, 500ms for
-	// PostgreSQL by default.
+	// Interval is the time between passes; zero takes the kind's
+	// default (2s for etcd, 500ms for PostgreSQL).
 	Interval time.Duration
-	// Postgres says the cluster is PostgreSQL, whose role labels the agent
-	// keeps. Otherwise it is etcd, reached at EtcdEndpoints, whose
-	// membership the agent looks after.
-	Postgres      bool
+	// Metrics, when set, is the registry the agent's metrics are
+	// registered with: its kind's own (cairn_etcd_* or cairn_postgres_*,
+	// by the kind's KeeperFactory) and the backup metrics (cairn_backup_*).
+	// Nil keeps no metrics.
+	Metrics prometheus.Registerer
+	Log     *slog.Logger
+
+	// etcd: EtcdEndpoints are the client endpoints the membership keeper
+	// dials (empty: the cluster's client Service,
+	// http://<cluster>-client.<namespace>.svc:2379); EtcdPort is the
+	// members' client port backups use (2379 when zero).
 	EtcdEndpoints []string
-	// Metrics, when set, receive the etcd membership metrics.
-	Metrics *Metrics
-	// PostgresMetrics, when set, receive the PostgreSQL metrics.
-	PostgresMetrics *PostgresMetrics
-	// Failover are the PostgreSQL failover timings.
-	Failover FailoverSettings
-	// BackupMetrics, when set, receive the backup metrics; EtcdPort is the
-	// members' client port backups use (2379 in pods).
-	BackupMetrics *BackupMetrics
 	EtcdPort      int
-	Log           *slog.Logger
+	// PostgreSQL: PostgresPort is the members' port (5432 when zero);
+	// Failover are the failover timings.
+	PostgresPort int
+	Failover     FailoverSettings
 }
 
-// Agent is the runtime of one cluster.
+// Agent is the runtime of one cluster: a leader election, the keeper of
+// the cluster's kind and its backups.
 type Agent struct {
 	cfg     Config
 	client  kubernetes.Interface
-	roles   *Roles
-	members *Membership
+	keeper  Keeper
 	backups *Backups
 }
 
-// New returns the agent of a cluster.
-func New(cfg Config, client kubernetes.Interface) *Agent {
-	if cfg.Interval <= 0 {
-		cfg.Interval = 2 * time.Second
-		if cfg.Postgres {
-			cfg.Interval = 500 * time.Millisecond
-		}
-	}
-	if cfg.PostgresPort == 0 {
-		cfg.PostgresPort = 5432
-	}
+// New returns the agent of a cluster whose kind's keeper keeper builds,
+// with the metrics registered (cfg.Metrics).
+func New(cfg Config, client kubernetes.Interface, keeper KeeperFactory) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{cfg: cfg, client: client,
-		roles: &Roles{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Port: cfg.PostgresPort, Identity: cfg.Identity,
-			Settings: cfg.Failover, Metrics: cfg.PostgresMetrics, Log: cfg.Log},
-		members: &Membership{Endpoints: cfg.EtcdEndpoints, Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Metrics: cfg.Metrics, Log: cfg.Log},
-		backups: &Backups{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Postgres: cfg.Postgres, PostgresPort: cfg.PostgresPort,
-			EtcdPort: cfg.EtcdPort, Metrics: cfg.BackupMetrics, Log: cfg.Log}}
+	k, err := keeper(client, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("runtime of %s: %w", cfg.Cluster, err)
+	}
+	var metrics *BackupMetrics
+	if cfg.Metrics != nil {
+		if metrics, err = NewBackupMetrics(cfg.Metrics, cfg.Cluster); err != nil {
+			return nil, fmt.Errorf("runtime of %s: %w", cfg.Cluster, err)
+		}
+	}
+	return &Agent{cfg: cfg, client: client, keeper: k,
+		backups: &Backups{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Source: k.BackupSource,
+			Metrics: metrics, Log: cfg.Log}}, nil
 }
 
 // Run takes part in the leader election on the Lease <cluster>-runtime
@@ -76,7 +79,7 @@ func New(cfg Config, client kubernetes.Interface) *Agent {
 // ends.
 func (a *Agent) Run(ctx context.Context) error {
 	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: a.cfg.Cluster + "-runtime", Namespace: a.cfg.Namespace},
+		LeaseMeta:  metav1.ObjectMeta{Name: contract.Runtime(a.cfg.Cluster), Namespace: a.cfg.Namespace},
 		Client:     a.client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: a.cfg.Identity},
 	}
@@ -107,14 +110,10 @@ func (a *Agent) lead(ctx context.Context) {
 	backups := make(chan struct{})
 	go func() { defer close(backups); a.backups.Run(ctx) }()
 	defer func() { <-backups }()
-	t := time.NewTicker(a.cfg.Interval)
+	t := time.NewTicker(a.keeper.Interval())
 	defer t.Stop()
-	pass := a.roles.Pass
-	if !a.cfg.Postgres {
-		pass = a.members.Pass
-	}
 	for {
-		if err := pass(ctx); err != nil && ctx.Err() == nil {
+		if err := a.keeper.Pass(ctx); err != nil && ctx.Err() == nil {
 			a.cfg.Log.Error("runtime pass failed", "err", err.Error())
 		}
 		select {

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/testbed"
 )
@@ -126,15 +127,15 @@ func (m *pgMembers) exec(ord int, sql string) {
 func pods(t testing.TB, c kubernetes.Interface, ns string, m *pgMembers, n int) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pg-superuser"},
-		Data: map[string][]byte{"password": []byte(superPW)}}, metav1.CreateOptions{})
+	_, err := c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: contract.SuperuserSecret("pg")},
+		Data: map[string][]byte{contract.SecretKeyPassword: []byte(superPW)}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pg-" + strconv.Itoa(i),
-			Labels: map[string]string{labelName: "postgresql", labelInstance: "pg"}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "postgres", Image: "postgres:15"}}}}
+			Labels: contract.Selector(contract.AppPostgres, "pg")},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: contract.PostgresContainer, Image: "postgres:15"}}}}
 		created, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -154,7 +155,7 @@ func labels(t testing.TB, c kubernetes.Interface, ns string) map[string]string {
 	}
 	out := map[string]string{}
 	for _, p := range list.Items {
-		out[p.Name] = p.Labels[LabelRole]
+		out[p.Name] = p.Labels[contract.LabelRole]
 	}
 	return out
 }
@@ -171,7 +172,7 @@ func TestRolesFollowTheMembers(t *testing.T) {
 	if err := r.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := labels(t, c, ns); got["pg-0"] != RolePrimary || got["pg-1"] != RoleReplica {
+	if got := labels(t, c, ns); got["pg-0"] != contract.RolePrimary || got["pg-1"] != contract.RoleReplica {
 		t.Fatalf("labels %v", got)
 	}
 	// A switchover: pg-0 stops cleanly, pg-1 is promoted, pg-0 comes back
@@ -186,7 +187,7 @@ func TestRolesFollowTheMembers(t *testing.T) {
 		if err := r.Pass(context.Background()); err != nil {
 			return err
 		}
-		if got := labels(t, c, ns); got["pg-1"] != RolePrimary || got["pg-0"] != RoleFenced {
+		if got := labels(t, c, ns); got["pg-1"] != contract.RolePrimary || got["pg-0"] != contract.RoleFenced {
 			return fmt.Errorf("labels %v", got)
 		}
 		return nil
@@ -195,7 +196,7 @@ func TestRolesFollowTheMembers(t *testing.T) {
 	if err := r.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := labels(t, c, ns); got["pg-0"] != RoleReplica || got["pg-1"] != RolePrimary {
+	if got := labels(t, c, ns); got["pg-0"] != contract.RoleReplica || got["pg-1"] != contract.RolePrimary {
 		t.Fatalf("labels %v", got)
 	}
 }
@@ -210,17 +211,20 @@ func TestOneLeaderLabels(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, id := range []string{"runtime-a", "runtime-b"} {
-		a := New(Config{Cluster: "pg", Namespace: ns, Identity: id, PostgresPort: m.port, Interval: 200 * time.Millisecond, Postgres: true,
-			Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}, c)
+		a, err := New(Config{Cluster: "pg", Namespace: ns, Identity: id, PostgresPort: m.port, Interval: 200 * time.Millisecond,
+			Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}, c, Postgres)
+		if err != nil {
+			t.Fatal(err)
+		}
 		go func() { _ = a.Run(ctx) }()
 	}
 	testbed.Eventually(t, "a leader labels the primary", func() error {
-		if got := labels(t, c, ns); got["pg-0"] != RolePrimary {
+		if got := labels(t, c, ns); got["pg-0"] != contract.RolePrimary {
 			return fmt.Errorf("labels %v", got)
 		}
 		return nil
 	})
-	lease, err := c.CoordinationV1().Leases(ns).Get(context.Background(), "pg-runtime", metav1.GetOptions{})
+	lease, err := c.CoordinationV1().Leases(ns).Get(context.Background(), contract.Runtime("pg"), metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || (*lease.Spec.HolderIdentity != "runtime-a" && *lease.Spec.HolderIdentity != "runtime-b") {
 		t.Fatalf("lease %+v %v", lease, err)
 	}
@@ -248,11 +252,14 @@ func TestRenderedRoleIsEnough(t *testing.T) {
 	runtimeClient := asRuntime(t, cp.Config(), ns, "pg")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := New(Config{Cluster: "pg", Namespace: ns, Identity: "runtime-a", PostgresPort: m.port, Interval: 200 * time.Millisecond, Postgres: true,
-		Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}, runtimeClient)
+	a, err := New(Config{Cluster: "pg", Namespace: ns, Identity: "runtime-a", PostgresPort: m.port, Interval: 200 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}, runtimeClient, Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() { _ = a.Run(ctx) }()
 	testbed.Eventually(t, "the runtime, as its service account, labels the primary", func() error {
-		if got := labels(t, admin, ns); got["pg-0"] != RolePrimary {
+		if got := labels(t, admin, ns); got["pg-0"] != contract.RolePrimary {
 			return fmt.Errorf("labels %v", got)
 		}
 		return nil

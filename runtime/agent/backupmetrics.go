@@ -8,7 +8,8 @@ import (
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
 
-// BackupMetrics are the runtime's backup metrics:
+// BackupMetrics are the runtime's backup metrics, of every kind (New
+// registers them):
 //
 //	cairn_backup_duration_seconds               the last complete backup's duration
 //	cairn_backup_bytes                          the last complete backup's size

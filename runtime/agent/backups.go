@@ -25,8 +25,9 @@ import (
 // tried again.
 const requestRetry = time.Minute
 
-// The backup status is observe's type, under contract.StatusKeyBackup: the
-// planner's gates read what the runtime writes.
+// The backup status is the contract's document, under
+// contract.StatusKeyBackup: the planner's gates read what the runtime
+// writes.
 type (
 	BackupStatus  = contract.BackupStatus
 	BackupDone    = contract.BackupDone
@@ -44,11 +45,9 @@ const BackupRequestAnnotation = contract.AnnotationBackupRequest
 type Backups struct {
 	Client             kubernetes.Interface
 	Namespace, Cluster string
-	// Postgres says the cluster is PostgreSQL (its members listen on
-	// PostgresPort); otherwise etcd (clients on EtcdPort).
-	Postgres     bool
-	PostgresPort int
-	EtcdPort     int
+	// Source picks the member to back up from and names the cluster's
+	// kind: the BackupSource of the kind's Keeper.
+	Source func(ctx context.Context) (backup.Source, string, error)
 	// Open opens a policy's location; nil opens it with the S3 settings
 	// of the runtime's environment.
 	Open    func(loc backup.Location) (backup.Store, error)
@@ -90,13 +89,13 @@ func (b *Backups) Run(ctx context.Context) {
 // pass reads the policy and the requests, reschedules when the policy
 // changed, and starts a backup for a missed run or a request.
 func (b *Backups) pass(ctx context.Context, first bool) error {
-	cfg, err := b.Client.CoreV1().ConfigMaps(b.Namespace).Get(ctx, b.Cluster+"-cairn", metav1.GetOptions{})
+	cfg, err := b.Client.CoreV1().ConfigMaps(b.Namespace).Get(ctx, contract.ConfigMap(b.Cluster), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		b.dropCron() // not synced yet, or gone: no policy
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read %s-cairn: %w", b.Cluster, err)
+		return fmt.Errorf("read %s: %w", contract.ConfigMap(b.Cluster), err)
 	}
 	policy, on, err := backup.PolicyFromConfig(cfg.Data)
 	if err != nil {
@@ -139,7 +138,7 @@ type request struct {
 // step's first, then the manual one; a request that just failed waits
 // requestRetry before it is tried again.
 func pendingRequest(config, statusAnnotations map[string]string, st BackupStatus, now time.Time) (request, bool) {
-	for _, r := range []request{{id: config["request.backup.id"]}, {id: statusAnnotations[BackupRequestAnnotation], manual: true}} {
+	for _, r := range []request{{id: config[contract.KeyRequestBackupID]}, {id: statusAnnotations[BackupRequestAnnotation], manual: true}} {
 		done := st.LastRequest
 		if r.manual {
 			done = st.LastManualRequest
@@ -250,7 +249,10 @@ func (b *Backups) backup(ctx context.Context, p backup.Policy) (backup.Store, ba
 	if err != nil {
 		return nil, backup.Manifest{}, err
 	}
-	src, kind, err := b.source(ctx)
+	if b.Source == nil {
+		return nil, backup.Manifest{}, errNoSource
+	}
+	src, kind, err := b.Source(ctx)
 	if err != nil {
 		return nil, backup.Manifest{}, err
 	}
@@ -276,16 +278,16 @@ func (b *Backups) logger() *slog.Logger {
 // annotations; a missing ConfigMap is an empty status.
 func (b *Backups) readStatus(ctx context.Context) (BackupStatus, map[string]string, error) {
 	var st BackupStatus
-	cm, err := b.Client.CoreV1().ConfigMaps(b.Namespace).Get(ctx, b.Cluster+"-cairn-status", metav1.GetOptions{})
+	cm, err := b.Client.CoreV1().ConfigMaps(b.Namespace).Get(ctx, contract.StatusConfigMap(b.Cluster), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return st, nil, nil
 	}
 	if err != nil {
-		return st, nil, fmt.Errorf("read %s-cairn-status: %w", b.Cluster, err)
+		return st, nil, fmt.Errorf("read %s: %w", contract.StatusConfigMap(b.Cluster), err)
 	}
 	st, err = contract.ParseBackupStatus(cm.Data[contract.StatusKeyBackup])
 	if err != nil {
-		return st, nil, fmt.Errorf("%s-cairn-status: %w", b.Cluster, err)
+		return st, nil, fmt.Errorf("%s: %w", contract.StatusConfigMap(b.Cluster), err)
 	}
 	return st, cm.Annotations, nil
 }
@@ -304,18 +306,19 @@ func (b *Backups) updateStatus(ctx context.Context, change func(*BackupStatus)) 
 	}
 	patch, _ := json.Marshal(map[string]any{"data": map[string]string{contract.StatusKeyBackup: string(data)}})
 	cms := b.Client.CoreV1().ConfigMaps(b.Namespace)
-	_, err = cms.Patch(ctx, b.Cluster+"-cairn-status", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "cairn-runtime"})
+	_, err = cms.Patch(ctx, contract.StatusConfigMap(b.Cluster), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: contract.FieldManager})
 	if apierrors.IsNotFound(err) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: b.Cluster + "-cairn-status", Namespace: b.Namespace},
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.StatusConfigMap(b.Cluster), Namespace: b.Namespace},
 			Data: map[string]string{contract.StatusKeyBackup: string(data)}}
-		if _, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "cairn-runtime"}); apierrors.IsAlreadyExists(err) {
+		if _, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: contract.FieldManager}); apierrors.IsAlreadyExists(err) {
 			return b.updateStatus(ctx, change)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("write %s-cairn-status: %w", b.Cluster, err)
+		return fmt.Errorf("write %s: %w", contract.StatusConfigMap(b.Cluster), err)
 	}
 	return nil
 }
 
-var errNoMember = errors.New("no ready member to back up from")
+// errNoSource: Backups was built without a Source.
+var errNoSource = errors.New("no backup source")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/testbed"
 )
@@ -38,7 +39,7 @@ func newBackupBed(t *testing.T) *backupBed {
 	curl, cli := testbed.EtcdMember(t, "kv-0", filepath.Join(t.TempDir(), "d"), "")
 	b.port, _ = strconv.Atoi(curl[strings.LastIndexByte(curl, ':')+1:])
 	b.cli = cli
-	sel := map[string]string{labelName: "etcd", labelInstance: "kv"}
+	sel := contract.Selector(contract.AppEtcd, "kv")
 	one := int32(1)
 	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}}
 	if _, err := b.c.AppsV1().StatefulSets(b.ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "kv"},
@@ -56,10 +57,15 @@ func newBackupBed(t *testing.T) *backupBed {
 	return b
 }
 
+// source is the etcd keeper's backup source of the cluster "kv".
+func (b *backupBed) source() func(context.Context) (backup.Source, string, error) {
+	return (&Membership{Client: b.c, Namespace: b.ns, Cluster: "kv", Port: b.port}).BackupSource
+}
+
 // setPolicy writes the rendered config's backup policy.
 func (b *backupBed) setPolicy(data map[string]string) {
 	ctx := context.Background()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kv-cairn"}, Data: data}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("kv")}, Data: data}
 	if _, err := b.c.CoreV1().ConfigMaps(b.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		if _, err := b.c.CoreV1().ConfigMaps(b.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			b.t.Fatal(err)
@@ -70,7 +76,7 @@ func (b *backupBed) setPolicy(data map[string]string) {
 // runtime runs the cluster's backups until ctx ends; the channel closes
 // when they have stopped.
 func (b *backupBed) runtime(ctx context.Context) <-chan struct{} {
-	bk := &Backups{Client: b.c, Namespace: b.ns, Cluster: "kv", EtcdPort: b.port, Interval: 200 * time.Millisecond,
+	bk := &Backups{Client: b.c, Namespace: b.ns, Cluster: "kv", Source: b.source(), Interval: 200 * time.Millisecond,
 		Log: testbed.Logger(b.t, 100)}
 	done := make(chan struct{})
 	go func() { defer close(done); bk.Run(ctx) }()
@@ -163,7 +169,7 @@ func TestRequestedAndMissedBackups(t *testing.T) {
 	})
 	// A merged TakeBackup step asks, then cairn backup run: both are
 	// served, each recorded on its own.
-	b.setPolicy(map[string]string{"backup.schedule": "0 3 * * *", "backup.storage-location": "file://" + b.stores, "request.backup.id": "backup-before-upgrade"})
+	b.setPolicy(map[string]string{contract.KeyBackupSchedule: "0 3 * * *", contract.KeyBackupStorageLocation: "file://" + b.stores, contract.KeyRequestBackupID: "backup-before-upgrade"})
 	testbed.Eventually(t, "the step's backup", func() error {
 		if st := b.status(); st.LastRequest != "backup-before-upgrade" || len(b.complete()) != 2 {
 			return fmt.Errorf("status %+v, %d backups", st, len(b.complete()))
@@ -171,7 +177,7 @@ func TestRequestedAndMissedBackups(t *testing.T) {
 		return nil
 	})
 	patch := []byte(`{"metadata":{"annotations":{"` + BackupRequestAnnotation + `":"by-hand-1"}}}`)
-	if _, err := b.c.CoreV1().ConfigMaps(b.ns).Patch(ctx, "kv-cairn-status", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := b.c.CoreV1().ConfigMaps(b.ns).Patch(ctx, contract.StatusConfigMap("kv"), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	testbed.Eventually(t, "the requested backup", func() error {
@@ -205,10 +211,10 @@ func TestFailedBackupIsReported(t *testing.T) {
 	good := b.complete()
 	const secret = "s3cr3t-n0t-t0-be-s33n"
 	// The location turns into an S3 bucket nobody can reach.
-	b.setPolicy(map[string]string{"backup.schedule": "*/2 * * * * *", "backup.storage-location": "s3://no-such-bucket/x", "backup.retention.count": "1"})
+	b.setPolicy(map[string]string{contract.KeyBackupSchedule: "*/2 * * * * *", contract.KeyBackupStorageLocation: "s3://no-such-bucket/x", contract.KeyBackupRetentionCount: "1"})
 	rctx, cancel = context.WithCancel(ctx)
 	defer cancel()
-	bk := &Backups{Client: b.c, Namespace: b.ns, Cluster: "kv", EtcdPort: b.port, Interval: 200 * time.Millisecond, Log: testbed.Logger(t, 100),
+	bk := &Backups{Client: b.c, Namespace: b.ns, Cluster: "kv", Source: b.source(), Interval: 200 * time.Millisecond, Log: testbed.Logger(t, 100),
 		Open: func(loc backup.Location) (backup.Store, error) {
 			return backup.NewS3Store(loc, backup.S3Config{Endpoint: "http://127.0.0.1:1", AccessKeyID: "k", SecretAccessKey: secret})
 		}}
@@ -237,14 +243,14 @@ func TestPostgresBackupSource(t *testing.T) {
 	cp := testbed.Start(t)
 	c, ns := cp.Client(t), cp.Namespace(t, "pgsrc")
 	ctx := context.Background()
-	if _, err := c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-replication"},
-		Data: map[string][]byte{"password": []byte("r3pl")}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: contract.ReplicationSecret("db")},
+		Data: map[string][]byte{contract.SecretKeyPassword: []byte("r3pl")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pod := func(name, role, ip string, ready bool) {
 		p, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name,
-			Labels: map[string]string{labelName: "postgresql", labelInstance: "db", LabelRole: role}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "postgres", Image: "postgres"}}}}, metav1.CreateOptions{})
+			Labels: map[string]string{contract.LabelName: contract.AppPostgres, contract.LabelInstance: "db", contract.LabelRole: role}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: contract.PostgresContainer, Image: "postgres"}}}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,14 +263,14 @@ func TestPostgresBackupSource(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := &Backups{Client: c, Namespace: ns, Cluster: "db", Postgres: true, PostgresPort: 5433}
-	pod("db-0", RolePrimary, "127.0.0.1", true)
-	pod("db-1", RoleReplica, "127.0.0.2", false)
+	r := &Roles{Client: c, Namespace: ns, Cluster: "db", Port: 5433}
+	pod("db-0", contract.RolePrimary, "127.0.0.1", true)
+	pod("db-1", contract.RoleReplica, "127.0.0.2", false)
 	for i, want := range []string{"db-0", "db-2"} {
 		if i == 1 {
-			pod("db-2", RoleReplica, "127.0.0.3", true) // a ready replica is preferred
+			pod("db-2", contract.RoleReplica, "127.0.0.3", true) // a ready replica is preferred
 		}
-		src, kind, err := b.source(ctx)
+		src, kind, err := r.BackupSource(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +283,7 @@ func TestPostgresBackupSource(t *testing.T) {
 
 func TestPendingRequest(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	step := map[string]string{"request.backup.id": "backup-before-x"}
+	step := map[string]string{contract.KeyRequestBackupID: "backup-before-x"}
 	manual := map[string]string{BackupRequestAnnotation: "manual-1"}
 	failed := func(req string, ago time.Duration) *BackupFailure {
 		return &BackupFailure{Time: now.Add(-ago), Request: req, Error: "boom"}

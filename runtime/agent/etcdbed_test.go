@@ -30,6 +30,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/testbed"
 )
@@ -80,7 +81,7 @@ func newEtcdBed(t *testing.T, size int) *etcdBed {
 	b.ns = cp.Namespace(t, "db")
 	applyRenderedRBAC(t, b.kube, b.ns, etcdSpec)
 	b.reg = prometheus.NewRegistry()
-	metrics, err := NewMetrics(b.reg, "e")
+	metrics, err := NewEtcdMetrics(b.reg, "e")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func (b *etcdBed) kill(name string) {
 	}
 }
 
-var etcdLabels = map[string]string{"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": "e"}
+var etcdLabels = contract.Selector(contract.AppEtcd, "e")
 
 var etcdPod = corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "quay.io/coreos/etcd:v3.7.3"}}}
 
@@ -248,7 +249,7 @@ func (b *etcdBed) deletePod(name string) {
 // claim creates member name's volume claim and returns its UID.
 func (b *etcdBed) claim(name string) string {
 	b.t.Helper()
-	pvc, err := b.kube.CoreV1().PersistentVolumeClaims(b.ns).Create(b.ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-" + name, Labels: etcdLabels},
+	pvc, err := b.kube.CoreV1().PersistentVolumeClaims(b.ns).Create(b.ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: contract.DataClaim(name), Labels: etcdLabels},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}, metav1.CreateOptions{})
 	if err != nil {
@@ -263,11 +264,11 @@ func (b *etcdBed) claim(name string) string {
 func (b *etcdBed) replaceClaim(name string) string {
 	b.t.Helper()
 	pvcs := b.kube.CoreV1().PersistentVolumeClaims(b.ns)
-	if err := pvcs.Delete(b.ctx, "data-"+name, metav1.DeleteOptions{}); err != nil {
+	if err := pvcs.Delete(b.ctx, contract.DataClaim(name), metav1.DeleteOptions{}); err != nil {
 		b.t.Fatal(err)
 	}
 	testbed.Eventually(b.t, "claim deleted", func() error {
-		pvc, err := pvcs.Get(b.ctx, "data-"+name, metav1.GetOptions{})
+		pvc, err := pvcs.Get(b.ctx, contract.DataClaim(name), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -286,10 +287,10 @@ func (b *etcdBed) replaceClaim(name string) string {
 func (b *etcdBed) requestRemoval(id, member string) {
 	b.t.Helper()
 	cms := b.kube.CoreV1().ConfigMaps(b.ns)
-	data := map[string]string{"bootstrap": "existing", "request.remove-member.id": id, "request.remove-member.member": member}
-	cm, err := cms.Get(b.ctx, "e-cairn", metav1.GetOptions{})
+	data := map[string]string{contract.KeyBootstrap: contract.BootstrapExisting, contract.KeyRequestRemoveMemberID: id, contract.KeyRequestRemoveMember: member}
+	cm, err := cms.Get(b.ctx, contract.ConfigMap("e"), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = cms.Create(b.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "e-cairn"}, Data: data}, metav1.CreateOptions{})
+		_, err = cms.Create(b.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("e")}, Data: data}, metav1.CreateOptions{})
 	} else if err == nil {
 		cm.Data = data
 		_, err = cms.Update(b.ctx, cm, metav1.UpdateOptions{})
@@ -300,16 +301,16 @@ func (b *etcdBed) requestRemoval(id, member string) {
 }
 
 func (b *etcdBed) removeRequest() string {
-	cm, err := b.kube.CoreV1().ConfigMaps(b.ns).Get(b.ctx, "e-cairn", metav1.GetOptions{})
+	cm, err := b.kube.CoreV1().ConfigMaps(b.ns).Get(b.ctx, contract.ConfigMap("e"), metav1.GetOptions{})
 	if err != nil {
 		return ""
 	}
-	return cm.Data["request.remove-member.member"]
+	return cm.Data[contract.KeyRequestRemoveMember]
 }
 
 // status is the runtime's status; nil before the first.
 func (b *etcdBed) status() *etcdStatus {
-	st, err := readEtcdStatus(b.ctx, b.kube, b.ns, "e-cairn-status")
+	st, err := readEtcdStatus(b.ctx, b.kube, b.ns, contract.StatusConfigMap("e"))
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // event is one Event the runtime records on the cluster's StatefulSet.
@@ -92,7 +94,7 @@ func recordEvents(ctx context.Context, c kubernetes.Interface, sts *appsv1.State
 			InvolvedObject: corev1.ObjectReference{Kind: "StatefulSet", APIVersion: "apps/v1", Name: sts.Name,
 				Namespace: sts.Namespace, UID: sts.UID, ResourceVersion: sts.ResourceVersion},
 			Type: e.Type, Reason: e.Reason, Message: e.Message, Count: 1,
-			FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "cairn-runtime"},
+			FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: contract.AppRuntime},
 		}
 		if _, err := c.CoreV1().Events(sts.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 			errs = append(errs, fmt.Errorf("record event %s: %w", e.Reason, err))
@@ -104,9 +106,9 @@ func recordEvents(ctx context.Context, c kubernetes.Interface, sts *appsv1.State
 // recordClusterEvent records ev on the cluster's StatefulSet, read first
 // (a bare reference when it cannot be read).
 func recordClusterEvent(ctx context.Context, c kubernetes.Interface, namespace, cluster string, at time.Time, ev event) error {
-	sts, err := c.AppsV1().StatefulSets(namespace).Get(ctx, cluster, metav1.GetOptions{})
+	sts, err := c.AppsV1().StatefulSets(namespace).Get(ctx, contract.StatefulSet(cluster), metav1.GetOptions{})
 	if err != nil {
-		sts = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: cluster, Namespace: namespace}}
+		sts = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: contract.StatefulSet(cluster), Namespace: namespace}}
 	}
 	return recordEvents(ctx, c, sts, at, []event{ev})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -16,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // Membership looks after an etcd cluster's membership. Each pass looks
@@ -26,12 +27,17 @@ import (
 // observation reads, with an Event on the StatefulSet for each change and
 // the cairn_etcd_* metrics.
 type Membership struct {
+	// Endpoints are the etcd client endpoints a pass dials.
 	Endpoints          []string
 	Client             kubernetes.Interface
 	Namespace, Cluster string
+	// Port is the members' client port backups use (2379 when zero).
+	Port int
 	// Metrics, when set, are kept up to date.
-	Metrics *Metrics
+	Metrics *EtcdMetrics
 	Log     *slog.Logger
+	// interval is the time between passes (etcdInterval when zero).
+	interval time.Duration
 	// now is the clock; time.Now when nil.
 	now func() time.Time
 }
@@ -47,7 +53,7 @@ func (m *Membership) Pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sts, err := m.Client.AppsV1().StatefulSets(m.Namespace).Get(ctx, m.Cluster, metav1.GetOptions{})
+	sts, err := m.Client.AppsV1().StatefulSets(m.Namespace).Get(ctx, contract.StatefulSet(m.Cluster), metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("read statefulset: %w", err)
 	}
@@ -74,7 +80,7 @@ func (m *Membership) Pass(ctx context.Context) error {
 	return errors.Join(actErr, m.emit(ctx, sts, events(prev, st, seen, act, changed)))
 }
 
-func (m *Membership) statusName() string { return m.Cluster + "-cairn-status" }
+func (m *Membership) statusName() string { return contract.StatusConfigMap(m.Cluster) }
 
 func (m *Membership) clock() time.Time {
 	if m.now != nil {
@@ -87,29 +93,30 @@ func (m *Membership) clock() time.Time {
 // step from the rendered ConfigMap <cluster>-cairn; one already carried
 // out is no request.
 func (m *Membership) request(ctx context.Context, prev *etcdStatus) (removeRequest, error) {
-	cm, err := m.Client.CoreV1().ConfigMaps(m.Namespace).Get(ctx, m.Cluster+"-cairn", metav1.GetOptions{})
+	cm, err := m.Client.CoreV1().ConfigMaps(m.Namespace).Get(ctx, contract.ConfigMap(m.Cluster), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return removeRequest{}, nil
 	}
 	if err != nil {
 		return removeRequest{}, fmt.Errorf("read config: %w", err)
 	}
-	r := removeRequest{ID: cm.Data["request.remove-member.id"], Member: cm.Data["request.remove-member.member"]}
+	r := removeRequest{ID: cm.Data[contract.KeyRequestRemoveMemberID], Member: cm.Data[contract.KeyRequestRemoveMember]}
 	if r.ID == "" || r.Member == "" || prev != nil && prev.RemoveDone == r.ID {
 		return removeRequest{}, nil
 	}
 	return r, nil
 }
 
-// claims reads the UID of each named member's volume claim, data-<name>;
-// a claim that does not exist (yet) is left out.
+// claims reads the UID of each named member's volume claim,
+// data-<name> (contract.DataClaim); a claim that does not exist (yet) is
+// left out.
 func (m *Membership) claims(ctx context.Context, seen etcdLook) (map[string]string, error) {
 	out := map[string]string{}
 	for _, mem := range seen.members {
 		if mem.name == "" {
 			continue
 		}
-		pvc, err := m.Client.CoreV1().PersistentVolumeClaims(m.Namespace).Get(ctx, "data-"+mem.name, metav1.GetOptions{})
+		pvc, err := m.Client.CoreV1().PersistentVolumeClaims(m.Namespace).Get(ctx, contract.DataClaim(mem.name), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -157,8 +164,8 @@ func recordedClaim(prev *etcdStatus, id uint64) string {
 // pod is going away (a reverted scale-out) must not become a voter that
 // would then be missing, nor one whose pod is not ready.
 func (m *Membership) podProblem(ctx context.Context, sts *appsv1.StatefulSet, name string) string {
-	ord, err := strconv.Atoi(strings.TrimPrefix(name, m.Cluster+"-"))
-	if err != nil || sts.Spec.Replicas == nil || ord >= int(*sts.Spec.Replicas) {
+	ord, ok := contract.MemberOrdinal(m.Cluster, name)
+	if !ok || sts.Spec.Replicas == nil || ord >= int(*sts.Spec.Replicas) {
 		return "its pod is not one the StatefulSet keeps"
 	}
 	pod, err := m.Client.CoreV1().Pods(m.Namespace).Get(ctx, name, metav1.GetOptions{})

@@ -2,23 +2,24 @@ package agent
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the runtime's etcd metrics, kept by the leading replica:
+// EtcdMetrics are the etcd keeper's metrics (Etcd registers them only
+// for an etcd cluster), kept by the leading replica:
 //
 //	cairn_etcd_members{role}                   members by role: voter, learner
 //	cairn_etcd_quorum                          1 while more than half of the voters are healthy
 //	cairn_etcd_has_leader                      1 while a healthy member leads
 //	cairn_etcd_membership_changes_total{change} promotions, removals, replacements, leader moves made
-type Metrics struct {
+type EtcdMetrics struct {
 	members *prometheus.GaugeVec
 	quorum  prometheus.Gauge
 	leader  prometheus.Gauge
 	changes *prometheus.CounterVec
 }
 
-// NewMetrics registers the metrics of cluster's runtime with reg.
-func NewMetrics(reg prometheus.Registerer, cluster string) (*Metrics, error) {
+// NewEtcdMetrics registers the etcd metrics of cluster's runtime with reg.
+func NewEtcdMetrics(reg prometheus.Registerer, cluster string) (*EtcdMetrics, error) {
 	labels := prometheus.Labels{"cluster": cluster}
-	m := &Metrics{
+	m := &EtcdMetrics{
 		members: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_etcd_members", Help: "etcd members by role (voter, learner), as the runtime last saw them.", ConstLabels: labels}, []string{"role"}),
 		quorum:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_etcd_quorum", Help: "1 while more than half of the etcd voters are healthy.", ConstLabels: labels}),
 		leader:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_etcd_has_leader", Help: "1 while a healthy etcd member leads.", ConstLabels: labels}),
@@ -37,8 +38,8 @@ func NewMetrics(reg prometheus.Registerer, cluster string) (*Metrics, error) {
 	return m, nil
 }
 
-// observe records a pass; a nil Metrics records nothing.
-func (m *Metrics) observe(st etcdStatus, a action, changed bool) {
+// observe records a pass; a nil EtcdMetrics records nothing.
+func (m *EtcdMetrics) observe(st etcdStatus, a action, changed bool) {
 	if m == nil {
 		return
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // The PostgreSQL Events' reasons.
@@ -45,7 +47,7 @@ func (p *pgPass) act(ctx context.Context, a pgAction) (bool, error) {
 		st.Failover = &pgFailover{From: a.Member, Reason: a.Why, StartedAt: now}
 		return p.step(ctx, "failover-recorded", event{corev1.EventTypeWarning, ReasonFailoverStarted, "failing over: " + a.Why})
 	case pgFence:
-		if err := p.setLabel(ctx, a.Member, RoleFenced); err != nil {
+		if err := p.setLabel(ctx, a.Member, contract.RoleFenced); err != nil {
 			return false, err
 		}
 		st.Failover.FencedAt = now
@@ -73,14 +75,14 @@ func (p *pgPass) step(ctx context.Context, name string, ev event) (bool, error) 
 
 func (p *pgPass) setLabel(ctx context.Context, pod, role string) error {
 	po, ok := p.pods[pod]
-	if !ok || po.Labels[LabelRole] == role {
+	if !ok || po.Labels[contract.LabelRole] == role {
 		return nil
 	}
 	// A label is set only on the pod as listed (a decision on stale data
 	// gets a Conflict), but for fencing: taking the primary role away is
 	// always safe, and a pod whose container just died has a new status.
 	guard := po.ResourceVersion
-	if role == RoleFenced {
+	if role == contract.RoleFenced {
 		guard = ""
 	}
 	rv, err := p.r.label(ctx, pod, guard, role)
@@ -91,7 +93,7 @@ func (p *pgPass) setLabel(ctx context.Context, pod, role string) error {
 	if po.Labels == nil {
 		po.Labels = map[string]string{}
 	}
-	po.Labels[LabelRole] = role
+	po.Labels[contract.LabelRole] = role
 	for i := range p.view.Members {
 		if p.view.Members[i].Name == pod {
 			p.view.Members[i].Label = role
@@ -112,13 +114,13 @@ func (p *pgPass) promote(ctx context.Context, a pgAction) error {
 		}
 	}
 	for _, m := range p.view.Members {
-		if m.Name != a.To && m.Label == RolePrimary {
-			if err := p.setLabel(ctx, m.Name, RoleFenced); err != nil {
+		if m.Name != a.To && m.Label == contract.RolePrimary {
+			if err := p.setLabel(ctx, m.Name, contract.RoleFenced); err != nil {
 				return err
 			}
 		}
 	}
-	if err := p.setLabel(ctx, a.To, RolePrimary); err != nil {
+	if err := p.setLabel(ctx, a.To, contract.RolePrimary); err != nil {
 		return err
 	}
 	if p.r.hook != nil {

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/testbed"
 )
@@ -159,7 +160,7 @@ func (pc *pgCluster) waitFor(what string, fn func() error) {
 
 // primary is the ordinal of the pod labelled primary, or -1.
 func (pc *pgCluster) primary() int {
-	list, err := pc.c.CoreV1().Pods(pc.ns).List(context.Background(), metav1.ListOptions{LabelSelector: LabelRole + "=" + RolePrimary})
+	list, err := pc.c.CoreV1().Pods(pc.ns).List(context.Background(), metav1.ListOptions{LabelSelector: contract.LabelRole + "=" + contract.RolePrimary})
 	if err != nil || len(list.Items) != 1 {
 		return -1
 	}
@@ -182,7 +183,7 @@ func (pc *pgCluster) healthy() error {
 			return err
 		case i == p && rec:
 			return fmt.Errorf("pg-%d labelled primary is in recovery", i)
-		case i != p && (!rec || got["pg-"+strconv.Itoa(i)] != RoleReplica):
+		case i != p && (!rec || got["pg-"+strconv.Itoa(i)] != contract.RoleReplica):
 			return fmt.Errorf("pg-%d: in recovery %v, labels %v", i, rec, got)
 		}
 	}
@@ -201,24 +202,23 @@ func (pc *pgCluster) write(ctx context.Context, id int) error {
 // runtimes starts runtime replicas; each stops with its context.
 func (pc *pgCluster) runtime(ctx context.Context, id string, s FailoverSettings, hook func(context.Context, string)) {
 	reg := prometheus.NewRegistry()
-	metrics, err := NewPostgresMetrics(reg, "pg")
+	pc.metrics = append(pc.metrics, reg)
+	a, err := New(Config{Cluster: "pg", Namespace: pc.ns, Identity: id, PostgresPort: pc.m.port, Interval: pc.interval,
+		Failover: s, Metrics: reg, Log: slog.New(slog.NewTextHandler(pc.out(), nil)).With("runtime", id)}, pc.c, Postgres)
 	if err != nil {
 		pc.t.Fatal(err)
 	}
-	pc.metrics = append(pc.metrics, reg)
-	a := New(Config{Cluster: "pg", Namespace: pc.ns, Identity: id, PostgresPort: pc.m.port, Interval: pc.interval,
-		Postgres: true, Failover: s, PostgresMetrics: metrics, Log: slog.New(slog.NewTextHandler(pc.out(), nil)).With("runtime", id)}, pc.c)
-	a.roles.hook = hook
+	a.keeper.(*Roles).hook = hook
 	go func() { _ = a.Run(ctx) }()
 }
 
 func (pc *pgCluster) status() pgStatus {
-	cm, err := pc.c.CoreV1().ConfigMaps(pc.ns).Get(context.Background(), "pg-cairn-status", metav1.GetOptions{})
+	cm, err := pc.c.CoreV1().ConfigMaps(pc.ns).Get(context.Background(), contract.StatusConfigMap("pg"), metav1.GetOptions{})
 	if err != nil {
 		return pgStatus{}
 	}
 	var st pgStatus
-	_ = json.Unmarshal([]byte(cm.Data[PostgresStatusKey]), &st)
+	_ = json.Unmarshal([]byte(cm.Data[contract.StatusKeyPostgres]), &st)
 	return st
 }
 

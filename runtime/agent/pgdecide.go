@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // pgMember is one PostgreSQL pod as a pass sees it.
@@ -110,7 +112,7 @@ func decidePostgres(v pgView) pgAction {
 		return maybeFailover(v)
 	}
 	p := prim[0]
-	if p.Label == RoleFenced {
+	if p.Label == contract.RoleFenced {
 		return pgWait("%s answers as primary but is fenced: its instance manager stops it", p.Name)
 	}
 	if ch := labelFixes(v.Members, p.Name); len(ch) > 0 {
@@ -130,15 +132,15 @@ func labelFixes(members []pgMember, p string) []labelChange {
 	for _, m := range members {
 		switch {
 		case m.Name == p:
-			if m.Label != RolePrimary {
-				rest = append([]labelChange{{m.Name, RolePrimary}}, rest...)
+			if m.Label != contract.RolePrimary {
+				rest = append([]labelChange{{m.Name, contract.RolePrimary}}, rest...)
 			}
-		case m.Label == RolePrimary && m.replica():
-			demote = append(demote, labelChange{m.Name, RoleReplica})
-		case m.Label == RolePrimary:
-			demote = append(demote, labelChange{m.Name, RoleFenced})
-		case m.replica() && m.Label != RoleReplica:
-			rest = append(rest, labelChange{m.Name, RoleReplica})
+		case m.Label == contract.RolePrimary && m.replica():
+			demote = append(demote, labelChange{m.Name, contract.RoleReplica})
+		case m.Label == contract.RolePrimary:
+			demote = append(demote, labelChange{m.Name, contract.RoleFenced})
+		case m.replica() && m.Label != contract.RoleReplica:
+			rest = append(rest, labelChange{m.Name, contract.RoleReplica})
 		}
 	}
 	return append(demote, rest...)
@@ -186,7 +188,7 @@ func boolCmp(a, b bool) int {
 func maybeFailover(v pgView) pgAction {
 	old := ""
 	for _, m := range v.Members {
-		if m.Label == RolePrimary {
+		if m.Label == contract.RolePrimary {
 			old = m.Name
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 func TestDecidePostgres(t *testing.T) {
@@ -41,68 +43,68 @@ func TestDecidePostgres(t *testing.T) {
 		to   string
 		why  string
 	}{
-		{name: "one primary, labels follow: demote first", v: pgView{Members: []pgMember{down("a", RolePrimary, reachDown), prim("b", RoleReplica, 9), up("c", "", 9)}},
+		{name: "one primary, labels follow: demote first", v: pgView{Members: []pgMember{down("a", contract.RolePrimary, reachDown), prim("b", contract.RoleReplica, 9), up("c", "", 9)}},
 			kind: pgLabel},
-		{name: "labels true, nothing to do", v: pgView{Members: []pgMember{prim("a", RolePrimary, 9), up("b", RoleReplica, 9)}}, kind: pgNone},
-		{name: "a fenced member answering as primary is never labelled primary", v: pgView{Members: []pgMember{prim("a", RoleFenced, 9), up("b", RoleReplica, 9)}},
+		{name: "labels true, nothing to do", v: pgView{Members: []pgMember{prim("a", contract.RolePrimary, 9), up("b", contract.RoleReplica, 9)}}, kind: pgNone},
+		{name: "a fenced member answering as primary is never labelled primary", v: pgView{Members: []pgMember{prim("a", contract.RoleFenced, 9), up("b", contract.RoleReplica, 9)}},
 			kind: pgNone, why: "is fenced"},
-		{name: "two primaries: no label changes", v: pgView{Members: []pgMember{prim("a", RolePrimary, 9), prim("b", RoleReplica, 9)}}, kind: pgNone, why: "2 members"},
-		{name: "synchronous standbys kept", v: pgView{Sync: 1, Members: []pgMember{prim("a", RolePrimary, 9), up("b", RoleReplica, 9), noPromote(up("c", RoleReplica, 9))}},
+		{name: "two primaries: no label changes", v: pgView{Members: []pgMember{prim("a", contract.RolePrimary, 9), prim("b", contract.RoleReplica, 9)}}, kind: pgNone, why: "2 members"},
+		{name: "synchronous standbys kept", v: pgView{Sync: 1, Members: []pgMember{prim("a", contract.RolePrimary, 9), up("b", contract.RoleReplica, 9), noPromote(up("c", contract.RoleReplica, 9))}},
 			kind: pgSetSync},
-		{name: "down primary: not yet", v: pgView{Unhealthy: since(time.Second, "a"), Members: []pgMember{down("a", RolePrimary, reachDown), up("b", RoleReplica, 9)}},
+		{name: "down primary: not yet", v: pgView{Unhealthy: since(time.Second, "a"), Members: []pgMember{down("a", contract.RolePrimary, reachDown), up("b", contract.RoleReplica, 9)}},
 			kind: pgNone, why: "failover after 2s"},
-		{name: "down primary: fail over", v: pgView{Unhealthy: since(2*time.Second, "a"), Members: []pgMember{down("a", RolePrimary, reachDown), up("b", RoleReplica, 9)}},
+		{name: "down primary: fail over", v: pgView{Unhealthy: since(2*time.Second, "a"), Members: []pgMember{down("a", contract.RolePrimary, reachDown), up("b", contract.RoleReplica, 9)}},
 			kind: pgBeginFailover},
-		{name: "a primary that only times out gets longer", v: pgView{Unhealthy: since(5*time.Second, "a"), Members: []pgMember{down("a", RolePrimary, reachTimeout), up("b", RoleReplica, 9)}},
+		{name: "a primary that only times out gets longer", v: pgView{Unhealthy: since(5*time.Second, "a"), Members: []pgMember{down("a", contract.RolePrimary, reachTimeout), up("b", contract.RoleReplica, 9)}},
 			kind: pgNone, why: "failover after 10s"},
-		{name: "timing out for long: fail over", v: pgView{Unhealthy: since(10*time.Second, "a"), Members: []pgMember{down("a", RolePrimary, reachTimeout), up("b", RoleReplica, 9)}},
+		{name: "timing out for long: fail over", v: pgView{Unhealthy: since(10*time.Second, "a"), Members: []pgMember{down("a", contract.RolePrimary, reachTimeout), up("b", contract.RoleReplica, 9)}},
 			kind: pgBeginFailover},
-		{name: "the primary's pod is gone: fail over", v: pgView{Status: pgStatus{Primary: "a"}, Unhealthy: since(2*time.Second, "a"), Members: []pgMember{up("b", RoleReplica, 9)}},
+		{name: "the primary's pod is gone: fail over", v: pgView{Status: pgStatus{Primary: "a"}, Unhealthy: since(2*time.Second, "a"), Members: []pgMember{up("b", contract.RoleReplica, 9)}},
 			kind: pgBeginFailover},
-		{name: "no primary known: nothing", v: pgView{Members: []pgMember{up("b", RoleReplica, 9)}}, kind: pgNone, why: "none is labelled primary"},
-		{name: "no replica may be promoted", v: pgView{Unhealthy: since(5*time.Second, "a"), Members: []pgMember{down("a", RolePrimary, reachDown), noPromote(up("b", RoleReplica, 9))}},
+		{name: "no primary known: nothing", v: pgView{Members: []pgMember{up("b", contract.RoleReplica, 9)}}, kind: pgNone, why: "none is labelled primary"},
+		{name: "no replica may be promoted", v: pgView{Unhealthy: since(5*time.Second, "a"), Members: []pgMember{down("a", contract.RolePrimary, reachDown), noPromote(up("b", contract.RoleReplica, 9))}},
 			kind: pgNone, why: "no replica that may be promoted"},
-		{name: "recorded: fence first", v: pgView{Status: pgStatus{Failover: &pgFailover{From: "a"}}, Members: []pgMember{down("a", RolePrimary, reachDown), up("b", RoleReplica, 9)}},
+		{name: "recorded: fence first", v: pgView{Status: pgStatus{Failover: &pgFailover{From: "a"}}, Members: []pgMember{down("a", contract.RolePrimary, reachDown), up("b", contract.RoleReplica, 9)}},
 			kind: pgFence},
 		{name: "fenced and down: promote the most received", v: pgView{Status: pgStatus{Failover: &pgFailover{From: "a", FencedAt: t0}},
-			Members: []pgMember{down("a", RoleFenced, reachDown), up("b", RoleReplica, 7), up("c", RoleReplica, 9), noPromote(up("d", RoleReplica, 12))}},
+			Members: []pgMember{down("a", contract.RoleFenced, reachDown), up("b", contract.RoleReplica, 7), up("c", contract.RoleReplica, 9), noPromote(up("d", contract.RoleReplica, 12))}},
 			kind: pgPromote, to: "c"},
 		{name: "fenced but still answering as primary: wait", v: pgView{Status: pgStatus{Failover: &pgFailover{From: "a", FencedAt: t0.Add(-time.Hour)}},
-			Members: []pgMember{prim("a", RoleFenced, 9), up("b", RoleReplica, 9)}}, kind: pgNone, why: "waiting for the fenced a to stop"},
+			Members: []pgMember{prim("a", contract.RoleFenced, 9), up("b", contract.RoleReplica, 9)}}, kind: pgNone, why: "waiting for the fenced a to stop"},
 		{name: "fenced and unreachable: wait for its lease", v: pgView{Status: pgStatus{Failover: &pgFailover{From: "a", FencedAt: t0.Add(-30 * time.Second)}},
-			Members: []pgMember{down("a", RoleFenced, reachTimeout), up("b", RoleReplica, 9)}}, kind: pgNone, why: "lease ends in 3s"},
+			Members: []pgMember{down("a", contract.RoleFenced, reachTimeout), up("b", contract.RoleReplica, 9)}}, kind: pgNone, why: "lease ends in 3s"},
 		{name: "fenced, unreachable, lease over: promote", v: pgView{Status: pgStatus{Failover: &pgFailover{From: "a", FencedAt: t0.Add(-33 * time.Second)}},
-			Members: []pgMember{down("a", RoleFenced, reachTimeout), up("b", RoleReplica, 9)}}, kind: pgPromote, to: "b"},
+			Members: []pgMember{down("a", contract.RoleFenced, reachTimeout), up("b", contract.RoleReplica, 9)}}, kind: pgPromote, to: "b"},
 		{name: "a recorded target is kept", v: pgView{Status: pgStatus{Failover: &pgFailover{From: "a", FencedAt: t0, To: "b"}},
-			Members: []pgMember{down("a", RoleFenced, reachDown), up("b", RolePrimary, 7), up("c", RoleReplica, 9)}}, kind: pgPromote, to: "b"},
+			Members: []pgMember{down("a", contract.RoleFenced, reachDown), up("b", contract.RolePrimary, 7), up("c", contract.RoleReplica, 9)}}, kind: pgPromote, to: "b"},
 		{name: "a recorded target that is down: waits", v: pgView{Status: pgStatus{Failover: &pgFailover{From: "a", FencedAt: t0, To: "b"}}, Unhealthy: since(time.Second, "a", "b"),
-			Members: []pgMember{down("a", RoleFenced, reachDown), down("b", RolePrimary, reachDown), up("c", RoleReplica, 9)}}, kind: pgNone, why: "waiting for b"},
+			Members: []pgMember{down("a", contract.RoleFenced, reachDown), down("b", contract.RolePrimary, reachDown), up("c", contract.RoleReplica, 9)}}, kind: pgNone, why: "waiting for b"},
 		{name: "a recorded target down for long: failed over from in turn", v: pgView{Status: pgStatus{Failover: &pgFailover{From: "a", FencedAt: t0, To: "b"}}, Unhealthy: since(3*time.Second, "a", "b"),
-			Members: []pgMember{down("a", RoleFenced, reachDown), down("b", RolePrimary, reachDown), up("c", RoleReplica, 9)}}, kind: pgRetarget, why: "b is down too"},
+			Members: []pgMember{down("a", contract.RoleFenced, reachDown), down("b", contract.RolePrimary, reachDown), up("c", contract.RoleReplica, 9)}}, kind: pgRetarget, why: "b is down too"},
 		{name: "synchronous: only a synchronous replica with all their WAL", v: pgView{Sync: 1, Status: pgStatus{Failover: &pgFailover{From: "a", FencedAt: t0}, Synchronous: []string{"b"}},
-			Members: []pgMember{down("a", RoleFenced, reachDown), up("b", RoleReplica, 7), up("c", RoleReplica, 9)}}, kind: pgPromote, to: "b"},
+			Members: []pgMember{down("a", contract.RoleFenced, reachDown), up("b", contract.RoleReplica, 7), up("c", contract.RoleReplica, 9)}}, kind: pgPromote, to: "b"},
 		{name: "synchronous: none recorded, promote none", v: pgView{Sync: 1, Status: pgStatus{Failover: &pgFailover{From: "a", FencedAt: t0}},
-			Members: []pgMember{down("a", RoleFenced, reachDown), up("b", RoleReplica, 7)}}, kind: pgNone, why: "no replica was recorded synchronous"},
+			Members: []pgMember{down("a", contract.RoleFenced, reachDown), up("b", contract.RoleReplica, 7)}}, kind: pgNone, why: "no replica was recorded synchronous"},
 		{name: "synchronous: the synchronous one does not answer", v: pgView{Sync: 1, Status: pgStatus{Failover: &pgFailover{From: "a", FencedAt: t0}, Synchronous: []string{"b"}},
-			Members: []pgMember{down("a", RoleFenced, reachDown), down("b", RoleReplica, reachDown), up("c", RoleReplica, 9)}}, kind: pgNone, why: "none of the synchronous replicas (b) answers"},
+			Members: []pgMember{down("a", contract.RoleFenced, reachDown), down("b", contract.RoleReplica, reachDown), up("c", contract.RoleReplica, 9)}}, kind: pgNone, why: "none of the synchronous replicas (b) answers"},
 		{name: "synchronous: a no-promote synchronous replica holds more", v: pgView{Sync: 2, Status: pgStatus{Failover: &pgFailover{From: "a", FencedAt: t0}, Synchronous: []string{"b", "c"}},
-			Members: []pgMember{down("a", RoleFenced, reachDown), up("b", RoleReplica, 7), noPromote(up("c", RoleReplica, 9))}}, kind: pgNone, why: "holds all their WAL"},
+			Members: []pgMember{down("a", contract.RoleFenced, reachDown), up("b", contract.RoleReplica, 7), noPromote(up("c", contract.RoleReplica, 9))}}, kind: pgNone, why: "holds all their WAL"},
 		{name: "switchover: starts once the target streams", v: pgView{Switchover: pgRequest{ID: "s1", To: "b"},
-			Members: []pgMember{prim("a", RolePrimary, 9), up("b", RoleReplica, 9)}}, kind: pgBeginSwitchover, to: "b"},
+			Members: []pgMember{prim("a", contract.RolePrimary, 9), up("b", contract.RoleReplica, 9)}}, kind: pgBeginSwitchover, to: "b"},
 		{name: "switchover: done already", v: pgView{Switchover: pgRequest{ID: "s1", To: "b"}, Status: pgStatus{SwitchoverDone: "s1"},
-			Members: []pgMember{prim("a", RolePrimary, 9), up("b", RoleReplica, 9)}}, kind: pgNone},
+			Members: []pgMember{prim("a", contract.RolePrimary, 9), up("b", contract.RoleReplica, 9)}}, kind: pgNone},
 		{name: "switchover: to the primary itself is done", v: pgView{Switchover: pgRequest{ID: "s1", To: "a"},
-			Members: []pgMember{prim("a", RolePrimary, 9), up("b", RoleReplica, 9)}}, kind: pgSwitchDone, to: "a"},
+			Members: []pgMember{prim("a", contract.RolePrimary, 9), up("b", contract.RoleReplica, 9)}}, kind: pgSwitchDone, to: "a"},
 		{name: "switchover: target not streaming", v: pgView{Switchover: pgRequest{ID: "s1", To: "b"},
-			Members: []pgMember{prim("a", RolePrimary, 9), down("b", RoleReplica, reachDown)}}, kind: pgNone, why: "not a streaming replica"},
+			Members: []pgMember{prim("a", contract.RolePrimary, 9), down("b", contract.RoleReplica, reachDown)}}, kind: pgNone, why: "not a streaming replica"},
 		{name: "switchover: waits for the target to replay", v: pgView{Status: pgStatus{Switchover: &pgSwitchover{ID: "s1", From: "a", To: "b", StartedAt: t0, LSN: 9}},
-			Members: []pgMember{prim("a", RolePrimary, 9), up("b", RoleReplica, 7)}}, kind: pgSwitchWait, to: "b"},
+			Members: []pgMember{prim("a", contract.RolePrimary, 9), up("b", contract.RoleReplica, 7)}}, kind: pgSwitchWait, to: "b"},
 		{name: "switchover: caught up and still: fence", v: pgView{Status: pgStatus{Switchover: &pgSwitchover{ID: "s1", From: "a", To: "b", StartedAt: t0, LSN: 9}},
-			Members: []pgMember{prim("a", RolePrimary, 9), up("b", RoleReplica, 9)}}, kind: pgSwitchFence, to: "b"},
+			Members: []pgMember{prim("a", contract.RolePrimary, 9), up("b", contract.RoleReplica, 9)}}, kind: pgSwitchFence, to: "b"},
 		{name: "switchover: too slow, writes given back", v: pgView{Status: pgStatus{Switchover: &pgSwitchover{ID: "s1", From: "a", To: "b", StartedAt: t0.Add(-time.Minute), LSN: 9}},
-			Members: []pgMember{prim("a", RolePrimary, 9), up("b", RoleReplica, 7)}}, kind: pgSwitchAbort, to: "b"},
+			Members: []pgMember{prim("a", contract.RolePrimary, 9), up("b", contract.RoleReplica, 7)}}, kind: pgSwitchAbort, to: "b"},
 		{name: "switchover: fenced primary stopped: promote", v: pgView{Status: pgStatus{Switchover: &pgSwitchover{ID: "s1", From: "a", To: "b", StartedAt: t0, LSN: 9, FencedAt: t0}},
-			Members: []pgMember{down("a", RoleFenced, reachDown), up("b", RoleReplica, 10)}}, kind: pgPromote, to: "b"},
+			Members: []pgMember{down("a", contract.RoleFenced, reachDown), up("b", contract.RoleReplica, 10)}}, kind: pgPromote, to: "b"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -117,11 +119,11 @@ func TestDecidePostgres(t *testing.T) {
 
 func TestLabelFixesDemoteFirst(t *testing.T) {
 	got := labelFixes([]pgMember{
-		{Name: "a", Label: RolePrimary, Probe: pgProbe{Reach: reachDown}},
-		{Name: "b", Label: RoleReplica, Probe: pgProbe{Reach: reachUp}},
-		{Name: "c", Label: RoleFenced, Probe: pgProbe{Reach: reachUp, InRecovery: true}},
+		{Name: "a", Label: contract.RolePrimary, Probe: pgProbe{Reach: reachDown}},
+		{Name: "b", Label: contract.RoleReplica, Probe: pgProbe{Reach: reachUp}},
+		{Name: "c", Label: contract.RoleFenced, Probe: pgProbe{Reach: reachUp, InRecovery: true}},
 	}, "b")
-	want := []labelChange{{"a", RoleFenced}, {"b", RolePrimary}, {"c", RoleReplica}}
+	want := []labelChange{{"a", contract.RoleFenced}, {"b", contract.RolePrimary}, {"c", contract.RoleReplica}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v", got)
 	}

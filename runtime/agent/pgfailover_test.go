@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/testbed"
 )
@@ -37,7 +38,7 @@ func memberRole(t *testing.T, cp *testbed.ControlPlane) {
 	admin := cp.Client(t)
 	ns := cp.Namespace(t, "pgrbac")
 	applyRenderedRBAC(t, admin, ns, pgSpec)
-	_, err := admin.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pg-0", Labels: map[string]string{LabelRole: RolePrimary}},
+	_, err := admin.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pg-0", Labels: map[string]string{contract.LabelRole: contract.RolePrimary}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "postgres", Image: "postgres:15"}}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func memberRole(t *testing.T, cp *testbed.ControlPlane) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := instance.APIRoleLabel(member, ns, "pg-0")(context.Background()); err != nil || got != RolePrimary {
+	if got, err := instance.APIRoleLabel(member, ns, "pg-0")(context.Background()); err != nil || got != contract.RolePrimary {
 		t.Fatalf("label %q, %v", got, err)
 	}
 }
@@ -59,8 +60,8 @@ func setUp(t *testing.T, cp *testbed.ControlPlane, n int, sync int, s FailoverSe
 	ns := cp.Namespace(t, fmt.Sprintf("pg%d", time.Now().UnixNano()%1e9))
 	pc := newPgCluster(t, cp, ns, n, ttl)
 	if sync > 0 {
-		_, err := pc.c.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pg-cairn"},
-			Data: map[string]string{"bootstrap": "existing", "synchronous-standbys": fmt.Sprint(sync)}}, metav1.CreateOptions{})
+		_, err := pc.c.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("pg")},
+			Data: map[string]string{contract.KeyBootstrap: contract.BootstrapExisting, contract.KeySynchronousStandbys: fmt.Sprint(sync)}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,8 +299,8 @@ func switchover(t *testing.T, cp *testbed.ControlPlane) {
 		}
 		return nil
 	})
-	_, err := pc.c.CoreV1().ConfigMaps(pc.ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pg-cairn"},
-		Data: map[string]string{"bootstrap": "existing", "request.switchover.id": "switchover-1", "request.switchover.to": to}}, metav1.CreateOptions{})
+	_, err := pc.c.CoreV1().ConfigMaps(pc.ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("pg")},
+		Data: map[string]string{contract.KeyBootstrap: contract.BootstrapExisting, contract.KeyRequestSwitchoverID: "switchover-1", contract.KeyRequestSwitchoverTo: to}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

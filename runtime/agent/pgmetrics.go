@@ -2,8 +2,8 @@ package agent
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// PostgresMetrics are the runtime's PostgreSQL metrics, kept by the
-// leading replica, registered beside the etcd ones (metrics.go):
+// PostgresMetrics are the PostgreSQL keeper's metrics (Postgres registers
+// them only for a PostgreSQL cluster), kept by the leading replica:
 //
 //	cairn_postgres_failovers_total          failovers carried out
 //	cairn_postgres_last_failover_seconds    how long the last one took, recorded to promoted

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // FailoverSettings are the PostgreSQL runtime's timings; zero fields take
@@ -53,10 +55,6 @@ func (s FailoverSettings) withDefaults() FailoverSettings {
 // member has been unhealthy.
 const staleAfter = 5 * time.Second
 
-// LabelNoPromote, as a label or annotation "true" on a pod, keeps the
-// runtime from promoting that member.
-const LabelNoPromote = "cairn.dev/no-promote"
-
 // pgPass is one pass's state: what it saw and what it changed so far.
 type pgPass struct {
 	r        *Roles
@@ -94,8 +92,8 @@ func (r *Roles) view(pods []corev1.Pod, probes map[string]pgProbe, st pgStatus, 
 	v := pgView{Status: st, Now: now, Settings: r.Settings.withDefaults(), Sync: sync, Switchover: req, Unhealthy: r.unhealthy}
 	seen := map[string]bool{}
 	for _, p := range pods {
-		m := pgMember{Name: p.Name, Label: p.Labels[LabelRole], Probe: probes[p.Name],
-			NoPromote: p.Labels[LabelNoPromote] == "true" || p.Annotations[LabelNoPromote] == "true"}
+		m := pgMember{Name: p.Name, Label: p.Labels[contract.LabelRole], Probe: probes[p.Name],
+			NoPromote: p.Labels[contract.LabelNoPromote] == "true" || p.Annotations[contract.LabelNoPromote] == "true"}
 		v.Members = append(v.Members, m)
 		seen[p.Name] = true
 		if m.Probe.Reach == reachUp {
@@ -125,7 +123,7 @@ func failoverTarget(st pgStatus) string {
 // request reads the rendered ConfigMap <cluster>-cairn: the number of
 // synchronous standbys and a merged step's switchover request.
 func (r *Roles) request(ctx context.Context) (pgRequest, int, error) {
-	cm, err := r.Client.CoreV1().ConfigMaps(r.Namespace).Get(ctx, r.Cluster+"-cairn", metav1.GetOptions{})
+	cm, err := r.Client.CoreV1().ConfigMaps(r.Namespace).Get(ctx, contract.ConfigMap(r.Cluster), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return pgRequest{}, 0, nil
 	}
@@ -133,12 +131,12 @@ func (r *Roles) request(ctx context.Context) (pgRequest, int, error) {
 		return pgRequest{}, 0, fmt.Errorf("read the rendered config: %w", err)
 	}
 	sync := 0
-	if v := cm.Data["synchronous-standbys"]; v != "" {
+	if v := cm.Data[contract.KeySynchronousStandbys]; v != "" {
 		if sync, err = strconv.Atoi(v); err != nil {
-			return pgRequest{}, 0, fmt.Errorf("rendered config synchronous-standbys: %w", err)
+			return pgRequest{}, 0, fmt.Errorf("rendered config %s: %w", contract.KeySynchronousStandbys, err)
 		}
 	}
-	return pgRequest{ID: cm.Data["request.switchover.id"], To: cm.Data["request.switchover.to"]}, sync, nil
+	return pgRequest{ID: cm.Data[contract.KeyRequestSwitchoverID], To: cm.Data[contract.KeyRequestSwitchoverTo]}, sync, nil
 }
 
 // report records the pass: the status (written when it changed or is a
@@ -154,7 +152,7 @@ func (p *pgPass) report(ctx context.Context, prev pgStatus) error {
 			primaries = append(primaries, m)
 		}
 	}
-	if len(primaries) == 1 && primaries[0].Label == RolePrimary {
+	if len(primaries) == 1 && primaries[0].Label == contract.RolePrimary {
 		st.Primary = primaries[0].Name
 		st.Synchronous = slices.Clone(primaries[0].Probe.SyncStandbys)
 	}

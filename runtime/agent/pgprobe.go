@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // reach is how a member answered the runtime's probe.
@@ -94,7 +96,7 @@ func containerStopped(p *corev1.Pod) bool {
 		return true
 	}
 	for _, c := range p.Status.ContainerStatuses {
-		if c.Name == "postgres" && c.State.Running == nil {
+		if c.Name == contract.PostgresContainer && c.State.Running == nil {
 			return true
 		}
 	}
@@ -128,9 +130,9 @@ func connectMember(ctx context.Context, ip string, port int, password string) (*
 	if err != nil {
 		return nil, err
 	}
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = ip, uint16(port), "postgres", password, "postgres"
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = ip, uint16(port), contract.PostgresSuperuser, password, contract.PostgresDatabase
 	cfg.ConnectTimeout = probeTimeout
-	cfg.RuntimeParams["application_name"] = "cairn-runtime"
+	cfg.RuntimeParams["application_name"] = contract.AppRuntime
 	return pgx.ConnectConfig(ctx, cfg)
 }
 

@@ -11,11 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-)
 
-// PostgresStatusKey is the key of the PostgreSQL runtime's status in the
-// ConfigMap <cluster>-cairn-status.
-const PostgresStatusKey = "postgres.json"
+	"github.com/cairn-dev/cairn/planner/contract"
+)
 
 // pgStatus is what the PostgreSQL runtime records. A failover or
 // switchover is written here before anything is done, so a new leader
@@ -98,9 +96,9 @@ func (s *pgStatusStore) read(ctx context.Context) (pgStatus, error) {
 	}
 	s.version = cm.ResourceVersion
 	var st pgStatus
-	if raw := cm.Data[PostgresStatusKey]; raw != "" {
+	if raw := cm.Data[contract.StatusKeyPostgres]; raw != "" {
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
-			return pgStatus{}, fmt.Errorf("read status %s: %w", PostgresStatusKey, err)
+			return pgStatus{}, fmt.Errorf("read status %s: %w", contract.StatusKeyPostgres, err)
 		}
 	}
 	return st, nil
@@ -117,8 +115,8 @@ func (s *pgStatusStore) write(ctx context.Context, st pgStatus) error {
 	cms := s.Client.CoreV1().ConfigMaps(s.Namespace)
 	if s.version == "" {
 		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.Name,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "cairn-runtime"}},
-			Data: map[string]string{PostgresStatusKey: string(data)}}, metav1.CreateOptions{FieldManager: "cairn-runtime"})
+			Labels: map[string]string{contract.LabelManagedBy: contract.ManagedByRuntime}},
+			Data: map[string]string{contract.StatusKeyPostgres: string(data)}}, metav1.CreateOptions{FieldManager: contract.FieldManager})
 		return s.wrote(cm, err)
 	}
 	cm, err := cms.Get(ctx, s.Name, metav1.GetOptions{})
@@ -131,8 +129,8 @@ func (s *pgStatusStore) write(ctx context.Context, st pgStatus) error {
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
-	cm.Data[PostgresStatusKey] = string(data)
-	cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "cairn-runtime"})
+	cm.Data[contract.StatusKeyPostgres] = string(data)
+	cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	return s.wrote(cm, err)
 }
 

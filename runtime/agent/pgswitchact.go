@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // actSwitchover does a switchover step's I/O, the status written first.
@@ -29,7 +31,7 @@ func (p *pgPass) actSwitchover(ctx context.Context, a pgAction) (bool, error) {
 		_, err := p.step(ctx, "switchover-wait", event{})
 		return false, err
 	case pgSwitchFence:
-		if err := p.setLabel(ctx, a.Member, RoleFenced); err != nil {
+		if err := p.setLabel(ctx, a.Member, contract.RoleFenced); err != nil {
 			return false, err
 		}
 		st.Switchover.FencedAt = now

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/renderer"
 )
@@ -31,8 +32,8 @@ func applyRenderedRBAC(t *testing.T, c kubernetes.Interface, ns, doc string) {
 		t.Fatal(err)
 	}
 	p := planner.New(planner.Etcd(), planner.Postgres()).PlanCluster(cs[0], nil, nil)
-	r, _ := renderer.New(renderer.Options{})
-	tree, err := r.Render(cs[0], p, "create")
+	r, _ := renderer.New(renderer.Options{}, renderer.Etcd(), renderer.Postgres())
+	tree, _, err := r.Render(cs[0], p, "create")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func mustYAML(t *testing.T, doc []byte, v any) {
 // asRuntime is a client acting as the runtime's ServiceAccount.
 func asRuntime(t *testing.T, cfg *rest.Config, ns, cluster string) kubernetes.Interface {
 	t.Helper()
-	cfg.Impersonate.UserName = "system:serviceaccount:" + ns + ":" + cluster + "-runtime"
+	cfg.Impersonate.UserName = "system:serviceaccount:" + ns + ":" + contract.Runtime(cluster)
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -10,19 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-)
 
-// Label keys and values, as the renderer selects on them.
-const (
-	LabelRole   = "cairn.dev/role"
-	RolePrimary = "primary"
-	RoleReplica = "replica"
-	// RoleFenced marks a former primary that does not answer while another
-	// member is primary: no Service selects it, and its instance manager
-	// will not start it as a primary.
-	RoleFenced    = "fenced"
-	labelName     = "app.kubernetes.io/name"
-	labelInstance = "app.kubernetes.io/instance"
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // Roles keeps a PostgreSQL cluster's primary: it keeps the role labels
@@ -39,7 +28,9 @@ type Roles struct {
 	Metrics *PostgresMetrics
 	Log     *slog.Logger
 
-	now func() time.Time
+	// interval is the time between passes (postgresInterval when zero).
+	interval time.Duration
+	now      func() time.Time
 	// hook, in tests, is called after each step of a failover or
 	// switchover with its name.
 	hook      func(ctx context.Context, step string)
@@ -55,14 +46,14 @@ func (r *Roles) Pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store := &pgStatusStore{Client: r.Client, Namespace: r.Namespace, Name: r.Cluster + "-cairn-status"}
+	store := &pgStatusStore{Client: r.Client, Namespace: r.Namespace, Name: contract.StatusConfigMap(r.Cluster)}
 	st, err := store.read(ctx)
 	if err != nil {
 		return err
 	}
 	prev := st
 	pods, err := r.Client.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: fmt.Sprintf("%s=postgresql,%s=%s", labelName, labelInstance, r.Cluster)})
+		LabelSelector: memberSelector(contract.AppPostgres, r.Cluster)})
 	if err != nil {
 		return fmt.Errorf("list pods: %w", err)
 	}
@@ -97,7 +88,7 @@ func (r *Roles) logger() *slog.Logger {
 // still as it was listed (a decision on stale data gets a Conflict).
 // It returns the pod's new resourceVersion.
 func (r *Roles) label(ctx context.Context, pod, resourceVersion, role string) (string, error) {
-	meta := map[string]any{"labels": map[string]string{LabelRole: role}}
+	meta := map[string]any{"labels": map[string]string{contract.LabelRole: role}}
 	if resourceVersion != "" {
 		meta["resourceVersion"] = resourceVersion
 	}
@@ -116,15 +107,15 @@ func (r *Roles) label(ctx context.Context, pod, resourceVersion, role string) (s
 // fieldManager names the writer: the runtime replica that holds the lease.
 func (r *Roles) fieldManager() string {
 	if r.Identity == "" {
-		return "cairn-runtime"
+		return contract.FieldManager
 	}
-	return "cairn-runtime/" + r.Identity
+	return contract.FieldManager + "/" + r.Identity
 }
 
 func (r *Roles) password(ctx context.Context) (string, error) {
-	s, err := r.Client.CoreV1().Secrets(r.Namespace).Get(ctx, r.Cluster+"-superuser", metav1.GetOptions{})
+	s, err := r.Client.CoreV1().Secrets(r.Namespace).Get(ctx, contract.SuperuserSecret(r.Cluster), metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("superuser secret: %w", err)
 	}
-	return string(s.Data["password"]), nil
+	return string(s.Data[contract.SecretKeyPassword]), nil
 }

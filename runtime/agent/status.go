@@ -9,22 +9,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-dev/cairn/planner/contract"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
-// The runtime's report of an etcd cluster is the type planner/observe
-// reads (contract.EtcdStatus under contract.StatusKeyEtcd), so the two sides of
-// the contract cannot drift apart.
+// The runtime's report of an etcd cluster is the contract's document that
+// planner/observe reads (contract.EtcdStatus under contract.StatusKeyEtcd),
+// so the two sides of the contract cannot drift apart.
 type (
 	etcdStatus = contract.EtcdStatus
 	etcdMember = contract.EtcdMember
 )
-
-const etcdStatusKey = contract.StatusKeyEtcd
 
 // nextStatus is the status after a pass (pure): the members as seen, each
 // with the claim UID first recorded for its ID; quorum (without it no
@@ -123,7 +122,7 @@ func readEtcdStatus(ctx context.Context, c kubernetes.Interface, ns, name string
 		return nil, fmt.Errorf("read status: %w", err)
 	}
 	var st etcdStatus
-	if json.Unmarshal([]byte(cm.Data[etcdStatusKey]), &st) != nil {
+	if json.Unmarshal([]byte(cm.Data[contract.StatusKeyEtcd]), &st) != nil {
 		return nil, nil
 	}
 	return &st, nil
@@ -145,8 +144,8 @@ func writeEtcdStatus(ctx context.Context, c kubernetes.Interface, ns, name strin
 	cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "cairn-runtime"}},
-			Data: map[string]string{etcdStatusKey: string(data)}}, metav1.CreateOptions{FieldManager: "cairn-runtime"})
+			Labels: map[string]string{contract.LabelManagedBy: contract.ManagedByRuntime}},
+			Data: map[string]string{contract.StatusKeyEtcd: string(data)}}, metav1.CreateOptions{FieldManager: contract.FieldManager})
 		return wrapStatus(err)
 	}
 	if err != nil {
@@ -155,8 +154,8 @@ func writeEtcdStatus(ctx context.Context, c kubernetes.Interface, ns, name strin
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
-	cm.Data[etcdStatusKey] = string(data)
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "cairn-runtime"})
+	cm.Data[contract.StatusKeyEtcd] = string(data)
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	return wrapStatus(err)
 }
 
