@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -28,15 +29,10 @@ func createStep(c spec.Cluster, members int, noun string) plan.Step {
 			src.Cluster = c.Ref().Name
 		}
 		if src.Backup == "" {
-			src.Backup = "latest"
+			src.Backup = contract.RestoreLatest
 		}
 		s.Params.CreateCluster.RestoreFrom = src
 		s.Summary += fmt.Sprintf(", restored from backup %s of %s at %s", src.Backup, src.Cluster, src.StorageLocation)
-	}
-	if _, ok := c.(*spec.PostgresCluster); ok {
-		name := c.Ref().Name
-		s.Gates = append([]plan.Gate{gate(plan.GateSecretsExist, plan.Before, fmt.Sprintf(
-			"the Secrets %s-superuser and %s-replication (key: password) exist; cairn never writes passwords to Git", name, name))}, s.Gates...)
 	}
 	if cm.Backup != nil {
 		s.Gates = append(s.Gates, gate(plan.GateBackupConfigured, plan.After, "the runtime runs the spec's backup schedule"))

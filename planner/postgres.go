@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -18,6 +19,17 @@ type pgModel struct {
 	sync    int
 }
 
+// pgCreateStep is the create step, gated first on the Secrets the
+// members' passwords come from.
+func pgCreateStep(c *spec.PostgresCluster, n int) plan.Step {
+	s := createStep(c, n, "instances")
+	name := c.Ref().Name
+	s.Gates = append([]plan.Gate{gate(plan.GateSecretsExist, plan.Before, fmt.Sprintf(
+		"the Secrets %s and %s (key: %s) exist; cairn never writes passwords to Git",
+		contract.SuperuserSecret(name), contract.ReplicationSecret(name), contract.SecretKeyPassword))}, s.Gates...)
+	return s
+}
+
 func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 	var r Result
 	n := c.Spec.Instances
@@ -26,7 +38,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 	}
 	if obs == nil {
 		if len(r.Refusals) == 0 {
-			r.add(createStep(c, n, "instances"))
+			r.add(pgCreateStep(c, n))
 			r.add(seal())
 		}
 		return r
