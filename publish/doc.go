@@ -3,11 +3,13 @@
 // repeated, interrupted or concurrent. It never plans: it publishes what
 // the planner and renderer produced.
 //
-// Publisher publishes plans made by the caller (cmd/cairn plans against
-// the base commit it fetched): per cluster, the first step's rendered tree
-// as a deterministic commit on branch cairn/<cluster>/<step-id>, and a pull
-// request through a Provider: Local (records in the repo) or GitHub.
+// Publisher publishes plans made by the caller (package reconcile plans
+// against the base commit it fetched): per cluster, the first step's
+// rendered tree as a deterministic commit on branch
+// cairn/<cluster>/<step-id>, and a pull request through a Provider: Local
+// (records in the repo) or GitHub.
 //
-// Imports: planner/plan, planner/spec, renderer (trees and builds for the
-// diff), publish/gitrepo. Never the planner.
+// Imports: planner/plan, planner/spec, renderer (its trees, and the builds
+// Render returns for the diff; publish never builds), publish/gitrepo.
+// Never the planner.
 package publish

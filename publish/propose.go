@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"slices"
 	"strings"
 
@@ -24,8 +23,10 @@ import (
 type Publisher struct {
 	Repo *gitrepo.Repo
 	PRs  Provider
-	// Render renders a cluster's tree for a plan, selecting a step.
-	Render func(c spec.Cluster, p plan.Plan, step string) (renderer.Tree, error)
+	// Render renders a cluster's tree for a plan, selecting a step, and
+	// returns the built manifests of its base and of that step (the pull
+	// request's diff).
+	Render func(c spec.Cluster, p plan.Plan, step string) (renderer.Tree, renderer.Built, error)
 	// Name and Email sign cairn's commits.
 	Name, Email string
 	// Hold, when set, holds a cluster back: its pull requests are left as
@@ -205,7 +206,7 @@ func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Pla
 		return ActionDeclined, nil, nil
 	}
 	s := pl.Steps[0]
-	tree, err := p.Render(c, pl, s.ID)
+	tree, built, err := p.Render(c, pl, s.ID)
 	if err != nil {
 		return "", nil, err
 	}
@@ -219,11 +220,7 @@ func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Pla
 	if err != nil {
 		return "", nil, err
 	}
-	diff, err := stepDiff(tree, pl)
-	if err != nil {
-		return "", nil, err
-	}
-	want := PullRequest{Branch: Branch(pl.Cluster.Name, s.ID), Title: Title(pl, s), Body: Body(pl, 0, base.Hash.String(), diff),
+	want := PullRequest{Branch: Branch(pl.Cluster.Name, s.ID), Title: Title(pl, s), Body: Body(pl, 0, base.Hash.String(), stepDiff(built, pl)),
 		Head: res.Commit.String(), Labels: Labels(s), Check: StepCheck(pl, s)}
 	switch {
 	case pr == nil || pr.State != Open:
@@ -239,19 +236,12 @@ func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Pla
 }
 
 // stepDiff is the change of the step's built manifests against what runs.
-func stepDiff(tree renderer.Tree, pl plan.Plan) (string, error) {
-	root := renderer.Root(pl.Cluster.Name)
-	after, err := renderer.Build(tree, path.Join(root, renderer.StepDir(pl.Steps[0].ID)))
-	if err != nil {
-		return "", err
-	}
+func stepDiff(built renderer.Built, pl plan.Plan) string {
 	var before []byte
 	if pl.Baseline != nil {
-		if before, err = renderer.Build(tree, path.Join(root, "base")); err != nil {
-			return "", err
-		}
+		before = built.Base
 	}
-	return unifiedDiff(string(before), string(after)), nil
+	return unifiedDiff(string(before), string(built.Selected))
 }
 
 func commitMessage(pl plan.Plan, base *object.Commit) string {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -100,7 +99,7 @@ func (s *Sync) Apply(ctx context.Context, tree renderer.Tree) ([]string, error) 
 	defer s.mu.Unlock()
 	var changes []string
 	var errs []error
-	present := clusters(tree)
+	present := tree.Clusters()
 	for _, cluster := range present {
 		out, err := s.applyCluster(ctx, tree, cluster)
 		changes = append(changes, out...)
@@ -115,20 +114,6 @@ func (s *Sync) Apply(ctx context.Context, tree renderer.Tree) ([]string, error) 
 		}
 	}
 	return changes, errors.Join(errs...)
-}
-
-// clusters are the rendered/<cluster> folders of tree, sorted.
-func clusters(tree renderer.Tree) []string {
-	var out []string
-	for p := range tree {
-		if rest, ok := strings.CutPrefix(p, "rendered/"); ok {
-			if c, _, ok := strings.Cut(rest, "/"); ok && !slices.Contains(out, c) {
-				out = append(out, c)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func (s *Sync) applyCluster(ctx context.Context, tree renderer.Tree, cluster string) ([]string, error) {
@@ -178,7 +163,7 @@ func (s *Sync) prune(ctx context.Context, cluster string, objs []*unstructured.U
 // build runs kustomize on rendered/<cluster> and returns its objects,
 // placed in the sync's namespace and labelled as Flux owns them.
 func (s *Sync) build(tree renderer.Tree, cluster string) ([]*unstructured.Unstructured, error) {
-	stream, err := renderer.Build(tree, path.Join("rendered", cluster))
+	stream, err := renderer.Build(tree, renderer.Root(cluster))
 	if err != nil {
 		return nil, err
 	}

@@ -88,5 +88,5 @@ func (l liveSource) observer() (*observe.Observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observe.Observer{Client: client, Namespace: ns}, nil
+	return &observe.Observer{Client: client, Namespace: ns, Kinds: observeKinds()}, nil
 }

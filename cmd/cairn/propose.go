@@ -2,25 +2,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/planner/gates"
-	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
+	"github.com/cairn-dev/cairn/reconcile"
 	"github.com/cairn-dev/cairn/renderer"
 )
 
@@ -180,7 +177,7 @@ func (gh githubOptions) github(base string, log *slog.Logger) (*githubpr.Provide
 }
 
 func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh githubOptions, src liveSource, specs string, images renderer.Options) error {
-	r, err := renderer.New(images)
+	r, err := newRenderer(images)
 	if err != nil {
 		return &exitError{exitUsage, err}
 	}
@@ -194,76 +191,22 @@ func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh gith
 	if err != nil {
 		return err
 	}
-	pub := &publish.Publisher{Repo: repo, PRs: prs, Render: r.Render,
-		Name: "cairn", Email: cairnEmail, Log: log}
 	if gh.verbose {
 		defer func() { fmt.Fprint(errw, counts()) }()
 	}
-	for attempt := 1; ; attempt++ {
-		outcomes, plans, err := proposeWith(ctx, repo, pub, src.read, spec.Layout{SpecsDir: specs}, !gh.noAutoMerge)
-		if errors.Is(err, publish.ErrBaseMoved) && attempt < gitrepo.MaxAttempts {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		printOutcomes(w, outcomes)
-		for _, p := range plans.Plans {
-			if p.Status == plan.StatusRefused {
-				return &exitError{code: exitRefusals}
-			}
-		}
-		return nil
-	}
-}
-
-// proposeWith fetches the base branch, observes its specs' clusters,
-// plans and publishes; with autoMerge, the publisher merges the steps the
-// policies let cairn merge whose "before" gates pass.
-func proposeWith(ctx context.Context, repo *gitrepo.Repo, pub *publish.Publisher,
-	observe func(context.Context, []spec.Cluster) (*live.Snapshot, error), layout spec.Layout, autoMerge bool) ([]publish.Outcome, plan.List, error) {
-	if err := repo.Fetch(ctx); err != nil {
-		return nil, plan.List{}, err
-	}
-	if err := repo.CheckoutBase(); err != nil {
-		return nil, plan.List{}, err
-	}
-	base, err := repo.Base()
+	cfg := loopConfig(repo, prs, r, src, specs, log)
+	cfg.AutoMerge = !gh.noAutoMerge
+	res, err := reconcile.New(cfg).Pass(ctx)
 	if err != nil {
-		return nil, plan.List{}, err
+		return cliError(err)
 	}
-	clusters, err := spec.LoadRepo(repo.Dir(), layout)
-	if err != nil {
-		return nil, plan.List{}, &exitError{exitInvalid, err}
-	}
-	observed, err := observe(ctx, clusters)
-	if err != nil {
-		return nil, plan.List{}, err
-	}
-	pols, err := policySet(repo.Dir())
-	if err != nil {
-		return nil, plan.List{}, err
-	}
-	plans := newPlanner().Plan(clusters, observed, pols)
-	pub.MergeGates = nil
-	if autoMerge {
-		pub.MergeGates = beforeGates(clusters, observed, clock())
-	}
-	out, err := pub.Publish(ctx, base, clusters, plans)
-	return out, plans, err
-}
-
-// beforeGates checks a plan's next step's "before" gates in the live
-// state at now, the time the policies decided at.
-func beforeGates(clusters []spec.Cluster, observed *live.Snapshot, now time.Time) func(plan.Plan) (bool, string) {
-	return func(pl plan.Plan) (bool, string) {
-		for _, c := range clusters {
-			if c.Ref().Kind == pl.Cluster.Kind && c.Ref().Name == pl.Cluster.Name && len(pl.Steps) > 0 {
-				return gates.Pass(gates.Before(pl.Steps[0], c, observed.Find(pl.Cluster.Kind, pl.Cluster.Name), now))
-			}
+	printOutcomes(w, res.Outcomes)
+	for _, p := range res.Plans.Plans {
+		if p.Status == plan.StatusRefused {
+			return &exitError{code: exitRefusals}
 		}
-		return false, "the cluster has no spec"
 	}
+	return nil
 }
 
 func printOutcomes(w io.Writer, outcomes []publish.Outcome) {

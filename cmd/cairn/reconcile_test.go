@@ -1,22 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"github.com/cairn-dev/cairn/renderer"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/renderer"
 )
 
 func outcomeOf(t *testing.T, out []publish.Outcome, cluster string) publish.Outcome {
@@ -67,46 +60,5 @@ func TestReconcileHoldsUntilTheMergedStepShowsDone(t *testing.T) {
 	setLive(strings.Replace(joined, "ready: false", "ready: true", 1))
 	if o := etcdOf(); o.Action != publish.ActionOpened || o.Step != "etcd-add-2" {
 		t.Fatalf("after the step showed done: %+v", o)
-	}
-}
-
-func sign(secret, body string) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(body))
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-func TestWebhook(t *testing.T) {
-	trigger := make(chan struct{}, 1)
-	h := &webhook{secret: []byte("s3cret"), base: "main", trigger: trigger, log: slog.New(slog.DiscardHandler)}
-	tests := []struct {
-		name, event, body, sig string
-		code                   int
-		triggers               bool
-	}{
-		{"push to the base", "push", `{"ref":"refs/heads/main"}`, sign("s3cret", `{"ref":"refs/heads/main"}`), 202, true},
-		{"push elsewhere", "push", `{"ref":"refs/heads/feature"}`, sign("s3cret", `{"ref":"refs/heads/feature"}`), 202, false},
-		{"merged pull request", "pull_request", `{"action":"closed"}`, sign("s3cret", `{"action":"closed"}`), 202, true},
-		{"bad signature", "push", `{"ref":"refs/heads/main"}`, sign("other", `{"ref":"refs/heads/main"}`), 401, false},
-		{"no signature", "push", `{"ref":"refs/heads/main"}`, "", 401, false},
-		{"ping", "ping", `{}`, sign("s3cret", `{}`), 202, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(http.MethodPost, "/", bytes.NewBufferString(tc.body))
-			req.Header.Set("X-GitHub-Event", tc.event)
-			req.Header.Set("X-Hub-Signature-256", tc.sig)
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			got := false
-			select {
-			case <-trigger:
-				got = true
-			case <-time.After(10 * time.Millisecond):
-			}
-			if rec.Code != tc.code || got != tc.triggers {
-				t.Fatalf("code %d triggered %v, want %d %v", rec.Code, got, tc.code, tc.triggers)
-			}
-		})
 	}
 }

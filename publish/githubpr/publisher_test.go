@@ -91,7 +91,7 @@ func publishMerging(t *testing.T, bare string, p *Provider, liveDoc string, pols
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := renderer.New(renderer.Options{})
+	r, _ := renderer.New(renderer.Options{}, renderer.Etcd(), renderer.Postgres())
 	base, _ := repo.Base()
 	clusters, err := spec.LoadRepo(repo.Dir(), spec.DefaultLayout)
 	if err != nil {

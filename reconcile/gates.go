@@ -1,0 +1,75 @@
+package reconcile
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/renderer"
+)
+
+// Gates checks a step's gates against a cluster's live state at a time
+// (cmd/cairn wires planner/gates). A gate the live state does not show
+// does not pass; why names the first gate that does not.
+type Gates interface {
+	// Before reports whether the step may start.
+	Before(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) (pass bool, why string)
+	// After reports whether the step shows done.
+	After(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) (pass bool, why string)
+}
+
+// holdRule is the publisher's Hold for one pass: the specs and the live
+// state that pass planned with, and the base branch's files read through
+// read.
+func (l *Loop) holdRule(read func(string) ([]byte, error), clusters []spec.Cluster, observed *live.Snapshot) func(plan.Plan) (bool, string) {
+	byName := make(map[string]spec.Cluster, len(clusters))
+	for _, c := range clusters {
+		byName[c.Ref().Name] = c
+	}
+	return func(pl plan.Plan) (bool, string) {
+		return l.held(read, pl, byName[pl.Cluster.Name], observed.Find(pl.Cluster.Kind, pl.Cluster.Name))
+	}
+}
+
+// held reads the step the base branch's entry point selects (the step
+// merged last) and its plan, and holds the cluster until that step's
+// "after" gates pass in the live state.
+func (l *Loop) held(read func(string) ([]byte, error), pl plan.Plan, c spec.Cluster, obs *live.Cluster) (bool, string) {
+	if c == nil {
+		return false, ""
+	}
+	e, err := renderer.ReadEntry(read, pl.Cluster.Name)
+	switch {
+	case e.Step == "":
+		return false, "" // nothing merged yet, or the base selected
+	case err != nil:
+		return true, fmt.Sprintf("merged step %s: %v", e.Step, err)
+	case e.Plan.SpecFingerprint != pl.SpecFingerprint:
+		// The spec changed since: its plan goes ahead (and supersedes).
+		return false, ""
+	}
+	s, ok := e.Selected()
+	if !ok {
+		return true, fmt.Sprintf("merged step %s is not in its plan.json", e.Step)
+	}
+	if ok, why := l.cfg.Gates.After(s, c, obs, l.cfg.Now()); !ok {
+		return true, fmt.Sprintf("waiting for merged step %s: %s", e.Step, why)
+	}
+	return false, ""
+}
+
+// beforeGates is the publisher's MergeGates: whether a plan's next step's
+// "before" gates pass in the live state at now, the time the policies
+// decided at.
+func (l *Loop) beforeGates(clusters []spec.Cluster, observed *live.Snapshot, now time.Time) func(plan.Plan) (bool, string) {
+	return func(pl plan.Plan) (bool, string) {
+		for _, c := range clusters {
+			if c.Ref().Kind == pl.Cluster.Kind && c.Ref().Name == pl.Cluster.Name && len(pl.Steps) > 0 {
+				return l.cfg.Gates.Before(pl.Steps[0], c, observed.Find(pl.Cluster.Kind, pl.Cluster.Name), now)
+			}
+		}
+		return false, "the cluster has no spec"
+	}
+}

@@ -1,0 +1,168 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/policies"
+	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/publish/gitrepo"
+	"github.com/cairn-dev/cairn/renderer"
+)
+
+// Config wires a Loop. Every field is required but Hold, AutoMerge, Now,
+// DecideAt and Log.
+type Config struct {
+	// Repo is the clone of the GitOps repo: its base branch holds the
+	// specs (at Layout) and the policies.
+	Repo *gitrepo.Repo
+	// PRs holds the steps' pull requests (publish.Local, or GitHub).
+	PRs publish.Provider
+	// Name and Email sign cairn's commits.
+	Name, Email string
+	// Layout says where the specs are in the repo.
+	Layout spec.Layout
+	// Observe reads the live state of the clusters; a nil snapshot when
+	// nothing is observed.
+	Observe func(ctx context.Context, clusters []spec.Cluster) (*live.Snapshot, error)
+	// Policies returns the policies in force for the checkout at dir.
+	Policies func(dir string) (policies.Set, error)
+	// Plan plans every cluster against the live state: the planner of the
+	// kinds cairn serves.
+	Plan func(desired []spec.Cluster, observed *live.Snapshot, pols policies.Set) plan.List
+	// Render renders a cluster's tree for a plan, selecting a step, with
+	// its builds (renderer.Renderer.Render).
+	Render func(c spec.Cluster, p plan.Plan, step string) (renderer.Tree, renderer.Built, error)
+	// Gates checks the steps' gates in the live state.
+	Gates Gates
+	// Hold holds a cluster while the step merged last has not shown its
+	// "after" gates in the live state (cairn reconcile); without it a pass
+	// publishes whatever was merged before (cairn propose).
+	Hold bool
+	// AutoMerge lets a pass merge the steps a policy lets cairn merge, once
+	// their "before" gates pass and no policy holds them.
+	AutoMerge bool
+	// Now is the time the hold rule checks the merged step's gates at;
+	// default time.Now.
+	Now func() time.Time
+	// DecideAt is the time the policies decide at (cairn's --now), at
+	// which auto-merge checks the next step's "before" gates; default
+	// time.Now.
+	DecideAt func() time.Time
+	// Log gets the failures of passes and of publishing; default discard.
+	Log *slog.Logger
+}
+
+// Loop runs passes with one Config.
+type Loop struct {
+	cfg Config
+	pub *publish.Publisher
+}
+
+// New returns the loop of cfg.
+func New(cfg Config) *Loop {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DecideAt == nil {
+		cfg.DecideAt = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	pub := &publish.Publisher{Repo: cfg.Repo, PRs: cfg.PRs, Render: cfg.Render, Name: cfg.Name, Email: cfg.Email, Log: cfg.Log}
+	return &Loop{cfg: cfg, pub: pub}
+}
+
+// Result is what a pass did: the plans it made on the base branch and
+// what happened to each cluster.
+type Result struct {
+	Outcomes []publish.Outcome
+	Plans    plan.List
+}
+
+// InvalidSpecsError: the specs on the base branch do not load; nothing is
+// planned until a person fixes them.
+type InvalidSpecsError struct{ Err error }
+
+func (e *InvalidSpecsError) Error() string { return e.Err.Error() }
+func (e *InvalidSpecsError) Unwrap() error { return e.Err }
+
+// Pass is one round of the loop. When the base branch moves while it
+// publishes, it plans again on the new base, up to gitrepo.MaxAttempts
+// times. One cluster's failure does not hold the others back: the result
+// holds every outcome, and the error joins the failures.
+func (l *Loop) Pass(ctx context.Context) (Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := l.once(ctx)
+		if errors.Is(err, publish.ErrBaseMoved) && attempt < gitrepo.MaxAttempts {
+			continue
+		}
+		return res, err
+	}
+}
+
+// once fetches the base branch, observes its specs' clusters, plans and
+// publishes.
+func (l *Loop) once(ctx context.Context) (Result, error) {
+	repo := l.cfg.Repo
+	if err := repo.Fetch(ctx); err != nil {
+		return Result{}, err
+	}
+	if err := repo.CheckoutBase(); err != nil {
+		return Result{}, err
+	}
+	base, err := repo.Base()
+	if err != nil {
+		return Result{}, err
+	}
+	clusters, err := spec.LoadRepo(repo.Dir(), l.cfg.Layout)
+	if err != nil {
+		return Result{}, &InvalidSpecsError{err}
+	}
+	observed, err := l.cfg.Observe(ctx, clusters)
+	if err != nil {
+		return Result{}, err
+	}
+	pols, err := l.cfg.Policies(repo.Dir())
+	if err != nil {
+		return Result{}, err
+	}
+	plans := l.cfg.Plan(clusters, observed, pols)
+	l.pub.Hold, l.pub.MergeGates = nil, nil
+	if l.cfg.Hold {
+		l.pub.Hold = l.holdRule(repo.ReadBase, clusters, observed)
+	}
+	if l.cfg.AutoMerge {
+		l.pub.MergeGates = l.beforeGates(clusters, observed, l.cfg.DecideAt())
+	}
+	out, err := l.pub.Publish(ctx, base, clusters, plans)
+	return Result{Outcomes: out, Plans: plans}, err
+}
+
+// Run passes now, then on every tick of interval and on every trigger,
+// until ctx ends. report gets the outcomes of each pass; a failed pass is
+// logged, and the next one tries again.
+func (l *Loop) Run(ctx context.Context, interval time.Duration, trigger <-chan struct{}, report func([]publish.Outcome)) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		res, err := l.Pass(ctx)
+		if err != nil {
+			l.cfg.Log.Error("reconcile pass failed", "err", err.Error())
+		} else {
+			report(res.Outcomes)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-trigger:
+		}
+	}
+}

@@ -1,0 +1,214 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/policies"
+	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/publish/gitrepo"
+	"github.com/cairn-dev/cairn/renderer"
+)
+
+// kvSpec is a spec file of the repo: the loop only loads it and hands it
+// to the (fake) planner.
+const kvSpec = "apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata:\n  name: kv\nspec:\n  size: 3\n  version: \"3.7.3\"\n"
+
+// fakes stand in for what cmd/cairn wires: a planner that plans the steps
+// of next for every cluster, a renderer of one file per step, and gates
+// whose "after" answer the test sets.
+type fakes struct {
+	next      []string
+	fp        string
+	afterPass bool
+	after     []string // the steps whose "after" gates were checked
+}
+
+func (f *fakes) Plan(desired []spec.Cluster, _ *live.Snapshot, _ policies.Set) plan.List {
+	var l plan.List
+	for _, c := range desired {
+		p := plan.Plan{Cluster: plan.ClusterRef{Kind: c.Ref().Kind, Name: c.Ref().Name}, ID: "plan-" + strings.Join(f.next, "-"),
+			SpecFingerprint: f.fp, Status: plan.StatusPlanned}
+		for _, id := range f.next {
+			p.Steps = append(p.Steps, plan.Step{ID: id, Kind: "TestStep", Summary: "step " + id, Reversible: true})
+		}
+		if len(p.Steps) == 0 {
+			p.Status = plan.StatusConverged
+		}
+		l.Plans = append(l.Plans, p)
+	}
+	return l
+}
+
+func (f *fakes) Render(c spec.Cluster, p plan.Plan, step string) (renderer.Tree, renderer.Built, error) {
+	root := renderer.Root(c.Ref().Name)
+	pj, err := p.EncodeJSON()
+	if err != nil {
+		return nil, renderer.Built{}, err
+	}
+	return renderer.Tree{
+		root + "/kustomization.yaml": []byte("resources:\n- " + renderer.StepDir(step) + "\n"),
+		root + "/plan.json":          pj,
+		root + "/" + renderer.StepDir(step) + "/kustomization.yaml": []byte("resources: []\n"),
+	}, renderer.Built{Selected: []byte("step: " + step + "\n")}, nil
+}
+
+func (f *fakes) Before(plan.Step, spec.Cluster, *live.Cluster, time.Time) (bool, string) {
+	return true, ""
+}
+
+func (f *fakes) After(s plan.Step, _ spec.Cluster, _ *live.Cluster, _ time.Time) (bool, string) {
+	f.after = append(f.after, s.ID)
+	if f.afterPass {
+		return true, ""
+	}
+	return false, "the step is not done"
+}
+
+// newTestLoop clones a new bare repo holding files into a loop wired with
+// f and the local provider.
+func newTestLoop(t *testing.T, f *fakes, hold bool, files map[string]string) (*Loop, string) {
+	t.Helper()
+	bare := filepath.Join(t.TempDir(), "gitops.git")
+	if _, err := git.PlainInitWithOptions(bare, &git.PlainInitOptions{Bare: true,
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}}); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, bare, files)
+	repo, err := gitrepo.Clone(context.Background(), gitrepo.Remote{URL: bare, Base: "main"}, filepath.Join(t.TempDir(), "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(Config{
+		Repo: repo, PRs: &publish.Local{Repo: repo, Base: "main"}, Name: "cairn", Email: "cairn@example.com",
+		Layout:   spec.Layout{SpecsDir: "clusters"},
+		Observe:  func(context.Context, []spec.Cluster) (*live.Snapshot, error) { return nil, nil },
+		Policies: func(string) (policies.Set, error) { return nil, nil },
+		Plan:     f.Plan, Render: f.Render, Gates: f, Hold: hold,
+	})
+	return l, bare
+}
+
+// commit commits files onto main of the bare repo, as a person would.
+func commit(t *testing.T, bare string, files map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	repo, err := git.PlainInit(dir, false)
+	if err == nil {
+		_, err = repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{bare}})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		_ = os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wt, _ := repo.Worktree()
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wt.Commit("specs", &git.CommitOptions{Author: &object.Signature{Name: "p", Email: "p@example.com", When: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Push(&git.PushOptions{RefSpecs: []config.RefSpec{"refs/heads/master:refs/heads/main"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// merge fast-forwards main of the bare repo to branch.
+func merge(t *testing.T, bare, branch string) {
+	t.Helper()
+	repo, err := git.PlainOpen(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", ref.Hash())); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func onlyOutcome(t *testing.T, l *Loop) publish.Outcome {
+	t.Helper()
+	res, err := l.Pass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Outcomes) != 1 || len(res.Plans.Plans) != 1 {
+		t.Fatalf("outcomes %+v, plans %+v", res.Outcomes, res.Plans)
+	}
+	return res.Outcomes[0]
+}
+
+func TestPassHoldsUntilTheMergedStepShowsDone(t *testing.T) {
+	f := &fakes{next: []string{"s1", "s2"}, fp: "f1"}
+	l, bare := newTestLoop(t, f, true, map[string]string{"clusters/kv.yaml": kvSpec})
+	if o := onlyOutcome(t, l); o.Action != publish.ActionOpened || o.Step != "s1" {
+		t.Fatalf("first pass: %+v", o)
+	}
+	merge(t, bare, "cairn/kv/s1")
+	f.next = []string{"s2"}
+	if o := onlyOutcome(t, l); o.Action != publish.ActionHeld || o.Note != "waiting for merged step s1: the step is not done" {
+		t.Fatalf("after the merge: %+v", o)
+	}
+	f.afterPass = true
+	if o := onlyOutcome(t, l); o.Action != publish.ActionOpened || o.Step != "s2" {
+		t.Fatalf("once the step shows done: %+v", o)
+	}
+	if strings.Join(f.after, ",") != "s1,s1" {
+		t.Errorf("after gates checked for %v, want the merged step s1 twice", f.after)
+	}
+}
+
+func TestPassWithoutHoldPublishesWhateverWasMerged(t *testing.T) {
+	f := &fakes{next: []string{"s1", "s2"}, fp: "f1"}
+	l, bare := newTestLoop(t, f, false, map[string]string{"clusters/kv.yaml": kvSpec})
+	onlyOutcome(t, l)
+	merge(t, bare, "cairn/kv/s1")
+	f.next = []string{"s2"}
+	if o := onlyOutcome(t, l); o.Action != publish.ActionOpened || o.Step != "s2" || len(f.after) != 0 {
+		t.Fatalf("after the merge: %+v, gates checked %v", o, f.after)
+	}
+}
+
+// A new spec supersedes the merged step: its plan goes ahead at once.
+func TestPassDoesNotHoldANewSpec(t *testing.T) {
+	f := &fakes{next: []string{"s1", "s2"}, fp: "f1"}
+	l, bare := newTestLoop(t, f, true, map[string]string{"clusters/kv.yaml": kvSpec})
+	onlyOutcome(t, l)
+	merge(t, bare, "cairn/kv/s1")
+	f.next, f.fp = []string{"t1"}, "f2"
+	if o := onlyOutcome(t, l); o.Action != publish.ActionOpened || o.Step != "t1" || len(f.after) != 0 {
+		t.Fatalf("a new spec: %+v, gates checked %v", o, f.after)
+	}
+}
+
+func TestPassReportsInvalidSpecs(t *testing.T) {
+	f := &fakes{next: []string{"s1"}}
+	l, _ := newTestLoop(t, f, true, map[string]string{"clusters/kv.yaml": strings.Replace(kvSpec, "size", "sise", 1)})
+	_, err := l.Pass(context.Background())
+	var inv *InvalidSpecsError
+	if !errors.As(err, &inv) || !strings.Contains(err.Error(), "kv.yaml") {
+		t.Fatalf("err %v, want an InvalidSpecsError naming the file", err)
+	}
+}
