@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
@@ -58,11 +57,6 @@ func (r *Result) hasID(id string) bool {
 		}
 	}
 	return false
-}
-
-// memberName is the pod name of a StatefulSet ordinal.
-func memberName(cluster string, ordinal int) string {
-	return contract.MemberName(cluster, ordinal)
 }
 
 // quantityID is a quantity in canonical form for a step ID: "20Gi" and

@@ -157,7 +157,7 @@ func settle(r *Result, obs *live.Cluster) bool {
 	}
 	for i, m := range obs.Members {
 		if i != m.Ordinal() {
-			name := memberName(obs.Name, i)
+			name := contract.MemberName(obs.Name, i)
 			r.wait(memberGate(plan.GateMemberReady, plan.Before, name, "the StatefulSet recreates "+name))
 			return true
 		}
@@ -167,7 +167,7 @@ func settle(r *Result, obs *live.Cluster) bool {
 		}
 	}
 	for ord := len(obs.Members); ord < sts.Replicas; ord++ {
-		name := memberName(obs.Name, ord)
+		name := contract.MemberName(obs.Name, ord)
 		r.wait(memberGate(plan.GateMemberReady, plan.Before, name, "the StatefulSet creates "+name+" and it becomes ready"))
 	}
 	if len(obs.Members) > sts.Replicas {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -230,7 +231,7 @@ func etcdResize(r *Result, m *etcdModel, target int) {
 	}
 	for m.size > target {
 		ord := m.size - 1
-		name := memberName(m.name, ord)
+		name := contract.MemberName(m.name, ord)
 		leads := m.leader == ord
 		canMove := m.version.Compare(spec.Version{Major: 3, Minor: 3}) >= 0
 		summary := fmt.Sprintf("Remove %s from the etcd membership (%d -> %d voters)", name, m.size, m.size-1)
@@ -265,7 +266,7 @@ func etcdResize(r *Result, m *etcdModel, target int) {
 // adds a voter, and growing a one-member cluster then has no quorum until
 // the new member has started.
 func etcdAddStep(m *etcdModel, ord int) plan.Step {
-	name := memberName(m.name, ord)
+	name := contract.MemberName(m.name, ord)
 	learner := m.version.Compare(spec.Version{Major: 3, Minor: 4}) >= 0
 	s := plan.Step{
 		ID:         fmt.Sprintf("etcd-add-%d", ord),
@@ -291,7 +292,7 @@ func etcdAddStep(m *etcdModel, ord int) plan.Step {
 }
 
 func etcdScaleIn(cluster string, ord int) plan.Step {
-	name := memberName(cluster, ord)
+	name := contract.MemberName(cluster, ord)
 	return plan.Step{
 		ID:         fmt.Sprintf("scale-in-%d", ord),
 		Kind:       plan.ScaleIn,
@@ -326,7 +327,7 @@ type stepOpts struct {
 }
 
 func etcdUpgradeStep(m *etcdModel, ord int, from, to spec.Version, o stepOpts) plan.Step {
-	name := memberName(m.name, ord)
+	name := contract.MemberName(m.name, ord)
 	s := plan.Step{
 		ID:         fmt.Sprintf("upgrade-%d-to-%s", ord, to),
 		Kind:       plan.UpgradeMember,

@@ -175,7 +175,7 @@ func pgRoll(r *Result, m *pgModel, from func(ord int) string, to spec.Version, k
 }
 
 func pgUpgradeStep(m *pgModel, ord int, from string, to spec.Version) plan.Step {
-	name := memberName(m.name, ord)
+	name := contract.MemberName(m.name, ord)
 	primary := ord == m.primary
 	s := plan.Step{
 		ID:         fmt.Sprintf("upgrade-%d-to-%s", ord, to),
@@ -205,7 +205,7 @@ func pgUpgradeStep(m *pgModel, ord int, from string, to spec.Version) plan.Step 
 // pgSwitchover hands the primary role to ordinal to. purpose makes the ID
 // unique in a plan ("for-14.9", "for-scale-in").
 func pgSwitchover(r *Result, m *pgModel, to int, purpose, why string) {
-	from, target := memberName(m.name, m.primary), memberName(m.name, to)
+	from, target := contract.MemberName(m.name, m.primary), contract.MemberName(m.name, to)
 	r.add(plan.Step{
 		ID:         fmt.Sprintf("switchover-%d-to-%d-%s", m.primary, to, purpose),
 		Kind:       plan.PostgresSwitchover,
@@ -227,7 +227,7 @@ func pgSwitchover(r *Result, m *pgModel, to int, purpose, why string) {
 func pgResize(r *Result, m *pgModel, target int) {
 	for m.size < target {
 		ord := m.size
-		name := memberName(m.name, ord)
+		name := contract.MemberName(m.name, ord)
 		r.add(plan.Step{
 			ID:         fmt.Sprintf("pg-add-%d", ord),
 			Kind:       plan.PostgresAddReplica,
@@ -247,7 +247,7 @@ func pgResize(r *Result, m *pgModel, target int) {
 		if ord == m.primary {
 			pgSwitchover(r, m, 0, "for-scale-in", "because the primary's member is being removed")
 		}
-		name := memberName(m.name, ord)
+		name := contract.MemberName(m.name, ord)
 		r.add(plan.Step{
 			ID:         fmt.Sprintf("scale-in-%d", ord),
 			Kind:       plan.ScaleIn,
@@ -255,7 +255,7 @@ func pgResize(r *Result, m *pgModel, target int) {
 			Reversible: true,
 			Rollback:   "Raise spec.instances again; the replica is re-cloned from the primary.",
 			Gates: []plan.Gate{healthyBefore(),
-				memberGate(plan.GatePrimary, plan.Before, memberName(m.name, m.primary), memberName(m.name, m.primary)+" is the primary, not "+name),
+				memberGate(plan.GatePrimary, plan.Before, contract.MemberName(m.name, m.primary), contract.MemberName(m.name, m.primary)+" is the primary, not "+name),
 				gate(plan.GateStatefulSetSettled, plan.After, fmt.Sprintf("the StatefulSet runs %d pods", ord))},
 			Params: plan.Params{ScaleIn: &plan.ScaleInParams{Member: name, Ordinal: ord, Replicas: ord}},
 		})
@@ -273,7 +273,7 @@ func pgMajor(r *Result, obs *live.Cluster, m *pgModel, to spec.Version, instance
 	if m.primary != 0 && m.size > 1 {
 		pgSwitchover(r, m, 0, "for-"+to.String(), "so the upgrade runs on the member the StatefulSet keeps")
 	}
-	primary := memberName(m.name, 0)
+	primary := contract.MemberName(m.name, 0)
 	r.add(plan.Step{
 		ID:   "pg-major-upgrade-" + to.String(),
 		Kind: plan.PostgresMajorUpgrade,

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -58,7 +59,7 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Storage: p.Storage, Bootstrap: "new",
 			StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version}}
 		for i := range p.Members {
-			out.Members = append(out.Members, live.Member{Name: memberName(ref.Name, i), Version: p.Version, Ready: true, Role: settledRole(ref.Kind, i, 0)})
+			out.Members = append(out.Members, live.Member{Name: contract.MemberName(ref.Name, i), Version: p.Version, Ready: true, Role: settledRole(ref.Kind, i, 0)})
 		}
 		if b := backupSettings(desired.Common().Backup); b != nil {
 			out.Backup = &live.Backup{Schedule: b.Schedule, TimeZone: b.TimeZone, StorageLocation: b.StorageLocation, RetentionCount: b.RetentionCount, RetentionMaxAge: b.RetentionMaxAge}

@@ -135,14 +135,14 @@ func grownVolumes(n names, s Settings, class string) []Object {
 	}
 	var out []Object
 	for i := range s.Replicas {
-		name := dataVolume + "-" + memberName(n.cluster, i)
+		name := dataVolume + "-" + contract.MemberName(n.cluster, i)
 		m := n.meta(name, "database")
 		m.Annotations = map[string]string{
 			"kustomize.toolkit.fluxcd.io/prune":  "disabled",
 			"argocd.argoproj.io/sync-options":    "Prune=false",
 			"argocd.argoproj.io/compare-options": "IgnoreExtraneous",
 		}
-		out = append(out, Object{File: "pvc-" + memberName(n.cluster, i) + ".yaml", Obj: &corev1.PersistentVolumeClaim{
+		out = append(out, Object{File: "pvc-" + contract.MemberName(n.cluster, i) + ".yaml", Obj: &corev1.PersistentVolumeClaim{
 			TypeMeta: typeMeta("v1", "PersistentVolumeClaim"), ObjectMeta: m,
 			Spec: volumeClaimSpec(s.Storage, class),
 		}})
@@ -155,8 +155,4 @@ func templateClaim(n names, s Settings, class string) corev1.PersistentVolumeCla
 		ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: n.selector()},
 		Spec:       volumeClaimSpec(s.TemplateStorage, class),
 	}
-}
-
-func memberName(cluster string, ordinal int) string {
-	return contract.MemberName(cluster, ordinal)
 }

@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -217,11 +219,14 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 	if err := spec.CheckName(o.cluster); err != nil {
 		return &exitError{exitUsage, err}
 	}
-	if o.kind != spec.EtcdKind && o.kind != spec.PostgresKind {
-		return &exitError{exitUsage, fmt.Errorf("cairn restore: --kind must be %s or %s", spec.EtcdKind, spec.PostgresKind)}
+	k, ok := kindNamed(o.kind)
+	if !ok || k.restore.run == nil {
+		return &exitError{exitUsage, fmt.Errorf("cairn restore: --kind must be one of %s, not %q", strings.Join(restoreKinds(), ", "), o.kind)}
 	}
-	if o.kind == spec.EtcdKind && o.peerURL == "" {
-		return &exitError{exitUsage, fmt.Errorf("cairn restore: an etcd restore needs --peer-url")}
+	if k.restore.check != nil {
+		if err := k.restore.check(o); err != nil {
+			return &exitError{exitUsage, fmt.Errorf("cairn restore: %w", err)}
+		}
 	}
 	st, err := openLocation(o.location)
 	if err != nil {
@@ -234,15 +239,47 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 	if m.Kind != o.kind {
 		return fmt.Errorf("backup %s of %s is of a %s, not a %s", m.ID, o.cluster, m.Kind, o.kind)
 	}
-	if o.kind == spec.PostgresKind {
-		err = backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: o.dataDir})
-	} else {
-		name, token := cmp.Or(o.name, o.cluster+"-0"), cmp.Or(o.token, o.cluster+"-restored")
-		err = backup.RestoreEtcd(ctx, st, m, backup.EtcdRestore{DataDir: o.dataDir, Name: name, PeerURL: o.peerURL, Token: token})
-	}
-	if err != nil {
+	if err := k.restore.run(ctx, st, m, o); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "restored backup %s of %s (%d bytes from %s, finished %s) into %s\n", m.ID, o.cluster, m.Size, m.Source, m.Finished.Format(time.RFC3339), o.dataDir)
 	return nil
+}
+
+// restorer is how `cairn restore` brings a kind's backup back: check
+// refuses flags the kind needs and lacks (nil: none), run restores m
+// into o.dataDir.
+type restorer struct {
+	check func(o restoreOptions) error
+	run   func(ctx context.Context, st backup.Store, m backup.Manifest, o restoreOptions) error
+}
+
+// restoreKinds are the kinds of the table that have backups to restore.
+func restoreKinds() []string {
+	var out []string
+	for _, k := range kinds {
+		if k.restore.run != nil {
+			out = append(out, k.name)
+		}
+	}
+	return out
+}
+
+var etcdRestorer = restorer{
+	check: func(o restoreOptions) error {
+		if o.peerURL == "" {
+			return errors.New("an etcd restore needs --peer-url")
+		}
+		return nil
+	},
+	run: func(ctx context.Context, st backup.Store, m backup.Manifest, o restoreOptions) error {
+		name, token := cmp.Or(o.name, o.cluster+"-0"), cmp.Or(o.token, o.cluster+"-restored")
+		return backup.RestoreEtcd(ctx, st, m, backup.EtcdRestore{DataDir: o.dataDir, Name: name, PeerURL: o.peerURL, Token: token})
+	},
+}
+
+var postgresRestorer = restorer{
+	run: func(ctx context.Context, st backup.Store, m backup.Manifest, o restoreOptions) error {
+		return backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: o.dataDir})
+	},
 }

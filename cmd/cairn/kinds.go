@@ -21,6 +21,8 @@ type kind struct {
 	observer observe.Kind
 	// instance is its instance manager's `cairn instance` subcommands.
 	instance instanceCommands
+	// restore brings a backup of the kind back (`cairn restore`).
+	restore restorer
 	// keeper builds its runtime's keeper (`cairn runtime`).
 	keeper agent.KeeperFactory
 }
@@ -36,6 +38,7 @@ var kinds = []kind{
 		observer: observe.Etcd(),
 		instance: instanceEtcd,
 		keeper:   agent.Etcd,
+		restore:  etcdRestorer,
 	},
 	{
 		name:     spec.PostgresKind,
@@ -44,6 +47,7 @@ var kinds = []kind{
 		observer: observe.Postgres(),
 		instance: instancePostgres,
 		keeper:   agent.Postgres,
+		restore:  postgresRestorer,
 	},
 }
 

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/gates"
@@ -142,18 +141,7 @@ func TestANewKindIsOneRowOfTheTable(t *testing.T) {
 	}
 
 	// cairn runtime --kind FakeCluster picks its keeper, with its metrics only.
-	k, err := runtimeKind(fakeKind)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: "http://127.0.0.1:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, reg, err := newRuntimeAgent(k, agent.Config{Cluster: "f", Namespace: "db", Identity: "runtime-0"}, client)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := runtimeRegistry(t, fakeKind, "f")
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -245,11 +245,11 @@ func TestRenderedRoleIsEnough(t *testing.T) {
 	cp := testbed.Start(t)
 	admin := cp.Client(t)
 	ns := cp.Namespace(t, "db")
-	applyRenderedRBAC(t, admin, ns, pgSpec)
+	testbed.ApplyRenderedRBAC(t, admin, ns, pgSpec)
 	m := newMembers(t)
 	m.start(0, "new", 0)
 	pods(t, admin, ns, m, 1)
-	runtimeClient := asRuntime(t, cp.Config(), ns, "pg")
+	runtimeClient := testbed.AsRuntime(t, cp.Config(), ns, "pg")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, err := New(Config{Cluster: "pg", Namespace: ns, Identity: "runtime-a", PostgresPort: m.port, Interval: 200 * time.Millisecond,

@@ -79,13 +79,13 @@ func newEtcdBed(t *testing.T, size int) *etcdBed {
 	cp := testbed.Start(t)
 	b.kube = cp.Client(t)
 	b.ns = cp.Namespace(t, "db")
-	applyRenderedRBAC(t, b.kube, b.ns, etcdSpec)
+	testbed.ApplyRenderedRBAC(t, b.kube, b.ns, etcdSpec)
 	b.reg = prometheus.NewRegistry()
 	metrics, err := NewEtcdMetrics(b.reg, "e")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.members = &Membership{Endpoints: b.clientURLs(), Client: asRuntime(t, cp.Config(), b.ns, "e"), Namespace: b.ns, Cluster: "e", Metrics: metrics, Log: b.log}
+	b.members = &Membership{Endpoints: b.clientURLs(), Client: testbed.AsRuntime(t, cp.Config(), b.ns, "e"), Namespace: b.ns, Cluster: "e", Metrics: metrics, Log: b.log}
 	b.statefulSet(size)
 	for i := range size {
 		b.claim("e-" + strconv.Itoa(i))

@@ -37,7 +37,7 @@ func TestPostgresFailover(t *testing.T) {
 func memberRole(t *testing.T, cp *testbed.ControlPlane) {
 	admin := cp.Client(t)
 	ns := cp.Namespace(t, "pgrbac")
-	applyRenderedRBAC(t, admin, ns, pgSpec)
+	testbed.ApplyRenderedRBAC(t, admin, ns, pgSpec)
 	_, err := admin.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pg-0", Labels: map[string]string{contract.LabelRole: contract.RolePrimary}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "postgres", Image: "postgres:15"}}}}, metav1.CreateOptions{})
 	if err != nil {

@@ -1,86 +1,9 @@
 package agent
 
-import (
-	"bytes"
-	"context"
-	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
-
-	"github.com/cairn-dev/cairn/planner"
-	"github.com/cairn-dev/cairn/planner/contract"
-	"github.com/cairn-dev/cairn/planner/spec"
-	"github.com/cairn-dev/cairn/renderer"
-)
+// The runtime runs in these tests under the Role the renderer writes for
+// these specs (testbed.ApplyRenderedRBAC).
 
 const (
 	pgSpec   = "apiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata: {name: pg}\nspec: {version: \"15.4\", instances: 1, storage: 1Gi}\n"
 	etcdSpec = "apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec: {size: 3, version: \"3.7.3\"}\n"
 )
-
-// applyRenderedRBAC creates the runtime's ServiceAccount, Role and
-// RoleBinding as the renderer writes them for the cluster of doc.
-func applyRenderedRBAC(t *testing.T, c kubernetes.Interface, ns, doc string) {
-	t.Helper()
-	cs, err := spec.Decode("spec.yaml", []byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := planner.New(planner.Etcd(), planner.Postgres()).PlanCluster(cs[0], nil, nil)
-	r, _ := renderer.New(renderer.Options{}, renderer.Etcd(), renderer.Postgres())
-	tree, _, err := r.Render(cs[0], p, "create")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := renderer.Build(tree, renderer.Root(cs[0].Ref().Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
-		var head struct{ Kind string }
-		_ = yaml.Unmarshal(doc, &head)
-		switch head.Kind {
-		case "ServiceAccount":
-			var o corev1.ServiceAccount
-			mustYAML(t, doc, &o)
-			_, err = c.CoreV1().ServiceAccounts(ns).Create(ctx, &o, metav1.CreateOptions{})
-		case "Role":
-			var o rbacv1.Role
-			mustYAML(t, doc, &o)
-			_, err = c.RbacV1().Roles(ns).Create(ctx, &o, metav1.CreateOptions{})
-		case "RoleBinding":
-			var o rbacv1.RoleBinding
-			mustYAML(t, doc, &o)
-			_, err = c.RbacV1().RoleBindings(ns).Create(ctx, &o, metav1.CreateOptions{})
-		default:
-			continue
-		}
-		if err != nil {
-			t.Fatalf("create %s: %v", head.Kind, err)
-		}
-	}
-}
-
-func mustYAML(t *testing.T, doc []byte, v any) {
-	t.Helper()
-	if err := yaml.Unmarshal(doc, v); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// asRuntime is a client acting as the runtime's ServiceAccount.
-func asRuntime(t *testing.T, cfg *rest.Config, ns, cluster string) kubernetes.Interface {
-	t.Helper()
-	cfg.Impersonate.UserName = "system:serviceaccount:" + ns + ":" + contract.Runtime(cluster)
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
