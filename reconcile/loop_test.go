@@ -3,16 +3,10 @@ package reconcile
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
@@ -21,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
 	"github.com/cairn-dev/cairn/renderer"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 )
 
 // kvSpec is a spec file of the repo: the loop only loads it and hands it
@@ -82,12 +77,7 @@ func (f *fakes) After(s plan.Step, _ spec.Cluster, _ *live.Cluster, _ time.Time)
 // f and the local provider.
 func newTestLoop(t *testing.T, f *fakes, hold bool, files map[string]string) (*Loop, string) {
 	t.Helper()
-	bare := filepath.Join(t.TempDir(), "gitops.git")
-	if _, err := git.PlainInitWithOptions(bare, &git.PlainInitOptions{Bare: true,
-		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}}); err != nil {
-		t.Fatal(err)
-	}
-	commit(t, bare, files)
+	bare := gitbed.New(t, files)
 	repo, err := gitrepo.Clone(context.Background(), gitrepo.Remote{URL: bare, Base: "main"}, filepath.Join(t.TempDir(), "work"))
 	if err != nil {
 		t.Fatal(err)
@@ -100,52 +90,6 @@ func newTestLoop(t *testing.T, f *fakes, hold bool, files map[string]string) (*L
 		Plan:     f.Plan, Render: f.Render, Gates: f, Hold: hold,
 	})
 	return l, bare
-}
-
-// commit commits files onto main of the bare repo, as a person would.
-func commit(t *testing.T, bare string, files map[string]string) {
-	t.Helper()
-	dir := t.TempDir()
-	repo, err := git.PlainInit(dir, false)
-	if err == nil {
-		_, err = repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{bare}})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		_ = os.MkdirAll(filepath.Dir(full), 0o755)
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wt, _ := repo.Worktree()
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := wt.Commit("specs", &git.CommitOptions{Author: &object.Signature{Name: "p", Email: "p@example.com", When: time.Now()}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Push(&git.PushOptions{RefSpecs: []config.RefSpec{"refs/heads/master:refs/heads/main"}}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// merge fast-forwards main of the bare repo to branch.
-func merge(t *testing.T, bare, branch string) {
-	t.Helper()
-	repo, err := git.PlainOpen(bare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", ref.Hash())); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func onlyOutcome(t *testing.T, l *Loop) publish.Outcome {
@@ -166,7 +110,7 @@ func TestPassHoldsUntilTheMergedStepShowsDone(t *testing.T) {
 	if o := onlyOutcome(t, l); o.Action != publish.ActionOpened || o.Step != "s1" {
 		t.Fatalf("first pass: %+v", o)
 	}
-	merge(t, bare, "cairn/kv/s1")
+	gitbed.Merge(t, bare, "cairn/kv/s1")
 	f.next = []string{"s2"}
 	if o := onlyOutcome(t, l); o.Action != publish.ActionHeld || o.Note != "waiting for merged step s1: the step is not done" {
 		t.Fatalf("after the merge: %+v", o)
@@ -184,7 +128,7 @@ func TestPassWithoutHoldPublishesWhateverWasMerged(t *testing.T) {
 	f := &fakes{next: []string{"s1", "s2"}, fp: "f1"}
 	l, bare := newTestLoop(t, f, false, map[string]string{"clusters/kv.yaml": kvSpec})
 	onlyOutcome(t, l)
-	merge(t, bare, "cairn/kv/s1")
+	gitbed.Merge(t, bare, "cairn/kv/s1")
 	f.next = []string{"s2"}
 	if o := onlyOutcome(t, l); o.Action != publish.ActionOpened || o.Step != "s2" || len(f.after) != 0 {
 		t.Fatalf("after the merge: %+v, gates checked %v", o, f.after)
@@ -196,7 +140,7 @@ func TestPassDoesNotHoldANewSpec(t *testing.T) {
 	f := &fakes{next: []string{"s1", "s2"}, fp: "f1"}
 	l, bare := newTestLoop(t, f, true, map[string]string{"clusters/kv.yaml": kvSpec})
 	onlyOutcome(t, l)
-	merge(t, bare, "cairn/kv/s1")
+	gitbed.Merge(t, bare, "cairn/kv/s1")
 	f.next, f.fp = []string{"t1"}, "f2"
 	if o := onlyOutcome(t, l); o.Action != publish.ActionOpened || o.Step != "t1" || len(f.after) != 0 {
 		t.Fatalf("a new spec: %+v, gates checked %v", o, f.after)

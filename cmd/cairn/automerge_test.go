@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 	"github.com/cairn-dev/cairn/renderer"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 )
 
 const autoMergePolicy = "apiVersion: cairn.dev/v1alpha1\nkind: Policy\nmetadata: {name: team}\nspec:\n  autoMerge: {kinds: [UpgradeMember, EtcdAddMember, PostgresAddReplica]}\n"
@@ -28,7 +29,7 @@ const oneMember = "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n-
 // through branch protection that requires cairn/plan.
 func TestAutoMergeOnGitHubWhenTheWindowOpens(t *testing.T) {
 	windowed := strings.Replace(etcd8, "size: 8", "size: 1\n  maintenanceWindow: {schedule: \"0 22 * * *\", duration: 2h, timeZone: UTC}", 1)
-	bare := gitopsRepo(t, map[string]string{"clusters/big.yaml": windowed, "policies/merge.yaml": autoMergePolicy})
+	bare := gitbed.New(t, map[string]string{"clusters/big.yaml": windowed, "policies/merge.yaml": autoMergePolicy})
 	liveFile := filepath.Join(t.TempDir(), "live.yaml")
 	if err := os.WriteFile(liveFile, []byte(oneMember), 0o644); err != nil {
 		t.Fatal(err)
@@ -79,12 +80,12 @@ func TestAutoMergeLocal(t *testing.T) {
 	data, _ := os.ReadFile("../../examples/fleet/live.yaml")
 	_ = os.WriteFile(liveFile, data, 0o644)
 
-	off := gitopsRepo(t, files)
+	off := gitbed.New(t, files)
 	if code, out, errOut := cairn(t, "propose", "--repo", off, "--live", liveFile, "--no-auto-merge"); code != exitOK || strings.Contains(out, "auto-merged") || strings.Count(out, "opened") != 2 {
 		t.Fatalf("--no-auto-merge: exit %d\n%s%s", code, out, errOut)
 	}
 
-	bare := gitopsRepo(t, files)
+	bare := gitbed.New(t, files)
 	code, out, errOut := cairn(t, "propose", "--repo", bare, "--live", liveFile)
 	if code != exitOK || strings.Count(out, "auto-merged") != 2 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
@@ -110,7 +111,7 @@ func TestReconcileAutoMergesStepByStep(t *testing.T) {
 	ctx := context.Background()
 	files := exampleFiles(t)
 	files["policies/merge.yaml"] = autoMergePolicy
-	bare := gitopsRepo(t, files)
+	bare := gitbed.New(t, files)
 	liveFile := filepath.Join(t.TempDir(), "live.yaml")
 	base, _ := os.ReadFile("../../examples/fleet/live.yaml")
 	setLive := func(s string) { _ = os.WriteFile(liveFile, []byte(s), 0o644) }

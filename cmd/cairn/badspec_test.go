@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 	"github.com/cairn-dev/cairn/renderer"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 )
 
 // A converged 3-member etcd cluster "kv" with 8Gi volumes.
@@ -46,7 +47,7 @@ func kvSpec(extra string) map[string]string {
 // request and push no branch; the error or refusal says where and why.
 func TestBadSpecEditsOpenNoPullRequest(t *testing.T) {
 	ctx := context.Background()
-	bare := gitopsRepo(t, kvSpec("  size: 3\n  version: \"3.7.3\"\n"))
+	bare := gitbed.New(t, kvSpec("  size: 3\n  version: \"3.7.3\"\n"))
 	gh := githubtest.New(t)
 	gh.UseRepo(bare)
 	liveFile := filepath.Join(t.TempDir(), "live.yaml")
@@ -72,7 +73,7 @@ func TestBadSpecEditsOpenNoPullRequest(t *testing.T) {
 		{"a storage shrink", "  size: 3\n  version: \"3.7.3\"\n  storage: 4Gi\n", "", "shrink"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			personCommit(t, bare, kvSpec(c.spec), false)
+			gitbed.Commit(t, bare, kvSpec(c.spec))
 			out, err := r.pass(ctx)
 			switch {
 			case c.wantErr != "":
@@ -102,7 +103,7 @@ func TestBadSpecEditsOpenNoPullRequest(t *testing.T) {
 // what is wrong and where; fixed, the status turns green and the comment
 // says what cairn would plan.
 func TestCheckReportsOnASpecPullRequest(t *testing.T) {
-	bare := gitopsRepo(t, kvSpec("  size: 3\n  version: \"3.7.3\"\n"))
+	bare := gitbed.New(t, kvSpec("  size: 3\n  version: \"3.7.3\"\n"))
 	gh := githubtest.New(t)
 	gh.UseRepo(bare)
 	tokenFile := filepath.Join(t.TempDir(), "gh")

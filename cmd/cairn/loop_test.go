@@ -29,6 +29,7 @@ import (
 	"github.com/cairn-dev/cairn/runtime/agent"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/etcdbed"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 	"github.com/cairn-dev/cairn/testbed/pgbed"
 )
 
@@ -286,7 +287,7 @@ func (l *loop) backupAfter(cluster string, since time.Time) string {
 // editSpec commits a spec change on main as a person pushing to the
 // repo; the time to the next pull request counts from it.
 func (l *loop) editSpec(files map[string]string) {
-	personCommit(l.t, l.bare, files, false)
+	gitbed.Commit(l.t, l.bare, files)
 	l.merged = time.Now()
 }
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -97,7 +99,7 @@ func TestExitCodes(t *testing.T) {
 		{"validate typo", []string{"validate", filepath.Join(typo, "clusters", "typo.yaml")}, exitInvalid, `spec.sise: unknown field`},
 		{"validate nothing", []string{"validate"}, exitUsage, "requires at least 1 arg"},
 		{"unknown command", []string{"frobnicate"}, exitUsage, "unknown command"},
-		{"github without a slash", []string{"propose", "--repo", gitopsRepo(t, map[string]string{"clusters/x.yaml": etcd8}), "--github", "nope"}, exitUsage, "--github must be OWNER/REPO"},
+		{"github without a slash", []string{"propose", "--repo", gitbed.New(t, map[string]string{"clusters/x.yaml": etcd8}), "--github", "nope"}, exitUsage, "--github must be OWNER/REPO"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

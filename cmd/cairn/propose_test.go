@@ -5,80 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
-
-// gitopsRepo is a bare repo whose main branch holds the example specs, as
-// a team's GitOps repo would.
-func gitopsRepo(t *testing.T, files map[string]string) string {
-	t.Helper()
-	bare := filepath.Join(t.TempDir(), "gitops.git")
-	if _, err := git.PlainInitWithOptions(bare, &git.PlainInitOptions{Bare: true,
-		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}}); err != nil {
-		t.Fatal(err)
-	}
-	personCommit(t, bare, files, true)
-	return bare
-}
-
-// personCommit commits files onto main of the bare repo.
-func personCommit(t *testing.T, bare string, files map[string]string, first bool) {
-	t.Helper()
-	dir := t.TempDir()
-	var repo *git.Repository
-	var err error
-	if first {
-		repo, err = git.PlainInit(dir, false)
-		if err == nil {
-			_, err = repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{bare}})
-		}
-	} else {
-		repo, err = git.PlainClone(dir, false, &git.CloneOptions{URL: bare, ReferenceName: "refs/heads/main", SingleBranch: true})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		_ = os.MkdirAll(filepath.Dir(full), 0o755)
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wt, _ := repo.Worktree()
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		t.Fatal(err)
-	}
-	h, err := wt.Commit("edit specs", &git.CommitOptions{Author: &object.Signature{Name: "p", Email: "p@example.com", When: time.Now()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = repo.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", h))
-	if err := repo.Push(&git.PushOptions{RefSpecs: []config.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// merge fast-forwards main to a step's branch, as a reviewer merging it.
-func merge(t *testing.T, bare, branch string) {
-	t.Helper()
-	repo, err := git.PlainOpen(bare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", ref.Hash())); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func refs(t *testing.T, bare string) map[string]string {
 	t.Helper()
@@ -102,7 +33,7 @@ func exampleFiles(t *testing.T) map[string]string {
 }
 
 func TestProposeLocalProviderStepByStep(t *testing.T) {
-	bare := gitopsRepo(t, exampleFiles(t))
+	bare := gitbed.New(t, exampleFiles(t))
 	liveFile := filepath.Join(t.TempDir(), "live.yaml")
 	data, _ := os.ReadFile("../../examples/fleet/live.yaml")
 	_ = os.WriteFile(liveFile, data, 0o644)
@@ -138,7 +69,7 @@ func TestProposeLocalProviderStepByStep(t *testing.T) {
 
 	// The etcd step is merged: no new pull request until the live state
 	// shows it done.
-	merge(t, bare, "cairn/my-etcd-cluster/etcd-add-1")
+	gitbed.Merge(t, bare, "cairn/my-etcd-cluster/etcd-add-1")
 	if out = propose(); !strings.Contains(out, "etcd-add-1   merged") && !strings.Contains(out, "merged") {
 		t.Fatalf("after merge:\n%s", out)
 	}
@@ -156,7 +87,7 @@ func TestProposeLocalProviderStepByStep(t *testing.T) {
 	// reason and publishes no broken manifests.
 	files := exampleFiles(t)
 	files["clusters/my-production-db.yaml"] = strings.Replace(files["clusters/my-production-db.yaml"], `storage: "100Gi"`, `storage: "50Gi"`, 1)
-	personCommit(t, bare, files, false)
+	gitbed.Commit(t, bare, files)
 	code, out, _ := cairn(t, "propose", "--repo", bare, "--live", liveFile)
 	if code != exitRefusals || !strings.Contains(out, "storage-shrink") {
 		t.Fatalf("refusal: exit %d\n%s", code, out)
@@ -173,7 +104,7 @@ func TestProposeLocalProviderStepByStep(t *testing.T) {
 func TestProposeRefusesInvalidSpecsWithoutWriting(t *testing.T) {
 	files := exampleFiles(t)
 	files["clusters/bad.yaml"] = strings.Replace(etcd8, "size: 8", "sise: 3", 1)
-	bare := gitopsRepo(t, files)
+	bare := gitbed.New(t, files)
 	before := refs(t, bare)
 	code, _, errOut := cairn(t, "propose", "--repo", bare)
 	if code != exitInvalid || !strings.Contains(errOut, `unknown field "sise"`) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/renderer"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 )
 
 func outcomeOf(t *testing.T, out []publish.Outcome, cluster string) publish.Outcome {
@@ -25,7 +26,7 @@ func outcomeOf(t *testing.T, out []publish.Outcome, cluster string) publish.Outc
 
 func TestReconcileHoldsUntilTheMergedStepShowsDone(t *testing.T) {
 	ctx := context.Background()
-	bare := gitopsRepo(t, exampleFiles(t))
+	bare := gitbed.New(t, exampleFiles(t))
 	liveFile := filepath.Join(t.TempDir(), "live.yaml")
 	base, _ := os.ReadFile("../../examples/fleet/live.yaml")
 	setLive := func(s string) { _ = os.WriteFile(liveFile, []byte(s), 0o644) }
@@ -45,7 +46,7 @@ func TestReconcileHoldsUntilTheMergedStepShowsDone(t *testing.T) {
 	if o := etcdOf(); o.Action != publish.ActionOpened || o.Step != "etcd-add-1" {
 		t.Fatalf("first pass: %+v", o)
 	}
-	merge(t, bare, "cairn/my-etcd-cluster/etcd-add-1")
+	gitbed.Merge(t, bare, "cairn/my-etcd-cluster/etcd-add-1")
 	if o := etcdOf(); o.Action != publish.ActionHeld || !strings.Contains(o.Note, "waiting for merged step etcd-add-1") {
 		t.Fatalf("after merge: %+v", o)
 	}
