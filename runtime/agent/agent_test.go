@@ -136,6 +136,7 @@ func pods(t testing.TB, c kubernetes.Interface, ns string, m *pgMembers, n int) 
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pg-" + strconv.Itoa(i),
 			Labels: contract.Selector(contract.AppPostgres, "pg")},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: contract.PostgresContainer, Image: "postgres:15"}}}}
+		ownedByStatefulSet(t, c, ns, "pg", pod)
 		created, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -46,7 +46,9 @@ func newBackupBed(t *testing.T) *backupBed {
 		Spec: appsv1.StatefulSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: sel}, Template: tmpl}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pod, err := b.c.CoreV1().Pods(b.ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kv-0", Labels: sel}, Spec: tmpl.Spec}, metav1.CreateOptions{})
+	kv0 := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kv-0", Labels: sel}, Spec: tmpl.Spec}
+	ownedByStatefulSet(t, b.c, b.ns, "kv", kv0)
+	pod, err := b.c.CoreV1().Pods(b.ns).Create(ctx, kv0, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,9 +250,11 @@ func TestPostgresBackupSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := func(name, role, ip string, ready bool) {
-		p, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name,
+		member := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Labels: map[string]string{contract.LabelName: contract.AppPostgres, contract.LabelInstance: "db", contract.LabelRole: role}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: contract.PostgresContainer, Image: "postgres"}}}}, metav1.CreateOptions{})
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: contract.PostgresContainer, Image: "postgres"}}}}
+		ownedByStatefulSet(t, c, ns, "db", member)
+		p, err := c.CoreV1().Pods(ns).Create(ctx, member, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,11 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
@@ -18,14 +16,14 @@ import (
 var errNoMember = errors.New("no ready member to back up from")
 
 // readyMembers lists the cluster's member pods (app is contract.AppEtcd
-// or contract.AppPostgres) that are ready and have an address, the
+// or contract.AppPostgres; memberPods proves them) that are ready and have an address, the
 // highest ordinal first: what each keeper's BackupSource picks from.
 func readyMembers(ctx context.Context, c kubernetes.Interface, namespace, app, cluster string) ([]corev1.Pod, error) {
-	pods, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: memberSelector(app, cluster)})
+	pods, _, err := memberPods(ctx, c, namespace, app, cluster)
 	if err != nil {
-		return nil, fmt.Errorf("list members: %w", err)
+		return nil, err
 	}
-	ready := slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool { return !podReady(&p) || p.Status.PodIP == "" })
+	ready := slices.DeleteFunc(pods, func(p corev1.Pod) bool { return !podReady(&p) || p.Status.PodIP == "" })
 	slices.SortFunc(ready, func(a, b corev1.Pod) int { return podRank(b) - podRank(a) })
 	return ready, nil
 }

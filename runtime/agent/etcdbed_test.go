@@ -223,7 +223,9 @@ func (b *etcdBed) pod(name string, ready bool) {
 	pods := b.kube.CoreV1().Pods(b.ns)
 	pod, err := pods.Get(b.ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		pod, err = pods.Create(b.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: etcdLabels}, Spec: etcdPod}, metav1.CreateOptions{})
+		member := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: etcdLabels}, Spec: etcdPod}
+		ownedByStatefulSet(b.t, b.kube, b.ns, "e", member)
+		pod, err = pods.Create(b.ctx, member, metav1.CreateOptions{})
 	}
 	if err != nil {
 		b.t.Fatal(err)

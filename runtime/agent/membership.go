@@ -172,6 +172,8 @@ func (m *Membership) podProblem(ctx context.Context, sts *appsv1.StatefulSet, na
 	switch {
 	case err != nil:
 		return "its pod cannot be read: " + err.Error()
+	case !ownedBy(pod, sts):
+		return "its pod is not the StatefulSet's"
 	case pod.DeletionTimestamp != nil:
 		return "its pod is being deleted"
 	}

@@ -36,6 +36,8 @@ type Roles struct {
 	hook      func(ctx context.Context, step string)
 	unhealthy map[string]time.Time
 	lastPass  time.Time
+	// ignored are the labelled pods already logged as not members.
+	ignored map[string]bool
 }
 
 // Pass looks at every member, then decides and acts until there is
@@ -52,18 +54,18 @@ func (r *Roles) Pass(ctx context.Context) error {
 		return err
 	}
 	prev := st
-	pods, err := r.Client.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: memberSelector(contract.AppPostgres, r.Cluster)})
+	pods, ignored, err := memberPods(ctx, r.Client, r.Namespace, contract.AppPostgres, r.Cluster)
 	if err != nil {
-		return fmt.Errorf("list pods: %w", err)
+		return err
 	}
+	r.warnIgnored(ignored)
 	req, sync, err := r.request(ctx)
 	if err != nil {
 		return err
 	}
-	probes := probeMembers(ctx, pods.Items, r.Port, password)
-	p := &pgPass{r: r, store: store, password: password, pods: podsByName(pods.Items)}
-	p.view = r.view(pods.Items, probes, st, req, sync)
+	probes := probeMembers(ctx, pods, r.Port, password)
+	p := &pgPass{r: r, store: store, password: password, pods: podsByName(pods)}
+	p.view = r.view(pods, probes, st, req, sync)
 	for range 8 {
 		a := decidePostgres(p.view)
 		again, err := p.act(ctx, a)
@@ -118,4 +120,17 @@ func (r *Roles) password(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("superuser secret: %w", err)
 	}
 	return string(s.Data[contract.SecretKeyPassword]), nil
+}
+
+// warnIgnored logs, once per pod, the labelled pods that are not members.
+func (r *Roles) warnIgnored(names []string) {
+	for _, n := range names {
+		if !r.ignored[n] {
+			if r.ignored == nil {
+				r.ignored = map[string]bool{}
+			}
+			r.ignored[n] = true
+			r.logger().Warn("a pod carries the cluster's labels but its StatefulSet does not own it: it is not a member, it gets no password and is never promoted", "pod", n)
+		}
+	}
 }
