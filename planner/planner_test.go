@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -212,5 +213,13 @@ func TestCreateFromBackup(t *testing.T) {
 		if s.Params.CreateCluster != nil {
 			t.Fatalf("step %s carries create parameters", s.ID)
 		}
+	}
+}
+
+// The rendered Roles name members 0..contract.MaxMembers-1: no kind may
+// plan more.
+func TestSizeLimitsWithinTheContract(t *testing.T) {
+	if MaxEtcdSize > contract.MaxMembers || MaxPostgresInstances > contract.MaxMembers {
+		t.Errorf("size limits %d, %d exceed contract.MaxMembers %d", MaxEtcdSize, MaxPostgresInstances, contract.MaxMembers)
 	}
 }

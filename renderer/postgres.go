@@ -201,15 +201,16 @@ func postgresStatefulSet(c *spec.PostgresCluster, n names, s Settings, image str
 func memberAccount(n names) string { return contract.MemberAccount(n.cluster) }
 
 // memberObjects are the PostgreSQL members' ServiceAccount and what it
-// may do: get pods, so a primary's instance manager confirms its own role
-// label through the API server (and stops when it cannot, or is fenced).
+// may do: get the cluster's member pods (by name, no other pod), so a
+// primary's instance manager confirms its own role label through the API
+// server (and stops when it cannot, or is fenced).
 func memberObjects(n names) []Object {
 	name := memberAccount(n)
 	meta := n.meta(name, "database")
 	return []Object{
 		{File: "member-serviceaccount.yaml", Obj: &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta}},
 		{File: "member-role.yaml", Obj: &rbacv1.Role{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta,
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"get"}}}}},
 		{File: "member-rolebinding.yaml", Obj: &rbacv1.RoleBinding{
 			TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta,
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},

@@ -66,16 +66,17 @@ func commonRuntimeRules(n names) []rbacv1.PolicyRule {
 }
 
 // etcdRuntimeRules add what an etcd runtime uses and nothing more:
-// reading the StatefulSet, a learner's pod before promoting it, the
-// members' volume claims (a replaced claim is a member to replace) and
-// the rendered config (a merged step's remove request, the backup
+// reading the StatefulSet, a learner's pod before promoting it (the
+// members' pods, by name), the members' volume claims (by name: a
+// replaced claim is a member to replace) and the rendered config (a merged step's remove request, the backup
 // policy); listing the pods (a ready member to back up from); keeping its
 // status ConfigMap (backups patch their own key); recording Events.
 func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
 	status := contract.StatusConfigMap(n.cluster)
 	return append(commonRuntimeRules(n),
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, ResourceNames: memberClaims(n), Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{contract.ConfigMap(n.cluster)}, Verbs: []string{"get"}},
@@ -84,8 +85,8 @@ func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
 	)
 }
 
-// postgresRuntimeRules add what a PostgreSQL runtime uses: listing and
-// labelling the pods, reading the superuser Secret to ask each member its
+// postgresRuntimeRules add what a PostgreSQL runtime uses: listing the
+// pods and labelling the members' (by name: no other pod), reading the superuser Secret to ask each member its
 // role and the replication Secret to take base backups, the StatefulSet
 // (its Events' object) and the rendered config (synchronous standbys, a
 // merged step's switchover request, the backup policy); keeping its
@@ -94,7 +95,8 @@ func postgresRuntimeRules(n names) []rbacv1.PolicyRule {
 	status := contract.StatusConfigMap(n.cluster)
 	return append(commonRuntimeRules(n),
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{contract.SuperuserSecret(n.cluster), contract.ReplicationSecret(n.cluster)}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{contract.ConfigMap(n.cluster)}, Verbs: []string{"get"}},
@@ -122,4 +124,13 @@ func spreadRuntime(labels map[string]string) *corev1.Affinity {
 			},
 		}},
 	}}
+}
+
+// memberClaims are the data claims of every member the cluster may have.
+func memberClaims(n names) []string {
+	out := contract.MemberNames(n.cluster)
+	for i, m := range out {
+		out[i] = contract.DataClaim(m)
+	}
+	return out
 }

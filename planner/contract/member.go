@@ -60,3 +60,18 @@ func MemberCluster(name string) (cluster string, ok bool) {
 	}
 	return name[:i], true
 }
+
+// MaxMembers bounds the ordinals of any cluster's members (the planner's
+// size limits of every kind are at most this). The rendered Roles name
+// the member pods and claims 0..MaxMembers-1, so a Role reaches no other
+// pod of the namespace.
+const MaxMembers = 16
+
+// MemberNames are the names of every member a cluster may have.
+func MemberNames(cluster string) []string {
+	out := make([]string, MaxMembers)
+	for i := range out {
+		out[i] = MemberName(cluster, i)
+	}
+	return out
+}
