@@ -92,6 +92,7 @@ func (p *Postgres) setSuperuserPassword(ctx context.Context, dir string) error {
 	}
 	cmd := exec.CommandContext(ctx, p.bin("postgres"), "--single", "-D", dir, "-c", "log_min_error_statement=panic", contract.PostgresDatabase)
 	cmd.Stdin = strings.NewReader(fmt.Sprintf("ALTER ROLE %s WITH PASSWORD %s;\n", Superuser, quoteLiteral(verifier)))
+	cmd.Env = childEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("set the superuser password of the restored copy: %w: %s", err, lastLines(withoutSecrets(string(out)), 5))

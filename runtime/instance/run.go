@@ -31,7 +31,7 @@ func RunEtcd(ctx context.Context, e *Etcd) error {
 	if err != nil {
 		return fmt.Errorf("etcd binary: %w", err)
 	}
-	return syscall.Exec(bin, append([]string{"etcd"}, args...), os.Environ())
+	return syscall.Exec(bin, append([]string{"etcd"}, args...), childEnv())
 }
 
 // RunPostgres prepares the member, waiting while it cannot start, starts

@@ -34,6 +34,7 @@ func (p *Postgres) Start(ctx context.Context, initialised bool, out io.Writer) (
 	}
 	cmd := exec.Command(p.bin("postgres"), args...)
 	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = childEnv() // the server never holds the passwords or the store's keys
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
