@@ -77,15 +77,24 @@ func (l *Local) Update(ctx context.Context, pr PullRequest) error {
 	return l.write(ctx, pr, existing)
 }
 
-// Close implements Provider.
+// Close implements Provider: one write of the record, closed with the
+// reason (its comment). A pull request no longer open is left as it is,
+// so a repeated or overlapping close writes nothing; losing the race to
+// another writer is fine once the record shows it closed.
 func (l *Local) Close(ctx context.Context, pr PullRequest, reason string) error {
 	existing, err := l.Find(ctx, pr.Branch)
-	if err != nil || existing == nil {
+	if err != nil || existing == nil || existing.State != Open {
 		return err
 	}
 	closed := *existing
 	closed.State, closed.CloseReason = Closed, reason
-	return l.write(ctx, closed, existing)
+	err = l.write(ctx, closed, existing)
+	if err != nil {
+		if again, ferr := l.Find(ctx, pr.Branch); ferr == nil && again != nil && again.State != Open {
+			return nil
+		}
+	}
+	return err
 }
 
 // List implements Provider.

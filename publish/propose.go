@@ -40,7 +40,13 @@ type Publisher struct {
 	// do-not-merge label, through a provider that is a Merger. nil: cairn
 	// merges nothing.
 	MergeGates func(pl plan.Plan) (pass bool, why string)
-	Log        *slog.Logger
+	// Gates, when set, reports whether the "before" gates of a plan's next
+	// step hold in the live state now. Publish asks it one gate at a time
+	// (the step carrying only that gate): each open step's cairn/plan
+	// status is pending while one does not hold, and its body says which
+	// hold. nil: the status follows the policies only.
+	Gates func(pl plan.Plan) (pass bool, why string)
+	Log   *slog.Logger
 }
 
 // Action is what Publish did for a cluster.
@@ -51,12 +57,16 @@ const (
 	ActionOpened    Action = "opened"
 	ActionUpdated   Action = "updated"
 	ActionUnchanged Action = "unchanged"
-	// ActionMerged: the step's pull request is merged; the step waits for
-	// the live state, and no new pull request is opened meanwhile.
+	// ActionMerged: the base holds the step (its pull request was merged
+	// in this cycle, see identity.go); the step waits for the live state,
+	// and no new pull request is opened meanwhile.
 	ActionMerged Action = "merged"
-	// ActionDeclined: a person closed the step's pull request; cairn does
-	// not reopen it.
+	// ActionDeclined: a person closed the step's pull request in this
+	// cycle; cairn does not reopen it.
 	ActionDeclined Action = "declined"
+	// ActionForeign: the step's branch holds a person's commit (see
+	// foreign.go); cairn leaves it alone and never merges it.
+	ActionForeign Action = "foreign"
 	// ActionHeld: the cluster is held back (see Publisher.Hold).
 	ActionHeld Action = "held"
 	// ActionAutoMerged: cairn merged the step's pull request itself in
@@ -137,11 +147,16 @@ func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base 
 		o.Step, o.Branch = s.ID, Branch(pl.Cluster.Name, s.ID)
 		reason = fmt.Sprintf("superseded by %s (plan %s, spec commit %s)", o.Branch, pl.ID, short(base.Hash.String()))
 		action, pr, err := p.publishStep(ctx, c, pl, base, existing(prs, o.Branch))
-		if err != nil {
+		var fe *gitrepo.ForeignError
+		switch {
+		case action == ActionForeign && errors.As(err, &fe):
+			o.Action, o.Note = action, foreignNote(fe, existing(prs, o.Branch))
+		case err != nil:
 			return o, fmt.Errorf("%s step %s: %w", pl.Cluster, s.ID, err)
+		default:
+			o.Action = action
+			o.merge, o.Note = p.mergeable(pl, pr)
 		}
-		o.Action = action
-		o.merge, o.Note = p.mergeable(pl, pr)
 	}
 	if pl.Status == plan.StatusWaiting {
 		// A member not ready or a change in flight is no reason to close
@@ -167,15 +182,6 @@ func (p *Publisher) logger() *slog.Logger {
 	return p.Log
 }
 
-func existing(prs []PullRequest, branch string) *PullRequest {
-	for i := range prs {
-		if prs[i].Branch == branch {
-			return &prs[i]
-		}
-	}
-	return nil
-}
-
 func note(pl plan.Plan) string {
 	switch pl.Status {
 	case plan.StatusRefused:
@@ -197,13 +203,13 @@ func note(pl plan.Plan) string {
 }
 
 // publishStep pushes the step's branch and opens or updates its pull
-// request, writing nothing that is already there.
+// request, writing nothing that is already there. A step merged or
+// declined in this cycle publishes nothing (identity.go); a branch holding
+// a person's commit is left alone (foreign.go), with the
+// *gitrepo.ForeignError returned.
 func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, pr *PullRequest) (Action, *PullRequest, error) {
-	switch {
-	case pr != nil && pr.State == Merged:
-		return ActionMerged, nil, nil
-	case pr != nil && pr.State == Closed && pr.CloseReason == "":
-		return ActionDeclined, nil, nil
+	if action := p.standing(ctx, pl, base, pr); action != "" {
+		return action, nil, nil
 	}
 	s := pl.Steps[0]
 	tree, built, err := p.Render(c, pl, s.ID)
@@ -217,16 +223,26 @@ func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Pla
 		}
 		return gitrepo.Change{Root: root, Files: tree, Message: commitMessage(pl, base), Name: p.Name, Email: p.Email}, nil
 	})
+	if fe := (*gitrepo.ForeignError)(nil); errors.As(err, &fe) {
+		return p.foreignHead(ctx, pr, fe)
+	}
 	if err != nil {
 		return "", nil, err
 	}
-	want := PullRequest{Branch: Branch(pl.Cluster.Name, s.ID), Title: Title(pl, s), Body: Body(pl, 0, base.Hash.String(), stepDiff(built, pl)),
-		Head: res.Commit.String(), Labels: Labels(s), Check: StepCheck(pl, s)}
+	// The body names the base the branch was built on, not today's: a
+	// commit elsewhere in the repo keeps the branch, and so the body.
+	builtOn, gates := res.Base, GateStates(pl, p.Gates)
+	if builtOn.IsZero() {
+		builtOn = base.Hash
+	}
+	want := PullRequest{Branch: Branch(pl.Cluster.Name, s.ID), Title: Title(pl, s), Body: Body(pl, 0, builtOn.String(), stepDiff(built, pl), gates),
+		Head: res.Commit.String(), Labels: Labels(s), Check: StepCheck(pl, s, gates)}
 	switch {
 	case pr == nil || pr.State != Open:
 		opened, err := p.PRs.Open(ctx, want)
 		return ActionOpened, opened, err
-	case pr.Title == want.Title && pr.Body == want.Body && pr.Head == want.Head && sameLabels(pr.Labels, want.Labels) && (pr.Check == Check{} || pr.Check == want.Check):
+	case pr.Title == want.Title && WithoutMergeRefusal(pr.Body) == want.Body && pr.Head == want.Head && sameLabels(pr.Labels, want.Labels) && (pr.Check == Check{} || pr.Check == want.Check):
+		// A merge refusal noted on it stays: not retried until it changes.
 		return ActionUnchanged, pr, nil
 	default:
 		want.Number, want.State = pr.Number, Open

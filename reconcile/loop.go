@@ -134,7 +134,7 @@ func (l *Loop) once(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	plans := l.cfg.Plan(clusters, observed, pols)
-	l.pub.Hold, l.pub.MergeGates = nil, nil
+	l.pub.Hold, l.pub.MergeGates, l.pub.Gates = nil, nil, l.beforeGates(clusters, observed, l.cfg.DecideAt())
 	if l.cfg.Hold {
 		l.pub.Hold = l.holdRule(repo.ReadBase, clusters, observed)
 	}
@@ -146,17 +146,20 @@ func (l *Loop) once(ctx context.Context) (Result, error) {
 }
 
 // Run passes now, then on every tick of interval and on every trigger,
-// until ctx ends. report gets the outcomes of each pass; a failed pass is
-// logged, and the next one tries again.
+// until ctx ends. report gets the outcomes of each pass, those of the
+// clusters that failed too; a pass's error is logged, and the next pass
+// tries again.
 func (l *Loop) Run(ctx context.Context, interval time.Duration, trigger <-chan struct{}, report func([]publish.Outcome)) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		res, err := l.Pass(ctx)
+		// Every outcome is reported, a failed cluster's with its error.
+		if len(res.Outcomes) > 0 {
+			report(res.Outcomes)
+		}
 		if err != nil {
 			l.cfg.Log.Error("reconcile pass failed", "err", err.Error())
-		} else {
-			report(res.Outcomes)
 		}
 		select {
 		case <-ctx.Done():

@@ -30,6 +30,8 @@ type fakes struct {
 	fp        string
 	afterPass bool
 	after     []string // the steps whose "after" gates were checked
+	// failRender names a cluster whose rendering fails.
+	failRender string
 }
 
 func (f *fakes) Plan(desired []spec.Cluster, _ *live.Snapshot, _ policies.Set) plan.List {
@@ -49,6 +51,9 @@ func (f *fakes) Plan(desired []spec.Cluster, _ *live.Snapshot, _ policies.Set) p
 }
 
 func (f *fakes) Render(c spec.Cluster, p plan.Plan, step string) (renderer.Tree, renderer.Built, error) {
+	if c.Ref().Name == f.failRender {
+		return nil, renderer.Built{}, errors.New("the renderer broke")
+	}
 	root := renderer.Root(c.Ref().Name)
 	pj, err := p.EncodeJSON()
 	if err != nil {
@@ -155,4 +160,35 @@ func TestPassReportsInvalidSpecs(t *testing.T) {
 	if !errors.As(err, &inv) || !strings.Contains(err.Error(), "kv.yaml") {
 		t.Fatalf("err %v, want an InvalidSpecsError naming the file", err)
 	}
+}
+
+// One cluster's failure leaves the others' outcomes in the pass's result
+// and in what Run reports, the failed one with its error.
+func TestAFailedClusterStillReportsEveryOutcome(t *testing.T) {
+	f := &fakes{next: []string{"s1"}, failRender: "kv"}
+	other := strings.Replace(kvSpec, "name: kv", "name: ok", 1)
+	l, _ := newTestLoop(t, f, false, map[string]string{"clusters/kv.yaml": kvSpec, "clusters/ok.yaml": other})
+	res, err := l.Pass(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "the renderer broke") {
+		t.Fatalf("err %v, want the render failure", err)
+	}
+	check := func(outs []publish.Outcome, okAction publish.Action) {
+		t.Helper()
+		got := map[string]publish.Outcome{}
+		for _, o := range outs {
+			got[o.Cluster] = o
+		}
+		if o := got["EtcdCluster/kv"]; o.Action != publish.ActionFailed || !strings.Contains(o.Note, "the renderer broke") {
+			t.Errorf("kv: %+v, want failed with its error", o)
+		}
+		if o := got["EtcdCluster/ok"]; o.Action != okAction {
+			t.Errorf("ok: %+v, want %s", o, okAction)
+		}
+	}
+	check(res.Outcomes, publish.ActionOpened)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var reported []publish.Outcome
+	_ = l.Run(ctx, time.Hour, nil, func(outs []publish.Outcome) { reported = outs; cancel() })
+	check(reported, publish.ActionUnchanged)
 }

@@ -16,7 +16,7 @@ const (
 	exitOK       = 0
 	exitInvalid  = 1 // invalid input (specs, live state, policies) or a failure (git, GitHub, a cluster)
 	exitUsage    = 2 // bad flags or arguments
-	exitRefusals = 3 // a plan refuses a spec change
+	exitRefusals = 3 // a plan refuses a spec change, or (propose) a step's branch holds a commit that is not cairn's
 )
 
 // exitError carries an exit code out of a command.

@@ -72,7 +72,7 @@ func (o *remoteOptions) clone(ctx context.Context) (repo *gitrepo.Repo, cleanup 
 	if err != nil {
 		return nil, nil, &exitError{exitUsage, err}
 	}
-	dir, err := os.MkdirTemp("", "cairn-repo-")
+	dir, err := makeCloneDir()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -197,12 +197,21 @@ func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh gith
 	cfg := loopConfig(repo, prs, r, src, specs, log)
 	cfg.AutoMerge = !gh.noAutoMerge
 	res, err := reconcile.New(cfg).Pass(ctx)
+	// Every cluster's outcome is printed, the failed ones with their error,
+	// even when some failed.
+	printOutcomes(w, res.Outcomes)
 	if err != nil {
 		return cliError(err)
 	}
-	printOutcomes(w, res.Outcomes)
 	for _, p := range res.Plans.Plans {
 		if p.Status == plan.StatusRefused {
+			return &exitError{code: exitRefusals}
+		}
+	}
+	// A person's commit on a step's branch stops that step until a person
+	// looks: cairn neither pushes over it nor merges it.
+	for _, o := range res.Outcomes {
+		if o.Action == publish.ActionForeign {
 			return &exitError{code: exitRefusals}
 		}
 	}

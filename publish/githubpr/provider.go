@@ -47,8 +47,14 @@ type Provider struct {
 	transport   *transport
 	// MaxWait bounds one wait for a rate limit; longer waits fail.
 	MaxWait time.Duration
+	// History is how far back List reads closed pull requests: a step
+	// whose pull request was closed or merged longer ago is not known
+	// from it. 0 reads them all.
+	History time.Duration
 	// sleep waits; tests replace it.
 	sleep func(context.Context, time.Duration) error
+	now   func() time.Time
+	mem   memory
 	Log   *slog.Logger
 }
 
@@ -62,12 +68,27 @@ type Options struct {
 	Transport http.RoundTripper
 	// MergeMethod: see Provider.MergeMethod.
 	MergeMethod string
-	Log         *slog.Logger
+	// WriteSpacing is the least time between two writes (POST, PATCH,
+	// PUT, DELETE), as GitHub asks of integrations: 0 is one second; a
+	// negative value does not space them (tests).
+	WriteSpacing time.Duration
+	// WritesPerHour is the budget of writes in any hour: a write beyond it
+	// fails with ErrWriteBudget and is made by a later pass. 0 is 500,
+	// GitHub's secondary limit on content creation; negative: no budget.
+	WritesPerHour int
+	// History: see Provider.History; 0 is DefaultHistory, negative reads
+	// the whole history.
+	History time.Duration
+	Log     *slog.Logger
 }
 
 // New returns a provider for owner/repo, whose steps merge into base.
 func New(owner, repo, base string, o Options) (*Provider, error) {
-	t := newTransport(o.Transport, o.Token)
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := newTransport(o.Transport, o.Token, newWriteGate(o.WriteSpacing, o.WritesPerHour, log))
 	c := github.NewClient(&http.Client{Transport: t, Timeout: 30 * time.Second})
 	if o.BaseURL != "" {
 		u, err := url.Parse(strings.TrimSuffix(o.BaseURL, "/") + "/")
@@ -77,17 +98,23 @@ func New(owner, repo, base string, o Options) (*Provider, error) {
 		c.BaseURL = u
 	}
 	t.host = c.BaseURL.Host
-	log := o.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	switch o.MergeMethod {
 	case "", "merge", "squash", "rebase":
 	default:
 		return nil, fmt.Errorf("merge method %q: want merge, squash or rebase", o.MergeMethod)
 	}
 	return &Provider{Owner: owner, Repo: repo, Base: base, MergeMethod: o.MergeMethod, pulls: c.PullRequests, issues: c.Issues, statuses: c.Repositories,
-		transport: t, MaxWait: 15 * time.Minute, sleep: sleepCtx, Log: log}, nil
+		transport: t, MaxWait: 15 * time.Minute, History: history(o.History), sleep: sleepCtx, now: time.Now, Log: log}, nil
+}
+
+func history(h time.Duration) time.Duration {
+	switch {
+	case h == 0:
+		return DefaultHistory
+	case h < 0:
+		return 0
+	}
+	return h
 }
 
 // Counts returns the API calls made so far.
@@ -108,6 +135,7 @@ func (p *Provider) Find(ctx context.Context, branch string) (*publish.PullReques
 	}
 	for _, f := range found {
 		if p.ours(f) {
+			p.mem.found(f)
 			pr := convert(f)
 			return &pr, nil
 		}
@@ -116,8 +144,14 @@ func (p *Provider) Find(ctx context.Context, branch string) (*publish.PullReques
 }
 
 // Open implements publish.Provider. A pull request already open for the
-// branch (GitHub answers 422) is adopted and brought up to date.
+// branch (GitHub answers 422) is adopted and brought up to date. The
+// status comes first, on the head: a run that dies after creating the
+// pull request leaves only its labels to repair, and the repair need not
+// set the status again.
 func (p *Provider) Open(ctx context.Context, want publish.PullRequest) (*publish.PullRequest, error) {
+	if err := p.status(ctx, want); err != nil {
+		return nil, err
+	}
 	var created *github.PullRequest
 	err := p.call(ctx, "create pull request", func() (*github.Response, error) {
 		pr, resp, err := p.pulls.Create(ctx, p.Owner, p.Repo, &github.NewPullRequest{
@@ -139,30 +173,58 @@ func (p *Provider) Open(ctx context.Context, want publish.PullRequest) (*publish
 	if err != nil {
 		return nil, err
 	}
-	// Labels last: a run that dies before them leaves labels to repair,
-	// and the repair sets the status again.
+	// Labels last: a run that dies before them leaves labels to repair.
 	want.Number, want.State = created.GetNumber(), publish.Open
-	if err := p.status(ctx, want); err != nil {
+	unlabelled := want
+	unlabelled.Labels = nil
+	p.mem.remember(unlabelled)
+	if err := p.labels(ctx, want.Number, want.Labels); err != nil {
 		return nil, err
 	}
-	return &want, p.labels(ctx, want.Number, want.Labels)
+	p.mem.remember(want)
+	return &want, nil
 }
 
-// Update implements publish.Provider. The body is written last: a run
-// that dies before it leaves a body to repair, and the repair sets labels
-// and status again.
+// Update implements publish.Provider, writing only what differs from the
+// pull request as cairn last read or wrote it: the labels when they are
+// not the same set, the status when the head or the body changes (the
+// body says everything the status does), the title and body when they
+// differ. The body is written last: a run that dies before it leaves a
+// body to repair, and the repair sets the status again.
 func (p *Provider) Update(ctx context.Context, want publish.PullRequest) error {
-	if err := p.labels(ctx, want.Number, want.Labels); err != nil {
-		return err
+	old, known := p.mem.last(want.Number)
+	if !known || !sameSet(old.Labels, want.Labels) {
+		if err := p.labels(ctx, want.Number, want.Labels); err != nil {
+			return err
+		}
 	}
-	if err := p.status(ctx, want); err != nil {
-		return err
+	text := !known || old.Title != want.Title || old.Body != want.Body
+	if text || old.Head != want.Head {
+		if err := p.status(ctx, want); err != nil {
+			return err
+		}
 	}
-	return p.call(ctx, "edit pull request", func() (*github.Response, error) {
-		_, resp, err := p.pulls.Edit(ctx, p.Owner, p.Repo, want.Number, &github.PullRequest{
-			Title: github.String(want.Title), Body: github.String(want.Body)})
-		return resp, err
-	})
+	if text {
+		err := p.call(ctx, "edit pull request", func() (*github.Response, error) {
+			_, resp, err := p.pulls.Edit(ctx, p.Owner, p.Repo, want.Number, &github.PullRequest{
+				Title: github.String(want.Title), Body: github.String(want.Body)})
+			return resp, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	want.State = publish.Open
+	p.mem.remember(want)
+	return nil
+}
+
+// sameSet reports whether two label lists hold the same labels.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 // status sets cairn's commit status on the pull request's head.
@@ -179,18 +241,66 @@ func (p *Provider) status(ctx context.Context, pr publish.PullRequest) error {
 }
 
 // Close implements publish.Provider: a comment saying why, then closing.
+// Both are safe to repeat: the comment carries a marker naming the head
+// it closes, and is posted only when no comment of the pull request
+// carries that marker yet, so a run killed between the two calls, or one
+// overlapping another that closed it meanwhile, leaves one comment. Two
+// runs that both found none and both posted see each other's comment
+// afterwards: the later one is deleted (comment IDs only grow).
 func (p *Provider) Close(ctx context.Context, pr publish.PullRequest, reason string) error {
-	err := p.call(ctx, "comment", func() (*github.Response, error) {
-		_, resp, err := p.issues.CreateComment(ctx, p.Owner, p.Repo, pr.Number, &github.IssueComment{
-			Body: github.String("cairn closed this pull request: " + reason)})
-		return resp, err
-	})
+	marker := "<!-- cairn close-comment head=" + pr.Head + " -->"
+	marked := func() ([]int64, error) {
+		var ids []int64
+		opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+		for {
+			var page []*github.IssueComment
+			var resp *github.Response
+			err := p.call(ctx, "list comments", func() (*github.Response, error) {
+				var err error
+				page, resp, err = p.issues.ListComments(ctx, p.Owner, p.Repo, pr.Number, opts)
+				return resp, err
+			})
+			for _, c := range page {
+				if strings.Contains(c.GetBody(), marker) {
+					ids = append(ids, c.GetID())
+				}
+			}
+			if err != nil || resp == nil || resp.NextPage == 0 {
+				return ids, err
+			}
+			opts.Page = resp.NextPage
+		}
+	}
+	ids, err := marked()
 	if err != nil {
 		return err
 	}
+	if len(ids) == 0 {
+		var mine int64
+		err := p.call(ctx, "comment", func() (*github.Response, error) {
+			c, resp, err := p.issues.CreateComment(ctx, p.Owner, p.Repo, pr.Number, &github.IssueComment{
+				Body: github.String("cairn closed this pull request: " + reason + "\n\n" + marker)})
+			mine = c.GetID()
+			return resp, err
+		})
+		if err != nil {
+			return err
+		}
+		type deleter interface {
+			DeleteComment(ctx context.Context, owner, repo string, id int64) (*github.Response, error)
+		}
+		if d, ok := p.issues.(deleter); ok {
+			if ids, err := marked(); err == nil && mine != 0 && len(ids) > 1 && slices.Min(ids) != mine {
+				_ = p.call(ctx, "delete comment", func() (*github.Response, error) { return d.DeleteComment(ctx, p.Owner, p.Repo, mine) })
+			}
+		}
+	}
 	// The marker tells a pull request cairn closed (and may reopen when
 	// its step comes back) from one a person closed (left closed).
-	body := pr.Body + "\n" + closedMarker + "\n"
+	body := pr.Body
+	if !strings.Contains(body, closedMarker) {
+		body += "\n" + closedMarker + "\n"
+	}
 	return p.call(ctx, "close pull request", func() (*github.Response, error) {
 		_, resp, err := p.pulls.Edit(ctx, p.Owner, p.Repo, pr.Number, &github.PullRequest{State: github.String("closed"), Body: github.String(body)})
 		return resp, err
@@ -198,37 +308,6 @@ func (p *Provider) Close(ctx context.Context, pr publish.PullRequest, reason str
 }
 
 const closedMarker = "<!-- cairn closed -->"
-
-// List implements publish.Provider: every pull request of a cairn branch
-// into the base, following pagination.
-func (p *Provider) List(ctx context.Context) ([]publish.PullRequest, error) {
-	var out []publish.PullRequest
-	opts := &github.PullRequestListOptions{State: "all", Base: p.Base, ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		var page []*github.PullRequest
-		var next int
-		err := p.call(ctx, "list pull requests", func() (*github.Response, error) {
-			prs, resp, err := p.pulls.List(ctx, p.Owner, p.Repo, opts)
-			page = prs
-			if resp != nil {
-				next = resp.NextPage
-			}
-			return resp, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, pr := range page {
-			if p.ours(pr) {
-				out = append(out, convert(pr))
-			}
-		}
-		if next == 0 {
-			return out, nil
-		}
-		opts.Page = next
-	}
-}
 
 // ours reports whether a pull request is cairn's: a cairn branch of this
 // very repo, never one of a fork that happens to use the same name.

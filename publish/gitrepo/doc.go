@@ -8,4 +8,12 @@
 // Pushes carry a lease on the branch's previous head; a push rejected
 // because someone else moved the branch is fetched and rebuilt on the new
 // state, a bounded number of times.
+//
+// A branch's head is cairn's only when cairn can prove it from the
+// objects (provenance.go): its tree recomputed as its parent's, a commit
+// of the base, with exactly the step's folder replaced by what cairn
+// rendered; or a signature of cairn's key. Names, emails and trailers
+// prove nothing. A head cairn cannot prove is a person's: never pushed
+// over, and Merge takes only a commit that changes the step's folder
+// alone.
 package gitrepo

@@ -139,11 +139,11 @@ func store(r *git.Repository, o interface {
 func short(h plumbing.Hash) string { return h.String()[:12] }
 
 // Merge merges a step's branch into the base branch on the remote, if
-// the branch still points at head: a fast-forward, or a merge commit
-// when other steps were merged meanwhile (see MergeCommit). The push
-// carries a lease on the base; a base that moved meanwhile is fetched and
-// the merge made again, a bounded number of times. It returns the base's
-// new head.
+// the branch still points at head and head changes only the folder root
+// on its parent: a fast-forward, or a merge commit when other steps were
+// merged meanwhile (see MergeCommit). The push carries a lease on the
+// base; a base that moved meanwhile is fetched and the merge made again, a
+// bounded number of times. It returns the base's new head.
 func (r *Repo) Merge(ctx context.Context, branch, head, root, message string, sig object.Signature) (plumbing.Hash, error) {
 	var last error
 	for range MaxAttempts {
@@ -156,6 +156,13 @@ func (r *Repo) Merge(ctx context.Context, branch, head, root, message string, si
 		}
 		if tip == nil || tip.Hash.String() != head {
 			return plumbing.ZeroHash, fmt.Errorf("%w: %s no longer points at %s", ErrNotMergeable, branch, head)
+		}
+		// A fast-forward takes the whole commit: only one that changes
+		// nothing but the step's folder is merged.
+		if ok, err := r.stepCommit(tip, root); err != nil {
+			return plumbing.ZeroHash, err
+		} else if !ok {
+			return plumbing.ZeroHash, fmt.Errorf("%w: %s changes more than %s on its parent", ErrNotMergeable, short(tip.Hash), root)
 		}
 		base, err := r.Base()
 		if err != nil {

@@ -43,13 +43,16 @@ type Result struct {
 // ErrRejected: the remote kept rejecting the push after MaxAttempts.
 var ErrRejected = errors.New("push rejected")
 
-// ErrForeignCommit: the branch's head is not a commit cairn made (a person
-// pushed to it); cairn leaves the branch alone.
+// ErrForeignCommit: the branch's head is not a commit cairn can prove it
+// made (a person pushed to it); cairn leaves the branch alone. Publish
+// returns it as a *ForeignError.
 var ErrForeignCommit = errors.New("the branch holds a commit cairn did not make")
 
 // Publish commits the change onto the base branch's head on branch and
-// pushes it, unless the branch already holds the same content on the same
-// base. A push rejected because the branch moved meanwhile (another
+// pushes it, unless the branch's head is provably this very change (see
+// provenance.go): then the branch is kept. A head cairn cannot prove its
+// own is a person's commit: Publish returns a *ForeignError and pushes
+// nothing. A push rejected because the branch moved meanwhile (another
 // publisher) is fetched, rebuilt and retried up to MaxAttempts times.
 func (r *Repo) Publish(ctx context.Context, branch string, build Build) (Result, error) {
 	var last error
@@ -73,14 +76,20 @@ func (r *Repo) Publish(ctx context.Context, branch string, build Build) (Result,
 		if err != nil {
 			return Result{}, err
 		}
-		if remote != nil && !ours(remote, change) {
-			return Result{}, fmt.Errorf("%s: %w (%s by %s)", branch, ErrForeignCommit, remote.Hash.String()[:12], remote.Committer.Email)
-		}
 		if remote != nil {
-			if keep, parent, err := r.sameChange(remote, commit, base, change.Root); err != nil {
-				return Result{}, err
-			} else if keep {
-				return Result{Commit: remote.Hash, Base: parent}, nil
+			pv, err := r.prove(remote, commit, base, change)
+			if err != nil {
+				return Result{}, fmt.Errorf("check the head of %s: %w", branch, err)
+			}
+			switch pv.proof {
+			case foreign:
+				return Result{}, &ForeignError{Branch: branch, Head: remote.Hash, Committer: remote.Committer.Email, Why: pv.why}
+			case exact:
+				// The branch holds this change already, on the base or on
+				// an earlier base whose commits since changed nothing the
+				// step touches: rewriting it would dismiss reviews for
+				// nothing.
+				return Result{Commit: remote.Hash, Base: pv.base}, nil
 			}
 		}
 		pushed, err := r.push(ctx, branch, commit.Hash, remote)
@@ -95,35 +104,6 @@ func (r *Repo) Publish(ctx context.Context, branch string, build Build) (Result,
 	return Result{}, fmt.Errorf("push %s: %w after %d attempts: %v", branch, ErrRejected, MaxAttempts, last)
 }
 
-// sameChange reports whether the branch already holds this change: the
-// same commit, or the same folder on a base that is part of today's base
-// (commits to other files since then change nothing the step touches, and
-// rewriting the branch for them would dismiss reviews for no reason). It
-// returns the base the kept branch was built on.
-func (r *Repo) sameChange(remote, commit, base *object.Commit, root string) (bool, plumbing.Hash, error) {
-	if remote.Hash == commit.Hash {
-		return true, base.Hash, nil
-	}
-	if len(remote.ParentHashes) != 1 {
-		return false, plumbing.ZeroHash, nil
-	}
-	parent, err := r.repo.CommitObject(remote.ParentHashes[0])
-	if err != nil {
-		return false, plumbing.ZeroHash, nil
-	}
-	if parent.Hash != base.Hash {
-		if ok, err := parent.IsAncestor(base); err != nil || !ok {
-			return false, plumbing.ZeroHash, err
-		}
-	}
-	a, errA := subtree(remote, root)
-	b, errB := subtree(commit, root)
-	if errA != nil || errB != nil {
-		return false, plumbing.ZeroHash, nil
-	}
-	return a == b, parent.Hash, nil
-}
-
 func subtree(c *object.Commit, root string) (plumbing.Hash, error) {
 	tree, err := c.Tree()
 	if err != nil {
@@ -134,12 +114,6 @@ func subtree(c *object.Commit, root string) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	return sub.Hash, nil
-}
-
-// ours reports whether cairn made a commit: its committer, and a
-// Cairn-Step trailer.
-func ours(c *object.Commit, change Change) bool {
-	return c.Committer.Email == change.Email && strings.Contains(c.Message, "\nCairn-Step: ")
 }
 
 // commit writes the change onto base in the working directory and commits

@@ -106,8 +106,15 @@ func (r *Repo) Fetch(ctx context.Context, branches ...string) error {
 		case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 			return nil
 		case errors.As(err, &missing) && len(specs) > 1:
-			// A branch that does not exist yet: fetch without it.
-			specs = slices.DeleteFunc(specs, func(s config.RefSpec) bool { return strings.Contains(err.Error(), s.Src()) })
+			// A branch that does not exist (yet, or any more): fetch
+			// without it, and forget what was fetched of it before.
+			specs = slices.DeleteFunc(specs, func(s config.RefSpec) bool {
+				gone := strings.Contains(err.Error(), s.Src())
+				if gone {
+					_ = r.repo.Storer.RemoveReference(s.Dst(""))
+				}
+				return gone
+			})
 			if len(specs) == 0 {
 				return nil
 			}
@@ -179,10 +186,36 @@ func (r *Repo) ReadBase(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := base.File(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s at %s: %w", path, base.Hash, err)
+	return Reader(base)(path)
+}
+
+// Reader reads the files of a commit by their slash-separated paths from
+// the repo's root (renderer.ReadEntry's read).
+func Reader(c *object.Commit) func(path string) ([]byte, error) {
+	return func(path string) ([]byte, error) {
+		f, err := c.File(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s at %s: %w", path, c.Hash, err)
+		}
+		s, err := f.Contents()
+		return []byte(s), err
 	}
-	s, err := f.Contents()
-	return []byte(s), err
+}
+
+// FindCommit returns the commit hash that branch held, fetching the branch
+// when the commit is not known locally; nil when it cannot be found (the
+// branch is gone and nothing else holds it).
+func (r *Repo) FindCommit(ctx context.Context, branch, hash string) (*object.Commit, error) {
+	c, err := r.repo.CommitObject(plumbing.NewHash(hash))
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return c, err
+	}
+	if err := r.Fetch(ctx, branch); err != nil {
+		return nil, err
+	}
+	c, err = r.repo.CommitObject(plumbing.NewHash(hash))
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, nil
+	}
+	return c, err
 }

@@ -1,0 +1,206 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// What cairn can prove of a step branch's head, recomputed from the
+// objects, never read from the commit message (anyone who may push can
+// write cairn's name, email and trailers):
+//
+//   - exact: the head is the commit cairn makes now. It has one parent, a
+//     commit of the base's history holding the same step folder as the
+//     base, and its tree is that parent's tree with exactly the folder
+//     replaced by what cairn rendered. Only such a head is kept as it is:
+//     adopted as the pull request's head, and merged by auto-merge.
+//   - pushable: cairn may push over it, losing nothing of a person's:
+//     a commit signed by cairn's key (when Repo.SignKey is set); cairn's
+//     own earlier change (one parent in the base's history, a tree that
+//     differs from it only inside the folder, cairn's committer and a
+//     Cairn-Step trailer: all it holds is an older rendering of the folder
+//     cairn owns); or a commit the base already holds (a step merged in an
+//     earlier cycle, a branch reset to the base).
+//   - foreign: anything else is a person's commit (ForeignError).
+type proof int
+
+const (
+	foreign proof = iota
+	exact
+	pushable
+)
+
+// provenance is the proof of a head, with the base an exact head was made
+// on, or why a foreign head is not cairn's.
+type provenance struct {
+	proof proof
+	base  plumbing.Hash
+	why   string
+}
+
+// ForeignError: the branch's head is a commit cairn cannot prove it made
+// (see the proofs above); cairn leaves the branch alone.
+type ForeignError struct {
+	Branch string
+	// Head is the branch's head; Committer its committer's email.
+	Head      plumbing.Hash
+	Committer string
+	// Why says what the proof found, for the pull request and the outcome.
+	Why string
+}
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("%s: %v (%s by %s: %s)", e.Branch, ErrForeignCommit, short(e.Head), e.Committer, e.Why)
+}
+
+// Unwrap makes a ForeignError an ErrForeignCommit.
+func (e *ForeignError) Unwrap() error { return ErrForeignCommit }
+
+// prove says what cairn can prove of head, given fresh, the commit it
+// makes now of change on base.
+func (r *Repo) prove(head, fresh, base *object.Commit, c Change) (provenance, error) {
+	if head.Hash == fresh.Hash {
+		return provenance{proof: exact, base: base.Hash}, nil
+	}
+	parent, err := r.parentOnBase(head, base)
+	if err != nil {
+		return provenance{}, err
+	}
+	if parent != nil && folder(parent, c.Root) == folder(base, c.Root) {
+		if ok, err := r.onlyFolder(parent, head, c.Root, folder(fresh, c.Root)); err != nil || ok {
+			return provenance{proof: exact, base: parent.Hash}, err
+		}
+	}
+	if r.SignKey != nil && signedBy(head, r.SignKey) {
+		return provenance{proof: pushable}, nil
+	}
+	if parent != nil && head.Committer.Email == c.Email && strings.Contains(head.Message, "\nCairn-Step: ") {
+		if ok, err := r.onlyFolder(parent, head, c.Root, folder(head, c.Root)); err != nil || ok {
+			return provenance{proof: pushable}, err
+		}
+	}
+	if held, err := head.IsAncestor(base); err != nil || held {
+		return provenance{proof: pushable}, err
+	}
+	why, err := r.whyForeign(head, parent, c)
+	return provenance{proof: foreign, why: why}, err
+}
+
+// parentOnBase returns head's only parent when it is part of the base's
+// history; nil otherwise.
+func (r *Repo) parentOnBase(head, base *object.Commit) (*object.Commit, error) {
+	if len(head.ParentHashes) != 1 {
+		return nil, nil
+	}
+	parent, err := r.repo.CommitObject(head.ParentHashes[0])
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, nil
+	}
+	if err != nil || parent.Hash == base.Hash {
+		return parent, err
+	}
+	if ok, err := parent.IsAncestor(base); err != nil || !ok {
+		return nil, err
+	}
+	return parent, nil
+}
+
+// onlyFolder reports whether head's tree is parent's with the folder at
+// root replaced by sub: a tree hash recomputed and compared.
+func (r *Repo) onlyFolder(parent, head *object.Commit, root string, sub plumbing.Hash) (bool, error) {
+	tree, err := parent.Tree()
+	if err != nil {
+		return false, err
+	}
+	want, err := replaceTree(r.repo, tree, strings.Split(root, "/"), sub)
+	if err != nil {
+		return false, err
+	}
+	return want == head.TreeHash, nil
+}
+
+// folder is the tree hash of the folder at root in c; zero when c has no
+// such folder.
+func folder(c *object.Commit, root string) plumbing.Hash {
+	h, err := subtree(c, root)
+	if err != nil {
+		return plumbing.ZeroHash
+	}
+	return h
+}
+
+// signedBy reports whether c carries one valid OpenPGP signature by key.
+func signedBy(c *object.Commit, key *openpgp.Entity) bool {
+	if strings.Count(c.PGPSignature, "-----BEGIN PGP SIGNATURE-----") != 1 {
+		return false
+	}
+	unsigned := &plumbing.MemoryObject{}
+	if err := c.EncodeWithoutSignature(unsigned); err != nil {
+		return false
+	}
+	rd, err := unsigned.Reader()
+	if err != nil {
+		return false
+	}
+	_, err = openpgp.CheckArmoredDetachedSignature(openpgp.EntityList{key}, rd, strings.NewReader(c.PGPSignature), nil)
+	return err == nil
+}
+
+// whyForeign says, for a person and in a few words, why head is not a
+// commit cairn can prove it made. parent is head's parent on the base, or
+// nil.
+func (r *Repo) whyForeign(head, parent *object.Commit, c Change) (string, error) {
+	switch {
+	case len(head.ParentHashes) != 1:
+		return fmt.Sprintf("a commit with %d parents, not one step on the base", len(head.ParentHashes)), nil
+	case parent == nil:
+		return fmt.Sprintf("made on %s, which is not part of the base", short(head.ParentHashes[0])), nil
+	}
+	from, err := parent.Tree()
+	if err != nil {
+		return "", err
+	}
+	to, err := head.Tree()
+	if err != nil {
+		return "", err
+	}
+	changes, err := object.DiffTree(from, to)
+	if err != nil {
+		return "", err
+	}
+	var outside []string
+	for _, ch := range changes {
+		name := ch.To.Name
+		if name == "" {
+			name = ch.From.Name
+		}
+		if !strings.HasPrefix(name, c.Root+"/") {
+			outside = append(outside, name)
+		}
+	}
+	switch {
+	case len(outside) > 3:
+		return fmt.Sprintf("it changes files outside %s: %s and %d more", c.Root, strings.Join(outside[:3], ", "), len(outside)-3), nil
+	case len(outside) > 0:
+		return fmt.Sprintf("it changes files outside %s: %s", c.Root, strings.Join(outside, ", ")), nil
+	}
+	return fmt.Sprintf("a change to %s by %s, not cairn's rendering", c.Root, head.Committer.Email), nil
+}
+
+// stepCommit reports whether c is one step: one parent, and a tree that
+// differs from the parent's only inside the folder at root.
+func (r *Repo) stepCommit(c *object.Commit, root string) (bool, error) {
+	if len(c.ParentHashes) != 1 {
+		return false, nil
+	}
+	parent, err := r.repo.CommitObject(c.ParentHashes[0])
+	if err != nil {
+		return false, err
+	}
+	return r.onlyFolder(parent, c, root, folder(c, root))
+}
