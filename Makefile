@@ -34,9 +34,12 @@ testbin: .cache/bin/etcd .cache/bin/etcd-3.6
 .cache/bin/etcd-3.6: .ci/etcd36/go.mod .ci/etcd36/go.sum .ci/etcd36/main.go
 	cd .ci/etcd36 && $(GO) build -o ../../.cache/bin/etcd-3.6 .
 
-## fuzz: short, bounded runs of the spec decoder and policy loader fuzzers.
+## fuzz: short, bounded runs of the spec decoder, postgresql.conf writer
+## (checked by PostgreSQL 15's postgres -C when it is installed) and policy
+## loader fuzzers.
 fuzz:
 	$(GO) test ./planner/spec -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
+	$(GO) test ./planner/spec -run '^$$' -fuzz '^FuzzPostgresConf$$' -fuzztime 5s -fuzzminimizetime 2s
 	$(GO) test ./policies -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 10s -fuzzminimizetime 5s
 
 ## bench: planning and rendering (with kustomize builds) 1,000 mixed clusters.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/types/ref"
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -32,6 +33,8 @@ type Rule struct {
 	program  cel.Program
 	now      time.Time
 	selector Selector
+	// cost is the most one evaluation may cost, as estimated.
+	cost uint64
 }
 
 var celEnv = func() *cel.Env {
@@ -50,29 +53,44 @@ var celEnv = func() *cel.Env {
 // CompileRule compiles and type-checks a rule, and refuses one whose
 // estimated cost may exceed MaxRuleCost.
 func CompileRule(name, expr string, now time.Time, sel Selector) (*Rule, error) {
+	c := compileExpr(expr)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return &Rule{name: name, program: c.program, now: now, selector: sel, cost: c.cost}, nil
+}
+
+// compiled is a compiled expression, or why it does not compile.
+type compiled struct {
+	program cel.Program
+	cost    uint64
+	err     error
+}
+
+func compileExpr(expr string) compiled {
 	if len(expr) > 4096 {
-		return nil, errors.New("the expression is longer than 4096 characters")
+		return compiled{err: errors.New("the expression is longer than 4096 characters")}
 	}
 	ast, iss := celEnv.Compile(expr)
 	if iss.Err() != nil {
-		return nil, fmt.Errorf("does not compile: %v", iss.Err())
+		return compiled{err: fmt.Errorf("does not compile: %v", iss.Err())}
 	}
 	out := ast.OutputType()
 	if !out.IsExactType(cel.MapType(cel.StringType, cel.StringType)) && !out.IsExactType(cel.MapType(cel.StringType, cel.DynType)) {
-		return nil, fmt.Errorf(`must return {"verdict": ..., "message": ...}, returns %s`, out)
+		return compiled{err: fmt.Errorf(`must return {"verdict": ..., "message": ...}, returns %s`, out)}
 	}
 	est, err := celEnv.EstimateCost(ast, estimator{})
 	if err != nil {
-		return nil, fmt.Errorf("cost cannot be estimated: %v", err)
+		return compiled{err: fmt.Errorf("cost cannot be estimated: %v", err)}
 	}
 	if est.Max > MaxRuleCost {
-		return nil, fmt.Errorf("may cost up to %d, the limit is %d; bound its loops", est.Max, MaxRuleCost)
+		return compiled{err: fmt.Errorf("may cost up to %d, the limit is %d; bound its loops", est.Max, MaxRuleCost)}
 	}
 	prg, err := celEnv.Program(ast, cel.CostLimit(MaxRuleCost), cel.InterruptCheckFrequency(100))
 	if err != nil {
-		return nil, err
+		return compiled{err: err}
 	}
-	return &Rule{name: name, program: prg, now: now, selector: sel}, nil
+	return compiled{program: prg, cost: est.Max}
 }
 
 // estimator bounds the sizes CEL cannot know: labels and strings are
@@ -93,17 +111,57 @@ func (r *Rule) Name() string { return r.name }
 // Evaluate implements Policy. A rule that fails when it runs holds the
 // step with the error: a broken rule never lets a step through.
 func (r *Rule) Evaluate(in Input) plan.Decision {
-	if !r.selector.Matches(in.Cluster) {
+	e := newRuleEval(in)
+	defer e.close()
+	return e.evaluate(r)
+}
+
+// ruleEval evaluates the rules of a Set on one step, within one budget:
+// the variables are built once, all rules share a deadline, and once
+// their actual costs add up to RepoLimits.MaxCost the rules left hold the
+// step unevaluated. However many rules a repo holds, one step costs at
+// most that (and one second).
+type ruleEval struct {
+	in     Input
+	vars   map[string]any
+	ctx    context.Context
+	cancel context.CancelFunc
+	spent  uint64
+}
+
+func newRuleEval(in Input) *ruleEval { return &ruleEval{in: in} }
+
+func (e *ruleEval) close() {
+	if e.cancel != nil {
+		e.cancel()
+	}
+}
+
+func (e *ruleEval) evaluate(r *Rule) plan.Decision {
+	if !r.selector.Matches(e.in.Cluster) {
 		return plan.Decision{}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	val, _, err := r.program.ContextEval(ctx, map[string]any{
-		"cluster": clusterVars(in.Cluster), "step": stepVars(in.Step), "observed": observedVars(in), "now": r.now,
+	if e.spent > RepoLimits.MaxCost {
+		return plan.Decision{Verdict: plan.Hold, Reason: fmt.Sprintf("the rule was not run: the rules before it cost %d on this step, past the budget of %d", e.spent, RepoLimits.MaxCost)}
+	}
+	if e.vars == nil {
+		e.vars = map[string]any{"cluster": clusterVars(e.in.Cluster), "step": stepVars(e.in.Step), "observed": observedVars(e.in)}
+		e.ctx, e.cancel = context.WithTimeout(context.Background(), time.Second)
+	}
+	val, details, err := r.program.ContextEval(e.ctx, map[string]any{
+		"cluster": e.vars["cluster"], "step": e.vars["step"], "observed": e.vars["observed"], "now": r.now,
 	})
+	if c := details.ActualCost(); c != nil {
+		e.spent += *c
+	}
 	if err != nil {
 		return plan.Decision{Verdict: plan.Hold, Reason: "the rule failed: " + err.Error()}
 	}
+	return decision(val)
+}
+
+// decision reads a rule's result.
+func decision(val ref.Val) plan.Decision {
 	native, err := val.ConvertToNative(reflect.TypeFor[map[string]any]())
 	if err != nil {
 		return plan.Decision{Verdict: plan.Hold, Reason: "the rule returned " + val.Type().TypeName() + ", not a map"}

@@ -2,8 +2,6 @@ package policies
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -84,70 +82,9 @@ type RuleSpec struct {
 	Expression string `json:"expression"`
 }
 
-// LoadDir reads every policy file in dir (*.yaml, *.yml; a missing dir
-// holds none) and returns their policies, each built for time now. CEL
-// rules are compiled and type-checked here: a bad rule is an error with
-// file:line, not a failure at plan time.
-func LoadDir(dir string, now time.Time) (Set, error) {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read policies: %w", err)
-	}
-	var set Set
-	var errs strictyaml.ErrorList
-	for _, e := range entries {
-		ext := strings.ToLower(filepath.Ext(e.Name()))
-		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		ps, err := Load(path, data, now)
-		if list, ok := err.(strictyaml.ErrorList); ok {
-			errs = append(errs, list...)
-		} else if err != nil {
-			return nil, err
-		}
-		set = append(set, ps...)
-	}
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
-	return set, nil
-}
-
-// Load decodes the policy documents of one file.
-func Load(file string, data []byte, now time.Time) (Set, error) {
-	docs, errs := strictyaml.Parse(file, data, strictyaml.DefaultLimits)
-	var set Set
-	for _, doc := range docs {
-		var f File
-		pos, derrs := strictyaml.Decode(doc, &f, strictyaml.DefaultLimits)
-		errs = append(errs, derrs...)
-		if len(derrs) > 0 {
-			continue
-		}
-		fail := func(path, format string, args ...any) {
-			p := pos.Lookup(path)
-			errs = append(errs, &strictyaml.Error{File: file, Line: p.Line, Col: p.Col, Path: path, Msg: fmt.Sprintf(format, args...)})
-		}
-		ps := build(&f, now, fail)
-		set = append(set, ps...)
-	}
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
-	return set, nil
-}
-
 // build checks a decoded file and makes its policies.
-func build(f *File, now time.Time, fail func(path, format string, args ...any)) Set {
+func (l *loader) build(f *File, fail func(path, format string, args ...any)) Set {
+	now := l.now
 	if f.APIVersion != APIVersion || f.Kind != Kind {
 		fail("", "apiVersion and kind must be %q and %q", APIVersion, Kind)
 		return nil
@@ -204,13 +141,13 @@ func build(f *File, now time.Time, fail func(path, format string, args ...any)) 
 		}
 	}
 	for i, r := range f.Spec.Rules {
-		path := fmt.Sprintf("spec.rules[%d]", i)
-		rule, err := CompileRule(f.Metadata.Name+"/"+r.Name, r.Expression, now, sel)
-		if err != nil {
-			fail(path+".expression", "%v", err)
-			continue
+		rule, ok := l.rule(f.Metadata.Name+"/"+r.Name, r.Expression, sel, fmt.Sprintf("spec.rules[%d]", i), fail)
+		if !ok {
+			break
 		}
-		set = append(set, rule)
+		if rule != nil {
+			set = append(set, rule)
+		}
 	}
 	return set
 }

@@ -34,11 +34,19 @@ type Policy interface {
 type Set []Policy
 
 // Evaluate returns the decisions of every policy on one step that has an
-// opinion (a decision with a verdict), ordered by policy name.
+// opinion (a decision with a verdict), ordered by policy name. The CEL
+// rules among them share one budget of cost (RepoLimits.MaxCost).
 func (s Set) Evaluate(in Input) []plan.Decision {
 	var out []plan.Decision
+	rules := newRuleEval(in)
+	defer rules.close()
 	for _, p := range s {
-		d := p.Evaluate(in)
+		var d plan.Decision
+		if r, ok := p.(*Rule); ok {
+			d = rules.evaluate(r)
+		} else {
+			d = p.Evaluate(in)
+		}
 		if d.Verdict == "" {
 			continue
 		}

@@ -5,9 +5,12 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -16,6 +19,17 @@ func sign(secret, body string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte(body))
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+var deliveries atomic.Int64
+
+// event is a request as GitHub sends it, with a fresh delivery ID.
+func event(kind, body, sig string) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewBufferString(body))
+	req.Header.Set("X-GitHub-Event", kind)
+	req.Header.Set("X-Hub-Signature-256", sig)
+	req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("72d3162e-cc78-11e3-81ab-%012d", deliveries.Add(1)))
+	return req
 }
 
 func TestWebhook(t *testing.T) {
@@ -35,11 +49,8 @@ func TestWebhook(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(http.MethodPost, "/", bytes.NewBufferString(tc.body))
-			req.Header.Set("X-GitHub-Event", tc.event)
-			req.Header.Set("X-Hub-Signature-256", tc.sig)
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
+			h.ServeHTTP(rec, event(tc.event, tc.body, tc.sig))
 			got := false
 			select {
 			case <-trigger:
@@ -53,31 +64,160 @@ func TestWebhook(t *testing.T) {
 	}
 }
 
+// countingReader counts the bytes read of a body.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
 func TestWebhookRefusesWhatItCannotCheck(t *testing.T) {
 	body := `{"ref":"refs/heads/main"}`
+	big := strings.Repeat("x", 64<<20)
 	for _, tc := range []struct {
-		name   string
-		h      Webhook
-		method string
-		body   string
-		code   int
+		name    string
+		secret  string
+		method  string
+		body    string
+		header  func(r *http.Request)
+		code    int
+		maxRead int64
 	}{
-		{"GET", Webhook{Secret: []byte("s")}, http.MethodGet, body, http.StatusMethodNotAllowed},
-		{"no secret configured", Webhook{}, http.MethodPost, body, http.StatusUnauthorized},
-		{"a body over the bound", Webhook{Secret: []byte("s")}, http.MethodPost, strings.Repeat("x", maxWebhookBody+1), http.StatusRequestEntityTooLarge},
+		{"GET", "s", http.MethodGet, body, nil, http.StatusMethodNotAllowed, 0},
+		{"no secret configured", "", http.MethodPost, body, nil, http.StatusUnauthorized, 0},
+		{"a body announced over the bound", "s", http.MethodPost, big, nil, http.StatusRequestEntityTooLarge, 0},
+		{"a body over the bound, unannounced", "s", http.MethodPost, big, func(r *http.Request) { r.ContentLength = -1 },
+			http.StatusRequestEntityTooLarge, maxWebhookBody + 64<<10},
+		{"a malformed signature", "s", http.MethodPost, body, func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", "sha256=zz") }, http.StatusUnauthorized, 0},
+		{"a short signature", "s", http.MethodPost, body, func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", "sha256=abcd") }, http.StatusUnauthorized, 0},
+		{"no delivery ID", "s", http.MethodPost, body, func(r *http.Request) { r.Header.Del("X-GitHub-Delivery") }, http.StatusBadRequest, 0},
+		{"a forged delivery ID", "s", http.MethodPost, body, func(r *http.Request) { r.Header.Set("X-GitHub-Delivery", "a\nb") }, http.StatusBadRequest, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trigger := make(chan struct{}, 1)
-			tc.h.Trigger = trigger
-			req := httptest.NewRequest(tc.method, "/", strings.NewReader(tc.body))
-			req.Header.Set("X-GitHub-Event", "push")
-			req.Header.Set("X-Hub-Signature-256", sign(string(tc.h.Secret), tc.body))
+			h := &Webhook{Secret: []byte(tc.secret), Base: "main", Trigger: trigger}
+			req := event("push", "", sign(tc.secret, tc.body))
+			req.Method = tc.method
+			counter := &countingReader{r: strings.NewReader(tc.body)}
+			req.Body, req.ContentLength = io.NopCloser(counter), int64(len(tc.body))
+			if tc.header != nil {
+				tc.header(req)
+			}
 			rec := httptest.NewRecorder()
-			tc.h.ServeHTTP(rec, req)
+			h.ServeHTTP(rec, req)
 			if rec.Code != tc.code || len(trigger) != 0 {
 				t.Fatalf("code %d, %d triggers; want %d and none", rec.Code, len(trigger), tc.code)
 			}
+			if n := counter.n.Load(); n > tc.maxRead {
+				t.Errorf("read %d bytes of the body; the bound is %d", n, tc.maxRead)
+			}
 		})
+	}
+}
+
+func TestWebhookRefusesReplays(t *testing.T) {
+	trigger := make(chan struct{}, 10)
+	h := &Webhook{Secret: []byte("k"), Base: "main", Trigger: trigger}
+	body := `{"ref":"refs/heads/main","after":"1"}`
+	first := event("push", body, sign("k", body))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, first)
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("first delivery: %d", rec.Code)
+	}
+	same := event("push", body, sign("k", body))
+	same.Header.Set("X-GitHub-Delivery", first.Header.Get("X-GitHub-Delivery"))
+	newID := event("push", body, sign("k", body))
+	other := `{"ref":"refs/heads/main","after":"2"}`
+	sameIDOtherBody := event("push", other, sign("k", other))
+	sameIDOtherBody.Header.Set("X-GitHub-Delivery", first.Header.Get("X-GitHub-Delivery"))
+	for name, req := range map[string]*http.Request{"the same delivery": same, "the same body under a new ID": newID, "the same ID with another body": sameIDOtherBody} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusConflict {
+			t.Errorf("%s: %d, want 409", name, rec.Code)
+		}
+	}
+	if len(trigger) != 1 {
+		t.Errorf("%d passes triggered, want 1", len(trigger))
+	}
+	// A bad signature is not remembered: the real delivery still goes through.
+	third := `{"ref":"refs/heads/main","after":"3"}`
+	forged := event("push", third, sign("wrong", third))
+	h.ServeHTTP(httptest.NewRecorder(), forged)
+	real := event("push", third, sign("k", third))
+	real.Header.Set("X-GitHub-Delivery", forged.Header.Get("X-GitHub-Delivery"))
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, real)
+	if rec.Code != http.StatusAccepted {
+		t.Errorf("a delivery after a forged one with its ID: %d", rec.Code)
+	}
+}
+
+func TestRecentSetIsBounded(t *testing.T) {
+	s := newRecentSet(3)
+	for i := range 10 {
+		if !s.add(fmt.Sprint(i)) {
+			t.Fatalf("%d refused", i)
+		}
+	}
+	if len(s.keys) != 3 || s.add("9") || !s.add("0") {
+		t.Errorf("keys %d; the last three are kept, older ones forgotten", len(s.keys))
+	}
+}
+
+// TestWebhookRunsABoundedNumberAtOnce: with every slot held by a slow
+// sender, another request is refused at once, unread.
+func TestWebhookRunsABoundedNumberAtOnce(t *testing.T) {
+	h := &Webhook{Secret: []byte("k"), Base: "main", Trigger: make(chan struct{}, 1), MaxInFlight: 2}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	var writers []*io.PipeWriter
+	done := make(chan int, 2)
+	for range 2 {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, pr)
+		req.Header.Set("X-Hub-Signature-256", sign("k", "{}"))
+		req.Header.Set("X-GitHub-Delivery", fmt.Sprint(deliveries.Add(1)))
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		_, _ = pw.Write([]byte("{")) // the handler is reading
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.slots) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("{}"))
+	req.Header.Set("X-Hub-Signature-256", sign("k", "{}"))
+	req.Header.Set("X-GitHub-Delivery", "third")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a third request while two are read: %d", resp.StatusCode)
+	}
+	for _, pw := range writers {
+		_, _ = pw.Write([]byte("}"))
+		pw.Close()
+	}
+	codes := []int{<-done, <-done}
+	if codes[0]+codes[1] != http.StatusAccepted+http.StatusConflict {
+		t.Errorf("the two slow requests: %v (one accepted, the same body again a replay)", codes)
 	}
 }
 

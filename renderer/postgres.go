@@ -2,6 +2,7 @@ package renderer
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,13 +92,10 @@ func postgresConfig(c *spec.PostgresCluster, n names) Object {
 	}
 	if c.Spec.PostgreSQL != nil && len(c.Spec.PostgreSQL.Parameters) > 0 {
 		conf.WriteString("# spec.postgresql.parameters\n")
-		keys := make([]string, 0, len(c.Spec.PostgreSQL.Parameters))
-		for k := range c.Spec.PostgreSQL.Parameters {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			fmt.Fprintf(&conf, "%s = '%s'\n", k, strings.ReplaceAll(string(c.Spec.PostgreSQL.Parameters[k]), "'", "''"))
+		// Names are checked by the spec; Quoted keeps every value
+		// inside its quotes and on its line.
+		for _, k := range slices.Sorted(maps.Keys(c.Spec.PostgreSQL.Parameters)) {
+			fmt.Fprintf(&conf, "%s = %s\n", k, c.Spec.PostgreSQL.Parameters[k].Quoted())
 		}
 	}
 	hba := "# Rendered by cairn; do not edit here.\n" +

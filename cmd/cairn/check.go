@@ -85,15 +85,15 @@ func checkSpecs(ctx context.Context, o checkOptions) (report string, ok bool, er
 		err = errs.Err()
 	}
 	if err != nil {
-		return fmt.Sprintf("**cairn check: the specs are invalid.** Nothing can be planned until this is fixed:\n\n```\n%v\n```\n", err), false, &exitError{exitInvalid, err}
+		return "**cairn check: the specs are invalid.** Nothing can be planned until this is fixed:\n\n" + codeBlock(err.Error()), false, &exitError{exitInvalid, err}
 	}
 	pols, err := policySet(o.repo)
 	if err != nil {
-		return fmt.Sprintf("**cairn check: a policy file is invalid:**\n\n```\n%v\n```\n", err), false, err
+		return "**cairn check: a policy file is invalid:**\n\n" + codeBlock(err.Error()), false, err
 	}
 	observed, err := o.src.read(ctx, clusters)
 	if err != nil {
-		return fmt.Sprintf("**cairn check: the live state cannot be read:** %v\n", err), false, err
+		return "**cairn check: the live state cannot be read:**\n\n" + codeBlock(err.Error()), false, err
 	}
 	plans := newPlanner().Plan(clusters, observed, pols)
 	var b strings.Builder
@@ -108,7 +108,7 @@ func checkSpecs(ctx context.Context, o checkOptions) (report string, ok bool, er
 	} else {
 		fmt.Fprintf(&b, "**cairn check: this change plans.** %d cluster(s):\n\n", len(plans.Plans))
 	}
-	b.WriteString("```\n" + formatTable(plans) + "```\n")
+	b.WriteString(codeBlock(formatTable(plans)))
 	if refused > 0 {
 		return b.String(), false, &exitError{code: exitRefusals}
 	}

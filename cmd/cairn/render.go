@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -69,6 +73,9 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 	if out == "" {
 		out = o.repo
 	}
+	if err := checkRendered(out); err != nil {
+		return &exitError{exitInvalid, fmt.Errorf("cairn render: %w", err)}
+	}
 	// Render everything first: nothing is written unless every tree builds.
 	trees := map[string]renderer.Tree{}
 	pols, err := policySet(o.repo)
@@ -112,4 +119,45 @@ func find(l plan.List, ref spec.Ref) plan.Plan {
 		}
 	}
 	panic("cairn: no plan for " + ref.String())
+}
+
+// maxRenderedEntries bounds the walk of an existing rendered/ folder.
+const maxRenderedEntries = 100_000
+
+// checkRendered refuses to write under out's rendered/ unless it is a
+// plain folder tree: rendered/ itself, or anything below it, being a
+// symlink could send cairn's writes and deletions out of the repo, and a
+// FIFO or device would hang or mislead the comparison with what is
+// there. Nothing is written or deleted before this holds.
+func checkRendered(out string) error {
+	dir := filepath.Join(out, spec.DefaultLayout.RenderedDir)
+	info, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symlink; cairn writes rendered/ itself and does not follow one (it could lead out of the repo)", spec.DisplayPath(dir))
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s is not a folder", spec.DisplayPath(dir))
+	}
+	n := 0
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if n++; n > maxRenderedEntries {
+			return fmt.Errorf("%s holds more than %d files and folders", spec.DisplayPath(dir), maxRenderedEntries)
+		}
+		switch t := d.Type(); {
+		case t&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symlink; cairn writes rendered/ itself and does not follow one (it could lead out of the repo)", spec.DisplayPath(p))
+		case !t.IsDir() && !t.IsRegular():
+			return fmt.Errorf("%s is not a regular file (%s)", spec.DisplayPath(p), t)
+		}
+		return nil
+	})
 }

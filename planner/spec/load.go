@@ -3,13 +3,14 @@ package spec
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Layout says where a GitOps repo keeps its specs and rendered output.
@@ -27,8 +28,9 @@ type Layout struct {
 var DefaultLayout = Layout{SpecsDir: "clusters", RenderedDir: "rendered"}
 
 // LoadRepo reads every spec of a GitOps repo. Files are read through an
-// os.Root, so a symlink cannot pull in a file from outside the repo. The
-// result is sorted by cluster name; any error in any file fails the load.
+// os.Root, so a symlink cannot pull in a file from outside the repo, and
+// within RepoLimits. The result is sorted by cluster name; any error in
+// any file fails the load.
 func LoadRepo(repo string, l Layout) ([]Cluster, error) {
 	if l.SpecsDir == "" {
 		l.SpecsDir = DefaultLayout.SpecsDir
@@ -45,29 +47,19 @@ func LoadRepo(repo string, l Layout) ([]Cluster, error) {
 		return nil, fmt.Errorf("open repo: %w", err)
 	}
 	defer root.Close()
-	fsys := root.FS()
-	if _, err := fs.Stat(fsys, specs); err != nil {
+	if _, err := root.Stat(specs); err != nil {
 		return nil, fmt.Errorf("specs dir %s: %w", filepath.Join(repo, specs), bare(err))
 	}
-	var files []string
-	err = fs.WalkDir(fsys, specs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		// Skip the rendered dir, any folder of the same name below the specs
-		// (as LoadPaths, and so `cairn validate`, does) and hidden folders.
-		if d.IsDir() && p != specs && (p == rendered || d.Name() == path.Base(rendered) || strings.HasPrefix(d.Name(), ".")) {
-			return fs.SkipDir
-		}
-		if isSpecFile(d, p) {
-			files = append(files, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read specs: %w", err)
+	// Skip the rendered dir, any folder of the same name below the specs
+	// (as LoadPaths, and so `cairn validate`, does) and hidden folders.
+	w := &walker{o: root, limit: RepoLimits.MaxEntries, want: isSpecFile,
+		skip: func(p string, d fs.DirEntry) bool {
+			return p == rendered || d.Name() == path.Base(rendered) || strings.HasPrefix(d.Name(), ".")
+		}}
+	if err := w.walk(specs); err != nil {
+		return nil, walkError(filepath.Join(repo, specs), err)
 	}
-	return loadFiles(fsys, repo, files)
+	return loadFiles(root, repo, w.files)
 }
 
 // LoadPaths reads the given files and directories, as `cairn validate`
@@ -75,48 +67,43 @@ func LoadRepo(repo string, l Layout) ([]Cluster, error) {
 // specs only); any other directory is searched recursively for YAML files,
 // skipping folders named "rendered" and hidden folders.
 func LoadPaths(paths []string) ([]Cluster, error) {
-	var files []string
+	w := &walker{o: OS, limit: RepoLimits.MaxEntries, want: isSpecFile,
+		skip: func(_ string, d fs.DirEntry) bool {
+			return d.Name() == DefaultLayout.RenderedDir || strings.HasPrefix(d.Name(), ".")
+		}}
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
 			return nil, err
 		}
 		if !info.IsDir() {
-			files = append(files, p)
+			w.files = append(w.files, p)
 			continue
 		}
 		if st, err := os.Stat(filepath.Join(p, DefaultLayout.SpecsDir)); err == nil && st.IsDir() {
 			p = filepath.Join(p, DefaultLayout.SpecsDir)
 		}
-		err = filepath.WalkDir(p, func(fp string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && fp != p && (d.Name() == DefaultLayout.RenderedDir || strings.HasPrefix(d.Name(), ".")) {
-				return fs.SkipDir
-			}
-			if isSpecFile(d, fp) {
-				files = append(files, fp)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+		if err := w.walk(filepath.ToSlash(p)); err != nil {
+			return nil, walkError(p, err)
 		}
 	}
-	return loadFiles(osFS{}, "", files)
+	return loadFiles(OS, "", w.files)
 }
 
-type osFS struct{}
+func walkError(dir string, err error) error {
+	if errors.Is(err, errTooManyEntries) {
+		return fmt.Errorf("read specs: %s holds more than %d files and folders; cairn reads at most that many", dir, RepoLimits.MaxEntries)
+	}
+	return fmt.Errorf("read specs: %w", err)
+}
 
-func (osFS) Open(name string) (fs.File, error) { return os.Open(name) }
-
-// isSpecFile reports whether a walked entry is read as a spec: a YAML file,
-// or a symlink named like one. Symlinks are followed when read (inside the
-// repo only, for LoadRepo) rather than skipped, so a linked spec is never
-// silently missing from the desired state.
-func isSpecFile(d fs.DirEntry, p string) bool {
-	return (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) && isYAML(p)
+// isSpecFile reports whether a walked entry is read as a spec: anything
+// but a folder named like a YAML file. Symlinks are followed when read
+// (inside the repo only, for LoadRepo) rather than skipped, so a linked
+// spec is never silently missing from the desired state; a FIFO, a device
+// or a link to a folder is an error when read.
+func isSpecFile(p string, d fs.DirEntry) bool {
+	return !d.IsDir() && isYAML(p)
 }
 
 func isYAML(p string) bool {
@@ -124,39 +111,51 @@ func isYAML(p string) bool {
 	return ext == ".yaml" || ext == ".yml"
 }
 
-func loadFiles(fsys fs.FS, base string, files []string) ([]Cluster, error) {
+// loadFiles decodes files, within RepoLimits: past a limit it stops with
+// an error saying which.
+func loadFiles(o Opener, base string, files []string) ([]Cluster, error) {
+	if len(files) > RepoLimits.MaxFiles {
+		return nil, fmt.Errorf("%d spec files; cairn reads at most %d", len(files), RepoLimits.MaxFiles)
+	}
 	var (
-		all  []Cluster
-		errs ErrorList
-		seen = map[string]Cluster{}
+		all     []Cluster
+		errs    ErrorList
+		seen    = map[string]Cluster{}
+		read    int
+		stopped bool
 	)
 	for _, f := range files {
-		display := f
-		if base != "" {
-			display = filepath.Join(base, filepath.FromSlash(f))
+		display := DisplayPath(filepath.Join(base, filepath.FromSlash(f)))
+		if stop := repoLimitReached(read, len(all), len(errs)); stop != "" {
+			errs = append(errs, &Error{File: display, Msg: "not read: " + stop})
+			stopped = true
+			break
 		}
-		data, err := readLimited(fsys, f)
+		data, err := ReadBounded(o, f, Limits.MaxBytes)
 		if err != nil {
 			errs = append(errs, &Error{File: display, Msg: err.Error()})
 			continue
 		}
+		read += len(data)
 		cs, err := Decode(display, data)
 		var list ErrorList
 		if errors.As(err, &list) {
 			errs = append(errs, list...)
 		}
 		for _, c := range cs {
-			name := c.Ref().Name
-			if first, dup := seen[name]; dup {
-				line, col := c.Source().Position("metadata.name")
-				fl, _ := first.Source().Position("metadata.name")
-				errs = append(errs, &Error{File: display, Line: line, Col: col, Path: "metadata.name",
-					Msg: fmt.Sprintf("cluster name %q is already used by %s at %s:%d; names are unique in a repo (each renders to rendered/%s/)", name, first.Ref().Kind, first.Source().File, fl, name)})
+			if err := addCluster(seen, c, display); err != nil {
+				errs = append(errs, err)
 				continue
 			}
-			seen[name] = c
 			all = append(all, c)
 		}
+	}
+	if stop := repoLimitReached(read, len(all), 0); stop != "" && !stopped {
+		errs = append(errs, &Error{File: DisplayPath(filepath.Join(base, filepath.FromSlash(files[len(files)-1]))), Msg: "with this file, " + stop})
+	}
+	if len(errs) > RepoLimits.MaxErrors+1 {
+		errs = append(errs[:RepoLimits.MaxErrors], &Error{File: errs[RepoLimits.MaxErrors].File,
+			Msg: fmt.Sprintf("%d more problems not shown; cairn reports at most %d", len(errs)-RepoLimits.MaxErrors, RepoLimits.MaxErrors)})
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err
@@ -165,41 +164,44 @@ func loadFiles(fsys fs.FS, base string, files []string) ([]Cluster, error) {
 	return all, nil
 }
 
-// readLimited reads a file but refuses one over the size limit without
-// reading it whole.
-func readLimited(fsys fs.FS, name string) ([]byte, error) {
-	info, err := fs.Stat(fsys, name) // follows a symlink, without blocking on a FIFO
-	if err != nil {
-		if li, lerr := fs.Lstat(fsys, name); lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
-			return nil, fmt.Errorf("symlink cannot be followed: %w", bare(err))
-		}
-		return nil, err
+// addCluster records c under its name, or says which cluster of the repo
+// has it already.
+func addCluster(seen map[string]Cluster, c Cluster, display string) *Error {
+	name := c.Ref().Name
+	if first, dup := seen[name]; dup {
+		line, col := c.Source().Position("metadata.name")
+		fl, _ := first.Source().Position("metadata.name")
+		return &Error{File: display, Line: line, Col: col, Path: "metadata.name",
+			Msg: fmt.Sprintf("cluster name %q is already used by %s at %s:%d; names are unique in a repo (each renders to rendered/%s/)", name, first.Ref().Kind, first.Source().File, fl, name)}
 	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", info.Mode().Type())
-	}
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, int64(Limits.MaxBytes)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > Limits.MaxBytes {
-		return nil, fmt.Errorf("file is larger than the %d-byte limit", Limits.MaxBytes)
-	}
-	return data, nil
+	seen[name] = c
+	return nil
 }
 
-// bare drops the operation and path of a *fs.PathError, whose path the
-// caller already shows and whose operation ("statat") means nothing to a
-// reader.
-func bare(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
+// repoLimitReached says which total of RepoLimits the files read so far
+// are past, or "".
+func repoLimitReached(read, clusters, problems int) string {
+	l := RepoLimits
+	switch {
+	case read > l.MaxBytes:
+		return fmt.Sprintf("the specs hold more than %d bytes; cairn reads at most that many", l.MaxBytes)
+	case clusters > l.MaxDocuments:
+		return fmt.Sprintf("the specs hold more than %d clusters; cairn reads at most that many", l.MaxDocuments)
+	case problems >= l.MaxErrors:
+		return fmt.Sprintf("%d problems already; fix those first", problems)
 	}
-	return err
+	return ""
+}
+
+// DisplayPath is a file name from a repo as errors show it: as it is,
+// or, when it holds a control character, a quote or a backtick, quoted
+// with Go's escapes, so that a hostile name cannot forge lines in a
+// report or break out of a Markdown code block.
+func DisplayPath(name string) string {
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == '`' || r == '"' || (r >= 0x80 && !unicode.IsPrint(r)) {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }

@@ -60,6 +60,7 @@ func Reference() []byte {
 	}
 	writeErrors(&b)
 	writeLimits(&b)
+	writeParameters(&b)
 	return b.Bytes()
 }
 
@@ -145,7 +146,7 @@ func writeErrors(b *bytes.Buffer) {
 	}
 	b.WriteString("```\n\n")
 	b.WriteString("Files are read from `clusters/` recursively; `rendered/` (cairn's output) and hidden folders are skipped, ")
-	b.WriteString("and a symlink cannot reach outside the repo. Cluster names are unique in a repo, across kinds. ")
+	b.WriteString("a symlink cannot reach outside the repo, and anything but a regular file named `*.yaml` (a FIFO, a device, a folder) is an error. Cluster names are unique in a repo, across kinds. ")
 	b.WriteString("Rules that depend on what is running (storage shrinks, downgrades, sizes) are the planner's and appear in the plan.\n")
 }
 
@@ -157,11 +158,16 @@ func writeLimits(b *bytes.Buffer) {
 		{"Values per document, counting each alias expansion", fmt.Sprint(Limits.MaxNodes)},
 		{"Nesting depth", fmt.Sprint(Limits.MaxDepth)},
 		{"Problems reported per file", fmt.Sprint(maxFileErrors)},
+		{"Files and folders walked per repo", fmt.Sprint(RepoLimits.MaxEntries)},
+		{"Spec files per repo", fmt.Sprint(RepoLimits.MaxFiles)},
+		{"Bytes of specs per repo", fmt.Sprint(RepoLimits.MaxBytes)},
+		{"Clusters per repo", fmt.Sprint(RepoLimits.MaxDocuments)},
+		{"Problems reported per repo", fmt.Sprint(RepoLimits.MaxErrors)},
 		{"Cluster name length", fmt.Sprint(MaxNameLength)},
 		{"PostgreSQL parameters", fmt.Sprint(MaxParameters)},
 		{"PostgreSQL versions", PostgresSupported()},
 		{"etcd versions", EtcdSupported() + ", except " + etcdBlocked()},
-		{"PostgreSQL parameters cairn manages (refused)", strings.Join(managedParameters, ", ")},
+		{"Length of a PostgreSQL parameter's value", fmt.Sprintf("%d characters", maxParamValue)},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(b, "| %s | %s |\n", r[0], cell(r[1]))

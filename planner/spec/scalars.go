@@ -161,8 +161,8 @@ type ParamValue string
 
 // UnmarshalScalar implements strictyaml.ScalarUnmarshaler.
 func (p *ParamValue) UnmarshalScalar(s strictyaml.Scalar) error {
-	if strings.ContainsAny(s.Value, "\n\r") || len(s.Value) > 1024 {
-		return fmt.Errorf("must be one line of at most 1024 characters")
+	if err := checkParamText(s.Value); err != nil {
+		return err
 	}
 	*p = ParamValue(s.Value)
 	return nil

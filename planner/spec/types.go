@@ -77,7 +77,7 @@ type PostgresSpec struct {
 
 // PostgreSQLConfig holds postgresql.conf settings.
 type PostgreSQLConfig struct {
-	Parameters map[string]ParamValue `json:"parameters,omitempty" desc:"postgresql.conf parameters, name: value. Values may be written unquoted (max_connections: 200). Settings cairn manages itself (ports, paths, replication, archiving, synchronous_standby_names) are refused."`
+	Parameters map[string]ParamValue `json:"parameters,omitempty" desc:"postgresql.conf parameters, name: value. Values may be written unquoted (max_connections: 200) and must have the parameter's type (boolean, integer or number in range with an optional unit, enum value). Parameters that run a program, load code, include a file or name a path, and settings cairn manages itself (ports, replication, archiving, synchronous_standby_names, TLS), are refused; see PostgreSQL parameters."`
 }
 
 // EtcdCluster is an etcd cluster.

@@ -24,17 +24,6 @@ const MaxNameLength = 52
 // MaxParameters bounds postgresql.parameters.
 const MaxParameters = 200
 
-// managedParameters are postgresql.conf settings cairn (or its runtime)
-// sets itself; a spec that sets them would fight the rendered config.
-var managedParameters = []string{
-	"archive_command", "archive_mode", "cluster_name", "config_file", "data_directory",
-	"external_pid_file", "hba_file", "hot_standby", "ident_file", "listen_addresses",
-	"port", "primary_conninfo", "primary_slot_name", "promote_trigger_file",
-	"recovery_target", "restore_command", "ssl_cert_file", "ssl_key_file",
-	"synchronous_commit", "synchronous_standby_names", "unix_socket_directories",
-	"wal_level",
-}
-
 var paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)?$`)
 
 type validator struct {
@@ -148,13 +137,13 @@ func (v *validator) postgres(s PostgresSpec) {
 		v.fail("spec.postgresql.parameters", "%d parameters; the limit is %d", len(s.PostgreSQL.Parameters), MaxParameters)
 		return
 	}
+	major := s.Version.Parse().Major
 	for _, name := range slices.Sorted(maps.Keys(s.PostgreSQL.Parameters)) {
 		p := strictyaml.MapPath("spec.postgresql.parameters", name)
-		switch {
-		case !paramNameRE.MatchString(name):
+		if !paramNameRE.MatchString(name) {
 			v.fail(p, "%s is not a PostgreSQL parameter name (lowercase letters, digits and _, e.g. max_connections)", strictyaml.Quote(name))
-		case slices.Contains(managedParameters, name):
-			v.fail(p, "%s is managed by cairn and cannot be set here", name)
+		} else if why := checkParameter(name, string(s.PostgreSQL.Parameters[name]), major); why != "" {
+			v.fail(p, "%s", why)
 		}
 	}
 }

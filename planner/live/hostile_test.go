@@ -1,0 +1,87 @@
+package live
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// allocated is the bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestHostileLiveFiles: each file of testdata/hostile, and each thing
+// that is not a live-state file, is refused by ReadFile with a clear
+// error, without hanging, within a bound on the memory it allocates.
+func TestHostileLiveFiles(t *testing.T) {
+	dir := t.TempDir()
+	special := map[string]func(p string) error{
+		"fifo.yaml": func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"zero.yaml": func(p string) error { return os.Symlink("/dev/zero", p) },
+		"dir.yaml":  func(p string) error { return os.Mkdir(p, 0o755) },
+		"big.yaml": func(p string) error { // sparse: nothing is written
+			f, err := os.Create(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return f.Truncate(1 << 40)
+		},
+	}
+	for name, make := range special {
+		if err := make(filepath.Join(dir, name)); err != nil {
+			t.Skipf("%s: %v", name, err)
+		}
+	}
+	for _, c := range []struct {
+		path, want string
+		maxAlloc   uint64
+	}{
+		{"testdata/hostile/laughs.yaml", "clusters[0].members[9]: must be a mapping of fields, got a list", 1 << 20},
+		{"testdata/hostile/deep.yaml", "clusters[0]: must be a mapping of fields, got a list", 4 << 20},
+		{"testdata/hostile/three-documents.yaml", "three-documents.yaml:10:1: more than 2 documents in one file", 1 << 20},
+		{"testdata/hostile/many-problems.yaml", "many-problems.yaml:110:16: clusters[0].members[100].name: more than 100 problems; stopping here", 8 << 20},
+		{"testdata/hostile/nul.yaml", "nul.yaml:4:12: file contains a NUL byte", 1 << 20},
+		{"testdata/hostile/huge-replicas.yaml", `clusters[0].statefulSet.replicas: "1000000000000" is out of range`, 1 << 20},
+		{"testdata/hostile/forged-lines.yaml", `clusters[0].name: "e\nx.yaml:1:1: all good\n` + "```" + `" is not a valid name`, 1 << 20},
+		{filepath.Join(dir, "fifo.yaml"), "fifo.yaml: not a regular file (p---------)", 64 << 10},
+		{filepath.Join(dir, "zero.yaml"), "zero.yaml: not a regular file (Dc---------)", 64 << 10},
+		{filepath.Join(dir, "dir.yaml"), "dir.yaml: not a regular file (d---------)", 64 << 10},
+		{filepath.Join(dir, "big.yaml"), "big.yaml: file is 1099511627776 bytes; the limit is 4194304", 64 << 10},
+	} {
+		t.Run(filepath.Base(c.path), func(t *testing.T) {
+			var err error
+			var alloc uint64
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				alloc = allocated(func() { _, err = ReadFile(c.path) })
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("ReadFile hangs")
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %.600v\nwant %q", err, c.want)
+			}
+			if n := strings.Count(err.Error(), "\n"); n > maxProblems+1 {
+				t.Errorf("%d problems reported", n)
+			}
+			if alloc > c.maxAlloc {
+				t.Errorf("allocated %d bytes; the bound is %d", alloc, c.maxAlloc)
+			}
+			t.Logf("allocated %d KiB", alloc>>10)
+		})
+	}
+}
