@@ -73,8 +73,12 @@ func (pl *Planner) PlanCluster(c spec.Cluster, obs *live.Cluster, pols policies.
 		p.Refusals = []plan.Refusal{}
 	}
 	addWindowGates(c, p.Steps)
+	ins := make([]policies.Input, len(p.Steps))
 	for i := range p.Steps {
-		p.Steps[i].Decisions = pols.Evaluate(policies.Input{Cluster: c, Observed: obs, Step: p.Steps[i], Index: i})
+		ins[i] = policies.Input{Cluster: c, Observed: obs, Step: p.Steps[i], Index: i}
+	}
+	for i, ds := range pols.EvaluateSteps(ins) {
+		p.Steps[i].Decisions = ds
 	}
 	p.ID = plan.ComputeID(p.Cluster, p.SpecFingerprint, p.Steps)
 	return p

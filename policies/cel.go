@@ -111,30 +111,42 @@ func (r *Rule) Name() string { return r.name }
 // Evaluate implements Policy. A rule that fails when it runs holds the
 // step with the error: a broken rule never lets a step through.
 func (r *Rule) Evaluate(in Input) plan.Decision {
-	e := newRuleEval(in)
-	defer e.close()
-	return e.evaluate(r)
+	b := &budget{}
+	defer b.close()
+	return (&ruleEval{in: in, budget: b}).evaluate(r)
 }
 
-// ruleEval evaluates the rules of a Set on one step, within one budget:
-// the variables are built once, all rules share a deadline, and once
-// their actual costs add up to RepoLimits.MaxCost the rules left hold the
-// step unevaluated. However many rules a repo holds, one step costs at
-// most that (and one second).
-type ruleEval struct {
-	in     Input
-	vars   map[string]any
+// budget is what the CEL rules of one evaluation (a step, or every step
+// of a plan) share: a deadline and a cost. Once their actual costs add up
+// to RepoLimits.MaxCost the rules left hold their step unevaluated: however
+// many rules a repo holds, an evaluation costs at most that (and one
+// second).
+type budget struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	spent  uint64
 }
 
-func newRuleEval(in Input) *ruleEval { return &ruleEval{in: in} }
-
-func (e *ruleEval) close() {
-	if e.cancel != nil {
-		e.cancel()
+// deadline starts the shared deadline at the first rule that runs.
+func (b *budget) deadline() context.Context {
+	if b.ctx == nil {
+		b.ctx, b.cancel = context.WithTimeout(context.Background(), time.Second)
 	}
+	return b.ctx
+}
+
+func (b *budget) close() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+}
+
+// ruleEval evaluates the rules of a Set on one step within a budget; the
+// step's variables are built once, at the first rule that runs.
+type ruleEval struct {
+	in   Input
+	vars map[string]any
+	*budget
 }
 
 func (e *ruleEval) evaluate(r *Rule) plan.Decision {
@@ -142,13 +154,12 @@ func (e *ruleEval) evaluate(r *Rule) plan.Decision {
 		return plan.Decision{}
 	}
 	if e.spent > RepoLimits.MaxCost {
-		return plan.Decision{Verdict: plan.Hold, Reason: fmt.Sprintf("the rule was not run: the rules before it cost %d on this step, past the budget of %d", e.spent, RepoLimits.MaxCost)}
+		return plan.Decision{Verdict: plan.Hold, Reason: fmt.Sprintf("the rule was not run: the rules before it cost %d on this plan's steps, past the budget of %d", e.spent, RepoLimits.MaxCost)}
 	}
 	if e.vars == nil {
 		e.vars = map[string]any{"cluster": clusterVars(e.in.Cluster), "step": stepVars(e.in.Step), "observed": observedVars(e.in)}
-		e.ctx, e.cancel = context.WithTimeout(context.Background(), time.Second)
 	}
-	val, details, err := r.program.ContextEval(e.ctx, map[string]any{
+	val, details, err := r.program.ContextEval(e.deadline(), map[string]any{
 		"cluster": e.vars["cluster"], "step": e.vars["step"], "observed": e.vars["observed"], "now": r.now,
 	})
 	if c := details.ActualCost(); c != nil {

@@ -37,9 +37,27 @@ type Set []Policy
 // opinion (a decision with a verdict), ordered by policy name. The CEL
 // rules among them share one budget of cost (RepoLimits.MaxCost).
 func (s Set) Evaluate(in Input) []plan.Decision {
+	b := &budget{}
+	defer b.close()
+	return s.evaluate(in, b)
+}
+
+// EvaluateSteps is Evaluate for each step of one plan (ins[i] is step
+// i); the CEL rules share one budget of cost and one deadline across the
+// whole plan, so a plan of many steps costs no more than one step may.
+func (s Set) EvaluateSteps(ins []Input) [][]plan.Decision {
+	b := &budget{}
+	defer b.close()
+	out := make([][]plan.Decision, len(ins))
+	for i, in := range ins {
+		out[i] = s.evaluate(in, b)
+	}
+	return out
+}
+
+func (s Set) evaluate(in Input, b *budget) []plan.Decision {
 	var out []plan.Decision
-	rules := newRuleEval(in)
-	defer rules.close()
+	rules := &ruleEval{in: in, budget: b}
 	for _, p := range s {
 		var d plan.Decision
 		if r, ok := p.(*Rule); ok {
