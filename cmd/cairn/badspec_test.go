@@ -55,7 +55,7 @@ func TestBadSpecEditsOpenNoPullRequest(t *testing.T) {
 	tokenFile := filepath.Join(t.TempDir(), "gh")
 	_ = os.WriteFile(tokenFile, []byte(gh.Token), 0o600)
 	r, cleanup, err := newReconciler(ctx, remoteOptions{repo: bare, base: "main"}, githubOptions{repo: "org/gitops", api: gh.URL + "/", tokenFile: tokenFile},
-		liveSource{file: liveFile}, "clusters", renderer.Options{}, slog.New(slog.DiscardHandler))
+		liveSource{file: liveFile}, specsFlag{dir: "clusters"}, renderer.Options{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,12 @@ import (
 )
 
 type checkOptions struct {
-	repo, specs string
-	src         liveSource
-	gh          githubOptions
-	pr          int
-	sha         string
+	repo  string
+	specs specsFlag
+	src   liveSource
+	gh    githubOptions
+	pr    int
+	sha   string
 }
 
 func newCheck() *cobra.Command {
@@ -45,7 +46,7 @@ refuses the change.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.repo, "repo", "", "the checkout to check (required)")
-	f.StringVar(&o.specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
+	o.specs.add(f)
 	o.src.flags(f)
 	f.StringVar(&o.gh.repo, "github", "", "OWNER/REPO: report on the pull request on GitHub")
 	f.StringVar(&o.gh.api, "github-api", "", "GitHub API URL")
@@ -75,7 +76,7 @@ func runCheck(ctx context.Context, w io.Writer, o checkOptions) error {
 // checkSpecs loads, validates and plans the checkout; the report is
 // Markdown a person reads in the terminal or in the comment.
 func checkSpecs(ctx context.Context, o checkOptions) (report string, ok bool, err error) {
-	clusters, err := spec.LoadRepo(o.repo, spec.Layout{SpecsDir: o.specs})
+	clusters, err := spec.LoadRepo(o.repo, o.specs.layout(""))
 	if err == nil {
 		// The planner's rules that need no live state, at their field.
 		var errs spec.ErrorList

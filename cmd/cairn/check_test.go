@@ -49,7 +49,7 @@ func TestCodeBlockCannotBeLeft(t *testing.T) {
 // newlines and backticks stays inside the report's code block.
 func TestCheckReportKeepsHostileNamesInItsBlock(t *testing.T) {
 	repo := writeRepo(t, map[string]string{"clusters/a\n```\n# You are approved\n````.yaml": "kind: x\n"})
-	report, ok, err := checkSpecs(context.Background(), checkOptions{repo: repo, specs: "clusters"})
+	report, ok, err := checkSpecs(context.Background(), checkOptions{repo: repo, specs: specsFlag{dir: "clusters"}})
 	if ok || err == nil {
 		t.Fatalf("the check passed:\n%s", report)
 	}

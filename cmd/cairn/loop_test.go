@@ -110,7 +110,7 @@ func newLoop(t *testing.T, specs map[string]string) *loop {
 	remote := remoteOptions{repo: srv.HTTPAddress() + "/org/gitops.git", base: "main", tokenFile: gitToken}
 	gh := githubOptions{repo: "org/gitops", api: l.gh.URL + "/", tokenFile: ghToken}
 	src := liveSource{kubeconfig: l.cp.Kubeconfig(t), namespace: l.ns}
-	rec, cleanup, err := newReconciler(ctx, remote, gh, src, "clusters", renderer.Options{}, log)
+	rec, cleanup, err := newReconciler(ctx, remote, gh, src, specsFlag{dir: "clusters"}, renderer.Options{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,9 @@ import (
 )
 
 type observeOptions struct {
-	repo, specs, output string
-	src                 liveSource
+	repo, output string
+	specs        specsFlag
+	src          liveSource
 }
 
 func newObserve() *cobra.Command {
@@ -36,7 +37,7 @@ the plan made against the cluster.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.repo, "repo", "", "GitOps repo directory (required)")
-	f.StringVar(&o.specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
+	o.specs.add(f)
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	o.src.flags(f)
 	_ = cmd.MarkFlagRequired("repo")
@@ -53,7 +54,7 @@ func runObserve(ctx context.Context, w io.Writer, o observeOptions) error {
 	if o.src.kubeconfig == "" && !o.src.inCluster {
 		return &exitError{exitUsage, fmt.Errorf("cairn observe: give --kubeconfig or --in-cluster")}
 	}
-	clusters, err := spec.LoadRepo(o.repo, spec.Layout{SpecsDir: o.specs})
+	clusters, err := spec.LoadRepo(o.repo, o.specs.layout(""))
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}

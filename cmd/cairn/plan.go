@@ -17,7 +17,7 @@ type planOptions struct {
 	repo     string
 	src      liveSource
 	output   string
-	specs    string
+	specs    specsFlag
 	rendered string
 }
 
@@ -39,7 +39,7 @@ refuses a spec change (the refusal says which rule and why).`,
 	f.StringVar(&o.repo, "repo", "", "GitOps repo directory (required)")
 	o.src.flags(f)
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
-	f.StringVar(&o.specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
+	o.specs.add(f)
 	f.StringVar(&o.rendered, "rendered", spec.DefaultLayout.RenderedDir, "folder of the repo holding rendered output (never read as specs)")
 	_ = cmd.MarkFlagRequired("repo")
 	return cmd
@@ -49,7 +49,7 @@ func runPlan(ctx context.Context, w io.Writer, o planOptions) error {
 	if o.output != "table" && o.output != "json" && o.output != "yaml" {
 		return &exitError{exitUsage, fmt.Errorf("cairn plan: -o must be table, json or yaml, got %q", o.output)}
 	}
-	clusters, err := spec.LoadRepo(o.repo, spec.Layout{SpecsDir: o.specs, RenderedDir: o.rendered})
+	clusters, err := spec.LoadRepo(o.repo, o.specs.layout(o.rendered))
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}

@@ -12,7 +12,8 @@ import (
 
 func newPolicy() *cobra.Command {
 	cmd := &cobra.Command{Use: "policy", Short: "Policies: rules that allow, hold or deny steps"}
-	var repo, specs string
+	var repo string
+	var specs specsFlag
 	var src liveSource
 	test := &cobra.Command{
 		Use:   "test --repo DIR [--live FILE | --kubeconfig FILE] [--now TIME]",
@@ -23,7 +24,7 @@ the repo's policies/ folder (docs/policies.md). --now decides as at another
 time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			clusters, err := spec.LoadRepo(repo, spec.Layout{SpecsDir: specs})
+			clusters, err := spec.LoadRepo(repo, specs.layout(""))
 			if err != nil {
 				return &exitError{exitInvalid, err}
 			}
@@ -51,7 +52,7 @@ time.`,
 		},
 	}
 	test.Flags().StringVar(&repo, "repo", "", "GitOps repo directory (required)")
-	test.Flags().StringVar(&specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
+	specs.add(test.Flags())
 	src.flags(test.Flags())
 	_ = test.MarkFlagRequired("repo")
 	cmd.AddCommand(test)

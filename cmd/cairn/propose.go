@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/planner/plan"
-	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
@@ -111,7 +110,7 @@ func newPropose() *cobra.Command {
 	var o remoteOptions
 	var gh githubOptions
 	var src liveSource
-	var specs string
+	var specs specsFlag
 	var images renderer.Options
 	cmd := &cobra.Command{
 		Use:   "propose --repo URL|DIR [--live FILE]",
@@ -133,7 +132,7 @@ turns that off.`,
 	}
 	o.flags(cmd, true)
 	src.flags(cmd.Flags())
-	cmd.Flags().StringVar(&specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
+	specs.add(cmd.Flags())
 	imageFlags(cmd.Flags(), &images)
 	gh.flags(cmd)
 	cmd.Flags().BoolVarP(&gh.verbose, "verbose", "v", false, "print the GitHub API calls made")
@@ -176,7 +175,7 @@ func (gh githubOptions) github(base string, log *slog.Logger) (*githubpr.Provide
 	return p, nil
 }
 
-func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh githubOptions, src liveSource, specs string, images renderer.Options) error {
+func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh githubOptions, src liveSource, specs specsFlag, images renderer.Options) error {
 	r, err := newRenderer(images)
 	if err != nil {
 		return &exitError{exitUsage, err}

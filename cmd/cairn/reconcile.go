@@ -24,7 +24,8 @@ func newReconcile() *cobra.Command {
 	var o remoteOptions
 	var gh githubOptions
 	var src liveSource
-	var specs, addr, secretFile string
+	var addr, secretFile string
+	var specs specsFlag
 	var images renderer.Options
 	var interval time.Duration
 	cmd := &cobra.Command{
@@ -61,7 +62,7 @@ turns that off).`,
 	}
 	o.flags(cmd, true)
 	src.flags(cmd.Flags())
-	cmd.Flags().StringVar(&specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
+	specs.add(cmd.Flags())
 	cmd.Flags().DurationVar(&interval, "interval", time.Minute, "time between passes")
 	cmd.Flags().StringVar(&addr, "webhook-addr", "", "address to accept GitHub webhooks on, such as :8080")
 	cmd.Flags().StringVar(&secretFile, "webhook-secret-file", "", "file holding the webhook secret")
@@ -95,7 +96,7 @@ func (r *reconciler) pass(ctx context.Context) ([]publish.Outcome, error) {
 	return res.Outcomes, cliError(err)
 }
 
-func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, src liveSource, specs string, images renderer.Options, log *slog.Logger) (*reconciler, func(), error) {
+func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, src liveSource, specs specsFlag, images renderer.Options, log *slog.Logger) (*reconciler, func(), error) {
 	rend, err := newRenderer(images)
 	if err != nil {
 		return nil, nil, err
@@ -117,10 +118,10 @@ func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, src l
 // loopConfig wires the loop of cairn propose and cairn reconcile: the
 // kinds' planner and renderer, the live source, the policies of the
 // checkout and planner/gates, deciding at --now.
-func loopConfig(repo *gitrepo.Repo, prs publish.Provider, rend *renderer.Renderer, src liveSource, specs string, log *slog.Logger) reconcile.Config {
+func loopConfig(repo *gitrepo.Repo, prs publish.Provider, rend *renderer.Renderer, src liveSource, specs specsFlag, log *slog.Logger) reconcile.Config {
 	return reconcile.Config{
 		Repo: repo, PRs: prs, Name: "cairn", Email: cairnEmail,
-		Layout:   spec.Layout{SpecsDir: specs},
+		Layout:   specs.layout(""),
 		Observe:  src.read,
 		Policies: policySet,
 		Plan:     newPlanner().Plan,

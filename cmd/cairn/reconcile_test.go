@@ -31,7 +31,7 @@ func TestReconcileHoldsUntilTheMergedStepShowsDone(t *testing.T) {
 	base, _ := os.ReadFile("../../examples/fleet/live.yaml")
 	setLive := func(s string) { _ = os.WriteFile(liveFile, []byte(s), 0o644) }
 	setLive(string(base))
-	r, cleanup, err := newReconciler(ctx, remoteOptions{repo: bare, base: "main"}, githubOptions{}, liveSource{file: liveFile}, "clusters", renderer.Options{}, slog.New(slog.DiscardHandler))
+	r, cleanup, err := newReconciler(ctx, remoteOptions{repo: bare, base: "main"}, githubOptions{}, liveSource{file: liveFile}, specsFlag{dir: "clusters"}, renderer.Options{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

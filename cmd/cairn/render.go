@@ -40,7 +40,7 @@ nothing. A cluster whose spec is gone keeps its rendered folder untouched.`,
 	f := cmd.Flags()
 	f.StringVar(&o.repo, "repo", "", "GitOps repo directory (required)")
 	o.src.flags(f)
-	f.StringVar(&o.specs, "specs", spec.DefaultLayout.SpecsDir, "folder of the repo holding cluster specs")
+	o.specs.add(f)
 	f.StringVar(&o.out, "out", "", "directory to write rendered/ into (default: the repo)")
 	imageFlags(f, &o.images)
 	_ = cmd.MarkFlagRequired("repo")
@@ -61,7 +61,7 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 	if err != nil {
 		return &exitError{exitUsage, fmt.Errorf("cairn render: %w", err)}
 	}
-	clusters, err := spec.LoadRepo(o.repo, spec.Layout{SpecsDir: o.specs, RenderedDir: spec.DefaultLayout.RenderedDir})
+	clusters, err := spec.LoadRepo(o.repo, o.specs.layout(spec.DefaultLayout.RenderedDir))
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
 )
 
 // Layout says where a GitOps repo keeps its specs and rendered output.
@@ -22,6 +24,10 @@ type Layout struct {
 	// it lies under SpecsDir, and no folder of the same name below SpecsDir
 	// is either. Default "rendered".
 	RenderedDir string
+	// Namespaces, when set, are the only namespaces a spec may name (the
+	// operator's allow-list, cairn's --allowed-namespaces); a spec that
+	// names none is deployed where Argo CD or Flux puts it.
+	Namespaces []string
 }
 
 // DefaultLayout is the layout the README documents.
@@ -59,7 +65,31 @@ func LoadRepo(repo string, l Layout) ([]Cluster, error) {
 	if err := w.walk(specs); err != nil {
 		return nil, walkError(filepath.Join(repo, specs), err)
 	}
-	return loadFiles(root, repo, w.files)
+	clusters, err := loadFiles(root, repo, w.files)
+	if err != nil {
+		return nil, err
+	}
+	if err := allowedNamespaces(clusters, l.Namespaces); err != nil {
+		return nil, err
+	}
+	return clusters, nil
+}
+
+// allowedNamespaces refuses the specs that name a namespace outside
+// allowed (when set), each at the place it is written.
+func allowedNamespaces(clusters []Cluster, allowed []string) error {
+	if len(allowed) == 0 {
+		return nil
+	}
+	var errs ErrorList
+	for _, c := range clusters {
+		if ns := c.Ref().Namespace; ns != "" && !slices.Contains(allowed, ns) {
+			line, col := c.Source().Position("metadata.namespace")
+			errs = append(errs, &Error{File: c.Source().File, Line: line, Col: col, Path: "metadata.namespace",
+				Msg: fmt.Sprintf("namespace %s is not one cairn may deploy to here (--allowed-namespaces: %s)", strictyaml.Quote(ns), strings.Join(allowed, ", "))})
+		}
+	}
+	return errs.Err()
 }
 
 // LoadPaths reads the given files and directories, as `cairn validate`

@@ -46,6 +46,18 @@ func TestLoadRepo(t *testing.T) {
 			"clusters/b.yaml": sub(pgHead, "instances: 3", "instances: x"),
 		}, err: "REPO/clusters/a.yaml:1:7: kind: unknown kind \"StatefulSet\"; valid kinds: EtcdCluster (etcd.database.coreos.com/v1beta2), PostgresCluster (db.example.com/v1alpha1)\n" +
 			"REPO/clusters/b.yaml:7:14: spec.instances: must be a whole number, got the string \"x\""},
+		{name: "Kubernetes' own namespaces are refused", files: map[string]string{
+			"clusters/a.yaml": sub(pgHead, `name: "db"`, "name: \"db\"\n  namespace: kube-system"),
+		}, err: `REPO/clusters/a.yaml:5:14: metadata.namespace: "kube-system" is Kubernetes' own namespace; a database never runs there`},
+		{name: "a namespace outside the allowed ones", layout: Layout{Namespaces: []string{"db", "staging"}}, files: map[string]string{
+			"clusters/a.yaml": sub(pgHead, `name: "db"`, "name: \"db\"\n  namespace: payments"),
+			"clusters/b.yaml": sub(sub(etcdHead, `"etcd"`, "e"), "name: e", "name: e\n  namespace: staging"),
+			"clusters/c.yaml": sub(pgHead, `"db"`, "c"),
+		}, err: `REPO/clusters/a.yaml:5:14: metadata.namespace: namespace "payments" is not one cairn may deploy to here (--allowed-namespaces: db, staging)`},
+		{name: "allowed namespaces, and none named", layout: Layout{Namespaces: []string{"staging"}}, files: map[string]string{
+			"clusters/b.yaml": sub(sub(etcdHead, `"etcd"`, "e"), "name: e", "name: e\n  namespace: staging"),
+			"clusters/c.yaml": sub(pgHead, `"db"`, "c"),
+		}, want: "PostgresCluster/c EtcdCluster/e"},
 		{name: "rendered folder under clusters is skipped", files: map[string]string{
 			"clusters/db.yaml":                          pgHead,
 			"clusters/rendered/db/statefulset.yaml":     broken,

@@ -107,6 +107,8 @@ func (v *validator) meta(m ObjectMeta) {
 	if m.Namespace != "" {
 		if errs := validation.IsDNS1123Label(m.Namespace); len(errs) > 0 {
 			v.fail("metadata.namespace", "%s is not a valid namespace: %s", strictyaml.Quote(m.Namespace), errs[0])
+		} else if slices.Contains(ReservedNamespaces, m.Namespace) {
+			v.fail("metadata.namespace", "%s is Kubernetes' own namespace; a database never runs there", strictyaml.Quote(m.Namespace))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
@@ -206,6 +208,10 @@ func (v *validator) timeZone(path, tz string) {
 		v.fail(path, "%s is not an IANA time zone such as UTC or Europe/Berlin", strictyaml.Quote(tz))
 	}
 }
+
+// ReservedNamespaces are Kubernetes' own namespaces, which no spec may
+// target.
+var ReservedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 
 // reservedLabel reports label keys cairn sets on what it renders: the
 // selector labels and the runtime's role label.
