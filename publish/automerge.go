@@ -42,8 +42,8 @@ func (p *Publisher) mergeable(pl plan.Plan, pr *PullRequest) (*PullRequest, stri
 
 // mergeAll merges the pull requests mergeable found, in the outcomes'
 // order. A merge the provider refuses leaves the pull request to a person
-// (the note says why; the next pass tries again); other failures are
-// returned.
+// (the note says why, and when the provider tries again); other failures
+// are returned.
 func (p *Publisher) mergeAll(ctx context.Context, out []Outcome) []error {
 	m, ok := p.PRs.(Merger)
 	if !ok {
@@ -58,7 +58,7 @@ func (p *Publisher) mergeAll(ctx context.Context, out []Outcome) []error {
 		head, err := m.Merge(ctx, *o.merge)
 		switch {
 		case errors.Is(err, ErrMergeRefused):
-			o.Note = fmt.Sprintf("auto-merge refused, left to a person (the next pass tries again): %v", err)
+			o.Note = fmt.Sprintf("auto-merge refused, left to a person: %v", err)
 			p.logger().Info("auto-merge refused", "cluster", o.Cluster, "branch", o.Branch, "reason", err.Error())
 		case err != nil:
 			o.Action, o.Note = ActionFailed, fmt.Sprintf("auto-merge: %v", err)

@@ -1,8 +1,10 @@
 package publish
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/planner/plan"
 )
@@ -10,9 +12,17 @@ import (
 // MaxBody is GitHub's limit on a pull request body, in characters.
 const MaxBody = 65536
 
-// Title is a step's pull request title.
+// MaxTitle is GitHub's limit on a pull request title, in characters: a
+// longer one is refused (422).
+const MaxTitle = 256
+
+// maxDescription is GitHub's limit on a commit status description.
+const maxDescription = 140
+
+// Title is a step's pull request title, cut to MaxTitle characters on a
+// rune boundary; the body carries the whole summary.
 func Title(p plan.Plan, s plan.Step) string {
-	return fmt.Sprintf("cairn: %s: %s", p.Cluster.Name, s.Summary)
+	return cut(fmt.Sprintf("cairn: %s: %s", p.Cluster.Name, s.Summary), MaxTitle)
 }
 
 // Labels are a step's pull request labels: its kind, and whether it is
@@ -28,9 +38,44 @@ func Labels(s plan.Step) []string {
 	return labels
 }
 
+// GateState is one "before" gate of a step and whether it holds in the
+// live state now.
+type GateState struct {
+	Gate  plan.Gate
+	Holds bool
+	// Why says what is missing when it does not hold.
+	Why string
+}
+
+// GateStates checks each "before" gate of a plan's next step with check,
+// one gate at a time (the step carrying only that gate). A nil check
+// checks nothing: nil.
+func GateStates(pl plan.Plan, check func(plan.Plan) (bool, string)) []GateState {
+	if check == nil || len(pl.Steps) == 0 {
+		return nil
+	}
+	out := []GateState{}
+	for _, g := range pl.Steps[0].Gates {
+		if g.When != plan.Before {
+			continue
+		}
+		one := pl
+		one.Steps = append([]plan.Step{pl.Steps[0]}, pl.Steps[1:]...)
+		one.Steps[0].Gates = []plan.Gate{g}
+		holds, why := check(one)
+		if holds {
+			why = ""
+		}
+		out = append(out, GateState{Gate: g, Holds: holds, Why: why})
+	}
+	return out
+}
+
 // StepCheck is the commit status of a step's head: failure if a policy
-// denies the step, pending if one holds it, success otherwise.
-func StepCheck(p plan.Plan, s plan.Step) Check {
+// denies the step; pending while a policy holds it or one of its "before"
+// gates does not hold in the live state (gates, from GateStates; nil when
+// not checked); success otherwise.
+func StepCheck(p plan.Plan, s plan.Step, gates []GateState) Check {
 	c := Check{State: "success", Description: fmt.Sprintf("step %s of plan %s is ready for review", s.ID, p.ID)}
 	for _, d := range s.Decisions {
 		switch {
@@ -40,22 +85,36 @@ func StepCheck(p plan.Plan, s plan.Step) Check {
 			c = Check{State: "pending", Description: limit(fmt.Sprintf("held by %s: %s", d.Policy, d.Reason))}
 		}
 	}
+	for _, g := range gates {
+		if !g.Holds && c.State == "success" {
+			c = Check{State: "pending", Description: limit(fmt.Sprintf("waits for %s: %s", g.Gate.Description, g.Why))}
+		}
+	}
 	return c
 }
 
 // limit keeps a status description within GitHub's 140 characters.
-func limit(s string) string {
-	if r := []rune(s); len(r) > 140 {
-		return string(r[:139]) + "…"
+func limit(s string) string { return cut(s, maxDescription) }
+
+// cut keeps s within n characters, cut on a rune boundary and ended with
+// an ellipsis.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
 	}
-	return s
+	return string([]rune(s)[:n-1]) + "…"
 }
 
+// bodyReserve is room a body keeps free under MaxBody for what providers
+// append (a merge refusal note, cairn's close marker).
+const bodyReserve = 2048
+
 // Body is what a reviewer reads: the whole plan with this step marked, a
-// diagram, the gates, disruption and rollback, policy decisions, and the
-// manifest diff of this step in a collapsed block. It stays under MaxBody
-// by cutting the diff, never the rest.
-func Body(p plan.Plan, current int, specCommit, diff string) string {
+// diagram, the gates (which hold now, when gates says), disruption and
+// rollback, policy decisions, and the manifest diff of this step in a
+// collapsed block. It stays under MaxBody by cutting the diff, never the
+// rest. specCommit is the base commit the step's branch was built on.
+func Body(p plan.Plan, current int, specCommit, diff string, gates []GateState) string {
 	s := p.Steps[current]
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s: step %d of %d\n\n%s\n\n", p.Cluster, current+1, len(p.Steps), s.Summary)
@@ -76,7 +135,7 @@ func Body(p plan.Plan, current int, specCommit, diff string) string {
 		}
 	}
 	fmt.Fprintf(&b, "  style s%d stroke-width:3px\n```\n\n", current)
-	writeGates(&b, s)
+	writeGates(&b, s, gates)
 	fmt.Fprintf(&b, "**Disruptive:** %s. **Reversible:** %s. **Rollback:** %s\n\n", yesNo(s.Disruptive), yesNo(s.Reversible), s.Rollback)
 	b.WriteString(autoMergeLine(s))
 	for _, d := range s.Decisions {
@@ -88,7 +147,7 @@ func Body(p plan.Plan, current int, specCommit, diff string) string {
 	fence := strings.Repeat("`", max(3, longestRun(diff, '`')+1))
 	head := "<details><summary>Manifests this step changes</summary>\n\n" + fence + "diff\n"
 	tail := fence + "\n\n</details>\n"
-	room := max(MaxBody-b.Len()-len(head)-len(tail)-len(footer)-200, 0)
+	room := max(MaxBody-b.Len()-len(head)-len(tail)-len(footer)-bodyReserve, 0)
 	if len(diff) > room {
 		cut := strings.LastIndexByte(diff[:room], '\n') + 1
 		diff = diff[:cut] + fmt.Sprintf("... (diff cut at %d of %d characters; see the branch)\n", cut, len(diff))
@@ -110,13 +169,17 @@ func autoMergeLine(s plan.Step) string {
 	return fmt.Sprintf("**Auto-merge:** no: %s.\n\n", why)
 }
 
-func writeGates(b *strings.Builder, s plan.Step) {
+// writeGates lists the step's gates as plain bullets (not a task list: a
+// reviewer's tick would be undone by the next update). The "before" gates
+// say whether they hold now when gates were checked.
+func writeGates(b *strings.Builder, s plan.Step, gates []GateState) {
 	for _, when := range []plan.Phase{plan.Before, plan.After} {
 		title := "Before it starts"
 		if when == plan.After {
 			title = "Done when"
 		}
 		first := true
+		n := 0 // the place of a "before" gate among gates
 		for _, g := range s.Gates {
 			if g.When != when {
 				continue
@@ -125,13 +188,114 @@ func writeGates(b *strings.Builder, s plan.Step) {
 				fmt.Fprintf(b, "**%s:**\n", title)
 				first = false
 			}
-			fmt.Fprintf(b, "- [ ] %s\n", g.Description)
+			switch {
+			case when != plan.Before || n >= len(gates):
+				fmt.Fprintf(b, "- %s\n", g.Description)
+			case gates[n].Holds:
+				fmt.Fprintf(b, "- ✅ %s (holds now)\n", g.Description)
+			default:
+				fmt.Fprintf(b, "- ⏳ %s (not yet: %s)\n", g.Description, oneLine(gates[n].Why))
+			}
+			if when == plan.Before {
+				n++
+			}
 		}
 		if !first {
 			b.WriteString("\n")
 		}
 	}
 }
+
+// The note a provider leaves on a pull request it refused to merge: cairn
+// does not try again until the pull request changes (a new head or body),
+// or a person deletes the note.
+const (
+	refusalStart  = "\n**Auto-merge refused:** "
+	refusalMarker = "<!-- cairn merge-refused head="
+)
+
+// WithMergeRefusal is body with a note that the provider refused to merge
+// head, and why; a note already there is replaced.
+func WithMergeRefusal(body, head, why string) string {
+	return WithoutMergeRefusal(body) + refusalStart + cut(oneLine(why), 400) +
+		". cairn leaves it to a person, and tries again once the step changes or this note is deleted.\n" +
+		refusalMarker + head + " -->\n"
+}
+
+// MergeRefused reports whether body carries a merge refusal note for head.
+func MergeRefused(body, head string) bool {
+	return head != "" && strings.Contains(body, refusalMarker+head+" -->")
+}
+
+// WithoutMergeRefusal is body without a merge refusal note.
+func WithoutMergeRefusal(body string) string {
+	i := strings.Index(body, refusalStart)
+	if i < 0 {
+		return body
+	}
+	j := strings.Index(body[i:], refusalMarker)
+	if j < 0 {
+		return body
+	}
+	end := i + j
+	if k := strings.Index(body[end:], "-->\n"); k >= 0 {
+		end += k + len("-->\n")
+	} else {
+		return body
+	}
+	return body[:i] + body[end:]
+}
+
+// The note on an open step's pull request while its cluster's plan
+// waits for a change in flight: the plan has no step to render, so the
+// body is kept and the note put on top.
+const (
+	waitingStart = "> **Waiting:** "
+	waitingEnd   = " <!-- cairn waiting -->\n\n"
+)
+
+// WithWaiting is body with a note on top that the plan waits, and why; a
+// note already there is replaced.
+func WithWaiting(body, why string) string {
+	return waitingStart + cut(oneLine(why), 600) + "; `cairn/plan` is pending until then." + waitingEnd + WithoutWaiting(body)
+}
+
+// WithoutWaiting is body without a waiting note.
+func WithoutWaiting(body string) string {
+	if !strings.HasPrefix(body, waitingStart) {
+		return body
+	}
+	if i := strings.Index(body, waitingEnd); i >= 0 {
+		return body[i+len(waitingEnd):]
+	}
+	return body
+}
+
+// markWaiting sets the open pull requests of a waiting plan's cluster
+// pending, saying what the plan waits for (a member down, a change in
+// flight), in the status and on top of the body; a pull request already
+// marked so is not written again. Publishing the plan's next step again
+// once it no longer waits writes the body afresh and the status back.
+func (p *Publisher) markWaiting(ctx context.Context, pl plan.Plan, prs []PullRequest) error {
+	why := note(pl)
+	for _, pr := range prs {
+		if pr.State != Open || clusterOf(pr.Branch) != pl.Cluster.Name || foreignNoted(pr.Body) {
+			continue // a person's head keeps its failing status
+		}
+		want := pr
+		want.Body = WithWaiting(WithoutMergeRefusal(pr.Body), why)
+		want.Check = Check{State: "pending", Description: limit(why)}
+		if want.Body == pr.Body && (pr.Check == Check{} || pr.Check == want.Check) {
+			continue
+		}
+		if err := p.PRs.Update(ctx, want); err != nil {
+			return fmt.Errorf("mark %s waiting: %w", pr.Branch, err)
+		}
+	}
+	return nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func short(s string) string {
 	if len(s) > 12 {

@@ -1,8 +1,10 @@
 package publish
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/planner/plan"
 )
@@ -19,10 +21,12 @@ func bodyPlan() plan.Plan {
 }
 
 func TestBody(t *testing.T) {
-	b := Body(bodyPlan(), 0, "abcdef0123456789abcdef", "+x\n")
+	b := Body(bodyPlan(), 0, "abcdef0123456789abcdef", "+x\n", nil)
 	for _, want := range []string{
 		"### EtcdCluster/e: step 1 of 2", "| ▶ | 1 | `etcd-add-3` |", `Add e-3 \| as a learner`, "```mermaid", "s0 --> s1",
-		"**Before it starts:**\n- [ ] healthy", "**Done when:**\n- [ ] e-3 votes", "**Rollback:** lower size",
+		// Plain bullets, not a task list: a reviewer's tick would be
+		// undone by every update, and GitHub would count "0 of 2 tasks".
+		"**Before it starts:**\n- healthy\n", "**Done when:**\n- e-3 votes\n", "**Rollback:** lower size",
 		"<details><summary>Manifests this step changes</summary>", "```diff\n+x\n```", "<!-- cairn cluster=EtcdCluster/e step=etcd-add-3 plan=0123456789ab -->",
 		"spec commit `abcdef012345`",
 	} {
@@ -30,13 +34,72 @@ func TestBody(t *testing.T) {
 			t.Errorf("body lacks %q:\n%s", want, b)
 		}
 	}
+	if strings.Contains(b, "- [ ]") || strings.Contains(b, "- [x]") {
+		t.Errorf("the gates are a task list:\n%s", b)
+	}
+}
+
+func TestBodySaysWhichGateHoldsNow(t *testing.T) {
+	p := bodyPlan()
+	p.Steps[0].Gates = append([]plan.Gate{{Kind: plan.GateMemberReady, When: plan.Before, Member: "e-1", Description: "e-1 is ready"}}, p.Steps[0].Gates...)
+	check := func(one plan.Plan) (bool, string) {
+		if len(one.Steps[0].Gates) != 1 {
+			t.Fatalf("asked about %d gates at once", len(one.Steps[0].Gates))
+		}
+		if one.Steps[0].Gates[0].Member == "e-1" {
+			return false, "e-1 is not ready"
+		}
+		return true, ""
+	}
+	gates := GateStates(p, check)
+	if len(gates) != 2 || gates[0].Holds || gates[0].Why != "e-1 is not ready" || !gates[1].Holds {
+		t.Fatalf("gates %+v", gates)
+	}
+	if len(p.Steps[0].Gates) != 3 {
+		t.Fatal("GateStates changed the plan's step")
+	}
+	b := Body(p, 0, "abc", "", gates)
+	if !strings.Contains(b, "**Before it starts:**\n- ⏳ e-1 is ready (not yet: e-1 is not ready)\n- ✅ healthy (holds now)\n\n**Done when:**\n- e-3 votes\n") {
+		t.Errorf("gates in the body:\n%s", b)
+	}
+	if c := StepCheck(p, p.Steps[0], gates); c.State != "pending" || c.Description != "waits for e-1 is ready: e-1 is not ready" {
+		t.Errorf("check %+v", c)
+	}
+	if GateStates(p, nil) != nil {
+		t.Error("without a check, no gate is checked")
+	}
+}
+
+func TestTitlesStayWithinGitHubsLimit(t *testing.T) {
+	name := strings.Repeat("a", 52) // the longest valid cluster name
+	for _, k := range plan.Kinds() {
+		for _, summary := range []string{"short", strings.Repeat("é", 300), strings.Repeat("x", 255) + "€€"} {
+			p := plan.Plan{Cluster: plan.ClusterRef{Kind: "PostgresCluster", Name: name}}
+			s := plan.Step{Kind: k, Summary: summary}
+			title := Title(p, s)
+			if n := utf8.RuneCountInString(title); n > MaxTitle || !utf8.ValidString(title) {
+				t.Fatalf("%s: a title of %d characters: %q", k, n, title)
+			}
+			if summary == "short" && title != "cairn: "+name+": short" {
+				t.Errorf("a short title is cut: %q", title)
+			}
+			if summary != "short" && !strings.HasSuffix(title, "…") {
+				t.Errorf("a cut title does not say so: %q", title)
+			}
+		}
+	}
 }
 
 func TestBodyStaysUnderGitHubsLimit(t *testing.T) {
 	huge := strings.Repeat("+ a line of a very large manifest diff\n", 5000)
-	b := Body(bodyPlan(), 1, "abc", huge)
+	b := Body(bodyPlan(), 1, "abc", huge, nil)
 	if len(b) > MaxBody {
 		t.Fatalf("body is %d characters", len(b))
+	}
+	// What providers add stays within the limit too.
+	noted := WithMergeRefusal(WithWaiting(b, strings.Repeat("w", 5000)), "0123", strings.Repeat("r", 5000))
+	if n := utf8.RuneCountInString(noted + "\n<!-- cairn closed -->\n"); n > MaxBody {
+		t.Fatalf("a noted body is %d characters", n)
 	}
 	if !strings.Contains(b, "diff cut at") || !strings.HasSuffix(b, "-->\n") || !strings.Contains(b, "| ▶ | 2 |") {
 		t.Errorf("the diff is cut, the rest kept:\n%s", b[len(b)-400:])
@@ -46,15 +109,23 @@ func TestBodyStaysUnderGitHubsLimit(t *testing.T) {
 func TestStepCheck(t *testing.T) {
 	p := bodyPlan()
 	s := p.Steps[0]
-	if c := StepCheck(p, s); c.State != "success" {
+	if c := StepCheck(p, s, nil); c.State != "success" {
 		t.Errorf("%+v", c)
 	}
+	holds := []GateState{{Gate: s.Gates[0], Holds: true}}
+	if c := StepCheck(p, s, holds); c.State != "success" {
+		t.Errorf("gates that hold: %+v", c)
+	}
+	waits := []GateState{{Gate: s.Gates[0], Why: "e-1 is not ready " + strings.Repeat("y", 300)}}
+	if c := StepCheck(p, s, waits); c.State != "pending" || !strings.HasPrefix(c.Description, "waits for healthy: e-1 is not ready") || len([]rune(c.Description)) > 140 {
+		t.Errorf("a gate that waits: %+v", c)
+	}
 	s.Decisions = []plan.Decision{{Policy: "window", Verdict: plan.Hold, Reason: "opens at 22:00"}}
-	if c := StepCheck(p, s); c.State != "pending" || !strings.Contains(c.Description, "held by window: opens at 22:00") {
+	if c := StepCheck(p, s, waits); c.State != "pending" || !strings.Contains(c.Description, "held by window: opens at 22:00") {
 		t.Errorf("%+v", c)
 	}
 	s.Decisions = append(s.Decisions, plan.Decision{Policy: "freeze", Verdict: plan.Deny, Reason: strings.Repeat("x", 300)})
-	if c := StepCheck(p, s); c.State != "failure" || len([]rune(c.Description)) > 140 {
+	if c := StepCheck(p, s, waits); c.State != "failure" || len([]rune(c.Description)) > 140 {
 		t.Errorf("%+v", c)
 	}
 }
@@ -75,7 +146,7 @@ func TestLabelsCompareAsSetsAndKeepPeoplesLabels(t *testing.T) {
 }
 
 func TestTheDiffFenceOutgrowsBackticksInTheDiff(t *testing.T) {
-	b := Body(bodyPlan(), 0, "abc", "+ script: |\n+   ```\n+   echo\n")
+	b := Body(bodyPlan(), 0, "abc", "+ script: |\n+   ```\n+   echo\n", nil)
 	if !strings.Contains(b, "````diff\n") || !strings.Contains(b, "\n````\n") {
 		t.Errorf("fence:\n%s", b)
 	}
@@ -96,10 +167,88 @@ func TestBodySaysWhetherCairnMerges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := bodyPlan()
 			p.Steps[0].Decisions = tc.decisions
-			b := Body(p, 0, "abc", "")
+			b := Body(p, 0, "abc", "", nil)
 			if tc.want == "" && strings.Contains(b, "Auto-merge") || !strings.Contains(b, tc.want) {
 				t.Errorf("body:\n%s\nwant %q", b, tc.want)
 			}
 		})
+	}
+}
+
+func TestMergeRefusalNote(t *testing.T) {
+	body := Body(bodyPlan(), 0, "abc", "+x\n", nil)
+	noted := WithMergeRefusal(body, "0123", "GitHub answered 405 for #1: Required status check \"ci\" is expected.\nagain")
+	if !MergeRefused(noted, "0123") || MergeRefused(noted, "4567") || MergeRefused(body, "0123") {
+		t.Fatal("the note names the head it was refused at")
+	}
+	if !strings.Contains(noted, "**Auto-merge refused:** GitHub answered 405 for #1: Required status check \"ci\" is expected. again.") {
+		t.Errorf("note:\n%s", noted)
+	}
+	if WithoutMergeRefusal(noted) != body || WithoutMergeRefusal(WithMergeRefusal(noted, "4567", "x")) != body {
+		t.Error("the note comes off whole")
+	}
+	closed := noted + "\n<!-- cairn closed -->\n"
+	if WithoutMergeRefusal(closed) != body+"\n<!-- cairn closed -->\n" {
+		t.Error("what follows the note stays")
+	}
+}
+
+func TestWaitingNote(t *testing.T) {
+	body := Body(bodyPlan(), 0, "abc", "+x\n", nil)
+	w := WithWaiting(body, "waiting: e-1 is ready")
+	if !strings.HasPrefix(w, "> **Waiting:** waiting: e-1 is ready; `cairn/plan` is pending until then.") || WithoutWaiting(w) != body {
+		t.Errorf("waiting:\n%s", w)
+	}
+	if WithWaiting(w, "waiting: e-1 is ready") != w || WithoutWaiting(WithWaiting(w, "other")) != body {
+		t.Error("a note already there is replaced")
+	}
+}
+
+// memPRs is a provider in memory that counts its updates.
+type memPRs struct {
+	Provider
+	prs     []PullRequest
+	updates int
+}
+
+func (m *memPRs) Update(_ context.Context, pr PullRequest) error {
+	m.updates++
+	for i := range m.prs {
+		if m.prs[i].Number == pr.Number {
+			m.prs[i] = pr
+		}
+	}
+	return nil
+}
+
+// While a plan waits (a member down), its cluster's open pull request
+// turns pending once, saying why; the next pass writes nothing more.
+func TestAWaitingPlanSetsItsOpenPullRequestPending(t *testing.T) {
+	body := Body(bodyPlan(), 0, "abc", "+x\n", nil)
+	m := &memPRs{prs: []PullRequest{
+		{Number: 1, Branch: Branch("e", "etcd-add-3"), State: Open, Head: "h1", Body: WithMergeRefusal(body, "h1", "405"), Check: Check{State: "success"}},
+		{Number: 2, Branch: Branch("other", "etcd-add-3"), State: Open, Head: "h2", Body: body, Check: Check{State: "success"}},
+		{Number: 3, Branch: Branch("e", "create"), State: Merged, Head: "h3", Body: body},
+	}}
+	p := &Publisher{PRs: m}
+	pl := plan.Plan{Cluster: plan.ClusterRef{Kind: "EtcdCluster", Name: "e"}, Status: plan.StatusWaiting,
+		Waiting: []plan.Gate{{Kind: plan.GateMemberReady, When: plan.Before, Member: "e-1", Description: "e-1 is ready"}}}
+	for pass := range 2 {
+		if err := p.markWaiting(context.Background(), pl, m.prs); err != nil {
+			t.Fatal(err)
+		}
+		if m.updates != 1 {
+			t.Fatalf("pass %d: %d updates, want 1 in all", pass, m.updates)
+		}
+	}
+	got := m.prs[0]
+	if got.Check != (Check{State: "pending", Description: "waiting: e-1 is ready"}) || !strings.HasPrefix(got.Body, "> **Waiting:** waiting: e-1 is ready") {
+		t.Errorf("waiting pull request: %+v", got)
+	}
+	if MergeRefused(got.Body, "h1") || WithoutWaiting(got.Body) != body {
+		t.Error("the waiting note replaces a merge refusal note, the rest of the body stays")
+	}
+	if m.prs[1].Check.State != "success" || m.prs[2].Body != body {
+		t.Error("other clusters' and merged pull requests are left alone")
 	}
 }

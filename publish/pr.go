@@ -66,7 +66,9 @@ type Merger interface {
 	// still points at pr.Head, and returns the base's new head. A merge
 	// the provider refuses (a required check or review missing, the head
 	// moved, a conflict) is an ErrMergeRefused: the pull request is left
-	// to a person, and the next pass tries again.
+	// to a person. GitHub records the refusal on the pull request and
+	// tries again only once it changes; the local provider tries again on
+	// the next pass.
 	Merge(ctx context.Context, pr PullRequest) (string, error)
 }
 

@@ -160,8 +160,9 @@ func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base 
 	}
 	if pl.Status == plan.StatusWaiting {
 		// A member not ready or a change in flight is no reason to close
-		// a pull request someone may be reviewing: it waits with the plan.
-		return o, nil
+		// a pull request someone may be reviewing: it waits with the plan,
+		// its status pending and its body saying why.
+		return o, p.markWaiting(ctx, pl, prs)
 	}
 	for _, pr := range prs {
 		if pr.State != Open || clusterOf(pr.Branch) != pl.Cluster.Name || pr.Branch == o.Branch {

@@ -3,13 +3,18 @@
 //
 // It is careful with GitHub's limits: reads go through a transport that
 // sends conditional requests (If-None-Match) and serves 304 answers from
-// its cache, writes are made only when something differs, primary and
+// its cache; List reads pull requests newest update first and stops at
+// the last list's newest (one conditional read when nothing changed);
+// Update writes only the parts that differ from what it last read or
+// wrote; writes are spaced a second apart and kept within a budget per
+// hour (ErrWriteBudget defers the rest to a later pass); primary and
 // secondary rate limits (403/429 with Retry-After or X-RateLimit-Reset)
-// are waited out as told, and every API call is counted. The token is
+// are waited out as told; and every API call is counted. The token is
 // sent in the Authorization header only; it is never logged.
 //
 // Auto-merge is one PUT /pulls/{n}/merge carrying the head cairn pushed;
-// GitHub's 405, 409 and 422 leave the pull request to a person.
+// GitHub's 405, 409 and 422 leave the pull request to a person, noted
+// once in its body and not tried again until it changes.
 //
 // Package githubtest is a fake of the API for tests, over a real git repo.
 package githubpr

@@ -13,6 +13,15 @@ import (
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 )
 
+// setStatus sets the cairn/plan status of sha through the API.
+func setStatus(t *testing.T, f *githubtest.Server, sha, state string) {
+	t.Helper()
+	p, _ := newProvider(t, f.URL, f.Token)
+	if err := p.status(context.Background(), publish.PullRequest{Head: sha, Check: publish.Check{State: state}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestMergeAnswers(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -24,7 +33,19 @@ func TestMergeAnswers(t *testing.T) {
 		{"squash", func(*githubtest.Server, *publish.PullRequest) {}, "squash", ""},
 		{"required status missing", func(f *githubtest.Server, _ *publish.PullRequest) {
 			f.RequiredContexts = []string{publish.CheckContext}
-		}, "", "405"},
+		}, "", `405 for #1: Required status check "cairn/plan" is expected.`},
+		{"required status pending", func(f *githubtest.Server, pr *publish.PullRequest) {
+			f.RequiredContexts = []string{publish.CheckContext}
+			setStatus(t, f, pr.Head, "pending")
+		}, "", `405 for #1: Required status check "cairn/plan" is expected.`},
+		{"required status failing", func(f *githubtest.Server, pr *publish.PullRequest) {
+			f.RequiredContexts = []string{publish.CheckContext, "ci"}
+			setStatus(t, f, pr.Head, "failure")
+		}, "", `405 for #1: Required status check "cairn/plan" is failing.`},
+		{"required statuses green", func(f *githubtest.Server, pr *publish.PullRequest) {
+			f.RequiredContexts = []string{publish.CheckContext}
+			setStatus(t, f, pr.Head, "success")
+		}, "", ""},
 		{"method not allowed", func(f *githubtest.Server, _ *publish.PullRequest) { f.MergeMethods = []string{"squash"} }, "rebase", "405"},
 		{"a person pushed", func(_ *githubtest.Server, pr *publish.PullRequest) { pr.Head = "0000" }, "", "409"},
 		{"closed", func(f *githubtest.Server, _ *publish.PullRequest) { f.PRs[0].State = "closed" }, "", "422"},
@@ -39,11 +60,14 @@ func TestMergeAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			pr.Head = f.PRs[0].Head.SHA
 			tc.setup(f, pr)
 			before := p.Counts()
 			sha, err := p.Merge(ctx, *pr)
-			if c := p.Counts(); c.Writes-before.Writes != 1 || c.Reads != before.Reads {
-				t.Errorf("calls for one merge: %+v after %+v", c, before)
+			// A refusal is noted on the pull request: one write more.
+			writes := map[bool]int64{true: 1, false: 2}[tc.refused == ""]
+			if c := p.Counts(); c.Writes-before.Writes != writes || c.Reads != before.Reads {
+				t.Errorf("calls for one merge: %+v after %+v, want %d writes", c, before, writes)
 			}
 			if tc.refused == "" {
 				if err != nil || sha == "" || f.PRs[0].State != "closed" || !f.PRs[0].Merged {
@@ -56,6 +80,16 @@ func TestMergeAnswers(t *testing.T) {
 			}
 			if !errors.Is(err, publish.ErrMergeRefused) || !strings.Contains(err.Error(), tc.refused) || f.PRs[0].Merged {
 				t.Fatalf("err = %v, want a refusal with %s", err, tc.refused)
+			}
+			if !strings.Contains(f.PRs[0].Body, "**Auto-merge refused:** GitHub answered "+tc.refused) {
+				t.Fatalf("the refusal is not noted on the pull request:\n%s", f.PRs[0].Body)
+			}
+			// The pull request as the next pass lists it is not tried again.
+			listed, _ := p.Find(ctx, "cairn/db/s")
+			listed.Head = pr.Head
+			before = p.Counts()
+			if _, err := p.Merge(ctx, *listed); !errors.Is(err, publish.ErrMergeRefused) || p.Counts() != before {
+				t.Errorf("a noted refusal is tried again: %v, calls %+v after %+v", err, p.Counts(), before)
 			}
 		})
 	}
@@ -101,8 +135,8 @@ func TestAutoMergeWaitsForTheWindowThroughBranchProtection(t *testing.T) {
 	if f.Statuses[head]["state"] != "success" || !strings.Contains(f.PRs[0].Body, "**Auto-merge:** yes") {
 		t.Errorf("status %v, body:\n%s", f.Statuses[head], f.PRs[0].Body)
 	}
-	// Labels, status and body as before, and the merge: one write more.
-	if c := p.Counts(); c.Writes-before.Writes != 4 || c.Reads-before.Reads != 1 {
+	// Status and body (the labels are the same), and the merge.
+	if c := p.Counts(); c.Writes-before.Writes != 3 || c.Reads-before.Reads != 1 {
 		t.Errorf("REST calls to turn the status green and merge: %+v after %+v", c, before)
 	}
 	if files := readMain(t, bare); !strings.Contains(files["rendered/e/kustomization.yaml"], "steps/upgrade-0-to-3.5.21") {

@@ -69,8 +69,9 @@ type Options struct {
 	// MergeMethod: see Provider.MergeMethod.
 	MergeMethod string
 	// WriteSpacing is the least time between two writes (POST, PATCH,
-	// PUT, DELETE), as GitHub asks of integrations: 0 is one second; a
-	// negative value does not space them (tests).
+	// PUT, DELETE), as GitHub asks of integrations: 0 is the duration in
+	// $CAIRN_GITHUB_WRITE_SPACING (SpacingEnv), else one second; a
+	// negative value, or 0 in the variable, does not space them.
 	WriteSpacing time.Duration
 	// WritesPerHour is the budget of writes in any hour: a write beyond it
 	// fails with ErrWriteBudget and is made by a later pass. 0 is 500,
@@ -88,7 +89,11 @@ func New(owner, repo, base string, o Options) (*Provider, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := newTransport(o.Transport, o.Token, newWriteGate(o.WriteSpacing, o.WritesPerHour, log))
+	spacing, err := writeSpacing(o.WriteSpacing)
+	if err != nil {
+		return nil, err
+	}
+	t := newTransport(o.Transport, o.Token, newWriteGate(spacing, o.WritesPerHour, log))
 	c := github.NewClient(&http.Client{Transport: t, Timeout: 30 * time.Second})
 	if o.BaseURL != "" {
 		u, err := url.Parse(strings.TrimSuffix(o.BaseURL, "/") + "/")

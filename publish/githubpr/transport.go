@@ -23,6 +23,8 @@ type transport struct {
 	host string
 
 	reads, writes, notModified atomic.Int64
+	// gate spaces and budgets the writes.
+	gate *writeGate
 
 	mu    sync.Mutex
 	cache map[string]cached
@@ -34,11 +36,11 @@ type cached struct {
 	body   []byte
 }
 
-func newTransport(base http.RoundTripper, token string) *transport {
+func newTransport(base http.RoundTripper, token string, gate *writeGate) *transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &transport{base: base, token: token, cache: map[string]cached{}}
+	return &transport{base: base, token: token, gate: gate, cache: map[string]cached{}}
 }
 
 func (t *transport) counts() Counts {
@@ -51,6 +53,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	if req.Method != http.MethodGet {
+		if err := t.gate.wait(req.Context(), req.Method+" "+req.URL.Path); err != nil {
+			return nil, err
+		}
 		t.writes.Add(1)
 		return t.base.RoundTrip(req)
 	}

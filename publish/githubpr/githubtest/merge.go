@@ -36,8 +36,10 @@ func (f *Server) UseRepo(path string) {
 }
 
 // merge answers PUT /repos/{o}/{r}/pulls/{n}/merge as GitHub does: 409
-// when sha is not the head, 405 when a required status is not green or
-// the method is not allowed, 422 when the pull request is not open or does
+// when sha is not the head, 405 when a required status check is not
+// green on the head ("Required status check "c" is expected." while it is
+// missing or pending, "... is failing." once it failed) or the method is
+// not allowed, 422 when the pull request is not open or does
 // not merge cleanly, else 200 with the merge commit.
 func (f *Server) merge(w http.ResponseWriter, r *http.Request, num string) {
 	pr := f.find(w, num)
@@ -55,9 +57,7 @@ func (f *Server) merge(w http.ResponseWriter, r *http.Request, num string) {
 	if method == "" {
 		method = "merge"
 	}
-	if f.HeadSHA != nil && pr.State == "open" {
-		pr.Head.SHA = f.HeadSHA(pr.Head.Ref)
-	}
+	f.refresh(pr)
 	switch {
 	case pr.State != "open":
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"message": "Pull Request is not mergeable"})
@@ -69,11 +69,10 @@ func (f *Server) merge(w http.ResponseWriter, r *http.Request, num string) {
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"message": fmt.Sprintf("%s merges are not allowed on this repository.", method)})
 		return
 	}
-	for _, c := range f.RequiredContexts {
-		if st := f.Statuses[pr.Head.SHA]; st["context"] != c || st["state"] != "success" {
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"message": fmt.Sprintf("Required status check %q is expected.", c)})
-			return
-		}
+	if msg := f.requiredChecks(pr.Head.SHA); msg != "" {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"message": msg,
+			"documentation_url": "https://docs.github.com/articles/about-protected-branches"})
+		return
 	}
 	sha, err := f.mergeCommit(pr, method, in.CommitTitle)
 	if errors.Is(err, gitrepo.ErrNotMergeable) {
@@ -86,6 +85,7 @@ func (f *Server) merge(w http.ResponseWriter, r *http.Request, num string) {
 	}
 	now := time.Now().UTC().Format(time.RFC3339)
 	pr.State, pr.Merged, pr.MergedAt = "closed", true, &now
+	f.touch(pr)
 	writeJSON(w, http.StatusOK, map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
 }
 

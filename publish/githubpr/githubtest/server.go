@@ -19,9 +19,10 @@ import (
 )
 
 // Server answers the REST calls cairn makes the way GitHub does:
-// bearer-token auth, 422 for a second open pull request of a head,
-// Link-header pagination, ETags with 304 answers, and primary and
-// secondary rate limits on demand.
+// bearer-token auth, 422 for a second open pull request of a head or a
+// title over 256 characters, lists sorted by created or updated time
+// with Link-header pagination, ETags with 304 answers, required status
+// checks on merge (405), and primary and secondary rate limits on demand.
 type Server struct {
 	// URL is the API's URL (Options.BaseURL of the provider).
 	URL   string
@@ -36,8 +37,13 @@ type Server struct {
 	// FailAt makes the call with this "METHOD path-prefix" fail once with
 	// a 502, as a crash between calls would leave things.
 	FailAt string
-	// Statuses are the commit statuses set, by sha.
+	// Statuses are the commit statuses set, by sha: the last one set.
 	Statuses map[string]map[string]string
+	// contexts are the latest state of each context of a sha, as branch
+	// protection reads them.
+	contexts map[string]map[string]string
+	// clock is the last updated_at given.
+	clock time.Time
 	// HeadSHA is the commit a branch points at, as GitHub reads it from
 	// the repo; nil gives placeholders. UseRepo sets it.
 	HeadSHA func(branch string) string
@@ -56,13 +62,16 @@ type PR struct {
 	Title  string `json:"title"`
 	Body   string `json:"body"`
 	// MergedAt is all the list endpoint says of a merge.
-	MergedAt *string  `json:"merged_at"`
-	Merged   bool     `json:"merged"`
-	Head     Ref      `json:"head"`
-	Base     Ref      `json:"base"`
-	Labels   []Label  `json:"labels"`
-	Comments []string `json:"-"`
-	Created  int      `json:"-"`
+	MergedAt *string `json:"merged_at"`
+	Merged   bool    `json:"merged"`
+	// UpdatedAt changes with every change to the pull request, a push to
+	// its head too (set when a list first shows it).
+	UpdatedAt string   `json:"updated_at"`
+	Head      Ref      `json:"head"`
+	Base      Ref      `json:"base"`
+	Labels    []Label  `json:"labels"`
+	Comments  []string `json:"-"`
+	Created   int      `json:"-"`
 }
 
 type Ref struct {
@@ -80,8 +89,11 @@ type Label struct {
 }
 
 // New starts a fake GitHub that takes the token "ghs_test", stopped when
-// the test ends.
+// the test ends. It has no secondary rate limit, so it sets
+// CAIRN_GITHUB_WRITE_SPACING (githubpr.SpacingEnv) to 0 for the test: the
+// providers the test makes do not wait a second between writes.
 func New(t testing.TB) *Server {
+	t.Setenv("CAIRN_GITHUB_WRITE_SPACING", "0")
 	f := &Server{Token: "ghs_test", Calls: map[string]int{}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -130,20 +142,7 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case parts[3] == "issues" && len(parts) == 6 && parts[4] == "comments" && r.Method == http.MethodPatch:
 		f.editComment(w, r, parts[5])
 	case parts[3] == "statuses" && len(parts) == 5 && r.Method == http.MethodPost:
-		var in struct{ State, Description, Context string }
-		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.State == "" {
-			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"message": "Validation Failed"})
-			return
-		}
-		if f.HeadSHA != nil && !f.knownSHA(parts[4]) {
-			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"message": "No commit found for SHA: " + parts[4]})
-			return
-		}
-		if f.Statuses == nil {
-			f.Statuses = map[string]map[string]string{}
-		}
-		f.Statuses[parts[4]] = map[string]string{"state": in.State, "context": in.Context, "description": in.Description}
-		writeJSON(w, http.StatusCreated, in)
+		f.status(w, r, parts[4])
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
 	}
@@ -172,12 +171,7 @@ func (f *Server) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var out []*PR
 	for _, pr := range f.PRs {
-		if pr.Head.Repo.FullName == "" {
-			pr.Head.Repo.FullName = "o/r"
-		}
-		if f.HeadSHA != nil && pr.State == "open" {
-			pr.Head.SHA = f.HeadSHA(pr.Head.Ref)
-		}
+		f.refresh(pr)
 		state := q.Get("state")
 		if state == "" {
 			state = "open"
@@ -194,10 +188,7 @@ func (f *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, pr)
 	}
-	// GitHub lists newest first unless asked otherwise.
-	if q.Get("direction") != "asc" {
-		slices.Reverse(out)
-	}
+	sortPRs(out, q.Get("sort"), q.Get("direction"))
 	per, _ := strconv.Atoi(q.Get("per_page"))
 	if per <= 0 {
 		per = 30
@@ -231,6 +222,9 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request, owner string) {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed"})
 		return
 	}
+	if !validText(w, &in.Title, &in.Body) {
+		return
+	}
 	for _, pr := range f.PRs {
 		if pr.State == "open" && pr.Head.Ref == in.Head && pr.Base.Ref == in.Base && pr.Head.Repo.FullName == owner+"/r" {
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
@@ -239,7 +233,9 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request, owner string) {
 			return
 		}
 	}
-	sha := "sha-of-" + in.Head
+	// Without a repo, a placeholder commit name of the head.
+	sum := sha256.Sum256([]byte(in.Head))
+	sha := hex.EncodeToString(sum[:20])
 	if f.HeadSHA != nil {
 		if sha = f.HeadSHA(in.Head); sha == "" {
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
@@ -249,6 +245,7 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request, owner string) {
 	}
 	pr := &PR{Number: len(f.PRs) + 1, State: "open", Title: in.Title, Body: in.Body,
 		Head: Ref{Ref: in.Head, SHA: sha, Repo: RepoName{FullName: owner + "/r"}}, Base: Ref{Ref: in.Base}, Labels: []Label{}}
+	f.touch(pr)
 	f.PRs = append(f.PRs, pr)
 	writeJSON(w, http.StatusCreated, pr)
 }
@@ -269,6 +266,10 @@ func (f *Server) edit(w http.ResponseWriter, r *http.Request, num string) {
 	}
 	var in struct{ Title, Body, State *string }
 	_ = json.NewDecoder(r.Body).Decode(&in)
+	if !validText(w, in.Title, in.Body) {
+		return
+	}
+	f.touch(pr)
 	if in.Title != nil {
 		pr.Title = *in.Title
 	}
@@ -296,6 +297,7 @@ func (f *Server) labels(w http.ResponseWriter, r *http.Request, num string) {
 	}
 	// GitHub does not keep the order labels were given in.
 	slices.Sort(names)
+	f.touch(pr)
 	pr.Labels = nil
 	for _, n := range names {
 		pr.Labels = append(pr.Labels, Label{Name: n})
@@ -310,6 +312,7 @@ func (f *Server) comment(w http.ResponseWriter, r *http.Request, num string) {
 	}
 	var in struct{ Body string }
 	_ = json.NewDecoder(r.Body).Decode(&in)
+	f.touch(pr)
 	pr.Comments = append(pr.Comments, in.Body)
 	writeJSON(w, http.StatusCreated, fakeComment{ID: commentID(pr.Number, len(pr.Comments)-1), Body: in.Body})
 }
@@ -371,13 +374,4 @@ func (f *Server) Open() []*PR {
 		}
 	}
 	return out
-}
-
-func (f *Server) knownSHA(sha string) bool {
-	for _, pr := range f.PRs {
-		if f.HeadSHA(pr.Head.Ref) == sha {
-			return true
-		}
-	}
-	return false
 }
