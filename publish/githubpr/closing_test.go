@@ -119,8 +119,7 @@ func publishThrough(t *testing.T, bare string, prs publish.Provider, liveDoc str
 }
 
 // racingIssues posts, on the first comment, the same comment for another
-// run first, as two runs do that both found no close comment; it deletes
-// comments as GitHub does.
+// run first, as two runs do that both found no close comment.
 type racingIssues struct {
 	issues
 	f     *githubtest.Server
@@ -135,18 +134,6 @@ func (r *racingIssues) CreateComment(ctx context.Context, owner, repo string, n 
 		}
 	}
 	return r.issues.CreateComment(ctx, owner, repo, n, c)
-}
-
-func (r *racingIssues) DeleteComment(_ context.Context, _, _ string, id int64) (*github.Response, error) {
-	for _, pr := range r.f.PRs {
-		// The test server numbers a pull request's comments from
-		// number*100000+1.
-		if i := int(id - int64(pr.Number)*100000 - 1); i >= 0 && i < len(pr.Comments) {
-			pr.Comments = append(pr.Comments[:i], pr.Comments[i+1:]...)
-			return nil, nil
-		}
-	}
-	return nil, nil
 }
 
 // Two runs that both found no close comment and both posted one end with

@@ -72,6 +72,11 @@ type PR struct {
 	Labels    []Label  `json:"labels"`
 	Comments  []string `json:"-"`
 	Created   int      `json:"-"`
+	// commentIDs are the IDs of Comments (a comment a test appends by
+	// hand gets one when first listed); posted counts the comments ever
+	// posted, so an ID is never given twice, a deleted one's neither.
+	commentIDs []int64
+	posted     int
 }
 
 type Ref struct {
@@ -141,6 +146,8 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.listComments(w, parts[4])
 	case parts[3] == "issues" && len(parts) == 6 && parts[4] == "comments" && r.Method == http.MethodPatch:
 		f.editComment(w, r, parts[5])
+	case parts[3] == "issues" && len(parts) == 6 && parts[4] == "comments" && r.Method == http.MethodDelete:
+		f.deleteComment(w, parts[5])
 	case parts[3] == "statuses" && len(parts) == 5 && r.Method == http.MethodPost:
 		f.status(w, r, parts[4])
 	default:
@@ -313,8 +320,36 @@ func (f *Server) comment(w http.ResponseWriter, r *http.Request, num string) {
 	var in struct{ Body string }
 	_ = json.NewDecoder(r.Body).Decode(&in)
 	f.touch(pr)
+	ids := pr.ids()
 	pr.Comments = append(pr.Comments, in.Body)
-	writeJSON(w, http.StatusCreated, fakeComment{ID: commentID(pr.Number, len(pr.Comments)-1), Body: in.Body})
+	pr.commentIDs = append(ids, commentID(pr.Number, pr.posted))
+	pr.posted++
+	writeJSON(w, http.StatusCreated, fakeComment{ID: pr.commentIDs[len(pr.commentIDs)-1], Body: in.Body})
+}
+
+// ids are the IDs of the pull request's comments, stable across deletes.
+func (pr *PR) ids() []int64 {
+	for len(pr.commentIDs) < len(pr.Comments) {
+		pr.commentIDs = append(pr.commentIDs, commentID(pr.Number, pr.posted))
+		pr.posted++
+	}
+	return pr.commentIDs[:len(pr.Comments)]
+}
+
+// deleteComment answers DELETE /repos/{o}/{r}/issues/comments/{id}: 204,
+// or 404 for a comment there is not.
+func (f *Server) deleteComment(w http.ResponseWriter, id string) {
+	for _, pr := range f.PRs {
+		for i, cid := range pr.ids() {
+			if strconv.FormatInt(cid, 10) == id {
+				pr.Comments = append(pr.Comments[:i], pr.Comments[i+1:]...)
+				pr.commentIDs = append(pr.commentIDs[:i], pr.commentIDs[i+1:]...)
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+	}
+	writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
 }
 
 // fakeComment is an issue comment as GitHub lists it.
@@ -335,8 +370,9 @@ func (f *Server) listComments(w http.ResponseWriter, num string) {
 		return
 	}
 	out := []fakeComment{}
+	ids := pr.ids()
 	for i, body := range pr.Comments {
-		out = append(out, fakeComment{ID: commentID(pr.Number, i), Body: body})
+		out = append(out, fakeComment{ID: ids[i], Body: body})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -346,10 +382,10 @@ func (f *Server) editComment(w http.ResponseWriter, r *http.Request, id string) 
 	var in struct{ Body string }
 	_ = json.NewDecoder(r.Body).Decode(&in)
 	for _, pr := range f.PRs {
-		for i := range pr.Comments {
-			if strconv.FormatInt(commentID(pr.Number, i), 10) == id {
+		for i, cid := range pr.ids() {
+			if strconv.FormatInt(cid, 10) == id {
 				pr.Comments[i] = in.Body
-				writeJSON(w, http.StatusOK, fakeComment{ID: commentID(pr.Number, i), Body: in.Body})
+				writeJSON(w, http.StatusOK, fakeComment{ID: cid, Body: in.Body})
 				return
 			}
 		}
