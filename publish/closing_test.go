@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/publish/gitrepo"
+	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 )
 
 // listThen is a provider that runs then, once, right after a List: another
@@ -29,13 +31,13 @@ func (l *listThen) List(ctx context.Context) ([]PullRequest, error) {
 // one, working from a list that still shows it open, writes nothing.
 func TestOverlappingRunsCloseOnce(t *testing.T) {
 	ctx := context.Background()
-	w := newWorld(t, map[string]string{"clusters/e.yaml": etcdSpecDoc(5, "3.5.21", "")})
-	w.live = etcdLiveDoc(3, "3.5.21", false, "")
+	w := newWorld(t, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(5, "3.5.21", "")})
+	w.live = testbed.EtcdLive(3, "3.5.21", false, "")
 	if o := w.one(); o.Action != ActionOpened {
 		t.Fatalf("%+v", o)
 	}
 	// The spec goes back to 3: converged, the step's pull request closes.
-	personCommit(t, w.bare, map[string]string{"clusters/e.yaml": etcdSpecDoc(3, "3.5.21", "")})
+	gitbed.Commit(t, w.bare, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(3, "3.5.21", "")})
 	other, err := gitrepo.Clone(ctx, gitrepo.Remote{URL: w.bare}, filepath.Join(t.TempDir(), "other"))
 	if err != nil {
 		t.Fatal(err)

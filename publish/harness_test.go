@@ -2,15 +2,12 @@ package publish
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
@@ -21,6 +18,8 @@ import (
 	"github.com/cairn-dev/cairn/policies"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
 	"github.com/cairn-dev/cairn/renderer"
+	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 )
 
 // world is a GitOps repo (a bare remote) with the local provider, one
@@ -42,39 +41,9 @@ type world struct {
 
 const cairnEmail = "cairn@users.noreply.cairn.dev"
 
-func etcdSpecDoc(size int, version, extra string) string {
-	return fmt.Sprintf("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec: {size: %d, version: %q%s}\n", size, version, extra)
-}
-
-// etcdLiveDoc is the live state of etcd cluster e: n members at version,
-// e-0 leading; the highest one removed from the membership when
-// removedTop; extra lines for the cluster.
-func etcdLiveDoc(n int, version string, removedTop bool, extra string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n%s  statefulSet: {replicas: %d, version: %q}\n  members:\n", extra, n, version)
-	for i := range n {
-		role, ready := "follower", true
-		if i == 0 {
-			role = "leader"
-		}
-		if removedTop && i == n-1 {
-			role, ready = "removed", false
-		}
-		fmt.Fprintf(&b, "  - {name: e-%d, version: %q, ready: %v, role: %s}\n", i, version, ready, role)
-	}
-	return b.String()
-}
-
-const noLive = "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters: []\n"
-
 func newWorld(t *testing.T, files map[string]string) *world {
 	t.Helper()
-	bare := filepath.Join(t.TempDir(), "gitops.git")
-	if _, err := git.PlainInitWithOptions(bare, &git.PlainInitOptions{Bare: true,
-		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}}); err != nil {
-		t.Fatal(err)
-	}
-	personCommit(t, bare, files)
+	bare := gitbed.New(t, files)
 	repo, err := gitrepo.Clone(context.Background(), gitrepo.Remote{URL: bare}, filepath.Join(t.TempDir(), "work"))
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +52,7 @@ func newWorld(t *testing.T, files map[string]string) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{t: t, bare: bare, repo: repo, rend: rend, prs: &Local{Repo: repo, Base: "main"}, live: noLive, opened: map[string]int{}}
+	return &world{t: t, bare: bare, repo: repo, rend: rend, prs: &Local{Repo: repo, Base: "main"}, live: testbed.NoLive, opened: map[string]int{}}
 }
 
 // pass is one pass of cairn over the base as it is now.
@@ -181,61 +150,4 @@ func (w *world) merge(branch string) {
 	if err := repo.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", h)); err != nil {
 		w.t.Fatal(err)
 	}
-}
-
-// personCommit commits on main of bare as a person: files set (an empty
-// content removes the file, or the folder of that name).
-func personCommit(t *testing.T, bare string, files map[string]string) plumbing.Hash {
-	t.Helper()
-	dir := t.TempDir()
-	repo, err := git.PlainClone(dir, false, &git.CloneOptions{URL: bare, ReferenceName: "refs/heads/main", SingleBranch: true})
-	if err != nil {
-		if repo, err = git.PlainInit(dir, false); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{bare}})
-	}
-	writeTree(t, dir, files)
-	wt, _ := repo.Worktree()
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		t.Fatal(err)
-	}
-	sig := &object.Signature{Name: "person", Email: "p@example.com", When: time.Now()}
-	h, err := wt.Commit("a person's change", &git.CommitOptions{Author: sig, AllowEmptyCommits: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", h)); err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Push(&git.PushOptions{RefSpecs: []config.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-func writeTree(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for p, c := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if c == "" {
-			_ = os.RemoveAll(full)
-			continue
-		}
-		_ = os.MkdirAll(filepath.Dir(full), 0o755)
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// branchHead is the commit a branch of bare points at; zero when absent.
-func branchHead(t *testing.T, bare, branch string) plumbing.Hash {
-	t.Helper()
-	repo, _ := git.PlainOpen(bare)
-	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
-	if err != nil {
-		return plumbing.ZeroHash
-	}
-	return ref.Hash()
 }

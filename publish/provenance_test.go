@@ -8,12 +8,13 @@ import (
 	"time"
 
 	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/policies"
+	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 )
 
 // forge pushes to branch a commit on main that claims to be cairn's (its
@@ -21,44 +22,9 @@ import (
 // from (when set) and files: what anyone who may push can do.
 func forge(t *testing.T, bare, branch, from string, files map[string]string) plumbing.Hash {
 	t.Helper()
-	dir := t.TempDir()
-	repo, err := git.PlainClone(dir, false, &git.CloneOptions{URL: bare, ReferenceName: "refs/heads/main", SingleBranch: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := map[string]string{}
-	if from != "" {
-		src, _ := git.PlainOpen(bare)
-		ref, err := src.Reference(plumbing.NewBranchReferenceName(from), true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := src.CommitObject(ref.Hash())
-		iter, _ := c.Files()
-		_ = iter.ForEach(func(f *object.File) error {
-			if strings.HasPrefix(f.Name, "rendered/") {
-				all[f.Name], _ = f.Contents()
-			}
-			return nil
-		})
-	}
-	maps.Copy(all, files)
-	writeTree(t, dir, all)
-	wt, _ := repo.Worktree()
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		t.Fatal(err)
-	}
-	sig := &object.Signature{Name: "cairn", Email: cairnEmail, When: time.Now()}
-	msg := "cairn: e: Add e-3\n\nCairn-Cluster: EtcdCluster/e\nCairn-Step: etcd-add-3\nCairn-Plan: 0123456789ab\n"
-	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := config.RefSpec("+" + h.String() + ":refs/heads/" + branch)
-	if err := repo.Push(&git.PushOptions{RefSpecs: []config.RefSpec{spec}}); err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return gitbed.Forge(t, bare, branch, from, files,
+		"cairn: e: Add e-3\n\nCairn-Cluster: EtcdCluster/e\nCairn-Step: etcd-add-3\nCairn-Plan: 0123456789ab\n",
+		object.Signature{Name: "cairn", Email: cairnEmail, When: time.Now()})
 }
 
 // autoMerging turns auto-merge on for w's etcd scale-outs, gates passing.
@@ -76,8 +42,8 @@ const widened = "apiVersion: cairn.dev/v1alpha1\nkind: AutoMerge\nkinds: [all]\n
 func TestAForgedBranchIsNeverMergedNorAdopted(t *testing.T) {
 	branch := Branch("e", "etcd-add-3")
 	t.Run("before cairn publishes", func(t *testing.T) {
-		w := newWorld(t, map[string]string{"clusters/e.yaml": etcdSpecDoc(5, "3.5.21", ""), "policies/auto-merge.yaml": "kinds: []\n"})
-		w.live = etcdLiveDoc(3, "3.5.21", false, "")
+		w := newWorld(t, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(5, "3.5.21", ""), "policies/auto-merge.yaml": "kinds: []\n"})
+		w.live = testbed.EtcdLive(3, "3.5.21", false, "")
 		autoMerging(w)
 		forged := forge(t, w.bare, branch, "", map[string]string{"rendered/e/kustomization.yaml": "resources: [evil.yaml]\n", "policies/auto-merge.yaml": widened})
 		for range 2 {
@@ -92,8 +58,8 @@ func TestAForgedBranchIsNeverMergedNorAdopted(t *testing.T) {
 		assertUntouched(t, w, forged)
 	})
 	t.Run("over cairn's open pull request", func(t *testing.T) {
-		w := newWorld(t, map[string]string{"clusters/e.yaml": etcdSpecDoc(5, "3.5.21", ""), "policies/auto-merge.yaml": "kinds: []\n"})
-		w.live = etcdLiveDoc(3, "3.5.21", false, "")
+		w := newWorld(t, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(5, "3.5.21", ""), "policies/auto-merge.yaml": "kinds: []\n"})
+		w.live = testbed.EtcdLive(3, "3.5.21", false, "")
 		if o := w.one(); o.Action != ActionOpened {
 			t.Fatalf("%+v", o)
 		}
@@ -137,8 +103,8 @@ func TestAForgedBranchIsNeverMergedNorAdopted(t *testing.T) {
 func TestClosingAForgedPullRequestIsNoDecline(t *testing.T) {
 	ctx := context.Background()
 	branch := Branch("e", "etcd-add-3")
-	w := newWorld(t, map[string]string{"clusters/e.yaml": etcdSpecDoc(5, "3.5.21", "")})
-	w.live = etcdLiveDoc(3, "3.5.21", false, "")
+	w := newWorld(t, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(5, "3.5.21", "")})
+	w.live = testbed.EtcdLive(3, "3.5.21", false, "")
 	if o := w.one(); o.Action != ActionOpened {
 		t.Fatalf("%+v", o)
 	}
@@ -163,7 +129,7 @@ func TestClosingAForgedPullRequestIsNoDecline(t *testing.T) {
 // that main holds none of it.
 func assertUntouched(t *testing.T, w *world, forged plumbing.Hash) {
 	t.Helper()
-	if branchHead(t, w.bare, Branch("e", "etcd-add-3")) != forged {
+	if gitbed.Head(t, w.bare, Branch("e", "etcd-add-3")) != forged {
 		t.Error("the forged head was pushed over")
 	}
 	main := readFiles(t, w.bare, "main")
@@ -175,7 +141,7 @@ func assertUntouched(t *testing.T, w *world, forged plumbing.Hash) {
 func reset(t *testing.T, bare, branch string) {
 	t.Helper()
 	repo, _ := git.PlainOpen(bare)
-	if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), branchHead(t, bare, "main"))); err != nil {
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), gitbed.Head(t, bare, "main"))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -192,7 +158,7 @@ func refs(t *testing.T, bare string) map[string]string {
 func readFiles(t *testing.T, bare, branch string) map[string]string {
 	t.Helper()
 	repo, _ := git.PlainOpen(bare)
-	c, err := repo.CommitObject(branchHead(t, bare, branch))
+	c, err := repo.CommitObject(gitbed.Head(t, bare, branch))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 )
 
 // A step that comes back in a later cycle of the cluster's life gets one
@@ -17,31 +20,31 @@ func TestARecurringStepIsProposedAgain(t *testing.T) {
 		// opened: pull requests opened per branch over all cycles.
 		opened map[string]int
 	}{
-		{"scale 3 -> 5 -> 3 -> 5", etcdSpecDoc(5, "3.5.21", ""), func(w *world) {
-			w.walk([]string{"etcd-add-3", "etcd-add-4"}, []string{etcdLiveDoc(3, "3.5.21", false, ""), etcdLiveDoc(4, "3.5.21", false, ""), etcdLiveDoc(5, "3.5.21", false, "")}, w.merge)
-			personCommit(w.t, w.bare, map[string]string{"clusters/e.yaml": etcdSpecDoc(3, "3.5.21", "")})
-			w.walk([]string{"etcd-remove-4", "scale-in-4", "etcd-remove-3", "scale-in-3"}, []string{etcdLiveDoc(5, "3.5.21", false, ""),
-				etcdLiveDoc(5, "3.5.21", true, ""), etcdLiveDoc(4, "3.5.21", false, ""), etcdLiveDoc(4, "3.5.21", true, ""), etcdLiveDoc(3, "3.5.21", false, "")}, w.merge)
-			personCommit(w.t, w.bare, map[string]string{"clusters/e.yaml": etcdSpecDoc(5, "3.5.21", "")})
-			w.walk([]string{"etcd-add-3", "etcd-add-4"}, []string{etcdLiveDoc(3, "3.5.21", false, ""), etcdLiveDoc(4, "3.5.21", false, ""), etcdLiveDoc(5, "3.5.21", false, "")}, w.merge)
+		{"scale 3 -> 5 -> 3 -> 5", testbed.EtcdSpec(5, "3.5.21", ""), func(w *world) {
+			w.walk([]string{"etcd-add-3", "etcd-add-4"}, []string{testbed.EtcdLive(3, "3.5.21", false, ""), testbed.EtcdLive(4, "3.5.21", false, ""), testbed.EtcdLive(5, "3.5.21", false, "")}, w.merge)
+			gitbed.Commit(w.t, w.bare, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(3, "3.5.21", "")})
+			w.walk([]string{"etcd-remove-4", "scale-in-4", "etcd-remove-3", "scale-in-3"}, []string{testbed.EtcdLive(5, "3.5.21", false, ""),
+				testbed.EtcdLive(5, "3.5.21", true, ""), testbed.EtcdLive(4, "3.5.21", false, ""), testbed.EtcdLive(4, "3.5.21", true, ""), testbed.EtcdLive(3, "3.5.21", false, "")}, w.merge)
+			gitbed.Commit(w.t, w.bare, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(5, "3.5.21", "")})
+			w.walk([]string{"etcd-add-3", "etcd-add-4"}, []string{testbed.EtcdLive(3, "3.5.21", false, ""), testbed.EtcdLive(4, "3.5.21", false, ""), testbed.EtcdLive(5, "3.5.21", false, "")}, w.merge)
 		}, map[string]int{"cairn/e/etcd-add-3": 2, "cairn/e/etcd-add-4": 2, "cairn/e/etcd-remove-4": 1, "cairn/e/scale-in-3": 1}},
-		{"upgrade, revert, upgrade again", etcdSpecDoc(1, "3.5.21", ""), func(w *world) {
-			w.walk([]string{"upgrade-0-to-3.5.21"}, []string{etcdLiveDoc(1, "3.5.20", false, ""), etcdLiveDoc(1, "3.5.21", false, "")}, w.merge)
-			personCommit(w.t, w.bare, map[string]string{"clusters/e.yaml": etcdSpecDoc(1, "3.5.20", "")})
-			w.walk([]string{"upgrade-0-to-3.5.20"}, []string{etcdLiveDoc(1, "3.5.21", false, ""), etcdLiveDoc(1, "3.5.20", false, "")}, w.merge)
-			personCommit(w.t, w.bare, map[string]string{"clusters/e.yaml": etcdSpecDoc(1, "3.5.21", "")})
-			w.walk([]string{"upgrade-0-to-3.5.21"}, []string{etcdLiveDoc(1, "3.5.20", false, ""), etcdLiveDoc(1, "3.5.21", false, "")}, w.merge)
+		{"upgrade, revert, upgrade again", testbed.EtcdSpec(1, "3.5.21", ""), func(w *world) {
+			w.walk([]string{"upgrade-0-to-3.5.21"}, []string{testbed.EtcdLive(1, "3.5.20", false, ""), testbed.EtcdLive(1, "3.5.21", false, "")}, w.merge)
+			gitbed.Commit(w.t, w.bare, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(1, "3.5.20", "")})
+			w.walk([]string{"upgrade-0-to-3.5.20"}, []string{testbed.EtcdLive(1, "3.5.21", false, ""), testbed.EtcdLive(1, "3.5.20", false, "")}, w.merge)
+			gitbed.Commit(w.t, w.bare, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(1, "3.5.21", "")})
+			w.walk([]string{"upgrade-0-to-3.5.21"}, []string{testbed.EtcdLive(1, "3.5.20", false, ""), testbed.EtcdLive(1, "3.5.21", false, "")}, w.merge)
 		}, map[string]int{"cairn/e/upgrade-0-to-3.5.21": 2, "cairn/e/upgrade-0-to-3.5.20": 1}},
-		{"delete and re-create the cluster", etcdSpecDoc(3, "3.5.21", ""), func(w *world) {
-			born := []string{noLive, etcdLiveDoc(3, "3.5.21", false, "  bootstrap: new\n"), etcdLiveDoc(3, "3.5.21", false, "")}
+		{"delete and re-create the cluster", testbed.EtcdSpec(3, "3.5.21", ""), func(w *world) {
+			born := []string{testbed.NoLive, testbed.EtcdLive(3, "3.5.21", false, "  bootstrap: new\n"), testbed.EtcdLive(3, "3.5.21", false, "")}
 			w.walk([]string{"create", "seal-bootstrap"}, born, w.merge)
 			// Deleted under GitOps: its spec and what the sync applies.
-			personCommit(w.t, w.bare, map[string]string{"clusters/e.yaml": "", "rendered/e": "", "clusters/README.md": "specs\n"})
-			w.live = noLive
+			gitbed.Commit(w.t, w.bare, map[string]string{"clusters/e.yaml": "", "rendered/e": "", "clusters/README.md": "specs\n"})
+			w.live = testbed.NoLive
 			if o := w.one(); o.Action != "" {
 				t.Fatalf("a deleted cluster: %+v", o)
 			}
-			personCommit(w.t, w.bare, map[string]string{"clusters/e.yaml": etcdSpecDoc(3, "3.5.21", "")})
+			gitbed.Commit(w.t, w.bare, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(3, "3.5.21", "")})
 			w.walk([]string{"create", "seal-bootstrap"}, born, w.merge)
 		}, map[string]int{"cairn/e/create": 2, "cairn/e/seal-bootstrap": 2}},
 	}
@@ -63,8 +66,8 @@ func TestARecurringStepIsProposedAgain(t *testing.T) {
 // was merged.
 func TestADeclinedStepComesBackOnlyInALaterCycle(t *testing.T) {
 	ctx := context.Background()
-	w := newWorld(t, map[string]string{"clusters/e.yaml": etcdSpecDoc(5, "3.5.21", "")})
-	w.live = etcdLiveDoc(3, "3.5.21", false, "")
+	w := newWorld(t, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(5, "3.5.21", "")})
+	w.live = testbed.EtcdLive(3, "3.5.21", false, "")
 	if o := w.one(); o.Action != ActionOpened || o.Step != "etcd-add-3" {
 		t.Fatalf("%+v", o)
 	}
@@ -75,15 +78,15 @@ func TestADeclinedStepComesBackOnlyInALaterCycle(t *testing.T) {
 	if err := w.prs.Close(ctx, *pr, ""); err != nil { // a person closes it
 		t.Fatal(err)
 	}
-	personCommit(t, w.bare, map[string]string{"README.md": "unrelated\n"})
+	gitbed.Commit(t, w.bare, map[string]string{"README.md": "unrelated\n"})
 	if o := w.one(); o.Action != ActionDeclined {
 		t.Fatalf("declined in this cycle: %+v", o)
 	}
 	// Another step of the cluster is merged: a new cycle.
-	personCommit(t, w.bare, map[string]string{"clusters/e.yaml": etcdSpecDoc(3, "3.5.21", ", storage: 10Gi")})
+	gitbed.Commit(t, w.bare, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(3, "3.5.21", ", storage: 10Gi")})
 	grown := strings.Replace(w.live, "storage: 8Gi", "storage: 10Gi", 1)
 	w.walk([]string{"expand-storage-10gi"}, []string{w.live, grown}, w.merge)
-	personCommit(t, w.bare, map[string]string{"clusters/e.yaml": etcdSpecDoc(5, "3.5.21", ", storage: 10Gi")})
+	gitbed.Commit(t, w.bare, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(5, "3.5.21", ", storage: 10Gi")})
 	if o := w.one(); o.Action != ActionOpened || o.Step != "etcd-add-3" {
 		t.Fatalf("in the next cycle: %+v", o)
 	}

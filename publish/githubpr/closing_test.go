@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
 	"github.com/cairn-dev/cairn/renderer"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // supersede opens the step's pull request (#1) and then makes it
@@ -26,7 +27,7 @@ func supersede(t *testing.T) *hub {
 	if o := h.one(); o.Action != publish.ActionOpened {
 		t.Fatalf("%+v", o)
 	}
-	setSpec(t, h.bare, etcdDoc(3, "3.5.21", ""))
+	setSpec(t, h.bare, testbed.EtcdSpec(3, "3.5.21", ""))
 	return h
 }
 

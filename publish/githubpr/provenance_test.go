@@ -1,20 +1,17 @@
 package githubpr
 
 import (
-	"maps"
 	"strings"
 	"testing"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/policies"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 )
 
 // forgeBranch pushes to branch a commit on main that claims to be
@@ -22,48 +19,8 @@ import (
 // the rendered folders of branch from (when set) and files.
 func forgeBranch(t *testing.T, bare, branch, from string, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	repo, err := git.PlainClone(dir, false, &git.CloneOptions{URL: bare, ReferenceName: "refs/heads/main", SingleBranch: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := map[string]string{}
-	if from != "" {
-		src, _ := git.PlainOpen(bare)
-		ref, err := src.Reference(plumbing.NewBranchReferenceName(from), true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := src.CommitObject(ref.Hash())
-		iter, _ := c.Files()
-		_ = iter.ForEach(func(f *object.File) error {
-			if strings.HasPrefix(f.Name, "rendered/") {
-				all[f.Name], _ = f.Contents()
-			}
-			return nil
-		})
-	}
-	maps.Copy(all, files)
-	commitFiles(t, dir, repo, all, "cairn: e: Add e-3\n\nCairn-Cluster: EtcdCluster/e\nCairn-Step: etcd-add-3\n", "c@x")
-	h, _ := repo.Head()
-	spec := config.RefSpec("+" + h.Hash().String() + ":refs/heads/" + branch)
-	if err := repo.Push(&git.PushOptions{RefSpecs: []config.RefSpec{spec}}); err != nil {
-		t.Fatal(err)
-	}
-	return h.Hash().String()
-}
-
-func commitFiles(t *testing.T, dir string, repo *git.Repository, files map[string]string, msg, email string) {
-	t.Helper()
-	writeFiles(t, dir, files)
-	wt, _ := repo.Worktree()
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		t.Fatal(err)
-	}
-	sig := &object.Signature{Name: "cairn", Email: email, When: time.Now()}
-	if _, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
-		t.Fatal(err)
-	}
+	return gitbed.Forge(t, bare, branch, from, files, "cairn: e: Add e-3\n\nCairn-Cluster: EtcdCluster/e\nCairn-Step: etcd-add-3\n",
+		object.Signature{Name: "cairn", Email: "c@x", When: time.Now()}).String()
 }
 
 const widenedPolicy = "apiVersion: cairn.dev/v1alpha1\nkind: AutoMerge\nkinds: [all]\n"
@@ -99,7 +56,7 @@ func TestAForgedBranchIsNeverMergedOnGitHub(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHub(t, etcdSpec)
 			h.live = etcdLive
-			commitMain(t, h.bare, map[string]string{"policies/auto-merge.yaml": "kinds: []\n"})
+			gitbed.Commit(t, h.bare, map[string]string{"policies/auto-merge.yaml": "kinds: []\n"})
 			forged := tc.setup(t, h)
 			h.pols, h.gates = merge, gates
 			o := h.one()

@@ -2,20 +2,15 @@ package githubpr
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/policies"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
+	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
 )
 
 // hub is the GitOps repo behind the GitHub test server, with one provider
@@ -107,69 +102,6 @@ func (h *hub) pullRequests() map[string]int {
 	return out
 }
 
-func etcdDoc(size int, version, extra string) string {
-	return fmt.Sprintf("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec: {size: %d, version: %q%s}\n", size, version, extra)
-}
-
-// etcdLiveOf is the live state of e: n members at version, e-0 leading,
-// the highest removed from the membership when removedTop.
-func etcdLiveOf(n int, version string, removedTop bool, extra string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n%s  statefulSet: {replicas: %d, version: %q}\n  members:\n", extra, n, version)
-	for i := range n {
-		role, ready := "follower", true
-		if i == 0 {
-			role = "leader"
-		}
-		if removedTop && i == n-1 {
-			role, ready = "removed", false
-		}
-		fmt.Fprintf(&b, "  - {name: e-%d, version: %q, ready: %v, role: %s}\n", i, version, ready, role)
-	}
-	return b.String()
-}
-
-const noLive = "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters: []\n"
-
-// commitMain commits files on main as a person (an empty content removes
-// the file or folder).
-func commitMain(t *testing.T, bare string, files map[string]string) {
-	t.Helper()
-	dir := t.TempDir()
-	repo, err := git.PlainClone(dir, false, &git.CloneOptions{URL: bare, ReferenceName: "refs/heads/main", SingleBranch: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFiles(t, dir, files)
-	wt, _ := repo.Worktree()
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := wt.Commit("a person's change", &git.CommitOptions{Author: &object.Signature{Name: "p", Email: "p@x", When: time.Now()}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Push(&git.PushOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// writeFiles writes files under dir (an empty content removes the file
-// or folder).
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for p, c := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if c == "" {
-			_ = os.RemoveAll(full)
-			continue
-		}
-		_ = os.MkdirAll(filepath.Dir(full), 0o755)
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // Each recurring cycle of a step opens exactly one new pull request on
 // GitHub, next to the merged one of the cycle before; within a cycle a
 // merged step waits for the live state and opens nothing.
@@ -180,32 +112,32 @@ func TestARecurringStepGetsANewPullRequest(t *testing.T) {
 		cycles func(h *hub)
 		want   map[string]int
 	}{
-		{"scale 3 -> 5 -> 3 -> 5", etcdDoc(5, "3.5.21", ""), func(h *hub) {
-			out := []string{etcdLiveOf(3, "3.5.21", false, ""), etcdLiveOf(4, "3.5.21", false, ""), etcdLiveOf(5, "3.5.21", false, "")}
+		{"scale 3 -> 5 -> 3 -> 5", testbed.EtcdSpec(5, "3.5.21", ""), func(h *hub) {
+			out := []string{testbed.EtcdLive(3, "3.5.21", false, ""), testbed.EtcdLive(4, "3.5.21", false, ""), testbed.EtcdLive(5, "3.5.21", false, "")}
 			h.walk([]string{"etcd-add-3", "etcd-add-4"}, out)
-			setSpec(h.t, h.bare, etcdDoc(3, "3.5.21", ""))
-			h.walk([]string{"etcd-remove-4", "scale-in-4", "etcd-remove-3", "scale-in-3"}, []string{etcdLiveOf(5, "3.5.21", false, ""),
-				etcdLiveOf(5, "3.5.21", true, ""), etcdLiveOf(4, "3.5.21", false, ""), etcdLiveOf(4, "3.5.21", true, ""), etcdLiveOf(3, "3.5.21", false, "")})
-			setSpec(h.t, h.bare, etcdDoc(5, "3.5.21", ""))
+			setSpec(h.t, h.bare, testbed.EtcdSpec(3, "3.5.21", ""))
+			h.walk([]string{"etcd-remove-4", "scale-in-4", "etcd-remove-3", "scale-in-3"}, []string{testbed.EtcdLive(5, "3.5.21", false, ""),
+				testbed.EtcdLive(5, "3.5.21", true, ""), testbed.EtcdLive(4, "3.5.21", false, ""), testbed.EtcdLive(4, "3.5.21", true, ""), testbed.EtcdLive(3, "3.5.21", false, "")})
+			setSpec(h.t, h.bare, testbed.EtcdSpec(5, "3.5.21", ""))
 			h.walk([]string{"etcd-add-3", "etcd-add-4"}, out)
 		}, map[string]int{"cairn/e/etcd-add-3": 2, "cairn/e/etcd-add-4": 2, "cairn/e/etcd-remove-4": 1, "cairn/e/scale-in-4": 1, "cairn/e/etcd-remove-3": 1, "cairn/e/scale-in-3": 1}},
-		{"upgrade, revert, upgrade again", etcdDoc(1, "3.5.21", ""), func(h *hub) {
-			up := []string{etcdLiveOf(1, "3.5.20", false, ""), etcdLiveOf(1, "3.5.21", false, "")}
+		{"upgrade, revert, upgrade again", testbed.EtcdSpec(1, "3.5.21", ""), func(h *hub) {
+			up := []string{testbed.EtcdLive(1, "3.5.20", false, ""), testbed.EtcdLive(1, "3.5.21", false, "")}
 			h.walk([]string{"upgrade-0-to-3.5.21"}, up)
-			setSpec(h.t, h.bare, etcdDoc(1, "3.5.20", ""))
+			setSpec(h.t, h.bare, testbed.EtcdSpec(1, "3.5.20", ""))
 			h.walk([]string{"upgrade-0-to-3.5.20"}, []string{up[1], up[0]})
-			setSpec(h.t, h.bare, etcdDoc(1, "3.5.21", ""))
+			setSpec(h.t, h.bare, testbed.EtcdSpec(1, "3.5.21", ""))
 			h.walk([]string{"upgrade-0-to-3.5.21"}, up)
 		}, map[string]int{"cairn/e/upgrade-0-to-3.5.21": 2, "cairn/e/upgrade-0-to-3.5.20": 1}},
-		{"delete and re-create the cluster", etcdDoc(3, "3.5.21", ""), func(h *hub) {
-			born := []string{noLive, etcdLiveOf(3, "3.5.21", false, "  bootstrap: new\n"), etcdLiveOf(3, "3.5.21", false, "")}
+		{"delete and re-create the cluster", testbed.EtcdSpec(3, "3.5.21", ""), func(h *hub) {
+			born := []string{testbed.NoLive, testbed.EtcdLive(3, "3.5.21", false, "  bootstrap: new\n"), testbed.EtcdLive(3, "3.5.21", false, "")}
 			h.walk([]string{"create", "seal-bootstrap"}, born)
-			commitMain(h.t, h.bare, map[string]string{"clusters/e.yaml": "", "rendered/e": "", "clusters/README.md": "specs\n"})
-			h.live = noLive
+			gitbed.Commit(h.t, h.bare, map[string]string{"clusters/e.yaml": "", "rendered/e": "", "clusters/README.md": "specs\n"})
+			h.live = testbed.NoLive
 			if o := h.one(); o.Action != "" {
 				h.t.Fatalf("a deleted cluster: %+v", o)
 			}
-			commitMain(h.t, h.bare, map[string]string{"clusters/e.yaml": etcdDoc(3, "3.5.21", "")})
+			gitbed.Commit(h.t, h.bare, map[string]string{"clusters/e.yaml": testbed.EtcdSpec(3, "3.5.21", "")})
 			h.walk([]string{"create", "seal-bootstrap"}, born)
 		}, map[string]int{"cairn/e/create": 2, "cairn/e/seal-bootstrap": 2}},
 	}
@@ -226,8 +158,8 @@ func TestARecurringStepGetsANewPullRequest(t *testing.T) {
 // A pull request a person closed on GitHub declines its step for the
 // cycle only.
 func TestADeclinedStepOnGitHubComesBackInALaterCycle(t *testing.T) {
-	h := newHub(t, etcdDoc(5, "3.5.21", ""))
-	h.live = etcdLiveOf(3, "3.5.21", false, "")
+	h := newHub(t, testbed.EtcdSpec(5, "3.5.21", ""))
+	h.live = testbed.EtcdLive(3, "3.5.21", false, "")
 	if o := h.one(); o.Action != publish.ActionOpened {
 		t.Fatalf("%+v", o)
 	}
@@ -235,9 +167,9 @@ func TestADeclinedStepOnGitHubComesBackInALaterCycle(t *testing.T) {
 	if o := h.one(); o.Action != publish.ActionDeclined {
 		t.Fatalf("declined: %+v", o)
 	}
-	setSpec(t, h.bare, etcdDoc(3, "3.5.21", ", storage: 10Gi"))
+	setSpec(t, h.bare, testbed.EtcdSpec(3, "3.5.21", ", storage: 10Gi"))
 	h.walk([]string{"expand-storage-10gi"}, []string{h.live, strings.Replace(h.live, "storage: 8Gi", "storage: 10Gi", 1)})
-	setSpec(t, h.bare, etcdDoc(5, "3.5.21", ", storage: 10Gi"))
+	setSpec(t, h.bare, testbed.EtcdSpec(5, "3.5.21", ", storage: 10Gi"))
 	if o := h.one(); o.Action != publish.ActionOpened || o.Step != "etcd-add-3" || len(h.f.Open()) != 1 || h.f.Open()[0].Number != 3 {
 		t.Fatalf("in the next cycle: %+v %+v", o, h.f.Open())
 	}

@@ -1,0 +1,34 @@
+package testbed
+
+import (
+	"fmt"
+	"strings"
+)
+
+// EtcdSpec is the spec of etcd cluster e of size members at version;
+// extra is added to its spec mapping (", backup: {...}").
+func EtcdSpec(size int, version, extra string) string {
+	return fmt.Sprintf("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec: {size: %d, version: %q%s}\n", size, version, extra)
+}
+
+// EtcdLive is the live state of etcd cluster e: n members at version, e-0
+// leading; the highest removed from the membership when removedTop; extra
+// lines for the cluster (each "  key: value\n").
+func EtcdLive(n int, version string, removedTop bool, extra string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n%s  statefulSet: {replicas: %d, version: %q}\n  members:\n", extra, n, version)
+	for i := range n {
+		role, ready := "follower", true
+		if i == 0 {
+			role = "leader"
+		}
+		if removedTop && i == n-1 {
+			role, ready = "removed", false
+		}
+		fmt.Fprintf(&b, "  - {name: e-%d, version: %q, ready: %v, role: %s}\n", i, version, ready, role)
+	}
+	return b.String()
+}
+
+// NoLive is a live state in which nothing runs.
+const NoLive = "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters: []\n"
