@@ -2,19 +2,13 @@ package githubpr
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-github/v60/github"
 
-	"github.com/cairn-dev/cairn/planner"
-	"github.com/cairn-dev/cairn/planner/live"
-	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
-	"github.com/cairn-dev/cairn/publish/gitrepo"
-	"github.com/cairn-dev/cairn/renderer"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -97,26 +91,10 @@ func TestOverlappingRunsLeaveOneCloseComment(t *testing.T) {
 	closedOnce(t, h.f)
 }
 
-// publishThrough is publishMerging through any provider.
+// publishThrough is one run through any provider.
 func publishThrough(t *testing.T, bare string, prs publish.Provider, liveDoc string) ([]publish.Outcome, error) {
 	t.Helper()
-	ctx := context.Background()
-	repo, err := gitrepo.Clone(ctx, gitrepo.Remote{URL: bare}, filepath.Join(t.TempDir(), "w"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _ := renderer.New(renderer.Options{}, renderer.Etcd(), renderer.Postgres())
-	base, _ := repo.Base()
-	clusters, err := spec.LoadRepo(repo.Dir(), spec.DefaultLayout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs, err := live.Decode("live.yaml", []byte(liveDoc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := &publish.Publisher{Repo: repo, PRs: prs, Render: r.Render, Name: "cairn", Email: "c@x"}
-	return pub.Publish(ctx, base, clusters, planner.New(planner.Etcd(), planner.Postgres()).Plan(clusters, obs, nil))
+	return publishVia(t, bare, prs, liveDoc, nil, nil)
 }
 
 // racingIssues posts, on the first comment, the same comment for another

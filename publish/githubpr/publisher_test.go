@@ -86,6 +86,12 @@ func publishWith(t *testing.T, bare string, p *Provider, liveDoc string, pols po
 // publishMerging is one run with auto-merge on when gates is set.
 func publishMerging(t *testing.T, bare string, p *Provider, liveDoc string, pols policies.Set, gates func(plan.Plan) (bool, string)) ([]publish.Outcome, error) {
 	t.Helper()
+	return publishVia(t, bare, p, liveDoc, pols, gates)
+}
+
+// publishVia is one run through any provider.
+func publishVia(t *testing.T, bare string, prs publish.Provider, liveDoc string, pols policies.Set, gates func(plan.Plan) (bool, string)) ([]publish.Outcome, error) {
+	t.Helper()
 	ctx := context.Background()
 	repo, err := gitrepo.Clone(ctx, gitrepo.Remote{URL: bare}, filepath.Join(t.TempDir(), "w"))
 	if err != nil {
@@ -101,7 +107,7 @@ func publishMerging(t *testing.T, bare string, p *Provider, liveDoc string, pols
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := &publish.Publisher{Repo: repo, PRs: p, Render: r.Render, Name: "cairn", Email: "c@x", MergeGates: gates}
+	pub := &publish.Publisher{Repo: repo, PRs: prs, Render: r.Render, Name: "cairn", Email: "c@x", MergeGates: gates}
 	return pub.Publish(ctx, base, clusters, planner.New(planner.Etcd(), planner.Postgres()).Plan(clusters, obs, pols))
 }
 
