@@ -96,26 +96,12 @@ func (l *loader) build(f *File, fail func(path, format string, args ...any)) Set
 	sel := selector(f.Spec.Selector)
 	var set Set
 	if w := f.Spec.MaintenanceWindow; w != nil {
-		if w.TimeZone == "" {
-			w.TimeZone = spec.DefaultTimeZone
-		}
-		if _, err := time.LoadLocation(w.TimeZone); err != nil {
-			fail("spec.maintenanceWindow.timeZone", "%s is not an IANA time zone", strictyaml.Quote(w.TimeZone))
-		} else {
-			set = append(set, Window{PolicyName: f.Metadata.Name + "/window", Window: w, Now: now, Selector: sel})
+		if p, ok := buildWindow(f.Metadata.Name, w, sel, now, fail); ok {
+			set = append(set, p)
 		}
 	}
 	if b := f.Spec.BackupFreshness; b != nil {
-		maxAge, err := b.MaxAge.Parse()
-		if err != nil {
-			fail("spec.backupFreshness.maxAge", "must be a duration such as 6h")
-		}
-		for i, k := range b.Kinds {
-			if !slices.Contains(stepKinds(), k) {
-				fail(fmt.Sprintf("spec.backupFreshness.kinds[%d]", i), "unknown step kind %s; valid: %s", strictyaml.Quote(k), strings.Join(stepKinds(), ", "))
-			}
-		}
-		set = append(set, Freshness{PolicyName: f.Metadata.Name + "/backup-freshness", MaxAge: maxAge, Kinds: b.Kinds, Now: now, Selector: sel})
+		set = append(set, buildFreshness(f.Metadata.Name, b, sel, now, fail))
 	}
 	if c := f.Spec.Concurrency; c != nil {
 		if c.MaxInFlight < 1 {
@@ -150,6 +136,30 @@ func (l *loader) build(f *File, fail func(path, format string, args ...any)) Set
 		}
 	}
 	return set
+}
+
+func buildWindow(name string, w *spec.MaintenanceWindow, sel Selector, now time.Time, fail func(path, format string, args ...any)) (Policy, bool) {
+	if w.TimeZone == "" {
+		w.TimeZone = spec.DefaultTimeZone
+	}
+	if _, err := time.LoadLocation(w.TimeZone); err != nil {
+		fail("spec.maintenanceWindow.timeZone", "%s is not an IANA time zone", strictyaml.Quote(w.TimeZone))
+		return nil, false
+	}
+	return Window{PolicyName: name + "/window", Window: w, Now: now, Selector: sel}, true
+}
+
+func buildFreshness(name string, b *BackupFreshness, sel Selector, now time.Time, fail func(path, format string, args ...any)) Policy {
+	maxAge, err := b.MaxAge.Parse()
+	if err != nil {
+		fail("spec.backupFreshness.maxAge", "must be a duration such as 6h")
+	}
+	for i, k := range b.Kinds {
+		if !slices.Contains(stepKinds(), k) {
+			fail(fmt.Sprintf("spec.backupFreshness.kinds[%d]", i), "unknown step kind %s; valid: %s", strictyaml.Quote(k), strings.Join(stepKinds(), ", "))
+		}
+	}
+	return Freshness{PolicyName: name + "/backup-freshness", MaxAge: maxAge, Kinds: b.Kinds, Now: now, Selector: sel}
 }
 
 // Selector matches clusters by their labels.
