@@ -28,9 +28,9 @@ import (
 func newBackup() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backup",
-		Short: "List a cluster's backups, or ask its runtime for one now",
+		Short: "List a cluster's backups, ask its runtime for one now, or release a pinned one",
 	}
-	cmd.AddCommand(newBackupList(), newBackupRun())
+	cmd.AddCommand(newBackupList(), newBackupRun(), newBackupRelease())
 	return cmd
 }
 
@@ -51,7 +51,9 @@ func newBackupList() *cobra.Command {
 		Short: "List a cluster's complete backups, oldest first",
 		Long: `List the complete backups of CLUSTER at --location (the spec's
 backup.storageLocation). Backups that were cut off or are being written
-have no manifest yet and are not listed. S3 settings come from the
+have no manifest yet and are not listed. PINNED names the TakeBackup step
+a pinned backup was taken for: retention keeps it until cairn backup
+release. S3 settings come from the
 environment: CAIRN_S3_ENDPOINT (or AWS_ENDPOINT_URL_S3), AWS_REGION,
 AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_CA_BUNDLE.`,
 		Args: cobra.ExactArgs(1),
@@ -92,11 +94,63 @@ func printBackups(w io.Writer, all []backup.Manifest, output string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tFINISHED\tSIZE\tSOURCE\tVERSION")
+	fmt.Fprintln(tw, "ID\tFINISHED\tSIZE\tSOURCE\tVERSION\tPINNED")
 	for _, m := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.ID, m.Finished.Format(time.RFC3339), m.Size, m.Source, m.Version)
+		pinned := "-"
+		if m.Pinned {
+			pinned = m.Request
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", m.ID, m.Finished.Format(time.RFC3339), m.Size, m.Source, m.Version, pinned)
 	}
 	return tw.Flush()
+}
+
+func newBackupRelease() *cobra.Command {
+	var location string
+	cmd := &cobra.Command{
+		Use:   "release CLUSTER BACKUP-ID --location s3://bucket/prefix|file:///path",
+		Short: "Release a pinned backup: retention may delete it from then on",
+		Long: `Release backup BACKUP-ID of CLUSTER at --location (the spec's
+backup.storageLocation) from its pin.
+
+The runtime pins the backup it takes for a TakeBackup step (such as
+backup-before-15.4): the rollback of the step that cannot be undone after
+it (a PostgreSQL major upgrade, the last member of an etcd minor upgrade)
+restores that backup into a new cluster. Retention never deletes a pinned
+backup, whatever its count and age. Nothing releases a pin on its own: not
+a later plan, another request, nor a shorter retention. Release it once
+that rollback is no longer wanted (the upgraded cluster has run well for a
+while); the retention then deletes it after a later backup, as any other.
+cairn backup list shows the pins. Releasing a backup that is not pinned
+changes nothing.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cluster, id := args[0], args[1]
+			if err := spec.CheckName(cluster); err != nil {
+				return &exitError{exitUsage, err}
+			}
+			if id == "" || strings.ContainsAny(id, "/\\") || strings.HasPrefix(id, ".") {
+				return &exitError{exitUsage, fmt.Errorf("cairn backup release: %q is not a backup ID such as 20261130T020000Z-1a2b3c (cairn backup list shows them)", id)}
+			}
+			st, err := openLocation(location)
+			if err != nil {
+				return err
+			}
+			m, was, err := backup.Release(cmd.Context(), st, cluster, id)
+			switch {
+			case err != nil:
+				return err
+			case !was:
+				fmt.Fprintf(cmd.OutOrStdout(), "backup %s of %s is not pinned; nothing changed\n", id, cluster)
+			default:
+				fmt.Fprintf(cmd.OutOrStdout(), "backup %s of %s released (taken for %s): retention may delete it after the next backup\n", id, cluster, m.Request)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&location, "location", "", "the backups' storageLocation (required)")
+	_ = cmd.MarkFlagRequired("location")
+	return cmd
 }
 
 func newBackupRun() *cobra.Command {

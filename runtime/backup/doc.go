@@ -7,7 +7,9 @@
 // end, source member and versions. A backup is complete only when its
 // manifest is there and agrees with its data: an upload cut off halfway
 // leaves nothing that looks complete. Retention deletes old complete
-// backups only after a newer one is complete, and never the newest.
+// backups only after a newer one is complete, never the newest, and never
+// a pinned one: the backup a TakeBackup step asked for, which a plan's
+// rollback restores, is kept until a person releases it (pin.go).
 //
 // Sources: an etcd snapshot through the etcd client (Maintenance.Snapshot),
 // and a PostgreSQL base backup through the streaming replication protocol

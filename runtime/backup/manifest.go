@@ -41,6 +41,13 @@ type Manifest struct {
 	Version  string          `json:"version"`
 	Etcd     *EtcdDetails    `json:"etcd,omitempty"`
 	Postgres *PostgresDetail `json:"postgres,omitempty"`
+	// Request is the on-demand request the backup serves: the ID of the
+	// merged TakeBackup step (backup-before-15.4) whose later step's
+	// rollback restores it. Empty for scheduled and manual backups.
+	Request string `json:"request,omitempty"`
+	// Pinned keeps the backup out of retention (see pin.go). It is set
+	// with Request and cleared only by Release: cairn backup release.
+	Pinned bool `json:"pinned,omitempty"`
 }
 
 // EtcdDetails are an etcd snapshot's facts.

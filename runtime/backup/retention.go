@@ -11,15 +11,27 @@ import (
 type Retention struct {
 	Count  int
 	MaxAge time.Duration
+	// Request is the on-demand backup request the rendered config names
+	// (contract.KeyRequestBackupID), empty when it names none. Prune pins
+	// the first backup to complete under it (see pin.go).
+	Request string
 }
 
 // Expired returns the backups of all (oldest first, all complete) that
 // the retention deletes at now: beyond the newest Count, or finished more
-// than MaxAge ago. The newest is always kept.
+// than MaxAge ago. Pinned backups are never expired and are not counted:
+// Count and MaxAge apply to the others, and the newest of those is
+// always kept.
 func (r Retention) Expired(all []Manifest, now time.Time) []Manifest {
+	var kept []Manifest
+	for _, m := range all {
+		if !m.Pinned {
+			kept = append(kept, m)
+		}
+	}
 	var out []Manifest
-	for i, m := range all {
-		newer := len(all) - 1 - i
+	for i, m := range kept {
+		newer := len(kept) - 1 - i
 		if newer == 0 {
 			break
 		}
@@ -35,12 +47,16 @@ func (r Retention) Expired(all []Manifest, now time.Time) []Manifest {
 // before the newest complete one. It is called only after a backup
 // completed, so there is always a newer complete backup than anything it
 // deletes. If any manifest cannot be read, it deletes nothing: a backup it
-// cannot see is never taken for a leftover. A backup's manifest goes
+// cannot see is never taken for a leftover. Nor does it delete anything
+// when the request's backup cannot be pinned. A backup's manifest goes
 // before its data, so a half-done delete leaves a leftover, not a
 // manifest whose data is gone.
 func Prune(ctx context.Context, st Store, cluster string, r Retention, now time.Time) ([]string, error) {
 	all, err := List(ctx, st, cluster)
 	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	if err := pinRequest(ctx, st, all, r.Request); err != nil {
 		return nil, err
 	}
 	newest := all[len(all)-1]

@@ -13,7 +13,8 @@ import (
 )
 
 // Policy is a cluster's backup policy as the rendered <cluster>-cairn
-// ConfigMap states it (the contract.KeyBackup* keys).
+// ConfigMap states it (the contract.KeyBackup* keys), with the on-demand
+// request the ConfigMap names, whose backup retention pins.
 type Policy struct {
 	Schedule string
 	TimeZone string
@@ -25,6 +26,7 @@ type Policy struct {
 // is false when the cluster has no backup policy.
 func PolicyFromConfig(data map[string]string) (p Policy, ok bool, err error) {
 	p = Policy{Schedule: data[contract.KeyBackupSchedule], TimeZone: data[contract.KeyBackupTimeZone], Location: data[contract.KeyBackupStorageLocation]}
+	p.Request = data[contract.KeyRequestBackupID]
 	if p.Schedule == "" {
 		return p, false, nil
 	}
