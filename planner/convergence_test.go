@@ -3,10 +3,12 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -17,6 +19,17 @@ var (
 	pgVersions   = []string{"13.9", "14.5", "14.9", "15.4", "16.2", "17.0", "18.4"}
 	storages     = []string{"8Gi", "10Gi", "20Gi"}
 	schedules    = []string{"", "0 2 * * *", "0 3 * * *"}
+	// specResources are written as people write them; liveResources as
+	// the API server writes them back (the first two equal the first two
+	// of specResources).
+	specResources = []string{"", "resources: {requests: {cpu: '0.5', memory: 1024Mi}}", "resources: {requests: {cpu: '1'}, limits: {memory: 2Gi}}"}
+	liveResources = []*contract.Resources{nil, {Requests: contract.ResourceList{CPU: "500m", Memory: "1Gi"}}, {Requests: contract.ResourceList{CPU: "1"}, Limits: contract.ResourceList{Memory: "2Gi"}}}
+	// specParameters mix reload-only (work_mem), restart-only
+	// (shared_buffers) and hot-standby (max_connections) parameters, raised
+	// and lowered; liveParameters are what a rendered config may set.
+	specParameters = []string{"", "postgresql: {parameters: {work_mem: 8MB}}", "postgresql: {parameters: {work_mem: 8MB, shared_buffers: 256MB}}",
+		"postgresql: {parameters: {max_connections: 200}}", "postgresql: {parameters: {max_connections: 50, work_mem: 4MB}}"}
+	liveParameters = []map[string]string{nil, {"work_mem": "'8MB'"}, {"shared_buffers": "'128MB'"}, {"max_connections": "'100'"}, {"max_connections": "'300'", "work_mem": "'4MB'"}}
 )
 
 type convergenceCase struct {
@@ -35,11 +48,15 @@ func genEtcd(t testing.TB, r *rand.Rand) convergenceCase {
 	if s := schedules[r.IntN(len(schedules))]; s != "" {
 		extra = append(extra, fmt.Sprintf("backup: {schedule: %q, storageLocation: 's3://bkp/e'}", s))
 	}
+	if res := specResources[r.IntN(len(specResources))]; res != "" {
+		extra = append(extra, res)
+	}
 	c := convergenceCase{desired: etcdSpec(t, sizes[r.IntN(len(sizes))], etcdVersions[r.IntN(len(etcdVersions))], extra...)}
 	if r.IntN(5) > 0 {
 		n := 1 + r.IntN(7)
 		c.observed = etcdLive(n, etcdVersions[r.IntN(len(etcdVersions))], r.IntN(n))
 		c.observed.Storage = storages[r.IntN(len(storages))]
+		c.observed.StatefulSet.Resources = liveResources[r.IntN(len(liveResources))]
 	}
 	return c
 }
@@ -53,11 +70,23 @@ func genPostgres(t testing.TB, r *rand.Rand) convergenceCase {
 	if s := schedules[r.IntN(len(schedules))]; s != "" {
 		extra = append(extra, fmt.Sprintf("backup: {schedule: %q, storageLocation: 's3://bkp/pg'}", s))
 	}
+	for _, more := range []string{specResources[r.IntN(len(specResources))], specParameters[r.IntN(len(specParameters))]} {
+		if more != "" {
+			extra = append(extra, more)
+		}
+	}
 	c := convergenceCase{desired: pgSpec(t, n, pgVersions[r.IntN(len(pgVersions))], extra...)}
 	if r.IntN(5) > 0 {
 		m := 1 + r.IntN(5)
 		c.observed = pgLive(m, pgVersions[r.IntN(len(pgVersions))], r.IntN(m))
 		c.observed.Storage = storages[r.IntN(len(storages))]
+		c.observed.StatefulSet.Resources = liveResources[r.IntN(len(liveResources))]
+		if params := liveParameters[r.IntN(len(liveParameters))]; params != nil {
+			c.observed.Parameters, c.observed.ConfigRevision = params, contract.ConfigRevisionOf(params)
+			for i := range c.observed.Members {
+				c.observed.Members[i].ConfigRevision = c.observed.ConfigRevision
+			}
+		}
 		c.observed.SynchronousStandbys = r.IntN(m)
 		if r.IntN(2) == 0 {
 			c.observed = pgBacked(c.observed)
@@ -83,8 +112,12 @@ func expectedRefusals(c convergenceCase) []string {
 				rules = append(rules, RuleStorageShrink)
 			}
 			have, _ := spec.ParseRelease(o.StatefulSet.Version, 3)
-			if want := d.Spec.Version.Parse(); want.Minor < have.Minor {
+			want := d.Spec.Version.Parse()
+			switch {
+			case want.Minor < have.Minor:
 				rules = append(rules, RuleEtcdDowngrade)
+			case want.Minor > have.Minor && d.Spec.Backup == nil && len(rules) == 0:
+				rules = append(rules, RuleEtcdMinorNeedsBackup)
 			}
 		}
 	case *spec.PostgresCluster:
@@ -198,6 +231,20 @@ func checkConverged(t *testing.T, desired spec.Cluster, c *live.Cluster) {
 	}
 	if !equalBackup(observedBackup(c.Backup), backupSettings(want.Backup)) {
 		t.Errorf("converged with backup %+v, want %+v", c.Backup, want.Backup)
+	}
+	// Nothing that runs differs from the spec: no change is left to ride
+	// in a later step's pull request.
+	if !spec.SameResources(c.StatefulSet.Resources, want.Resources.Contract()) {
+		t.Errorf("converged with resources %+v, want %+v", c.StatefulSet.Resources, want.Resources.Contract())
+	}
+	if pg, ok := desired.(*spec.PostgresCluster); ok && !maps.Equal(c.Parameters, pg.Spec.RenderedParameters()) {
+		t.Errorf("converged with parameters %v, want %v", c.Parameters, pg.Spec.RenderedParameters())
+	}
+	for _, m := range c.Members {
+		if m.TemplateRevision != c.StatefulSet.TemplateRevision || m.ConfigRevision != c.ConfigRevision || len(m.PendingRestart) > 0 {
+			t.Errorf("converged with %s at template %q config %q pending %v; the cluster's are %q and %q",
+				m.Name, m.TemplateRevision, m.ConfigRevision, m.PendingRestart, c.StatefulSet.TemplateRevision, c.ConfigRevision)
+		}
 	}
 }
 

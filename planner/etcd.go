@@ -23,7 +23,9 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) Result {
 	var r Result
 	size := c.Spec.Size
 	switch {
-	case size < 1 || size > MaxEtcdSize:
+	case size < 1:
+		r.refuse(RuleEtcdSizeRange, "spec.size", "etcd size must be 1 to %d, got %d: a cluster needs at least one member; cairn never removes the last one (to retire a cluster, delete its spec and then the cluster by hand)", MaxEtcdSize, size)
+	case size > MaxEtcdSize:
 		r.refuse(RuleEtcdSizeRange, "spec.size", "etcd size must be 1 to %d, got %d: more members make every write slower and add no safety", MaxEtcdSize, size)
 	case size%2 == 0:
 		r.refuse(RuleEtcdSizeEven, "spec.size", "etcd size %d tolerates no more failures than %d; use %d or %d (even sizes occur only between steps)", size, size-1, size-1, size+1)
@@ -36,6 +38,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) Result {
 		return r
 	}
 	refuseShrink(&r, c, obs)
+	refuseStorageClass(&r, c, obs)
 	cur, ok := etcdCurrentVersion(&r, obs)
 	var path []spec.Version
 	if ok {
@@ -44,7 +47,8 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) Result {
 			r.refuse(RuleEtcdDowngrade, "spec.version", "%v; the cluster runs %s (keep %s.x or newer; going back needs a snapshot restore into a new cluster)", err, cur, fmt.Sprintf("%d.%d", cur.Major, cur.Minor))
 		}
 	}
-	if len(r.Refusals) > 0 || etcdWaits(&r, obs) {
+	if len(r.Refusals) > 0 || etcdWaits(&r, obs, leavingFrom(obs, size)) {
+		growWhileWaiting(&r, c, obs)
 		return r
 	}
 	m := etcdModel{name: c.Metadata.Name, leader: -1}
@@ -53,7 +57,8 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) Result {
 	backupStep(&r, c, obs)
 	storageStep(&r, c, obs)
 	etcdResize(&r, &m, upgradeSize(m.size, size, 3))
-	etcdUpgrade(&r, &m, path)
+	etcdUpgrade(&r, c, obs, &m, path)
+	etcdTemplate(&r, c, obs, &m)
 	etcdResize(&r, &m, size)
 	sealStep(&r, obs)
 	return r
@@ -62,7 +67,8 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) Result {
 // etcdCurrentVersion is the version the cluster is at once what is in
 // flight lands: the template's version while a rolling upgrade runs,
 // otherwise the members' (lowest) version. Members may trail the template
-// by one minor at most, and never lead it by one.
+// by one minor at most, and then only from their line's upgrade floor or
+// above; they never lead it.
 func etcdCurrentVersion(r *Result, obs *live.Cluster) (spec.Version, bool) {
 	var versions []spec.Version
 	for _, m := range obs.Members {
@@ -92,6 +98,13 @@ func etcdCurrentVersion(r *Result, obs *live.Cluster) (spec.Version, bool) {
 				r.refuse(RuleEtcdMinorSkip, "", "member %s runs %s but the StatefulSet's template %s: etcd upgrades one minor version at a time; set the template back to 3.%d by hand", obs.Members[i].Name, v, t, v.Minor+1)
 				return t, false
 			}
+			// A move to the next minor started by hand, or planned under
+			// a lower floor, is not finished across the floor.
+			if f, ok := spec.EtcdUpgradeFloor(v); ok && t.Minor == v.Minor+1 && v.Compare(f.Floor) < 0 {
+				r.refuse(RuleEtcdUpgradeFloor, "", "member %s runs %s but the StatefulSet's template %s: etcd supports upgrading to %s only from %s or newer: %s. cairn does not finish this upgrade; set the template back to %s by hand (or revert the pull request that raised it), and cairn moves every member to %s before planning %s again",
+					obs.Members[i].Name, v, t, minorOf(t), f.Floor, f.Source, f.Newest, f.Newest, minorOf(t))
+				return t, false
+			}
 		}
 		cur = t
 	}
@@ -104,7 +117,11 @@ func etcdCurrentVersion(r *Result, obs *live.Cluster) (spec.Version, bool) {
 
 // etcdWaits reports (and records) everything in flight that must land
 // before another change: quorum, pods, readiness, learners, replacements.
-func etcdWaits(r *Result, obs *live.Cluster) bool {
+//
+// Members at or above going, which the plan removes, need be neither
+// ready nor voters: a dead member or a stuck learner does not block its
+// own removal while the others keep quorum.
+func etcdWaits(r *Result, obs *live.Cluster, going int) bool {
 	voters, healthy := 0, 0
 	for _, m := range obs.Members {
 		if m.IsVoter() || m.Role == live.RoleUnknown || m.DataLost {
@@ -137,6 +154,8 @@ func etcdWaits(r *Result, obs *live.Cluster) bool {
 		leaving := m.Role == live.RoleRemoved && i == len(obs.Members)-1 && obs.StatefulSet.Replicas == i+1
 		switch {
 		case leaving:
+		case m.Ordinal() >= going && !m.DataLost && m.Role != live.RoleRemoved && m.Role != live.RoleLeader:
+			// removed by this plan, whatever its state
 		case m.DataLost:
 			r.wait(memberGate(plan.GateMemberVoter, plan.Before, m.Name, "the runtime replaces "+m.Name+", whose data was lost: it removes the member, then re-adds it as a learner"))
 		case !m.Ready:
@@ -248,7 +267,7 @@ func etcdResize(r *Result, m *etcdModel, target int) {
 			Disruptive: leads && !canMove,
 			Reversible: true,
 			Rollback:   fmt.Sprintf("Raise spec.size again: %s rejoins as a new learner with an empty data directory.", name),
-			Gates: []plan.Gate{healthyBefore(),
+			Gates: []plan.Gate{healthyBelow(target),
 				memberGate(plan.GateNotLeader, plan.After, name, "leadership is on another member"),
 				memberGate(plan.GateMemberRemoved, plan.After, name, name+" is no longer a member")},
 			Params: plan.Params{EtcdRemoveMember: &plan.EtcdRemoveMemberParams{Member: name, Ordinal: ord, TransferLeadership: leads && canMove}},
@@ -296,24 +315,43 @@ func etcdScaleIn(cluster string, ord int) plan.Step {
 	return plan.Step{
 		ID:         fmt.Sprintf("scale-in-%d", ord),
 		Kind:       plan.ScaleIn,
-		Summary:    fmt.Sprintf("Shrink the StatefulSet to %d pods, deleting %s, which has left the membership", ord, name),
+		Summary:    fmt.Sprintf("Shrink the StatefulSet to %s, deleting %s, which has left the membership", pods(ord), name),
 		Reversible: true,
 		Rollback:   "Raise spec.size again; the pod comes back and joins as a new learner.",
 		Gates: []plan.Gate{memberGate(plan.GateMemberRemoved, plan.Before, name, name+" is no longer a member"),
-			gate(plan.GateStatefulSetSettled, plan.After, fmt.Sprintf("the StatefulSet runs %d pods", ord))},
+			gate(plan.GateStatefulSetSettled, plan.After, "the StatefulSet runs "+pods(ord))},
 		Params: plan.Params{ScaleIn: &plan.ScaleInParams{Member: name, Ordinal: ord, Replicas: ord}},
 	}
 }
 
 // etcdUpgrade rolls every member through each version of path, one member
-// at a time from the highest ordinal down.
-func etcdUpgrade(r *Result, m *etcdModel, path []spec.Version) {
+// at a time from the highest ordinal down. The last member of a minor hop
+// cannot be undone (etcd raises its cluster version), so a minor hop
+// starts with a snapshot (a TakeBackup step) and its last member is gated
+// on a fresh one; without spec.backup it is refused. A minor hop already
+// under way, whose rest etcdFinish planned, gets the same (etcdInFlightBackup).
+func etcdUpgrade(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdModel, path []spec.Version) {
+	if !etcdInFlightBackup(r, c, obs) {
+		return
+	}
 	for hop, to := range path {
 		from := m.version
+		var backupID string
+		if !from.SameMinor(to) {
+			id, take, ok := etcdHopBackup(r, c, obs, m.size, from, to)
+			if !ok {
+				return
+			}
+			if take != nil {
+				r.add(*take)
+			}
+			backupID = id
+		}
 		for ord := m.size - 1; ord >= 0; ord-- {
 			opts := stepOpts{
 				firstOfHop:  ord == m.size-1 && (hop > 0 || !from.SameMinor(to)),
 				lastOfMinor: ord == 0 && !from.SameMinor(to),
+				backup:      backupID,
 			}
 			r.add(etcdUpgradeStep(m, ord, from, to, opts))
 		}
@@ -321,9 +359,67 @@ func etcdUpgrade(r *Result, m *etcdModel, path []spec.Version) {
 	}
 }
 
+// etcdHopBackup is the snapshot the minor hop from -> to relies on: its
+// request ID, and the TakeBackup step that asks for it unless the runtime
+// served it and it is still fresh. ok is false when the hop is refused.
+// The step is held for the maintenance window when the hop's restarts are
+// (fewer than 3 members).
+func etcdHopBackup(r *Result, c *spec.EtcdCluster, obs *live.Cluster, size int, from, to spec.Version) (string, *plan.Step, bool) {
+	if c.Spec.Backup == nil {
+		r.refuse(RuleEtcdMinorNeedsBackup, "spec.backup", "the etcd upgrade from %s to %s ends in a step that cannot be undone (etcd raises its cluster version to %s) and is gated on a fresh snapshot; configure spec.backup first",
+			minorOf(from), minorOf(to), minorOf(to))
+		return "", nil, false
+	}
+	id, taken := preStepBackup(obs.Backup, "backup-before-"+to.String())
+	refuseShorterRetention(r, id, fmt.Sprintf("the etcd upgrade from %s to %s", minorOf(from), minorOf(to)))
+	if taken {
+		return id, nil, true
+	}
+	summary := fmt.Sprintf("Take an etcd snapshot now, before the upgrade from %s to %s, whose last member cannot be undone", minorOf(from), minorOf(to))
+	s := takeBackupStep(c, id, summary, fmt.Sprintf("etcd upgrade from %s to %s", from, to), size < 3)
+	return id, &s, true
+}
+
+// etcdInFlightBackup gives the irreversible last member of a minor hop
+// under way (planned by etcdFinish) the snapshot it relies on: a
+// TakeBackup step right before it, unless the runtime served one that is
+// still fresh. A configure-backup step planned after it moves before the
+// TakeBackup step: the runtime serves requests only under a backup
+// policy. It returns false when the hop is refused.
+func etcdInFlightBackup(r *Result, c *spec.EtcdCluster, obs *live.Cluster) bool {
+	i := slices.IndexFunc(r.Steps, func(s plan.Step) bool { return s.Kind == plan.UpgradeMember && !s.Reversible })
+	if i < 0 {
+		return true
+	}
+	u := r.Steps[i].Params.UpgradeMember
+	from, ferr := spec.ParseRelease(u.From, 3)
+	to, terr := spec.ParseRelease(u.To, 3)
+	if ferr != nil || terr != nil {
+		return true // etcdCurrentVersion refused what it cannot read
+	}
+	id, take, ok := etcdHopBackup(r, c, obs, u.Replicas, from, to)
+	if !ok {
+		return false
+	}
+	r.Steps[i].Rollback = etcdLastOfMinorRollback(from, to, id)
+	if take == nil {
+		return true
+	}
+	if cb := slices.IndexFunc(r.Steps, func(s plan.Step) bool { return s.Kind == plan.ConfigureBackup }); cb > i {
+		s := r.Steps[cb]
+		r.Steps = slices.Insert(slices.Delete(r.Steps, cb, cb+1), i, s)
+		i++
+	}
+	insertStep(r, i, *take)
+	return true
+}
+
 type stepOpts struct {
 	firstOfHop  bool // starts a minor hop: the cluster version must be the previous minor
 	lastOfMinor bool // completes a minor upgrade: etcd raises its cluster version
+	// backup is the TakeBackup step whose snapshot the last member's
+	// rollback restores; empty when the caller does not know it.
+	backup string
 }
 
 func etcdUpgradeStep(m *etcdModel, ord int, from, to spec.Version, o stepOpts) plan.Step {
@@ -331,7 +427,7 @@ func etcdUpgradeStep(m *etcdModel, ord int, from, to spec.Version, o stepOpts) p
 	s := plan.Step{
 		ID:         fmt.Sprintf("upgrade-%d-to-%s", ord, to),
 		Kind:       plan.UpgradeMember,
-		Summary:    fmt.Sprintf("Upgrade %s from %s to %s (StatefulSet partition %d)", name, from, to, ord),
+		Summary:    fmt.Sprintf("%s %s from %s to %s (StatefulSet partition %d)", moveVerb(from, to), name, from, to, ord),
 		Disruptive: m.size < 3,
 		Reversible: !o.lastOfMinor,
 		Rollback:   fmt.Sprintf("Revert the pull request: the partition goes back up and %s restarts at %s; etcd runs mixed versions until every member has moved.", name, from),
@@ -347,16 +443,29 @@ func etcdUpgradeStep(m *etcdModel, ord int, from, to spec.Version, o stepOpts) p
 		s.Gates = append(s.Gates, plan.Gate{Kind: plan.GateClusterVersion, When: plan.Before, Version: minorOf(from),
 			Description: "etcd reports cluster version " + minorOf(from)})
 	}
+	if o.lastOfMinor {
+		s.Gates = append(s.Gates, freshBackupGate())
+	}
 	s.Gates = append(s.Gates,
 		plan.Gate{Kind: plan.GateMemberVersion, When: plan.After, Member: name, Version: to.String(), Description: name + " runs " + to.String()},
 		memberGate(plan.GateMemberReady, plan.After, name, name+" is ready"),
 		healthyAfter())
 	if o.lastOfMinor {
-		s.Rollback = fmt.Sprintf("Not reversible: with every member at %s etcd raises its cluster version to %s and %s members can no longer join. Going back means restoring a snapshot taken before this step into a new cluster.", to, minorOf(to), minorOf(from))
+		s.Rollback = etcdLastOfMinorRollback(from, to, o.backup)
 		s.Gates = append(s.Gates, plan.Gate{Kind: plan.GateClusterVersion, When: plan.After, Version: minorOf(to),
 			Description: "etcd reports cluster version " + minorOf(to)})
 	}
 	return s
+}
+
+// etcdLastOfMinorRollback is the rollback of the last member of a minor
+// hop: none but a restore of the snapshot from step backup.
+func etcdLastOfMinorRollback(from, to spec.Version, backup string) string {
+	snapshot := "a snapshot taken before this step into a new cluster"
+	if backup != "" {
+		snapshot = fmt.Sprintf("the snapshot from step %s into a new cluster at %s; the runtime keeps that snapshot pinned, whatever the retention, until it is released with cairn backup release", backup, minorOf(from))
+	}
+	return fmt.Sprintf("Not reversible: with every member at %s etcd raises its cluster version to %s and %s members can no longer join. Going back means restoring %s.", to, minorOf(to), minorOf(from), snapshot)
 }
 
 func minorOf(v spec.Version) string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }

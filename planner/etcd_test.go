@@ -122,15 +122,21 @@ func TestEtcdPlans(t *testing.T) {
 			},
 		},
 		{
-			name: "upgrade hops one minor at a time, one member at a time", desired: etcdSpec(t, 3, "3.5.21"), observed: etcdLive(3, "3.2.13", 0),
+			name: "upgrade hops one minor at a time, one member at a time", desired: etcdSpec(t, 3, "3.5.21", withEtcdBackup), observed: etcdBacked(etcdLive(3, "3.2.13", 0), ""),
 			status: plan.StatusPlanned,
 			steps: []string{
-				"upgrade-2-to-3.3.27", "upgrade-1-to-3.3.27", "upgrade-0-to-3.3.27",
-				"upgrade-2-to-3.4.37", "upgrade-1-to-3.4.37", "upgrade-0-to-3.4.37",
-				"upgrade-2-to-3.5.21", "upgrade-1-to-3.5.21", "upgrade-0-to-3.5.21",
+				"backup-before-3.3.27", "upgrade-2-to-3.3.27", "upgrade-1-to-3.3.27", "upgrade-0-to-3.3.27",
+				"backup-before-3.4.45", "upgrade-2-to-3.4.45", "upgrade-1-to-3.4.45", "upgrade-0-to-3.4.45",
+				"backup-before-3.5.21", "upgrade-2-to-3.5.21", "upgrade-1-to-3.5.21", "upgrade-0-to-3.5.21",
 			},
 			check: func(t *testing.T, p plan.Plan) {
-				for i, s := range p.Steps {
+				var ups []plan.Step
+				for _, s := range p.Steps {
+					if s.Kind == plan.UpgradeMember {
+						ups = append(ups, s)
+					}
+				}
+				for i, s := range ups {
 					u := s.Params.UpgradeMember
 					if u.Partition != 2-i%3 || u.Ordinal != u.Partition || s.Disruptive {
 						t.Errorf("step %s: %+v", s.ID, u)
@@ -139,17 +145,17 @@ func TestEtcdPlans(t *testing.T) {
 						t.Errorf("step %s: reversible=%v; only the last member of a minor hop is irreversible", s.ID, s.Reversible)
 					}
 				}
-				if !hasGate(p.Steps[3], plan.GateClusterVersion, plan.Before) {
+				if !hasGate(ups[3], plan.GateClusterVersion, plan.Before) {
 					t.Error("the next hop waits for the cluster version of the last one")
 				}
 			},
 		},
 		{
-			name: "3.5 below 3.5.20 goes to the newest 3.5 before 3.6", desired: etcdSpec(t, 3, "3.6.16"), observed: etcdLive(3, "3.5.10", 0),
+			name: "3.5 below 3.5.32 goes to the newest 3.5 before 3.6", desired: etcdSpec(t, 3, "3.6.16", withEtcdBackup), observed: etcdBacked(etcdLive(3, "3.5.10", 0), ""),
 			status: plan.StatusPlanned,
 			steps: []string{
-				"upgrade-2-to-3.5.21", "upgrade-1-to-3.5.21", "upgrade-0-to-3.5.21",
-				"upgrade-2-to-3.6.16", "upgrade-1-to-3.6.16", "upgrade-0-to-3.6.16",
+				"upgrade-2-to-3.5.35", "upgrade-1-to-3.5.35", "upgrade-0-to-3.5.35",
+				"backup-before-3.6.16", "upgrade-2-to-3.6.16", "upgrade-1-to-3.6.16", "upgrade-0-to-3.6.16",
 			},
 		},
 		{
@@ -218,12 +224,12 @@ func TestEtcdPlans(t *testing.T) {
 			status:   plan.StatusWaiting, waiting: "e-3 is ready",
 		},
 		{
-			name: "a half-done upgrade hop is finished first", desired: etcdSpec(t, 3, "3.4.37"),
-			observed: with(etcdLive(3, "3.3.27", 0), func(c *live.Cluster) {
+			name: "a half-done upgrade hop is finished first", desired: etcdSpec(t, 3, "3.4.37", withEtcdBackup),
+			observed: with(etcdBacked(etcdLive(3, "3.3.27", 0), "backup-before-3.3.27"), func(c *live.Cluster) {
 				c.StatefulSet.Version, c.StatefulSet.UpdatePartition = "3.3.27", 1
 				c.Members[0].Version = "3.2.32"
 			}),
-			status: plan.StatusPlanned, steps: []string{"upgrade-0-to-3.3.27", "upgrade-2-to-3.4.37", "upgrade-1-to-3.4.37", "upgrade-0-to-3.4.37"},
+			status: plan.StatusPlanned, steps: []string{"upgrade-0-to-3.3.27", "backup-before-3.4.37", "upgrade-2-to-3.4.37", "upgrade-1-to-3.4.37", "upgrade-0-to-3.4.37"},
 			check: func(t *testing.T, p plan.Plan) {
 				if p.Steps[0].Reversible {
 					t.Error("the last member of a minor hop is irreversible")
@@ -238,7 +244,7 @@ func TestEtcdPlans(t *testing.T) {
 			status: plan.StatusWaiting, waiting: "e-2 restarts at 3.3.27",
 		},
 		{
-			name: "a single member is grown to 3 before an upgrade, so no restart is disruptive", desired: etcdSpec(t, 5, "3.5.21"), observed: etcdLive(1, "3.4.37", 0),
+			name: "a single member is grown to 3 before an upgrade, so no restart is disruptive", desired: etcdSpec(t, 5, "3.5.21", withEtcdBackup), observed: etcdBacked(etcdLive(1, "3.4.37", 0), "backup-before-3.5.21"),
 			status: plan.StatusPlanned,
 			steps:  []string{"etcd-add-1", "etcd-add-2", "upgrade-2-to-3.5.21", "upgrade-1-to-3.5.21", "upgrade-0-to-3.5.21", "etcd-add-3", "etcd-add-4"},
 			check: func(t *testing.T, p plan.Plan) {
@@ -281,9 +287,9 @@ func TestEtcdPlans(t *testing.T) {
 			},
 		},
 		{
-			name: "several changes in a safe order", desired: etcdSpec(t, 5, "3.5.21", "storage: 16Gi"), observed: etcdLive(3, "3.4.37", 0),
+			name: "several changes in a safe order", desired: etcdSpec(t, 5, "3.5.21", "storage: 16Gi", withEtcdBackup), observed: etcdBacked(etcdLive(3, "3.4.37", 0), ""),
 			status: plan.StatusPlanned,
-			steps:  []string{"expand-storage-16gi", "upgrade-2-to-3.5.21", "upgrade-1-to-3.5.21", "upgrade-0-to-3.5.21", "etcd-add-3", "etcd-add-4"},
+			steps:  []string{"expand-storage-16gi", "backup-before-3.5.21", "upgrade-2-to-3.5.21", "upgrade-1-to-3.5.21", "upgrade-0-to-3.5.21", "etcd-add-3", "etcd-add-4"},
 		},
 		{
 			name: "a cluster on a blocked version can be upgraded off it", desired: etcdSpec(t, 3, "3.5.21"), observed: etcdLive(3, "3.5.1", 0),
@@ -305,7 +311,7 @@ func TestEtcdPlans(t *testing.T) {
 			status:   plan.StatusWaiting, waiting: "raises its cluster version from 3.2 to 3.3",
 		},
 		{
-			name: "the first step of a minor upgrade checks the cluster version", desired: etcdSpec(t, 3, "3.4.37"), observed: etcdLive(3, "3.3.27", 0),
+			name: "the first step of a minor upgrade checks the cluster version", desired: etcdSpec(t, 3, "3.4.37", withEtcdBackup), observed: etcdBacked(etcdLive(3, "3.3.27", 0), "backup-before-3.4.37"),
 			status: plan.StatusPlanned, steps: []string{"upgrade-2-to-3.4.37", "upgrade-1-to-3.4.37", "upgrade-0-to-3.4.37"},
 			check: func(t *testing.T, p plan.Plan) {
 				if !hasGate(p.Steps[0], plan.GateClusterVersion, plan.Before) || hasGate(p.Steps[1], plan.GateClusterVersion, plan.Before) {

@@ -13,15 +13,15 @@ import (
 // from the runtime's status, not from its pod's image), the member is
 // ready, and the cluster is healthy: every voter healthy, one leader.
 func TestEtcdUpgradeWaitsForTheReportedVersion(t *testing.T) {
-	c := etcdSpec(t, 3, "3.6.16")
-	p := kinds.PlanCluster(c, etcdLive(3, "3.5.21", 0), nil)
+	c := etcdSpec(t, 3, "3.6.16", withEtcdBackup)
+	p := kinds.PlanCluster(c, etcdBacked(etcdLive(3, "3.5.21", 0), "backup-before-3.6.16"), nil)
 	s := p.Steps[0]
 	if s.Params.UpgradeMember == nil || s.Params.UpgradeMember.Member != "e-2" {
 		t.Fatalf("first step %s", s.ID)
 	}
 	to := s.Params.UpgradeMember.To
 	upgraded := func(edit func(c *live.Cluster)) *live.Cluster {
-		return with(etcdLive(3, "3.5.21", 0), func(c *live.Cluster) {
+		return with(etcdBacked(etcdLive(3, "3.5.21", 0), "backup-before-3.6.16"), func(c *live.Cluster) {
 			c.StatefulSet.Version, c.StatefulSet.UpdatePartition = to, 2
 			c.Members[2].Version = to
 			edit(c)

@@ -124,6 +124,11 @@ func baseline(obs *live.Cluster) *plan.Baseline {
 		Backup:              observedBackup(obs.Backup),
 		SynchronousStandbys: obs.SynchronousStandbys,
 		UpgradeFrom:         obs.StatefulSet.UpgradeFrom,
+		Resources:           obs.StatefulSet.Resources,
+		StorageClass:        obs.StatefulSet.StorageClass,
+		TemplateRevision:    obs.StatefulSet.TemplateRevision,
+		Parameters:          obs.Parameters,
+		ConfigRevision:      obs.ConfigRevision,
 	}
 }
 

@@ -34,7 +34,11 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 	var r Result
 	n := c.Spec.Instances
 	if n < 1 || n > MaxPostgresInstances {
-		r.refuse(RulePostgresInstancesRange, "spec.instances", "instances must be 1 to %d, got %d", MaxPostgresInstances, n)
+		why := "more members than that add replication load on the primary and no safety"
+		if n < 1 {
+			why = "a cluster needs its primary; cairn never removes the last member (to retire a cluster, delete its spec and then the cluster by hand)"
+		}
+		r.refuse(RulePostgresInstancesRange, "spec.instances", "instances must be 1 to %d, got %d: %s", MaxPostgresInstances, n, why)
 	}
 	if obs == nil {
 		if len(r.Refusals) == 0 {
@@ -44,6 +48,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 		return r
 	}
 	refuseShrink(&r, c, obs)
+	refuseStorageClass(&r, c, obs)
 	want := c.Spec.Version.Parse()
 	cur, ok := pgCurrentVersion(&r, obs)
 	major := ok && want.Major != cur.Major
@@ -53,7 +58,8 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 	case major && c.Spec.Backup == nil:
 		r.refuse(RulePostgresMajorNeedsBackup, "spec.backup", "a major upgrade from %s to %s is gated on a fresh, verified backup; configure spec.backup first", cur, want)
 	}
-	if len(r.Refusals) > 0 || pgWaits(&r, obs) {
+	if len(r.Refusals) > 0 || pgWaits(&r, obs, leavingFrom(obs, n)) {
+		growWhileWaiting(&r, c, obs)
 		return r
 	}
 	m := pgModel{name: c.Metadata.Name, size: len(obs.Members), version: cur, sync: obs.SynchronousStandbys}
@@ -66,8 +72,11 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 	backupStep(&r, c, obs)
 	storageStep(&r, c, obs)
 	if major {
-		pgSync(&r, &m, 0, "so the primary does not wait for standbys while they are re-cloned")
-		pgMajor(&r, obs, &m, want, n)
+		// Re-cloned replicas come back up to the size the restart below
+		// runs at; those added after it start with the new template.
+		pgMajor(&r, c, obs, &m, want, upgradeSize(1, n, 2))
+		pgTemplate(&r, c, obs, &m)
+		pgResize(&r, &m, n)
 	} else {
 		pgSync(&r, &m, min(m.sync, c.Spec.SynchronousStandbys), "before members are removed")
 		pgResize(&r, &m, upgradeSize(m.size, n, 2))
@@ -75,6 +84,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 			cur := m.version.String()
 			pgRoll(&r, &m, func(int) string { return cur }, want, m.size)
 		}
+		pgTemplate(&r, c, obs, &m)
 		pgResize(&r, &m, n)
 	}
 	pgSync(&r, &m, c.Spec.SynchronousStandbys, "as the spec asks")
@@ -114,8 +124,9 @@ func pgCurrentVersion(r *Result, obs *live.Cluster) (spec.Version, bool) {
 
 // pgWaits reports (and records) everything in flight: pods, readiness,
 // and a missing or doubled primary, which the runtime resolves on its own.
-func pgWaits(r *Result, obs *live.Cluster) bool {
-	if settle(r, obs) || notReady(r, obs) {
+// Replicas at or above leaving, which the plan removes, need not be ready.
+func pgWaits(r *Result, obs *live.Cluster, leaving int) bool {
+	if settle(r, obs) || notReady(r, obs, leaving) {
 		return true
 	}
 	var primaries []string
@@ -124,6 +135,9 @@ func pgWaits(r *Result, obs *live.Cluster) bool {
 		case live.RolePrimary:
 			primaries = append(primaries, m.Name)
 		case live.RoleUnknown:
+			if m.Ordinal() >= leaving && !m.Ready {
+				continue // going away: what it is does not matter
+			}
 			r.wait(memberGate(plan.GateMemberReady, plan.Before, m.Name, "the runtime reports the role of "+m.Name))
 		}
 	}
@@ -176,11 +190,12 @@ func pgRoll(r *Result, m *pgModel, from func(ord int) string, to spec.Version, k
 
 func pgUpgradeStep(m *pgModel, ord int, from string, to spec.Version) plan.Step {
 	name := contract.MemberName(m.name, ord)
+	fromV, _ := spec.ParseRelease(from, 2)
 	primary := ord == m.primary
 	s := plan.Step{
 		ID:         fmt.Sprintf("upgrade-%d-to-%s", ord, to),
 		Kind:       plan.UpgradeMember,
-		Summary:    fmt.Sprintf("Upgrade replica %s from %s to %s (StatefulSet partition %d)", name, from, to, ord),
+		Summary:    fmt.Sprintf("%s replica %s from %s to %s (StatefulSet partition %d)", moveVerb(fromV, to), name, from, to, ord),
 		Disruptive: primary || m.size-2 < m.sync,
 		Reversible: true,
 		Rollback:   fmt.Sprintf("Revert the pull request: %s restarts at %s (minor versions share the data format).", name, from),
@@ -191,7 +206,7 @@ func pgUpgradeStep(m *pgModel, ord int, from string, to spec.Version) plan.Step 
 	}
 	after := memberGate(plan.GateReplicaStreaming, plan.After, name, name+" streams from the primary")
 	if primary {
-		s.Summary = fmt.Sprintf("Upgrade the only member %s from %s to %s; the database is down while it restarts", name, from, to)
+		s.Summary = fmt.Sprintf("%s the only member %s from %s to %s; the database is down while it restarts", moveVerb(fromV, to), name, from, to)
 		after = memberGate(plan.GatePrimary, plan.After, name, name+" is the primary")
 	} else if s.Disruptive {
 		s.Summary += fmt.Sprintf("; commits wait while it restarts (%d synchronous standby(s) wanted)", m.sync)
@@ -254,9 +269,9 @@ func pgResize(r *Result, m *pgModel, target int) {
 			Summary:    fmt.Sprintf("Remove replica %s (%d -> %d members)", name, m.size, m.size-1),
 			Reversible: true,
 			Rollback:   "Raise spec.instances again; the replica is re-cloned from the primary.",
-			Gates: []plan.Gate{healthyBefore(),
+			Gates: []plan.Gate{healthyBelow(target),
 				memberGate(plan.GatePrimary, plan.Before, contract.MemberName(m.name, m.primary), contract.MemberName(m.name, m.primary)+" is the primary, not "+name),
-				gate(plan.GateStatefulSetSettled, plan.After, fmt.Sprintf("the StatefulSet runs %d pods", ord))},
+				gate(plan.GateStatefulSetSettled, plan.After, "the StatefulSet runs "+pods(ord))},
 			Params: plan.Params{ScaleIn: &plan.ScaleInParams{Member: name, Ordinal: ord, Replicas: ord}},
 		})
 		m.size--
@@ -264,15 +279,23 @@ func pgResize(r *Result, m *pgModel, target int) {
 }
 
 // pgMajor plans an offline major upgrade: a fresh backup, the primary on
-// ordinal 0, pg_upgrade with the replicas stopped, then re-cloned replicas.
-func pgMajor(r *Result, obs *live.Cluster, m *pgModel, to spec.Version, instances int) {
-	backupID := "backup-before-" + to.String()
-	if obs.Backup == nil || obs.Backup.LastRequest != backupID {
-		pgTakeBackup(r, m, to, backupID)
+// ordinal 0, no synchronous standbys, pg_upgrade with the replicas
+// stopped, then re-cloned replicas. The backup comes first and is held
+// for the maintenance window, as the upgrade is, so both go in one
+// window; the synchronous standbys are lowered only after it, right
+// before the upgrade, so commits stay synchronous while a long backup
+// runs. A shorter retention is refused while the upgrade relies on its
+// backup.
+func pgMajor(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgModel, to spec.Version, instances int) {
+	backupID, taken := preStepBackup(obs.Backup, "backup-before-"+to.String())
+	refuseShorterRetention(r, backupID, "the major upgrade to "+to.String())
+	if !taken {
+		pgTakeBackup(r, c, m, to, backupID)
 	}
 	if m.primary != 0 && m.size > 1 {
 		pgSwitchover(r, m, 0, "for-"+to.String(), "so the upgrade runs on the member the StatefulSet keeps")
 	}
+	pgSync(r, m, 0, "so the primary does not wait for standbys while they are re-cloned")
 	primary := contract.MemberName(m.name, 0)
 	r.add(plan.Step{
 		ID:   "pg-major-upgrade-" + to.String(),
@@ -281,10 +304,10 @@ func pgMajor(r *Result, obs *live.Cluster, m *pgModel, to spec.Version, instance
 			m.version, to, primary),
 		Disruptive: true,
 		Reversible: false,
-		Rollback: fmt.Sprintf("Not reversible: pg_upgrade rewrites the data directory for %d. To go back, restore the backup from step %s into a new cluster at %s.",
+		Rollback: fmt.Sprintf("Not reversible: pg_upgrade rewrites the data directory for %d. To go back, restore the backup from step %s into a new cluster at %s; the runtime keeps that backup pinned, whatever the retention, until it is released with cairn backup release.",
 			to.Major, backupID, m.version),
 		Gates: []plan.Gate{healthyBefore(),
-			{Kind: plan.GateBackupFresh, When: plan.Before, MaxAge: MajorUpgradeBackupMaxAge, Description: "a verified backup younger than " + MajorUpgradeBackupMaxAge + " exists"},
+			freshBackupGate(),
 			memberGate(plan.GatePrimary, plan.Before, primary, primary+" is the primary"),
 			{Kind: plan.GateMemberVersion, When: plan.After, Member: primary, Version: to.String(), Description: primary + " runs " + to.String()},
 			memberGate(plan.GatePrimary, plan.After, primary, primary+" is the primary and takes writes")},
@@ -294,20 +317,16 @@ func pgMajor(r *Result, obs *live.Cluster, m *pgModel, to spec.Version, instance
 	pgResize(r, m, instances)
 }
 
-// pgTakeBackup asks the runtime for a backup before a major upgrade. The
-// step is done once the runtime reports the request completed, so a
-// re-plan does not ask again.
-func pgTakeBackup(r *Result, m *pgModel, to spec.Version, id string) {
-	r.add(plan.Step{
-		ID:         id,
-		Kind:       plan.TakeBackup,
-		Summary:    fmt.Sprintf("Take a backup now, before the major upgrade from %s to %s", m.version, to),
-		Reversible: true,
-		Rollback:   "Nothing to undo; the backup is kept under the retention policy.",
-		Gates: []plan.Gate{healthyBefore(),
-			{Kind: plan.GateBackupFresh, When: plan.After, MaxAge: MajorUpgradeBackupMaxAge, Description: "a verified backup younger than " + MajorUpgradeBackupMaxAge + " exists"}},
-		Params: plan.Params{TakeBackup: &plan.TakeBackupParams{Reason: fmt.Sprintf("major upgrade from %s to %s", m.version, to)}},
-	})
+// pgTakeBackup asks the runtime for the backup the major upgrade's
+// rollback restores, held for the maintenance window as the upgrade is.
+// A re-plan leaves it out once the runtime reports the request served,
+// and asks again under a new ID once that backup is stale (preStepBackup).
+func pgTakeBackup(r *Result, c *spec.PostgresCluster, m *pgModel, to spec.Version, id string) {
+	summary := fmt.Sprintf("Take a backup now, right before the major upgrade from %s to %s", m.version, to)
+	if c.Spec.MaintenanceWindow != nil {
+		summary = fmt.Sprintf("Take a backup in the maintenance window, right before the major upgrade from %s to %s", m.version, to)
+	}
+	r.add(takeBackupStep(c, id, summary, fmt.Sprintf("major upgrade from %s to %s", m.version, to), true))
 }
 
 // pgSync sets the number of synchronous standbys to n if it differs.

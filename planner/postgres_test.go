@@ -78,8 +78,10 @@ func TestPostgresPlans(t *testing.T) {
 				if m.Reversible || !m.Disruptive || !hasGate(m, plan.GateBackupFresh, plan.Before) {
 					t.Errorf("major step: %+v", m)
 				}
-				if !hasGate(p.Steps[0], plan.GateBackupFresh, plan.After) {
-					t.Error("the backup step must wait for a verified backup")
+				// Done once the runtime reports the request served: a
+				// freshness gate would turn false again as the backup ages.
+				if b := p.Steps[0]; b.Kind != plan.TakeBackup || hasGate(b, plan.GateBackupFresh, plan.After) {
+					t.Errorf("backup step: %+v", b)
 				}
 				if !strings.Contains(m.Rollback, "backup-before-15.4") {
 					t.Errorf("rollback: %q", m.Rollback)
@@ -93,7 +95,7 @@ func TestPostgresPlans(t *testing.T) {
 		{
 			name: "major upgrade with synchronous standbys turns them off while re-cloning", desired: pgSpec(t, 3, "15.4", withBackup, "synchronousStandbys: 1"),
 			observed: with(pgBacked(pgLive(3, "14.5", 0)), func(c *live.Cluster) { c.SynchronousStandbys = 1 }),
-			status:   plan.StatusPlanned, steps: []string{"sync-standbys-0", "backup-before-15.4", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2", "sync-standbys-1"},
+			status:   plan.StatusPlanned, steps: []string{"backup-before-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2", "sync-standbys-1"},
 		},
 		{name: "major upgrade without backups is refused", desired: pgSpec(t, 3, "15.4"), observed: pgLive(3, "14.5", 0), status: plan.StatusRefused, refusals: []string{RulePostgresMajorNeedsBackup}},
 		{name: "major downgrade is refused", desired: pgSpec(t, 3, "13.9", withBackup), observed: pgBacked(pgLive(3, "14.5", 0)), status: plan.StatusRefused, refusals: []string{RulePostgresMajorDowngrade}},

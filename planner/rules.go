@@ -28,6 +28,12 @@ const (
 	RuleSpecRemoved = "spec-removed"
 	// RuleUnknownKind: no strategy plans the cluster's kind.
 	RuleUnknownKind = "unknown-kind"
+	// RuleEtcdUpgradeFloor: a rolling upgrade in flight moves members to
+	// the next minor while one is still below the patch etcd's upgrade
+	// guide requires first (the line's floor in
+	// planner/spec/versions_table.go); cairn does not finish it, and a
+	// person sets the template back so the members reach the floor.
+	RuleEtcdUpgradeFloor = "etcd-upgrade-floor"
 )
 
 // Limits of the planner's domain rules.
@@ -38,3 +44,34 @@ const (
 	// upgrade must be.
 	MajorUpgradeBackupMaxAge = "6h"
 )
+
+// Rules of changes to what runs in the members' pods.
+const (
+	// RuleStorageClassImmutable: a StatefulSet's volume claims keep their
+	// storage class.
+	RuleStorageClassImmutable = "storage-class-immutable"
+	// RulePostgresHotStandbyMixed: one change both raises and lowers
+	// parameters a standby needs at least as high as its primary's; no
+	// restart order is safe for both.
+	RulePostgresHotStandbyMixed = "postgres-hot-standby-mixed"
+)
+
+// Rules of the backups that a plan's rollback restores.
+const (
+	// RuleBackupRetentionPinned: a shorter backup retention is refused while
+	// a planned irreversible step (a PostgreSQL major upgrade, the last
+	// member of an etcd minor upgrade) relies on its pre-step backup; the
+	// runtime pins that backup once it is taken, and the retention may
+	// shorten once the step is done.
+	RuleBackupRetentionPinned = "backup-retention-deletes-pinned"
+	// RuleEtcdMinorNeedsBackup: the last member of an etcd minor upgrade
+	// cannot be undone (etcd raises its cluster version) and is gated on
+	// a fresh snapshot, so the spec must configure backups.
+	RuleEtcdMinorNeedsBackup = "etcd-minor-upgrade-needs-backup"
+)
+
+// PreStepBackupMaxAge is how fresh the backup must be that an
+// irreversible step's rollback restores (a PostgreSQL major upgrade, the
+// last member of an etcd minor upgrade): contract.BackupFreshFor, past
+// which the observer reports the newest backup stale.
+const PreStepBackupMaxAge = MajorUpgradeBackupMaxAge

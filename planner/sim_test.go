@@ -64,8 +64,15 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		if b := backupSettings(desired.Common().Backup); b != nil {
 			out.Backup = &live.Backup{Schedule: b.Schedule, TimeZone: b.TimeZone, StorageLocation: b.StorageLocation, RetentionCount: b.RetentionCount, RetentionMaxAge: b.RetentionMaxAge}
 		}
+		out.StatefulSet.Resources, out.StatefulSet.StorageClass = desired.Common().Resources.Contract(), desired.Common().StorageClass
 		if pg, ok := desired.(*spec.PostgresCluster); ok {
 			out.SynchronousStandbys = pg.Spec.SynchronousStandbys
+			if out.Parameters = pg.Spec.RenderedParameters(); out.Parameters != nil {
+				out.ConfigRevision = contract.ConfigRevisionOf(out.Parameters)
+			}
+			for i := range out.Members {
+				out.Members[i].ConfigRevision = out.ConfigRevision
+			}
 		}
 		return out
 	}
@@ -97,7 +104,8 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 	case plan.EtcdAddMember:
 		a := p.EtcdAddMember
 		out.StatefulSet.Replicas = a.Replicas
-		out.Members = append(out.Members, live.Member{Name: a.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleFollower})
+		out.Members = append(out.Members, live.Member{Name: a.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleFollower,
+			TemplateRevision: out.StatefulSet.TemplateRevision})
 	case plan.EtcdRemoveMember:
 		m := member(out, p.EtcdRemoveMember.Ordinal)
 		if m.Role == live.RoleLeader {
@@ -107,7 +115,8 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 	case plan.PostgresAddReplica:
 		a := p.PostgresAddReplica
 		out.StatefulSet.Replicas = a.Replicas
-		out.Members = append(out.Members, live.Member{Name: a.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleReplica})
+		out.Members = append(out.Members, live.Member{Name: a.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleReplica,
+			TemplateRevision: out.StatefulSet.TemplateRevision, ConfigRevision: out.ConfigRevision})
 	case plan.PostgresSwitchover:
 		for i := range out.Members {
 			switch out.Members[i].Name {
@@ -118,10 +127,24 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 			}
 		}
 	case plan.PostgresMajorUpgrade:
-		out.StatefulSet = live.StatefulSet{Replicas: 1, Version: p.PostgresMajorUpgrade.To}
-		out.Members = []live.Member{{Name: p.PostgresMajorUpgrade.Primary, Version: p.PostgresMajorUpgrade.To, Ready: true, Role: live.RolePrimary}}
+		sts := out.StatefulSet
+		out.StatefulSet = live.StatefulSet{Replicas: 1, Version: p.PostgresMajorUpgrade.To, Resources: sts.Resources, StorageClass: sts.StorageClass, TemplateRevision: sts.TemplateRevision}
+		out.Members = []live.Member{{Name: p.PostgresMajorUpgrade.Primary, Version: p.PostgresMajorUpgrade.To, Ready: true, Role: live.RolePrimary,
+			TemplateRevision: sts.TemplateRevision, ConfigRevision: out.ConfigRevision}}
 	case plan.PostgresSynchronousStandbys:
 		out.SynchronousStandbys = p.PostgresSynchronousStandbys.To
+	case plan.PostgresReloadParameters:
+		pc := p.PostgresReloadParameters
+		out.Parameters, out.ConfigRevision = pc.To, pc.Revision
+		for i := range out.Members {
+			out.Members[i].ConfigRevision = pc.Revision
+		}
+	case plan.RestartMember:
+		restartTemplate(out, p.RestartMember)
+		for ord := p.RestartMember.Partition; ord < len(out.Members); ord++ {
+			m := member(out, ord)
+			m.TemplateRevision, m.ConfigRevision, m.PendingRestart = out.StatefulSet.TemplateRevision, out.ConfigRevision, nil
+		}
 	default:
 		t.Fatalf("simulator cannot apply %s", s.Kind)
 	}
@@ -151,6 +174,9 @@ func applyPartial(c *live.Cluster, s plan.Step) *live.Cluster {
 	case plan.PostgresMajorUpgrade:
 		out.StatefulSet = live.StatefulSet{Replicas: 1, Version: p.PostgresMajorUpgrade.To}
 		out.Members = []live.Member{{Name: p.PostgresMajorUpgrade.Primary, Version: p.PostgresMajorUpgrade.From, Ready: false, Role: live.RolePrimary}}
+	case plan.RestartMember:
+		restartTemplate(out, p.RestartMember)
+		member(out, p.RestartMember.Ordinal).Ready = false
 	default:
 		return nil // the runtime acts, or nothing shows before the end
 	}
@@ -201,7 +227,7 @@ func checkEtcd(before *live.Cluster, s plan.Step, after *live.Cluster) error {
 	// During the step: how many voters there are and how many are up.
 	n, up := voters(before), voters(before)
 	switch s.Kind {
-	case plan.UpgradeMember:
+	case plan.UpgradeMember, plan.RestartMember:
 		up--
 	case plan.EtcdAddMember:
 		if !s.Params.EtcdAddMember.Learner {
@@ -250,6 +276,12 @@ func checkPostgres(before *live.Cluster, s plan.Step, after *live.Cluster) error
 		if from.Major != to.Major {
 			return fmt.Errorf("step %s changes the major version in a rolling restart", s.ID)
 		}
+	case plan.RestartMember:
+		// Only a lowered hot-standby parameter restarts the primary of a
+		// cluster with replicas, in place, and says so.
+		if rm := s.Params.RestartMember; rm.Ordinal == primary && len(before.Members) > 1 && !s.Disruptive {
+			return fmt.Errorf("step %s restarts the primary of a %d-member cluster and is not marked disruptive", s.ID, len(before.Members))
+		}
 	case plan.ScaleIn:
 		if s.Params.ScaleIn.Ordinal == primary {
 			return fmt.Errorf("step %s removes the primary", s.ID)
@@ -262,4 +294,22 @@ func checkPostgres(before *live.Cluster, s plan.Step, after *live.Cluster) error
 		}
 	}
 	return nil
+}
+
+// restartTemplate is what a synced restart step changes in the
+// StatefulSet and the config; members not restarted yet read the new
+// config, and wait for a restart to apply what needs one.
+func restartTemplate(out *live.Cluster, rm *plan.RestartMemberParams) {
+	out.StatefulSet.UpdatePartition = rm.Partition
+	t := rm.Template
+	if t == nil {
+		return
+	}
+	out.StatefulSet.TemplateRevision, out.StatefulSet.Resources = t.Revision, t.Resources
+	if pc := t.Parameters; pc != nil {
+		out.Parameters, out.ConfigRevision = pc.To, pc.Revision
+		for i := range out.Members {
+			out.Members[i].ConfigRevision, out.Members[i].PendingRestart = pc.Revision, pc.Restart
+		}
+	}
 }

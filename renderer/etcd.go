@@ -1,6 +1,8 @@
 package renderer
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -24,10 +26,14 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 	if err != nil {
 		return nil, err
 	}
+	res, err := resources(s.Resources)
+	if err != nil {
+		return nil, fmt.Errorf("resources: %w", err)
+	}
 	objs := []Object{
 		etcdPeerService(n),
 		etcdClientService(n),
-		etcdStatefulSet(c, n, s, image, o),
+		etcdStatefulSet(n, s, image, res, o),
 		{File: "pdb.yaml", Obj: &policyv1.PodDisruptionBudget{
 			TypeMeta: typeMeta("policy/v1", "PodDisruptionBudget"), ObjectMeta: n.meta(n.cluster, "database"),
 			Spec: policyv1.PodDisruptionBudgetSpec{
@@ -38,7 +44,7 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 		}},
 		cairnConfig(n, s, token, initial, nil),
 	}
-	objs = append(objs, grownVolumes(n, s, c.Spec.StorageClass)...)
+	objs = append(objs, grownVolumes(n, s)...)
 	return append(objs, runtimeObjects(n, o, etcdRuntimeRules(n))...), nil
 }
 
@@ -70,7 +76,7 @@ func etcdClientService(n names) Object {
 	}}
 }
 
-func etcdStatefulSet(c *spec.EtcdCluster, n names, s Settings, image string, o Options) Object {
+func etcdStatefulSet(n names, s Settings, image string, res corev1.ResourceRequirements, o Options) Object {
 	container := corev1.Container{
 		Name:    contract.EtcdContainer,
 		Image:   image,
@@ -82,7 +88,7 @@ func etcdStatefulSet(c *spec.EtcdCluster, n names, s Settings, image string, o O
 			{Name: "client", ContainerPort: etcdClientPort},
 			{Name: "peer", ContainerPort: etcdPeerPort},
 		},
-		Resources:    resources(c.Spec.Resources),
+		Resources:    res,
 		VolumeMounts: append([]corev1.VolumeMount{{Name: dataVolume, MountPath: etcdDataDir}}, commonMounts()...),
 		// /health answers false without a leader: fine for readiness, but
 		// liveness must not restart members while quorum is being restored.
@@ -111,7 +117,7 @@ func etcdStatefulSet(c *spec.EtcdCluster, n names, s Settings, image string, o O
 			},
 			PersistentVolumeClaimRetentionPolicy: retainVolumes(),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: podMeta(n),
+				ObjectMeta: podMeta(n, s),
 				Spec: corev1.PodSpec{
 					InitContainers:                []corev1.Container{installContainer(o)},
 					Containers:                    []corev1.Container{container},
@@ -122,7 +128,7 @@ func etcdStatefulSet(c *spec.EtcdCluster, n names, s Settings, image string, o O
 					Affinity:                      spreadMembers(n),
 				},
 			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{templateClaim(n, s, c.Spec.StorageClass)},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{templateClaim(n, s)},
 		},
 	}}
 }

@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
@@ -60,6 +61,10 @@ func (postgresKind) Objects(c spec.Cluster, in Input) ([]Object, error) {
 }
 
 func (postgresKind) Created(c spec.Cluster, s Settings) Settings {
-	s.Sync = c.(*spec.PostgresCluster).Spec.SynchronousStandbys
+	pg := c.(*spec.PostgresCluster)
+	s.Sync = pg.Spec.SynchronousStandbys
+	if s.Parameters = pg.Spec.RenderedParameters(); s.Parameters != nil {
+		s.ConfigRevision = contract.ConfigRevisionOf(s.Parameters)
+	}
 	return s
 }

@@ -130,8 +130,14 @@ func selector(n names) *metav1.LabelSelector {
 
 // podMeta labels pods with the selector and component only: the role
 // label is added by the runtime and never rendered.
-func podMeta(n names) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Labels: n.objectLabels("database")}
+// podMeta is the pod template's metadata; a rolling restart's revision
+// is an annotation, so changing it restarts the members.
+func podMeta(n names, s Settings) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Labels: n.objectLabels("database")}
+	if s.TemplateRevision != "" {
+		m.Annotations = map[string]string{contract.AnnotationTemplateRevision: s.TemplateRevision}
+	}
+	return m
 }
 
 // retainVolumes keeps members' volumes when the StatefulSet shrinks or is

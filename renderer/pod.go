@@ -1,6 +1,8 @@
 package renderer
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,28 +89,42 @@ func startupProbe(h corev1.ProbeHandler) *corev1.Probe {
 }
 
 // resources turns the spec's resources into a container's.
-func resources(r *spec.Resources) corev1.ResourceRequirements {
+// resources are the database container's; quantities were checked when
+// the spec or the live state was read.
+func resources(r *contract.Resources) (corev1.ResourceRequirements, error) {
 	var out corev1.ResourceRequirements
 	if r == nil {
-		return out
+		return out, nil
 	}
-	out.Requests = resourceList(r.Requests)
-	out.Limits = resourceList(r.Limits)
-	return out
+	var err error
+	if out.Requests, err = resourceList(r.Requests); err != nil {
+		return out, fmt.Errorf("requests: %w", err)
+	}
+	if out.Limits, err = resourceList(r.Limits); err != nil {
+		return out, fmt.Errorf("limits: %w", err)
+	}
+	return out, nil
 }
 
-func resourceList(l *spec.ResourceList) corev1.ResourceList {
-	if l == nil {
-		return nil
+func resourceList(l contract.ResourceList) (corev1.ResourceList, error) {
+	if l == (contract.ResourceList{}) {
+		return nil, nil
 	}
 	out := corev1.ResourceList{}
-	if l.CPU != "" {
-		out[corev1.ResourceCPU] = resource.MustParse(string(l.CPU))
+	for _, q := range []struct {
+		name  corev1.ResourceName
+		value string
+	}{{corev1.ResourceCPU, l.CPU}, {corev1.ResourceMemory, l.Memory}} {
+		if q.value == "" {
+			continue
+		}
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", q.name, q.value, err)
+		}
+		out[q.name] = v
 	}
-	if l.Memory != "" {
-		out[corev1.ResourceMemory] = resource.MustParse(string(l.Memory))
-	}
-	return out
+	return out, nil
 }
 
 // volumeClaim is the data volume of one member: the StatefulSet's
@@ -129,7 +145,7 @@ func volumeClaimSpec(storage, class string) corev1.PersistentVolumeClaimSpec {
 // StatefulSet's volumeClaimTemplates cannot change; a PVC named as the
 // StatefulSet would name it is adopted by the StatefulSet, so new members
 // get the grown size too. Pruning is off: a PVC leaves only by hand.
-func grownVolumes(n names, s Settings, class string) []Object {
+func grownVolumes(n names, s Settings) []Object {
 	if s.Storage == "" || s.TemplateStorage == "" || spec.Quantity(s.Storage).Cmp(spec.Quantity(s.TemplateStorage)) <= 0 {
 		return nil
 	}
@@ -144,15 +160,15 @@ func grownVolumes(n names, s Settings, class string) []Object {
 		}
 		out = append(out, Object{File: "pvc-" + contract.MemberName(n.cluster, i) + ".yaml", Obj: &corev1.PersistentVolumeClaim{
 			TypeMeta: typeMeta("v1", "PersistentVolumeClaim"), ObjectMeta: m,
-			Spec: volumeClaimSpec(s.Storage, class),
+			Spec: volumeClaimSpec(s.Storage, s.StorageClass),
 		}})
 	}
 	return out
 }
 
-func templateClaim(n names, s Settings, class string) corev1.PersistentVolumeClaim {
+func templateClaim(n names, s Settings) corev1.PersistentVolumeClaim {
 	return corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: n.selector()},
-		Spec:       volumeClaimSpec(s.TemplateStorage, class),
+		Spec:       volumeClaimSpec(s.TemplateStorage, s.StorageClass),
 	}
 }

@@ -33,7 +33,7 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 	if err != nil {
 		return nil, err
 	}
-	sts, err := postgresStatefulSet(c, n, s, image, o)
+	sts, err := postgresStatefulSet(n, s, image, o)
 	if err != nil {
 		return nil, err
 	}
@@ -43,14 +43,14 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 		pgService(n, contract.ReplicaService(n.cluster), "service-ro.yaml", map[string]string{contract.LabelRole: contract.RoleReplica}, false),
 		pgService(n, contract.ReadService(n.cluster), "service-r.yaml", nil, false),
 		pgService(n, contract.HeadlessService(n.cluster), "service-headless.yaml", nil, true),
-		postgresConfig(c, n),
+		postgresConfig(n, s),
 		{File: "pdb.yaml", Obj: &policyv1.PodDisruptionBudget{
 			TypeMeta: typeMeta("policy/v1", "PodDisruptionBudget"), ObjectMeta: n.meta(n.cluster, "database"),
 			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr(intstr.FromInt32(1)), Selector: selector(n)},
 		}},
-		cairnConfig(n, s, "", initial, map[string]string{contract.KeySynchronousStandbys: strconv.Itoa(s.Sync)}),
+		cairnConfig(n, s, "", initial, pgConfigKeys(s)),
 	}
-	objs = append(objs, grownVolumes(n, s, c.Spec.StorageClass)...)
+	objs = append(objs, grownVolumes(n, s)...)
 	objs = append(objs, memberObjects(n)...)
 	return append(objs, runtimeObjects(n, o, postgresRuntimeRules(n))...), nil
 }
@@ -76,7 +76,7 @@ func pgService(n names, name, file string, role map[string]string, headless bool
 // the Settings streaming replication needs and the spec's parameters, and
 // pg_hba.conf. Settings the runtime changes (synchronous_standby_names,
 // primary_conninfo) live in postgresql.auto.conf, never here.
-func postgresConfig(c *spec.PostgresCluster, n names) Object {
+func postgresConfig(n names, s Settings) Object {
 	var conf strings.Builder
 	conf.WriteString("# Rendered by cairn from the PostgresCluster spec; do not edit here.\n")
 	for _, kv := range [][2]string{
@@ -90,13 +90,17 @@ func postgresConfig(c *spec.PostgresCluster, n names) Object {
 	} {
 		fmt.Fprintf(&conf, "%s = %s\n", kv[0], kv[1])
 	}
-	if c.Spec.PostgreSQL != nil && len(c.Spec.PostgreSQL.Parameters) > 0 {
-		conf.WriteString("# spec.postgresql.parameters\n")
-		// Names are checked by the spec; Quoted keeps every value
-		// inside its quotes and on its line.
-		for _, k := range slices.Sorted(maps.Keys(c.Spec.PostgreSQL.Parameters)) {
-			fmt.Fprintf(&conf, "%s = %s\n", k, c.Spec.PostgreSQL.Parameters[k].Quoted())
+	if len(s.Parameters) > 0 {
+		conf.WriteString(contract.PostgresParametersHeader + "\n")
+		// Names were checked by the spec and values quoted
+		// (spec.ParamValue.Quoted): every value stays inside its quotes
+		// and on its line.
+		for _, k := range slices.Sorted(maps.Keys(s.Parameters)) {
+			fmt.Fprintf(&conf, "%s = %s\n", k, s.Parameters[k])
 		}
+	}
+	if s.ConfigRevision != "" {
+		fmt.Fprintf(&conf, "%s = '%s'\n", contract.ConfigRevisionParameter, s.ConfigRevision)
 	}
 	hba := "# Rendered by cairn; do not edit here.\n" +
 		"local   all          postgres                 peer\n" +
@@ -122,7 +126,7 @@ func postgresEnv(n names) []corev1.EnvVar {
 	)
 }
 
-func postgresContainer(c *spec.PostgresCluster, n names, image string, env []corev1.EnvVar) corev1.Container {
+func postgresContainer(n names, image string, res corev1.ResourceRequirements, env []corev1.EnvVar) corev1.Container {
 	mounts := append([]corev1.VolumeMount{
 		{Name: dataVolume, MountPath: pgDataMount},
 		{Name: "postgres-config", MountPath: pgConfDir, ReadOnly: true},
@@ -143,15 +147,19 @@ func postgresContainer(c *spec.PostgresCluster, n names, image string, env []cor
 		},
 		StartupProbe:    startupProbe(port),
 		LivenessProbe:   &corev1.Probe{ProbeHandler: port, PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 5},
-		Resources:       resources(c.Spec.Resources),
+		Resources:       res,
 		VolumeMounts:    mounts,
 		SecurityContext: restricted(),
 	}
 }
 
-func postgresStatefulSet(c *spec.PostgresCluster, n names, s Settings, image string, o Options) (Object, error) {
+func postgresStatefulSet(n names, s Settings, image string, o Options) (Object, error) {
 	env := postgresEnv(n)
-	container := postgresContainer(c, n, image, env)
+	res, err := resources(s.Resources)
+	if err != nil {
+		return Object{}, fmt.Errorf("resources: %w", err)
+	}
+	container := postgresContainer(n, image, res, env)
 	volumes := append(commonVolumes(n),
 		corev1.Volume{Name: "postgres-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: contract.PostgresConfig(n.cluster)}}}},
@@ -180,7 +188,7 @@ func postgresStatefulSet(c *spec.PostgresCluster, n names, s Settings, image str
 			},
 			PersistentVolumeClaimRetentionPolicy: retainVolumes(),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: podMeta(n),
+				ObjectMeta: podMeta(n, s),
 				Spec: corev1.PodSpec{
 					InitContainers:                inits,
 					Containers:                    []corev1.Container{container},
@@ -191,7 +199,7 @@ func postgresStatefulSet(c *spec.PostgresCluster, n names, s Settings, image str
 					Affinity:                      spreadMembers(n),
 				},
 			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{templateClaim(n, s, c.Spec.StorageClass)},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{templateClaim(n, s)},
 		},
 	}}, nil
 }
@@ -233,4 +241,13 @@ func pgUpgradeContainer(o Options, from, to int, env []corev1.EnvVar) corev1.Con
 		},
 		SecurityContext: restricted(),
 	}
+}
+
+// pgConfigKeys are the PostgreSQL keys of the cairn ConfigMap.
+func pgConfigKeys(s Settings) map[string]string {
+	keys := map[string]string{contract.KeySynchronousStandbys: strconv.Itoa(s.Sync)}
+	if s.ConfigRevision != "" {
+		keys[contract.KeyConfigRevision] = s.ConfigRevision
+	}
+	return keys
 }

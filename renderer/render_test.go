@@ -58,7 +58,7 @@ func fill(tmpl string, kv ...string) string {
 
 func etcdLiveYAML(n int, version string, leader int) string {
 	var b strings.Builder
-	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\nmembers:\n")
+	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\", " + etcdLiveResources + "}\nmembers:\n")
 	for i := range n {
 		role := "follower"
 		if i == leader {
@@ -69,9 +69,17 @@ func etcdLiveYAML(n int, version string, leader int) string {
 	return b.String()
 }
 
+// etcdLiveResources are etcdSpecYAML's resources as the API server
+// writes them back.
+const etcdLiveResources = "resources: {requests: {cpu: 500m, memory: 1Gi}, limits: {memory: 2Gi}}"
+
+// pgLiveParameters are pgSpecYAML's parameters as the rendered
+// postgresql.conf holds them.
+const pgLiveParameters = `parameters: {max_connections: "'200'", shared_buffers: "'256MB'"}`
+
 func pgLiveYAML(n int, version string, primary int, extra string) string {
 	var b strings.Builder
-	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
+	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\n" + pgLiveParameters + "\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
 	b.WriteString("backup: {schedule: \"0 2 * * *\", timeZone: UTC, storageLocation: \"s3://bkp/pg\", retentionCount: 7}\n" + extra + "members:\n")
 	for i := range n {
 		role := "replica"
@@ -91,7 +99,9 @@ var renderCases = []renderCase{
 	{"etcd-add-voter-3.2", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.2.13", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(1, "3.2.13", 0), "etcd-add-1"},
 	{"etcd-remove-member", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(5, "3.5.21", 4), "etcd-remove-4"},
 	{"etcd-scale-in", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(5, "3.5.21", 4), "scale-in-4"},
-	{"etcd-upgrade", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.4.37", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.3.27", 0), "upgrade-1-to-3.4.37"},
+	// A minor hop relies on a snapshot: spec.backup, and a TakeBackup step first.
+	{"etcd-upgrade", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.4.37", "%STORAGE%", "8Gi", "%EXTRA%", "  backup: {schedule: '@daily', storageLocation: 'file:///backups/e'}"),
+		strings.Replace(etcdLiveYAML(3, "3.3.27", 0), "storage: 8Gi\n", "storage: 8Gi\nbackup: {schedule: '@daily', timeZone: UTC, storageLocation: 'file:///backups/e'}\n", 1), "upgrade-1-to-3.4.37"},
 	{"etcd-expand-storage", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "16Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.5.21", 0), "expand-storage-16gi"},
 	{"etcd-configure-backup", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", "  backup: {schedule: '@daily', timeZone: Europe/Berlin, storageLocation: 'file:///backups/e'}"), etcdLiveYAML(3, "3.5.21", 0), "configure-backup"},
 	{"etcd-scale-in-grown-volumes", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "16Gi", "%EXTRA%", ""),
@@ -107,6 +117,10 @@ var renderCases = []renderCase{
 	{"pg-sync-standbys", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  synchronousStandbys: 1"), pgLiveYAML(3, "14.5", 0, ""), "sync-standbys-1"},
 	{"pg-expand-storage", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "20Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "expand-storage-20gi"},
 	{"pg-configure-backup", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), strings.Replace(pgLiveYAML(3, "14.5", 0, ""), "0 2 * * *", "0 4 * * *", 1), "configure-backup"},
+	{"etcd-restart-resources", strings.Replace(fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), "{requests: {cpu: 500m, memory: 1Gi}, limits: {memory: 2Gi}}", "{requests: {cpu: '1', memory: 2Gi}, limits: {memory: 4Gi}}", 1),
+		etcdLiveYAML(3, "3.5.21", 0), "restart-2-49179632284c"},
+	{"pg-restart-resources", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  resources: {requests: {cpu: '2', memory: 4Gi}}"), pgLiveYAML(3, "14.5", 0, ""), "restart-2-11096792589d"},
+	{"pg-reload-parameters", strings.Replace(fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "shared_buffers: 256MB}", "shared_buffers: 256MB, work_mem: 16MB}", 1), pgLiveYAML(3, "14.5", 0, ""), "reload-parameters-d958d05b660d"},
 	{"pg-converged", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 2, ""), ""},
 }
 
@@ -227,6 +241,9 @@ var allowedChanges = map[plan.Kind][]string{
 	plan.ConfigureBackup:             {"cairn-config.patch.yaml /data/backup."},
 	plan.ExpandStorage:               {"pvc-"},
 	plan.SealBootstrap:               {"cairn-config.patch.yaml /data/bootstrap"},
+	plan.RestartMember: {"statefulset.patch.yaml /spec/template/metadata/annotations", "statefulset.patch.yaml /spec/template/spec/containers/0/resources",
+		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "postgres-config.patch.yaml /data/postgresql.conf", "cairn-config.patch.yaml /data/postgres.config-revision"},
+	plan.PostgresReloadParameters: {"postgres-config.patch.yaml /data/postgresql.conf", "cairn-config.patch.yaml /data/postgres.config-revision"},
 	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1"},
 }

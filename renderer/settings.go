@@ -30,6 +30,16 @@ type Settings struct {
 	Requests    Requests
 	// restore is the backup the create step starts the cluster from.
 	Restore *plan.RestoreSource
+	// Resources are the database container's; StorageClass the volumes';
+	// TemplateRevision the pod template's revision annotation ("" for
+	// none).
+	Resources        *contract.Resources
+	StorageClass     string
+	TemplateRevision string
+	// Parameters are PostgreSQL's spec parameters as rendered, and
+	// ConfigRevision their revision ("" renders none).
+	Parameters     map[string]string
+	ConfigRevision string
 }
 
 // requests are the runtime's instructions from merged steps. Each is keyed
@@ -54,6 +64,8 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 		Replicas: b.Replicas, Partition: b.UpdatePartition, Version: b.Version,
 		Storage: b.Storage, TemplateStorage: b.TemplateStorage, Backup: b.Backup,
 		Sync: b.SynchronousStandbys, Bootstrap: contract.BootstrapExisting, UpgradeFrom: b.UpgradeFrom,
+		Resources: b.Resources, StorageClass: b.StorageClass, TemplateRevision: b.TemplateRevision,
+		Parameters: b.Parameters, ConfigRevision: b.ConfigRevision,
 	}
 }
 
@@ -62,6 +74,7 @@ func createSettings(k Kind, c spec.Cluster, cp *plan.CreateClusterParams) Settin
 	s := Settings{
 		Replicas: cp.Members, Version: cp.Version, Storage: cp.Storage, TemplateStorage: cp.Storage,
 		Backup: backupOf(c.Common().Backup), Bootstrap: contract.BootstrapNew, Restore: cp.RestoreFrom,
+		Resources: c.Common().Resources.Contract(), StorageClass: c.Common().StorageClass,
 	}
 	return k.Created(c, s)
 }
@@ -111,6 +124,17 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 		next.Version, next.Replicas, next.Partition, next.UpgradeFrom = p.PostgresMajorUpgrade.To, 1, 0, from.Major
 	case plan.PostgresSynchronousStandbys:
 		next.Sync = p.PostgresSynchronousStandbys.To
+	case plan.RestartMember:
+		rm := p.RestartMember
+		next.Partition = rm.Partition
+		if t := rm.Template; t != nil {
+			next.TemplateRevision, next.Resources = t.Revision, t.Resources
+			if t.Parameters != nil {
+				next.Parameters, next.ConfigRevision = t.Parameters.To, t.Parameters.Revision
+			}
+		}
+	case plan.PostgresReloadParameters:
+		next.Parameters, next.ConfigRevision = p.PostgresReloadParameters.To, p.PostgresReloadParameters.Revision
 	case plan.SealBootstrap:
 		// bootstrap is "existing" after any step but a create
 	default:

@@ -78,6 +78,14 @@ type BackupStatus struct {
 	LastManualRequest string `json:"lastManualRequest,omitempty"`
 }
 
+// BackupFreshFor is how old the newest complete backup may be for a step
+// whose rollback restores it (a PostgreSQL major upgrade, the last member
+// of an etcd minor upgrade): the planner gates such a step on a backup
+// this fresh, and the observer reports an older one stale
+// (live.Backup.Stale), so that the planner asks for a new backup rather
+// than wait on a gate that no backup would satisfy.
+const BackupFreshFor = 6 * time.Hour
+
 // BackupDone is a complete backup.
 type BackupDone struct {
 	ID       string    `json:"id"`

@@ -1,7 +1,9 @@
 package gates
 
 import (
+	"cmp"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/planner/live"
@@ -81,7 +83,7 @@ func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool,
 	m := member(obs, g.Member)
 	switch g.Kind {
 	case plan.GateClusterHealthy:
-		return healthy(obs)
+		return healthy(obs, g.Below)
 	case plan.GateStatefulSetSettled:
 		return settled(obs)
 	case plan.GateMemberReady:
@@ -106,15 +108,43 @@ func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool,
 	case plan.GateClusterVersion:
 		return obs.ClusterVersion == g.Version, fmt.Sprintf("etcd reports cluster version %q", obs.ClusterVersion)
 	case plan.GateStorageCapacity:
-		return obs.Storage != "" && spec.Quantity(obs.Storage).Cmp(spec.Quantity(g.Quantity)) >= 0, fmt.Sprintf("volumes report %q", obs.Storage)
+		capacity := cmp.Or(obs.Capacity, obs.Storage)
+		return capacity != "" && spec.Quantity(capacity).Cmp(spec.Quantity(g.Quantity)) >= 0, fmt.Sprintf("volumes report %q", capacity)
 	case plan.GateBackupFresh:
 		return backupFresh(obs, g, now)
 	case plan.GateBackupConfigured:
 		return backupConfigured(c, obs)
 	case plan.GateMaintenanceWindow:
 		return windowOpen(c, now)
+	case plan.GateMemberRestarted:
+		return m != nil && m.Ready && m.TemplateRevision == g.Revision, fmt.Sprintf("%s has not restarted with template revision %s", g.Member, g.Revision)
+	case plan.GateConfigApplied:
+		return configApplied(obs, g)
 	}
 	return false, fmt.Sprintf("cairn cannot check %s gates against the observed state", g.Kind)
+}
+
+// configApplied checks that the gate's member, or every member, runs
+// config revision g.Revision with no parameter pending a restart.
+func configApplied(obs *live.Cluster, g plan.Gate) (bool, string) {
+	if len(obs.Members) == 0 {
+		return false, "no member is observed"
+	}
+	for _, m := range obs.Members {
+		if g.Member != "" && m.Name != g.Member {
+			continue
+		}
+		switch {
+		case m.ConfigRevision != g.Revision:
+			return false, fmt.Sprintf("%s runs config revision %q", m.Name, m.ConfigRevision)
+		case len(m.PendingRestart) > 0:
+			return false, fmt.Sprintf("%s waits for a restart to apply %s", m.Name, strings.Join(m.PendingRestart, ", "))
+		}
+		if g.Member != "" {
+			return true, ""
+		}
+	}
+	return g.Member == "", fmt.Sprintf("%s is not observed", g.Member)
 }
 
 func member(obs *live.Cluster, name string) *live.Member {
@@ -138,20 +168,35 @@ func settled(obs *live.Cluster) (bool, string) {
 	return true, ""
 }
 
-func healthy(obs *live.Cluster) (bool, string) {
-	if ok, why := settled(obs); !ok {
-		return false, why
-	}
+// healthy: every member ready, one leading, none a learner, unknown,
+// removed or without its data. With below > 0 only the members at lower
+// ordinals are judged (a step removes those above), though the one
+// leading may be among those above: the removal moves leadership first.
+func healthy(obs *live.Cluster, below int) (bool, string) {
 	kind, ok := live.RolesOf(obs.Kind)
 	if !ok {
 		// Fail closed: a kind cairn cannot judge is never healthy.
 		return false, fmt.Sprintf("cairn cannot judge the health of a %s", obs.Kind)
 	}
+	if below <= 0 {
+		if ok, why := settled(obs); !ok {
+			return false, why
+		}
+	} else if n := len(obs.Members); n < below || obs.Members[below-1].Ordinal() != below-1 {
+		return false, fmt.Sprintf("the members below ordinal %d do not all have pods", below)
+	}
 	leading := 0
 	for _, m := range obs.Members {
-		switch m.Role {
-		case kind.Leading:
+		if m.Role == kind.Leading {
 			leading++
+		}
+		if below > 0 && m.Ordinal() >= below {
+			continue
+		}
+		if !m.Ready {
+			return false, m.Name + " is not ready"
+		}
+		switch m.Role {
 		case live.RoleLearner, live.RoleUnknown, live.RoleRemoved:
 			return false, fmt.Sprintf("%s is %s", m.Name, m.Role)
 		}

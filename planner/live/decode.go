@@ -115,6 +115,14 @@ func (c *checker) cluster(cl *Cluster, path string) {
 	if _, err := resource.ParseQuantity(cl.Storage); cl.Storage != "" && err != nil {
 		c.fail(path+".storage", "must be a Kubernetes quantity such as 100Gi, got %s", strictyaml.Quote(cl.Storage))
 	}
+	if r := sts.Resources; r != nil {
+		for _, f := range [][2]string{{"requests.cpu", r.Requests.CPU}, {"requests.memory", r.Requests.Memory}, {"limits.cpu", r.Limits.CPU}, {"limits.memory", r.Limits.Memory}} {
+			field, q := f[0], f[1]
+			if _, err := resource.ParseQuantity(q); q != "" && err != nil {
+				c.fail(path+".statefulSet.resources."+field, "must be a Kubernetes quantity such as 500m or 4Gi, got %s", strictyaml.Quote(q))
+			}
+		}
+	}
 	ordinals := map[int]bool{}
 	for j, m := range cl.Members {
 		mp := fmt.Sprintf("%s.members[%d]", path, j)

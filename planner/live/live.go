@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
 )
 
@@ -47,8 +48,11 @@ type Cluster struct {
 	// Members are the cluster's pods, one per StatefulSet ordinal that
 	// exists, with what the runtime knows of each.
 	Members []Member `json:"members"`
-	// Storage is the smallest capacity among the members' volumes.
+	// Storage is the smallest size the members' volume claims request.
 	Storage string `json:"storage"`
+	// Capacity is the smallest capacity the members' volumes report; empty
+	// when none reports one (then Storage stands for it).
+	Capacity string `json:"capacity,omitempty"`
 	// Backup is the backup policy the runtime runs and its last success.
 	Backup *Backup `json:"backup,omitempty"`
 	// SynchronousStandbys is PostgreSQL's current number of synchronous
@@ -59,6 +63,12 @@ type Cluster struct {
 	// Bootstrap is the bootstrap mode of the rendered config the cluster
 	// runs with: "new" until a step after the create step is synced.
 	Bootstrap string `json:"bootstrap,omitempty"`
+	// Parameters are the spec's PostgreSQL parameters as the rendered
+	// postgresql.conf sets them, name to value as written there (quoted).
+	Parameters map[string]string `json:"parameters,omitempty"`
+	// ConfigRevision is the revision of that rendered config
+	// (contract.KeyConfigRevision); empty before the first one.
+	ConfigRevision string `json:"configRevision,omitempty"`
 }
 
 // StatefulSet is the part of a StatefulSet the planner reads.
@@ -75,6 +85,14 @@ type StatefulSet struct {
 	// UpgradeFrom is the PostgreSQL major the template's pg_upgrade init
 	// container upgrades from, left in place after a major upgrade.
 	UpgradeFrom int `json:"upgradeFrom,omitempty"`
+	// Resources are the database container's requests and limits in the
+	// pod template; nil when none are set.
+	Resources *contract.Resources `json:"resources,omitempty"`
+	// StorageClass is the storage class of the volumeClaimTemplates; empty
+	// for the cluster's default.
+	StorageClass string `json:"storageClass,omitempty"`
+	// TemplateRevision is the template's contract.AnnotationTemplateRevision.
+	TemplateRevision string `json:"templateRevision,omitempty"`
 }
 
 // Role is a member's role as the runtime (or etcd) reports it.
@@ -109,6 +127,15 @@ type Member struct {
 	// DataLost marks an etcd member whose pod came back with an empty data
 	// directory; the runtime replaces it (remove, then re-add).
 	DataLost bool `json:"dataLost,omitempty"`
+	// TemplateRevision is the pod's contract.AnnotationTemplateRevision:
+	// the rolling restart it last restarted for.
+	TemplateRevision string `json:"templateRevision,omitempty"`
+	// ConfigRevision is the PostgreSQL config revision the member has
+	// loaded, as the runtime reports it.
+	ConfigRevision string `json:"configRevision,omitempty"`
+	// PendingRestart lists the parameters the member has read from its
+	// config file but applies only at a restart.
+	PendingRestart []string `json:"pendingRestart,omitempty"`
 }
 
 // Ordinal returns the member's StatefulSet ordinal, parsed from its name.
@@ -136,6 +163,12 @@ type Backup struct {
 	// LastRequest is the ID of the last on-demand backup request (a
 	// TakeBackup step) the runtime completed.
 	LastRequest string `json:"lastRequest,omitempty"`
+	// Stale: when observed, LastSuccessful was more than
+	// contract.BackupFreshFor ago, too old for a step whose rollback
+	// restores it. The planner then asks for a new backup (a TakeBackup
+	// step under a new request ID) instead of waiting on the step's
+	// freshness gate.
+	Stale bool `json:"stale,omitempty"`
 }
 
 // Timestamp is an RFC 3339 time as written.

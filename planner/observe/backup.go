@@ -7,8 +7,15 @@ import (
 	"github.com/cairn-dev/cairn/planner/live"
 )
 
+// now is when a backup status is observed; tests set it.
+var now = time.Now
+
 // applyBackupStatus puts the runtime's last successful backup and last
-// completed request into the observed backup state.
+// completed request into the observed backup state, and whether that
+// backup was already too old, as observed now, for a step whose rollback
+// restores it (contract.BackupFreshFor). That one fact of the clock is
+// read here, where the state is observed, so that the planner stays pure
+// and still asks for a new backup once the last one has aged.
 func applyBackupStatus(out *live.Cluster, data string) error {
 	st, err := contract.ParseBackupStatus(data)
 	if err != nil || out.Backup == nil {
@@ -16,6 +23,7 @@ func applyBackupStatus(out *live.Cluster, data string) error {
 	}
 	if d := st.LastSuccessful; d != nil {
 		out.Backup.LastSuccessful = live.Timestamp(d.Finished.UTC().Format(time.RFC3339))
+		out.Backup.Stale = now().Sub(d.Finished) > contract.BackupFreshFor
 	}
 	out.Backup.LastRequest = st.LastRequest
 	return nil

@@ -3,6 +3,7 @@ package observe
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,14 +43,23 @@ func (etcdKind) Status(status map[string]string, out *live.Cluster) (MemberFunc,
 // is not healthy is "unknown". A pod missing from the membership is
 // "removed" only when the status is newer than the pod, the runtime is not
 // replacing it, and the status lists no member that has not started yet
-// (which has no name and could be this pod); otherwise its role is unknown.
+// (which has no name and could be this pod); otherwise its role is
+// unknown. A learner not started yet whose peer URL names the pod is the
+// pod's: a scale-out's new member, which never counts toward quorum.
 func etcdRole(pod *corev1.Pod, st *contract.EtcdStatus) live.Role {
 	if st == nil {
 		return live.RoleUnknown
 	}
-	unnamed := slices.Contains(st.Replacing, pod.Name)
+	replacing := slices.Contains(st.Replacing, pod.Name)
+	unnamed := false
 	for _, m := range st.Members {
 		switch {
+		case m.Name == "" && peerPod(m, pod.Name) != "" && peerPod(m, pod.Name) != pod.Name:
+			// Not started yet, and another pod's.
+		case m.Name == "" && m.Learner && peerPod(m, pod.Name) == pod.Name && !replacing:
+			// Added for this pod and not started yet: a learner never
+			// counts toward quorum, so a scale-out is no quorum loss.
+			return live.RoleLearner
 		case m.Name == "":
 			unnamed = true
 		case m.Name != pod.Name:
@@ -64,10 +74,26 @@ func etcdRole(pod *corev1.Pod, st *contract.EtcdStatus) live.Role {
 		}
 	}
 	at, err := time.Parse(time.RFC3339, st.ObservedAt)
-	if unnamed || err != nil || !at.After(pod.CreationTimestamp.Time) {
+	if replacing || unnamed || err != nil || !at.After(pod.CreationTimestamp.Time) {
 		return live.RoleUnknown
 	}
 	return live.RoleRemoved
+}
+
+// peerPod is the member of pod's cluster that a member's first peer URL
+// names: cairn adds each member with its pod's stable DNS name,
+// <pod>.<service>...; "" when the URL names none (an address).
+func peerPod(m contract.EtcdMember, pod string) string {
+	i := strings.LastIndexByte(pod, '-')
+	if len(m.PeerURLs) == 0 || i < 0 {
+		return ""
+	}
+	host := strings.TrimPrefix(strings.TrimPrefix(m.PeerURLs[0], "https://"), "http://")
+	name, _, _ := strings.Cut(host, ".")
+	if _, ok := contract.MemberOrdinal(pod[:i], name); !ok {
+		return ""
+	}
+	return name
 }
 
 // legacyHealth reads a status written by a runtime from before members'

@@ -76,6 +76,13 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 		return nil, err
 	}
 	applyConfig(out, config)
+	if ref.Kind == spec.PostgresKind {
+		pgConf, err := o.configMap(ctx, ns, contract.PostgresConfig(ref.Name))
+		if err != nil {
+			return nil, err
+		}
+		out.Parameters = parameters(pgConf[contract.PostgresConfFile])
+	}
 	if err := applyBackupStatus(out, status[contract.StatusKeyBackup]); err != nil {
 		return nil, fmt.Errorf("runtime status of %s: %w", ref.Name, err)
 	}
@@ -86,7 +93,7 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 	if out.Members, err = o.members(ctx, ns, ref.Name, sts, k.Container(), member); err != nil {
 		return nil, err
 	}
-	if out.Storage, err = o.storage(ctx, ns, sts, out.Members); err != nil {
+	if out.Storage, out.Capacity, err = o.storage(ctx, ns, sts, out.Members); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -110,8 +117,18 @@ func statefulSet(sts *appsv1.StatefulSet, container string) live.StatefulSet {
 		s.UpdatePartition = int(*ru.Partition)
 	}
 	if len(sts.Spec.VolumeClaimTemplates) > 0 {
-		if q, ok := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+		claim := sts.Spec.VolumeClaimTemplates[0].Spec
+		if q, ok := claim.Resources.Requests[corev1.ResourceStorage]; ok {
 			s.VolumeClaimStorage = q.String()
+		}
+		if claim.StorageClassName != nil {
+			s.StorageClass = *claim.StorageClassName
+		}
+	}
+	s.TemplateRevision = sts.Spec.Template.Annotations[contract.AnnotationTemplateRevision]
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		if c.Name == container {
+			s.Resources = resourcesOf(c.Resources)
 		}
 	}
 	for _, ic := range sts.Spec.Template.Spec.InitContainers {
@@ -158,6 +175,7 @@ func (o *Observer) configMap(ctx context.Context, ns, name string) (map[string]s
 // applyConfig reads the rendered config the pods run with.
 func applyConfig(out *live.Cluster, data map[string]string) {
 	out.Bootstrap = data[contract.KeyBootstrap]
+	out.ConfigRevision = data[contract.KeyConfigRevision]
 	out.SynchronousStandbys, _ = strconv.Atoi(data[contract.KeySynchronousStandbys])
 	if data[contract.KeyBackupSchedule] == "" {
 		return
@@ -179,7 +197,8 @@ func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.
 		if !strings.HasPrefix(p.Name, cluster+"-") || p.DeletionTimestamp != nil {
 			continue
 		}
-		m := live.Member{Name: p.Name, Version: versionOf(p.Spec.Containers, container), Ready: ready(&p), ReadySince: readySince(&p), Role: live.RoleUnknown}
+		m := live.Member{Name: p.Name, Version: versionOf(p.Spec.Containers, container), Ready: ready(&p), ReadySince: readySince(&p), Role: live.RoleUnknown,
+			TemplateRevision: p.Annotations[contract.AnnotationTemplateRevision]}
 		member(&p, &m)
 		out = append(out, m)
 	}
@@ -207,24 +226,34 @@ func ready(p *corev1.Pod) bool {
 	return false
 }
 
-// storage is the smallest capacity among the members' volumes, or the
-// claim template's size while none reports one.
-func (o *Observer) storage(ctx context.Context, ns string, sts *appsv1.StatefulSet, members []live.Member) (string, error) {
-	var smallest *resource.Quantity
+// storage is the smallest size the members' volume claims request (what
+// a spec is compared with: a provisioner may round capacity up) and the
+// smallest capacity they report (what an expansion waits for); the claim
+// template's size while no claim exists.
+func (o *Observer) storage(ctx context.Context, ns string, sts *appsv1.StatefulSet, members []live.Member) (string, string, error) {
+	var request, capacity *resource.Quantity
+	smaller := func(cur **resource.Quantity, l corev1.ResourceList) {
+		if q, ok := l[corev1.ResourceStorage]; ok && (*cur == nil || q.Cmp(**cur) < 0) {
+			*cur = &q
+		}
+	}
 	for _, m := range members {
 		pvc, err := o.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, contract.DataClaim(m.Name), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
-		if q, ok := pvc.Status.Capacity[corev1.ResourceStorage]; ok && (smallest == nil || q.Cmp(*smallest) < 0) {
-			smallest = &q
-		}
+		smaller(&request, pvc.Spec.Resources.Requests)
+		smaller(&capacity, pvc.Status.Capacity)
 	}
-	if smallest != nil {
-		return smallest.String(), nil
+	out := []string{statefulSet(sts, "").VolumeClaimStorage, ""}
+	if request != nil {
+		out[0] = request.String()
 	}
-	return statefulSet(sts, "").VolumeClaimStorage, nil
+	if capacity != nil {
+		out[1] = capacity.String()
+	}
+	return out[0], out[1], nil
 }

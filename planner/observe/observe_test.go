@@ -37,7 +37,7 @@ var readyAt = metav1.NewTime(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
 // deploy creates what the renderer's manifests and the controllers make
 // of a cluster: the StatefulSet, its pods (with their readiness), their
 // PVCs (with capacities), the rendered config and the runtime's status.
-func deploy(t *testing.T, c kubernetes.Interface, ns, name, app, image string, ready []bool, roles []string, capacity []string, config, status map[string]string) {
+func deploy(t *testing.T, c kubernetes.Interface, ns, name, app, image string, ready []bool, roles []string, requested, capacity []string, config, status map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	sel := map[string]string{contract.LabelName: app, contract.LabelInstance: name}
@@ -73,7 +73,11 @@ func deploy(t *testing.T, c kubernetes.Interface, ns, name, app, image string, r
 		if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-" + pod.Name}, Spec: sts.Spec.VolumeClaimTemplates[0].Spec}
+		// A grown volume's claim requests what it was grown to; its
+		// capacity may be rounded up by the provisioner.
+		claim := *sts.Spec.VolumeClaimTemplates[0].Spec.DeepCopy()
+		claim.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(requested[i])
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-" + pod.Name}, Spec: claim}
 		pc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -97,10 +101,10 @@ func TestObserveARealAPIServer(t *testing.T) {
 	cp := testbed.Start(t)
 	c := cp.Client(t)
 	ns := cp.Namespace(t, "db")
-	deploy(t, c, ns, "e", "etcd", "quay.io/coreos/etcd:v3.5.21", []bool{true, true, false}, nil, []string{"16Gi", "8Gi", "8Gi"},
+	deploy(t, c, ns, "e", "etcd", "quay.io/coreos/etcd:v3.5.21", []bool{true, true, false}, nil, []string{"16Gi", "8Gi", "8Gi"}, []string{"16Gi", "8Gi", "8Gi"},
 		map[string]string{"bootstrap": "existing"},
 		map[string]string{contract.StatusKeyEtcd: freshStatus(t)})
-	deploy(t, c, ns, "pg", "postgresql", "docker.io/library/postgres:14.5", []bool{true, true}, []string{"primary", ""}, []string{"10Gi", "10Gi"},
+	deploy(t, c, ns, "pg", "postgresql", "docker.io/library/postgres:14.5", []bool{true, true}, []string{"primary", ""}, []string{"10Gi", "10Gi"}, []string{"10Gi", "11Gi"},
 		map[string]string{"bootstrap": "new", "synchronous-standbys": "1", "backup.schedule": "0 2 * * *", "backup.time-zone": "UTC", "backup.storage-location": "s3://b/pg", "backup.retention.count": "7"}, nil)
 	specs := decode(t, `apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdCluster
@@ -122,14 +126,16 @@ spec: {version: "14.5", instances: 1, storage: 10Gi}
 		t.Fatal(err)
 	}
 	want := []live.Cluster{
-		{Kind: "EtcdCluster", Name: "e", Storage: "8Gi", ClusterVersion: "3.5", Bootstrap: "existing",
+		{Kind: "EtcdCluster", Name: "e", Storage: "8Gi", Capacity: "8Gi", ClusterVersion: "3.5", Bootstrap: "existing",
 			StatefulSet: live.StatefulSet{Replicas: 3, UpdatePartition: 1, Version: "3.5.21", VolumeClaimStorage: "8Gi"},
 			Members: []live.Member{
 				{Name: "e-0", Version: "3.5.21", Ready: true, ReadySince: "2026-11-29T10:00:00Z", Role: live.RoleLeader},
 				{Name: "e-1", Version: "3.5.21", Ready: true, ReadySince: "2026-11-29T10:00:00Z", Role: live.RoleFollower},
 				{Name: "e-2", Version: "3.5.21", Ready: false, Role: live.RoleLearner},
 			}},
-		{Kind: "PostgresCluster", Name: "pg", Storage: "10Gi", Bootstrap: "new", SynchronousStandbys: 1,
+		// The provisioner rounded pg-1's volume up to 11Gi: the claims
+		// still request 10Gi, which is what the spec is compared with.
+		{Kind: "PostgresCluster", Name: "pg", Storage: "10Gi", Capacity: "10Gi", Bootstrap: "new", SynchronousStandbys: 1,
 			Backup:      &live.Backup{Schedule: "0 2 * * *", TimeZone: "UTC", StorageLocation: "s3://b/pg", RetentionCount: 7},
 			StatefulSet: live.StatefulSet{Replicas: 2, UpdatePartition: 1, Version: "14.5", VolumeClaimStorage: "8Gi"},
 			Members: []live.Member{
@@ -182,6 +188,14 @@ func TestEtcdRoleNeedsAFreshStatus(t *testing.T) {
 	fresh.Members = append(fresh.Members, contract.EtcdMember{Name: "", PeerURLs: []string{"http://e-3.e.db.svc:2380"}})
 	if r := etcdRole(pod, fresh); r != live.RoleUnknown {
 		t.Errorf("a member not started yet may be this pod: %s", r)
+	}
+	fresh.Members[1].Learner = true
+	if r := etcdRole(pod, fresh); r != live.RoleLearner {
+		t.Errorf("the learner added for this pod, not started yet: %s", r)
+	}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "e-1", CreationTimestamp: pod.CreationTimestamp}}
+	if r := etcdRole(other, fresh); r != live.RoleRemoved {
+		t.Errorf("a learner added for e-3 says nothing of e-1: %s", r)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // Postgres observes PostgresCluster: a member's role is the runtime's role
-// label on its pod.
+// label on its pod; the config it runs is the runtime's status.
 func Postgres() Kind { return postgresKind{} }
 
 type postgresKind struct{}
@@ -17,10 +17,17 @@ type postgresKind struct{}
 func (postgresKind) Kind() string      { return spec.PostgresKind }
 func (postgresKind) Container() string { return contract.PostgresContainer }
 
-func (postgresKind) Status(map[string]string, *live.Cluster) (MemberFunc, error) {
+func (postgresKind) Status(status map[string]string, _ *live.Cluster) (MemberFunc, error) {
+	conf, err := contract.ParsePostgresConfigStatus(status[contract.StatusKeyPostgresConfig])
+	if err != nil {
+		return nil, err
+	}
 	return func(pod *corev1.Pod, m *live.Member) {
 		if r := pod.Labels[contract.LabelRole]; r == contract.RolePrimary || r == contract.RoleReplica {
 			m.Role = live.Role(r)
+		}
+		if mc, ok := conf.Members[m.Name]; ok {
+			m.ConfigRevision, m.PendingRestart = mc.Revision, mc.PendingRestart
 		}
 	}, nil
 }

@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // Kind names what a step does. Each kind has one parameter struct in Params.
@@ -41,6 +43,14 @@ const (
 	// PostgresSynchronousStandbys changes the number of synchronous
 	// standbys.
 	PostgresSynchronousStandbys Kind = "PostgresSynchronousStandbys"
+	// RestartMember restarts one member with the pod template's current
+	// revision by lowering the StatefulSet's update partition to its
+	// ordinal; the first member of a rolling restart also changes the
+	// template (resources, restart-only PostgreSQL parameters).
+	RestartMember Kind = "RestartMember"
+	// PostgresReloadParameters changes PostgreSQL parameters that take
+	// effect on a reload; the runtime reloads every member and confirms.
+	PostgresReloadParameters Kind = "PostgresReloadParameters"
 	// SealBootstrap ends a cluster's creation: its rendered config stops
 	// allowing members to bootstrap, so one that loses its data rejoins.
 	SealBootstrap Kind = "SealBootstrap"
@@ -69,6 +79,8 @@ type Params struct {
 	PostgresMajorUpgrade        *PostgresMajorUpgradeParams        `json:"postgresMajorUpgrade,omitempty"`
 	PostgresSynchronousStandbys *PostgresSynchronousStandbysParams `json:"postgresSynchronousStandbys,omitempty"`
 	SealBootstrap               *SealBootstrapParams               `json:"sealBootstrap,omitempty"`
+	RestartMember               *RestartMemberParams               `json:"restartMember,omitempty"`
+	PostgresReloadParameters    *ParameterChange                   `json:"postgresReloadParameters,omitempty"`
 }
 
 // kinds is the one list of the step kinds, each with whether a Params
@@ -91,6 +103,8 @@ var kinds = []struct {
 	{PostgresMajorUpgrade, func(p Params) bool { return p.PostgresMajorUpgrade != nil }},
 	{PostgresSynchronousStandbys, func(p Params) bool { return p.PostgresSynchronousStandbys != nil }},
 	{SealBootstrap, func(p Params) bool { return p.SealBootstrap != nil }},
+	{RestartMember, func(p Params) bool { return p.RestartMember != nil }},
+	{PostgresReloadParameters, func(p Params) bool { return p.PostgresReloadParameters != nil }},
 }
 
 // Kinds are every step kind, in the order they are declared.
@@ -244,3 +258,38 @@ type PostgresSynchronousStandbysParams struct {
 // SealBootstrapParams: switch the rendered config from bootstrap to join
 // mode. It has no parameters.
 type SealBootstrapParams struct{}
+
+// RestartMemberParams: restart Member by setting the StatefulSet's update
+// partition to Partition. Template is set on the first step of a rolling
+// restart, the one that changes the pod template (and the config).
+type RestartMemberParams struct {
+	Member    string          `json:"member"`
+	Ordinal   int             `json:"ordinal"`
+	Partition int             `json:"partition"`
+	Replicas  int             `json:"replicas"`
+	Template  *TemplateChange `json:"template,omitempty"`
+}
+
+// TemplateChange is what a rolling restart changes in the pod template.
+type TemplateChange struct {
+	// Revision is the template revision the members restart for.
+	Revision string `json:"revision"`
+	// Resources are the database container's requests and limits after
+	// the change; nil when none are set.
+	Resources *contract.Resources `json:"resources,omitempty"`
+	// Parameters is the PostgreSQL parameter change the restart brings;
+	// nil when the parameters stay.
+	Parameters *ParameterChange `json:"parameters,omitempty"`
+}
+
+// ParameterChange changes the spec's PostgreSQL parameters in the
+// rendered postgresql.conf, values as written there (quoted).
+type ParameterChange struct {
+	From map[string]string `json:"from,omitempty"`
+	To   map[string]string `json:"to,omitempty"`
+	// Revision is the config revision of To.
+	Revision string `json:"revision"`
+	// Restart lists the changed parameters that take effect only when a
+	// member restarts, sorted; empty for a reload-only change.
+	Restart []string `json:"restart,omitempty"`
+}

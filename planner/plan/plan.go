@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // ClusterRef names the cluster a plan is for.
@@ -73,6 +75,18 @@ type Baseline struct {
 	// UpgradeFrom is the PostgreSQL major of the template's pg_upgrade
 	// init container, kept after a major upgrade; 0 when there is none.
 	UpgradeFrom int `json:"upgradeFrom,omitempty"`
+	// Resources are the database container's requests and limits in the
+	// pod template; nil when none are set.
+	Resources *contract.Resources `json:"resources,omitempty"`
+	// StorageClass is the volumeClaimTemplates' storage class.
+	StorageClass string `json:"storageClass,omitempty"`
+	// TemplateRevision is the pod template's revision annotation
+	// (contract.AnnotationTemplateRevision); empty when there is none.
+	TemplateRevision string `json:"templateRevision,omitempty"`
+	// Parameters are the PostgreSQL parameters the rendered config sets,
+	// as written there; ConfigRevision that config's revision.
+	Parameters     map[string]string `json:"parameters,omitempty"`
+	ConfigRevision string            `json:"configRevision,omitempty"`
 }
 
 // Refusal is a spec change a rule forbids.

@@ -72,17 +72,29 @@ const (
 	GateSecretsExist GateKind = "SecretsExist"
 	// GateMaintenanceWindow: the cluster's maintenance window is open.
 	GateMaintenanceWindow GateKind = "MaintenanceWindow"
+	// GateMemberRestarted: the member runs the pod template's revision
+	// Revision and is ready.
+	GateMemberRestarted GateKind = "MemberRestarted"
+	// GateConfigApplied: the member (every member when Member is empty)
+	// has loaded PostgreSQL config revision Revision and nothing waits for
+	// a restart.
+	GateConfigApplied GateKind = "ConfigApplied"
 )
 
 // Gate is a condition on the live state.
 type Gate struct {
 	Kind GateKind `json:"kind"`
 	When Phase    `json:"when"`
-	// Member, Version, Quantity and MaxAge qualify the condition, per kind.
+	// Member, Version, Quantity, MaxAge and Revision qualify the
+	// condition, per kind.
 	Member   string `json:"member,omitempty"`
 	Version  string `json:"version,omitempty"`
 	Quantity string `json:"quantity,omitempty"`
 	MaxAge   string `json:"maxAge,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	// Below, on a ClusterHealthy gate, judges only the members at lower
+	// ordinals (those above are being removed); 0 judges every member.
+	Below int `json:"below,omitempty"`
 	// Description says the condition in words.
 	Description string `json:"description"`
 }

@@ -364,8 +364,8 @@ func TestDecodeNames(t *testing.T) {
 func TestDecodeVersions(t *testing.T) {
 	pgv := func(v string) string { return sub(pgHead, `"14.5"`, v) }
 	etv := func(v string) string { return sub(etcdHead, `"3.5.21"`, v) }
-	const pgSupported = "supported: 13.0-13.23, 14.0-14.23, 15.0-15.18, 16.0-16.14, 17.0-17.10, 18.0-18.4"
-	const etcdSupported = "supported: 3.2.0-3.2.32, 3.3.0-3.3.27, 3.4.0-3.4.37, 3.5.0-3.5.21, 3.6.0-3.6.16, 3.7.0-3.7.3"
+	const pgSupported = "supported: 13.0-13.23, 14.0-14.24, 15.0-15.20, 16.0-16.15, 17.0-17.11, 18.0-18.6 except 18.5"
+	const etcdSupported = "supported: 3.2.0-3.2.32, 3.3.0-3.3.27, 3.4.0-3.4.45, 3.5.0-3.5.35, 3.6.0-3.6.16, 3.7.0-3.7.3"
 	runDecodeCases(t, []decodeCase{
 		{name: "pg 12.1", in: pgv(`"12.1"`), want: `f.yaml:6:12: spec.version: PostgreSQL 12.1 is not a version cairn can run; ` + pgSupported},
 		{name: "pg 14.99", in: pgv(`"14.99"`), want: `f.yaml:6:12: spec.version: PostgreSQL 14.99 is not a version cairn can run; ` + pgSupported},
@@ -379,7 +379,7 @@ func TestDecodeVersions(t *testing.T) {
 			want: `f.yaml:7:12: spec.version: etcd 3.5.0-3.5.2 can lose writes after a crash (etcd advisory of March 2022); use 3.5.3 or newer`},
 		{name: "etcd v3.5.3", in: etv(`"v3.5.3"`), want: `f.yaml:7:12: spec.version: version "v3.5.3" must have 3 dot-separated numbers, for example "3.5.21"`},
 		{name: "etcd 3.5.3", in: etv(`"3.5.3"`), check: wantClusters(1)},
-		{name: "etcd 3.5.22", in: etv(`"3.5.22"`), want: `f.yaml:7:12: spec.version: etcd 3.5.22 is not a version cairn can run; ` + etcdSupported},
+		{name: "etcd 3.5.36", in: etv(`"3.5.36"`), want: `f.yaml:7:12: spec.version: etcd 3.5.36 is not a version cairn can run; ` + etcdSupported},
 		{name: "etcd 4.0.0", in: etv(`"4.0.0"`), want: `f.yaml:7:12: spec.version: etcd 4.0.0 is not a version cairn can run; ` + etcdSupported},
 	})
 }

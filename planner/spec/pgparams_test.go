@@ -148,3 +148,34 @@ func TestParameterTableIsPostgres15s(t *testing.T) {
 		t.Errorf("only %d parameters described", n)
 	}
 }
+
+// TestRestartParametersArePostgres15s checks restartParams against the
+// real server: exactly the parameters of context postmaster.
+func TestRestartParametersArePostgres15s(t *testing.T) {
+	if _, err := os.Stat(pgBinary); err != nil {
+		t.Skipf("no PostgreSQL 15: %v", err)
+	}
+	out, err := exec.Command(pgBinary, "--describe-config").Output()
+	if err != nil {
+		t.Fatalf("postgres --describe-config: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "\t")
+		name, ctx := strings.ToLower(f[0]), f[1]
+		if got, want := ParameterNeedsRestart(name, 15), ctx == "postmaster"; got != want {
+			t.Errorf("%s has context %s; ParameterNeedsRestart says %v", name, ctx, got)
+		}
+		seen[name] = true
+	}
+	for name := range restartParams {
+		if !seen[name] {
+			t.Errorf("%s is not a PostgreSQL 15 parameter", name)
+		}
+	}
+	for name := range hotStandbyParams {
+		if !ParameterNeedsRestart(name, 15) {
+			t.Errorf("hot-standby parameter %s should need a restart", name)
+		}
+	}
+}

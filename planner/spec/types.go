@@ -39,6 +39,7 @@ type Common struct {
 	Version           string
 	Storage           Quantity
 	StorageClass      string
+	Resources         *Resources
 	Backup            *Backup
 	MaintenanceWindow *MaintenanceWindow
 	RestoreFrom       *RestoreFrom
@@ -174,7 +175,7 @@ func (c *PostgresCluster) Source() *Source { return &c.src }
 // Common implements Cluster.
 func (c *PostgresCluster) Common() Common {
 	s := c.Spec
-	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
+	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Resources: s.Resources, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
 }
 
 // Ref implements Cluster.
@@ -188,5 +189,5 @@ func (c *EtcdCluster) Source() *Source { return &c.src }
 // Common implements Cluster.
 func (c *EtcdCluster) Common() Common {
 	s := c.Spec
-	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
+	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Resources: s.Resources, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
 }

@@ -26,47 +26,6 @@ func (v Version) Compare(o Version) int {
 // SameMinor reports whether v and o are on the same etcd minor line.
 func (v Version) SameMinor(o Version) bool { return v.Major == o.Major && v.Minor == o.Minor }
 
-// etcdMinor is one etcd release line cairn can run.
-type etcdMinor struct {
-	Minor     int // with major 3
-	LastPatch int // newest patch release cairn knows an image for
-	// UpgradeFloor is the lowest patch of this line from which an upgrade
-	// to the next minor is supported; 0 means any.
-	UpgradeFloor int
-	// Blocked lists patches cairn refuses to run, with the reason.
-	Blocked map[int]string
-}
-
-// etcdLines are the etcd release lines cairn runs. Keep in step with the
-// renderer's image table; add a line when its first release is out.
-var etcdLines = []etcdMinor{
-	{Minor: 2, LastPatch: 32},
-	{Minor: 3, LastPatch: 27},
-	{Minor: 4, LastPatch: 37},
-	{Minor: 5, LastPatch: 21, UpgradeFloor: 20, Blocked: map[int]string{
-		0: "etcd 3.5.0-3.5.2 can lose writes after a crash (etcd advisory of March 2022); use 3.5.3 or newer",
-		1: "etcd 3.5.0-3.5.2 can lose writes after a crash (etcd advisory of March 2022); use 3.5.3 or newer",
-		2: "etcd 3.5.0-3.5.2 can lose writes after a crash (etcd advisory of March 2022); use 3.5.3 or newer",
-	}},
-	{Minor: 6, LastPatch: 16},
-	{Minor: 7, LastPatch: 3},
-}
-
-// postgresMajor is one PostgreSQL major version cairn can run.
-type postgresMajor struct {
-	Major     int
-	LastMinor int
-}
-
-var postgresMajors = []postgresMajor{
-	{Major: 13, LastMinor: 23},
-	{Major: 14, LastMinor: 23},
-	{Major: 15, LastMinor: 18},
-	{Major: 16, LastMinor: 14},
-	{Major: 17, LastMinor: 10},
-	{Major: 18, LastMinor: 4},
-}
-
 // ParseEtcdVersion parses and checks an etcd version such as "3.5.21".
 func ParseEtcdVersion(s string) (Version, error) {
 	parts, err := parseNumbers(s, 3, `"3.5.21"`)
@@ -105,9 +64,13 @@ func ParsePostgresVersion(s string) (Version, error) {
 	}
 	v := Version{Major: parts[0], Minor: parts[1], twoPart: true}
 	for _, m := range postgresMajors {
-		if m.Major == v.Major && v.Minor <= m.LastMinor {
-			return v, nil
+		if m.Major != v.Major || v.Minor > m.LastMinor {
+			continue
 		}
+		if why, bad := m.Blocked[v.Minor]; bad {
+			return v, errors.New(why)
+		}
+		return v, nil
 	}
 	return v, fmt.Errorf("PostgreSQL %s is not a version cairn can run; supported: %s", s, PostgresSupported())
 }
@@ -161,17 +124,47 @@ func EtcdSupported() string {
 func PostgresSupported() string {
 	var parts []string
 	for _, m := range postgresMajors {
-		parts = append(parts, fmt.Sprintf("%d.0-%d.%d", m.Major, m.Major, m.LastMinor))
+		p := fmt.Sprintf("%d.0-%d.%d", m.Major, m.Major, m.LastMinor)
+		var except []string
+		for _, minor := range sortedIntKeys(m.Blocked) {
+			except = append(except, fmt.Sprintf("%d.%d", m.Major, minor))
+		}
+		if len(except) > 0 {
+			p += " except " + strings.Join(except, ", ")
+		}
+		parts = append(parts, p)
 	}
 	return strings.Join(parts, ", ")
 }
 
+// EtcdFloor is what etcd requires of the members of one line before they
+// move to the next minor.
+type EtcdFloor struct {
+	Floor  Version // the lowest patch the move is supported from
+	Newest Version // the line's newest patch cairn knows: where to go first
+	Source string  // the page that sets the floor, and what it says
+}
+
+// EtcdUpgradeFloor returns the floor of v's line for the move to the next
+// minor, and false when the line has none (any patch may move on).
+func EtcdUpgradeFloor(v Version) (EtcdFloor, bool) {
+	line, ok := etcdLine(v)
+	if !ok || line.UpgradeFloor == 0 {
+		return EtcdFloor{}, false
+	}
+	return EtcdFloor{
+		Floor:  Version{Major: 3, Minor: line.Minor, Patch: line.UpgradeFloor},
+		Newest: Version{Major: 3, Minor: line.Minor, Patch: line.LastPatch},
+		Source: line.Floor.String(),
+	}, true
+}
+
 // EtcdUpgradePath returns the versions an etcd cluster passes through from
 // one version to another: one minor at a time, each intermediate line at its
-// newest patch, and first the newest patch of the starting line when that
-// line requires it before moving on (3.5 needs 3.5.20+ before 3.6). It
-// returns nil when from and to are equal, and an error for a downgrade
-// across minors or a version cairn cannot run.
+// newest patch, and first the newest patch of the starting line when the
+// cluster is below that line's upgrade floor (etcdLines: 3.5.32 before 3.6,
+// 3.6.11 before 3.7). It returns nil when from and to are equal, and an
+// error for a downgrade across minors or a version cairn cannot run.
 func EtcdUpgradePath(from, to Version) ([]Version, error) {
 	if from == to {
 		return nil, nil
@@ -185,12 +178,11 @@ func EtcdUpgradePath(from, to Version) ([]Version, error) {
 	var path []Version
 	cur := from
 	for cur.Minor < to.Minor {
-		line, ok := etcdLine(cur)
-		if !ok {
+		if !EtcdLineSupported(cur) {
 			return nil, fmt.Errorf("etcd %s is not a version cairn can run", cur)
 		}
-		if line.UpgradeFloor > 0 && cur.Patch < line.UpgradeFloor {
-			cur = Version{Major: 3, Minor: cur.Minor, Patch: line.LastPatch}
+		if f, ok := EtcdUpgradeFloor(cur); ok && cur.Compare(f.Floor) < 0 {
+			cur = f.Newest
 			path = append(path, cur)
 		}
 		next := Version{Major: 3, Minor: cur.Minor + 1}

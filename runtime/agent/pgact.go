@@ -63,7 +63,7 @@ func (p *pgPass) act(ctx context.Context, a pgAction) (bool, error) {
 
 // step writes the status, then records ev.
 func (p *pgPass) step(ctx context.Context, name string, ev event) (bool, error) {
-	if err := p.store.write(ctx, p.view.Status); err != nil {
+	if err := p.store.write(ctx, p.view.Status, ""); err != nil {
 		return false, err
 	}
 	p.emit(ctx, ev)

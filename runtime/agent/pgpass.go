@@ -62,6 +62,8 @@ type pgPass struct {
 	password string
 	pods     map[string]*corev1.Pod
 	view     pgView
+	// config is the members' config to report; nil when not checked.
+	config *contract.PostgresConfigStatus
 }
 
 func podsByName(pods []corev1.Pod) map[string]*corev1.Pod {
@@ -121,22 +123,23 @@ func failoverTarget(st pgStatus) string {
 }
 
 // request reads the rendered ConfigMap <cluster>-cairn: the number of
-// synchronous standbys and a merged step's switchover request.
-func (r *Roles) request(ctx context.Context) (pgRequest, int, error) {
+// synchronous standbys, a merged step's switchover request and the
+// PostgreSQL config revision.
+func (r *Roles) request(ctx context.Context) (pgRequest, int, string, error) {
 	cm, err := r.Client.CoreV1().ConfigMaps(r.Namespace).Get(ctx, contract.ConfigMap(r.Cluster), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return pgRequest{}, 0, nil
+		return pgRequest{}, 0, "", nil
 	}
 	if err != nil {
-		return pgRequest{}, 0, fmt.Errorf("read the rendered config: %w", err)
+		return pgRequest{}, 0, "", fmt.Errorf("read the rendered config: %w", err)
 	}
 	sync := 0
 	if v := cm.Data[contract.KeySynchronousStandbys]; v != "" {
 		if sync, err = strconv.Atoi(v); err != nil {
-			return pgRequest{}, 0, fmt.Errorf("rendered config %s: %w", contract.KeySynchronousStandbys, err)
+			return pgRequest{}, 0, "", fmt.Errorf("rendered config %s: %w", contract.KeySynchronousStandbys, err)
 		}
 	}
-	return pgRequest{ID: cm.Data[contract.KeyRequestSwitchoverID], To: cm.Data[contract.KeyRequestSwitchoverTo]}, sync, nil
+	return pgRequest{ID: cm.Data[contract.KeyRequestSwitchoverID], To: cm.Data[contract.KeyRequestSwitchoverTo]}, sync, cm.Data[contract.KeyConfigRevision], nil
 }
 
 // report records the pass: the status (written when it changed or is a
@@ -158,9 +161,16 @@ func (p *pgPass) report(ctx context.Context, prev pgStatus) error {
 	}
 	p.r.Metrics.observe(p.view.Members, primaries)
 	p.view.Status = st
-	if !samePgStatus(prev, st) || p.view.Now.Sub(prev.ObservedAt) >= statusHeartbeat {
+	var config string
+	if c := p.config; c != nil && !sameConfigStatus(*c, p.store.config) {
+		var err error
+		if config, err = encodeConfigStatus(*c); err != nil {
+			return err
+		}
+	}
+	if !samePgStatus(prev, st) || p.view.Now.Sub(prev.ObservedAt) >= statusHeartbeat || config != "" {
 		st.ObservedAt = p.view.Now
-		return p.store.write(ctx, st)
+		return p.store.write(ctx, st, config)
 	}
 	return nil
 }

@@ -83,6 +83,8 @@ type pgStatusStore struct {
 	// version is the resourceVersion last read or written; "" when the
 	// ConfigMap does not exist.
 	version string
+	// config is the members' config status as last read.
+	config contract.PostgresConfigStatus
 }
 
 func (s *pgStatusStore) read(ctx context.Context) (pgStatus, error) {
@@ -95,6 +97,9 @@ func (s *pgStatusStore) read(ctx context.Context) (pgStatus, error) {
 		return pgStatus{}, fmt.Errorf("read status: %w", err)
 	}
 	s.version = cm.ResourceVersion
+	if s.config, err = contract.ParsePostgresConfigStatus(cm.Data[contract.StatusKeyPostgresConfig]); err != nil {
+		s.config = contract.PostgresConfigStatus{} // rewritten on the next check
+	}
 	var st pgStatus
 	if raw := cm.Data[contract.StatusKeyPostgres]; raw != "" {
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
@@ -107,7 +112,9 @@ func (s *pgStatusStore) read(ctx context.Context) (pgStatus, error) {
 // errStatusMoved: another writer changed the status since it was read.
 var errStatusMoved = errors.New("the status changed since it was read")
 
-func (s *pgStatusStore) write(ctx context.Context, st pgStatus) error {
+// write writes the status and, when config is not empty, the members'
+// config status beside it.
+func (s *pgStatusStore) write(ctx context.Context, st pgStatus, config string) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("write status: %w", err)
@@ -116,7 +123,7 @@ func (s *pgStatusStore) write(ctx context.Context, st pgStatus) error {
 	if s.version == "" {
 		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.Name,
 			Labels: map[string]string{contract.LabelManagedBy: contract.ManagedByRuntime}},
-			Data: map[string]string{contract.StatusKeyPostgres: string(data)}}, metav1.CreateOptions{FieldManager: contract.FieldManager})
+			Data: withConfig(map[string]string{contract.StatusKeyPostgres: string(data)}, config)}, metav1.CreateOptions{FieldManager: contract.FieldManager})
 		return s.wrote(cm, err)
 	}
 	cm, err := cms.Get(ctx, s.Name, metav1.GetOptions{})
@@ -130,6 +137,7 @@ func (s *pgStatusStore) write(ctx context.Context, st pgStatus) error {
 		cm.Data = map[string]string{}
 	}
 	cm.Data[contract.StatusKeyPostgres] = string(data)
+	withConfig(cm.Data, config)
 	cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	return s.wrote(cm, err)
 }
@@ -151,4 +159,11 @@ func samePgStatus(a, b pgStatus) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+func withConfig(data map[string]string, config string) map[string]string {
+	if config != "" {
+		data[contract.StatusKeyPostgresConfig] = config
+	}
+	return data
 }

@@ -38,6 +38,10 @@ type Roles struct {
 	lastPass  time.Time
 	// ignored are the labelled pods already logged as not members.
 	ignored map[string]bool
+	// configWant and configAt are the rendered config revision and the
+	// time of the last config check (configPass).
+	configWant string
+	configAt   time.Time
 }
 
 // Pass looks at every member, then decides and acts until there is
@@ -59,7 +63,7 @@ func (r *Roles) Pass(ctx context.Context) error {
 		return err
 	}
 	r.warnIgnored(ignored)
-	req, sync, err := r.request(ctx)
+	req, sync, configRev, err := r.request(ctx)
 	if err != nil {
 		return err
 	}
@@ -77,6 +81,7 @@ func (r *Roles) Pass(ctx context.Context) error {
 			break
 		}
 	}
+	p.config = p.configPass(ctx, pods, configRev)
 	return p.report(ctx, prev)
 }
 func (r *Roles) logger() *slog.Logger {

@@ -1,0 +1,57 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// etcdTemplate plans the rolling restart that brings new resources to
+// every member, or the rest of one under way.
+func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdModel) {
+	res, changed := resourcesChange(c, obs)
+	var rs *restart
+	if changed {
+		t := &plan.TemplateChange{Resources: res, Revision: contract.TemplateRevisionOf(derefResources(res), nil)}
+		rs = newRestart(obs, m.size, t, "resources "+resourcesText(res))
+	} else {
+		rs = resumeRestart(obs, m.size)
+	}
+	if rs == nil {
+		return
+	}
+	for _, ord := range rs.ordinals {
+		r.add(etcdRestartStep(m, rs, ord))
+	}
+}
+
+// etcdRestartStep restarts one member; the others keep quorum while it
+// is down (from 3 members on).
+func etcdRestartStep(m *etcdModel, rs *restart, ord int) plan.Step {
+	name := contract.MemberName(m.name, ord)
+	p := rs.params(m.name, ord, m.size)
+	s := plan.Step{
+		ID:         fmt.Sprintf("restart-%d-%s", ord, rs.revision),
+		Kind:       plan.RestartMember,
+		Summary:    fmt.Sprintf("Restart %s with %s (StatefulSet partition %d)", name, rs.reason, ord),
+		Disruptive: m.size < 3,
+		Reversible: true,
+		Rollback:   "Set the spec back as it was: cairn restarts the members that already run the new template back to the previous one, one at a time.",
+		Gates:      []plan.Gate{healthyBefore()},
+		Params:     plan.Params{RestartMember: p},
+	}
+	if p.Template != nil {
+		s.Summary += "; this step changes the pod template, the members after it follow one per step"
+	}
+	if m.size < 3 {
+		s.Summary += fmt.Sprintf("; with %d member(s) the restart stops the cluster until it is back", m.size)
+	}
+	s.Gates = append(s.Gates,
+		plan.Gate{Kind: plan.GateMemberRestarted, When: plan.After, Member: name, Revision: rs.revision, Description: name + " runs pod template revision " + rs.revision},
+		memberGate(plan.GateMemberReady, plan.After, name, name+" is ready"),
+		healthyAfter())
+	return s
+}
