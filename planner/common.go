@@ -109,7 +109,7 @@ func backupStep(r *Result, c spec.Cluster, obs *live.Cluster) {
 		Kind:       plan.ConfigureBackup,
 		Summary:    "Turn off scheduled backups (existing backups are kept)",
 		Reversible: true,
-		Rollback:   "Revert the pull request; the previous schedule resumes. No backup is deleted by a schedule change.",
+		Rollback:   "Set spec.backup back: cairn plans the previous schedule as another step. No backup is deleted by a schedule change.",
 		Gates:      []plan.Gate{gate(plan.GateBackupConfigured, plan.After, "the runtime runs the spec's backup schedule")},
 		Params:     plan.Params{ConfigureBackup: &plan.ConfigureBackupParams{From: have, To: want}},
 	}

@@ -39,7 +39,11 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) Result {
 	}
 	refuseShrink(&r, c, obs)
 	refuseStorageClass(&r, c, obs)
-	cur, ok := etcdCurrentVersion(&r, obs)
+	reverting := etcdReverting(obs, c.Spec.Version.Parse())
+	cur, ok := c.Spec.Version.Parse(), true
+	if !reverting {
+		cur, ok = etcdCurrentVersion(&r, obs)
+	}
 	var path []spec.Version
 	if ok {
 		var err error
@@ -53,7 +57,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) Result {
 	}
 	m := etcdModel{name: c.Metadata.Name, leader: -1}
 	m.version = cur
-	etcdFinish(&r, obs, &m)
+	etcdFinish(&r, obs, &m, reverting)
 	backupStep(&r, c, obs)
 	storageStep(&r, c, obs)
 	etcdResize(&r, &m, upgradeSize(m.size, size, 3))
@@ -91,6 +95,10 @@ func etcdCurrentVersion(r *Result, obs *live.Cluster) (spec.Version, bool) {
 		}
 		for i, v := range versions {
 			switch {
+			case v.Major == t.Major && v.Minor == t.Minor+1 && obs.Members[i].Ordinal() < obs.StatefulSet.UpdatePartition && obs.ClusterVersion == minorOf(t):
+				// A member an upgrade reverted mid-way still has to move
+				// back; etcd has not raised its cluster version.
+				continue
 			case v.Major != t.Major || v.Minor > t.Minor:
 				r.refuse(RuleEtcdDowngrade, "", "member %s runs %s but the StatefulSet's template %s: etcd cannot go back across minor versions", obs.Members[i].Name, v, t)
 				return t, false
@@ -206,7 +214,11 @@ func clusterVersionWait(r *Result, obs *live.Cluster) {
 // etcdFinish plans what finishes a half-applied change: the StatefulSet
 // shrink after a member left, and the rest of a rolling upgrade. It fills
 // the model from what remains.
-func etcdFinish(r *Result, obs *live.Cluster, m *etcdModel) {
+//
+// When reverting (etcdReverting), the members the upgrade moved go back
+// first, one at a time from the highest: the revert does not first finish
+// what it reverts.
+func etcdFinish(r *Result, obs *live.Cluster, m *etcdModel, reverting bool) {
 	members := obs.Members
 	if n := len(members); n > 0 && members[n-1].Role == live.RoleRemoved {
 		last := members[n-1]
@@ -220,14 +232,53 @@ func etcdFinish(r *Result, obs *live.Cluster, m *etcdModel) {
 		}
 	}
 	target := m.version.String()
-	for ord := min(obs.StatefulSet.UpdatePartition, m.size) - 1; ord >= 0; ord-- {
+	k := min(obs.StatefulSet.UpdatePartition, m.size)
+	if reverting {
+		for ord := m.size - 1; ord >= k; ord-- {
+			if from := members[ord].Version; from != target {
+				fv, _ := spec.ParseRelease(from, 3)
+				r.add(etcdUpgradeStep(m, ord, fv, m.version, stepOpts{}))
+			}
+		}
+		return
+	}
+	for ord := k - 1; ord >= 0; ord-- {
 		from := members[ord].Version
 		if from == target {
 			continue
 		}
 		fv, _ := spec.ParseRelease(from, 3)
-		r.add(etcdUpgradeStep(m, ord, fv, m.version, stepOpts{lastOfMinor: ord == 0 && !fv.SameMinor(m.version)}))
+		up := fv.Compare(m.version) < 0
+		r.add(etcdUpgradeStep(m, ord, fv, m.version, stepOpts{lastOfMinor: up && ord == 0 && !fv.SameMinor(m.version)}))
 	}
+}
+
+// etcdReverting: a rolling upgrade is under way (the partition above 0)
+// and the spec names the version every member below the partition still
+// runs: the same minor, or the minor before while etcd has not raised its
+// cluster version. The members at or above the partition run the
+// template's version, or are restarting to the spec's.
+func etcdReverting(obs *live.Cluster, want spec.Version) bool {
+	if obs == nil || obs.StatefulSet.Version == "" {
+		return false
+	}
+	t, err := spec.ParseRelease(obs.StatefulSet.Version, 3)
+	k := min(obs.StatefulSet.UpdatePartition, len(obs.Members))
+	switch {
+	case err != nil || k == 0 || t == want || t.Major != want.Major:
+		return false
+	case !t.SameMinor(want) && (t.Minor != want.Minor+1 || obs.ClusterVersion != minorOf(want)):
+		return false
+	}
+	for i, m := range obs.Members {
+		switch {
+		case i < k && m.Version != want.String():
+			return false
+		case i >= k && m.Version != t.String() && m.Version != want.String():
+			return false
+		}
+	}
+	return true
 }
 
 // upgradeSize is the size at which to run an upgrade: the smaller of the
@@ -430,7 +481,7 @@ func etcdUpgradeStep(m *etcdModel, ord int, from, to spec.Version, o stepOpts) p
 		Summary:    fmt.Sprintf("%s %s from %s to %s (StatefulSet partition %d)", moveVerb(from, to), name, from, to, ord),
 		Disruptive: m.size < 3,
 		Reversible: !o.lastOfMinor,
-		Rollback:   fmt.Sprintf("Revert the pull request: the partition goes back up and %s restarts at %s; etcd runs mixed versions until every member has moved.", name, from),
+		Rollback:   fmt.Sprintf("Set spec.version back to %s while etcd still reports cluster version %s: cairn moves the members that run %s back, one at a time; etcd runs mixed versions until every member has moved.", from, minorOf(from), to),
 		Gates:      []plan.Gate{healthyBefore()},
 		Params: plan.Params{UpgradeMember: &plan.UpgradeMemberParams{
 			Member: name, Ordinal: ord, From: from.String(), To: to.String(), Partition: ord, Replicas: m.size,

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
@@ -68,7 +69,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 			m.primary = mem.Ordinal()
 		}
 	}
-	pgFinish(&r, obs, &m)
+	pgFinish(&r, obs, &m, want)
 	backupStep(&r, c, obs)
 	storageStep(&r, c, obs)
 	if major {
@@ -82,7 +83,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 		pgResize(&r, &m, upgradeSize(m.size, n, 2))
 		if m.version != want {
 			cur := m.version.String()
-			pgRoll(&r, &m, func(int) string { return cur }, want, m.size)
+			pgRoll(&r, &m, allOrdinals(m.size), func(int) string { return cur }, want)
 		}
 		pgTemplate(&r, c, obs, &m)
 		pgResize(&r, &m, n)
@@ -151,39 +152,83 @@ func pgWaits(r *Result, obs *live.Cluster, leaving int) bool {
 	return len(r.Waiting) > 0
 }
 
-// pgFinish plans the rest of a rolling minor upgrade that is under way.
-func pgFinish(r *Result, obs *live.Cluster, m *pgModel) {
+// pgFinish plans the rest of a rolling minor upgrade under way: the
+// members below the partition not yet at the template's version. When the
+// spec was set back to the version those members still run, the upgrade
+// is reverted instead: the members already moved go back, one at a time,
+// without first finishing what is being reverted.
+func pgFinish(r *Result, obs *live.Cluster, m *pgModel, want spec.Version) {
 	k := min(obs.StatefulSet.UpdatePartition, m.size)
-	for _, mem := range obs.Members[:k] {
-		if mem.Version != m.version.String() {
-			from := func(ord int) string { return obs.Members[ord].Version }
-			pgRoll(r, m, from, m.version, k)
-			return
+	from := func(ord int) string { return obs.Members[ord].Version }
+	if pgReverting(obs, m, want) {
+		var back []int
+		for ord := m.size - 1; ord >= k; ord-- {
+			if obs.Members[ord].Version != want.String() {
+				back = append(back, ord)
+			}
+		}
+		pgRoll(r, m, back, from, want)
+		return
+	}
+	var left []int
+	for ord := k - 1; ord >= 0; ord-- {
+		if obs.Members[ord].Version != m.version.String() {
+			left = append(left, ord)
 		}
 	}
+	pgRoll(r, m, left, from, m.version)
 }
 
-// pgRoll moves members below partition k to version to, replicas first.
-// The partitioned rollout goes from the highest ordinal down, so a primary
-// with replicas still to upgrade below it is first handed to an upgraded
-// replica if there is one, or else to ordinal 0; when the rollout reaches
-// the primary at ordinal 0, it hands over to an upgraded replica. The same
-// rule from every intermediate state gives the same remaining steps.
-func pgRoll(r *Result, m *pgModel, from func(ord int) string, to spec.Version, k int) {
-	purpose := "for-" + to.String()
-	if m.size > 1 && m.primary < k && m.primary > 0 {
-		switch {
-		case k < m.size:
-			pgSwitchover(r, m, k, purpose, "to an upgraded replica before the rest of the rolling upgrade")
-		case m.primary != 0:
-			pgSwitchover(r, m, 0, purpose, "so that the rolling upgrade reaches the primary last")
+// pgReverting: a rolling minor upgrade is under way (the partition above
+// 0), and the spec names the version every member below the partition
+// still runs.
+func pgReverting(obs *live.Cluster, m *pgModel, want spec.Version) bool {
+	k := min(obs.StatefulSet.UpdatePartition, m.size)
+	if k == 0 || want == m.version || want.Major != m.version.Major {
+		return false
+	}
+	for _, mem := range obs.Members[:k] {
+		if mem.Version != want.String() {
+			return false
 		}
 	}
-	for ord := k - 1; ord >= 0; ord-- {
+	return true
+}
+
+// allOrdinals are size-1 down to 0.
+func allOrdinals(size int) []int {
+	out := make([]int, size)
+	for i := range out {
+		out[i] = size - 1 - i
+	}
+	return out
+}
+
+// pgRoll moves the members ords (highest first) to version to, one per
+// step, each lowering the partition to its ordinal; the others run it
+// already. When the rollout reaches the primary, the primary hands over
+// to the nearest member above it that runs to: one switchover wherever
+// it sits. Only a primary the rollout reaches first is handed to the
+// member it reaches last, which hands over once more at its turn. The
+// same rule from every intermediate state gives the same remaining steps.
+func pgRoll(r *Result, m *pgModel, ords []int, from func(ord int) string, to spec.Version) {
+	purpose := "for-" + to.String()
+	done := map[int]bool{}
+	for o := range m.size {
+		if !slices.Contains(ords, o) {
+			done[o] = true
+		}
+	}
+	for _, ord := range ords {
 		if ord == m.primary && m.size > 1 {
-			pgSwitchover(r, m, ord+1, purpose, "to an upgraded replica before the old primary restarts")
+			if t, ok := restartedTarget(done, ord); ok {
+				pgSwitchover(r, m, t, purpose, "to a member that runs "+to.String()+" already, before the old primary restarts")
+			} else {
+				pgSwitchover(r, m, ords[len(ords)-1], purpose, "to the member the rollout reaches last, so that it does not restart the primary first")
+			}
 		}
 		r.add(pgUpgradeStep(m, ord, from(ord), to))
+		done[ord] = true
 	}
 	m.version = to
 }
@@ -198,7 +243,7 @@ func pgUpgradeStep(m *pgModel, ord int, from string, to spec.Version) plan.Step 
 		Summary:    fmt.Sprintf("%s replica %s from %s to %s (StatefulSet partition %d)", moveVerb(fromV, to), name, from, to, ord),
 		Disruptive: primary || m.size-2 < m.sync,
 		Reversible: true,
-		Rollback:   fmt.Sprintf("Revert the pull request: %s restarts at %s (minor versions share the data format).", name, from),
+		Rollback:   fmt.Sprintf("Set spec.version back to %s: cairn moves the members that run %s back, one at a time (minor versions share the data format).", from, to),
 		Gates:      []plan.Gate{healthyBefore()},
 		Params: plan.Params{UpgradeMember: &plan.UpgradeMemberParams{
 			Member: name, Ordinal: ord, From: from, To: to.String(), Partition: ord, Replicas: m.size,
@@ -227,7 +272,7 @@ func pgSwitchover(r *Result, m *pgModel, to int, purpose, why string) {
 		Summary:    fmt.Sprintf("Switch the primary over from %s to %s %s; writes pause for a few seconds", from, target, why),
 		Disruptive: true,
 		Reversible: true,
-		Rollback:   fmt.Sprintf("Switch back with another switchover to %s; no committed transaction is lost either way.", from),
+		Rollback:   fmt.Sprintf("Nothing is lost to undo: %s goes on as a streaming replica, and no committed transaction is lost. cairn does not move the primary back; every later plan starts from the member that is primary.", from),
 		Gates: []plan.Gate{healthyBefore(),
 			memberGate(plan.GateReplicaStreaming, plan.Before, target, target+" streams from the primary and has caught up"),
 			memberGate(plan.GatePrimary, plan.After, target, target+" is the primary"),
@@ -339,7 +384,7 @@ func pgSync(r *Result, m *pgModel, n int, why string) {
 		Kind:       plan.PostgresSynchronousStandbys,
 		Summary:    fmt.Sprintf("Set synchronous standbys from %d to %d %s (a reload, no restart)", m.sync, n, why),
 		Reversible: true,
-		Rollback:   fmt.Sprintf("Revert the pull request to go back to %d synchronous standby(s).", m.sync),
+		Rollback:   fmt.Sprintf("Set spec.synchronousStandbys back to %d: cairn plans it as another reload.", m.sync),
 		Gates:      []plan.Gate{healthyBefore(), healthyAfter()},
 		Params:     plan.Params{PostgresSynchronousStandbys: &plan.PostgresSynchronousStandbysParams{From: m.sync, To: n}},
 	})

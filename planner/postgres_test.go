@@ -54,8 +54,12 @@ func TestPostgresPlans(t *testing.T) {
 			},
 		},
 		{
-			name: "minor upgrade with the primary in the middle moves it to ordinal 0 first", desired: pgSpec(t, 3, "14.9"), observed: pgLive(3, "14.5", 1),
-			status: plan.StatusPlanned, steps: []string{"switchover-1-to-0-for-14.9", "upgrade-2-to-14.9", "upgrade-1-to-14.9", "switchover-0-to-1-for-14.9", "upgrade-0-to-14.9"},
+			name: "minor upgrade with the primary in the middle: one switchover, to the upgraded member above it", desired: pgSpec(t, 3, "14.9"), observed: pgLive(3, "14.5", 1),
+			status: plan.StatusPlanned, steps: []string{"upgrade-2-to-14.9", "switchover-1-to-2-for-14.9", "upgrade-1-to-14.9", "upgrade-0-to-14.9"},
+		},
+		{
+			name: "minor upgrade with the primary at the top: it moves to ordinal 0 first, which the rollout reaches last", desired: pgSpec(t, 3, "14.9"), observed: pgLive(3, "14.5", 2),
+			status: plan.StatusPlanned, steps: []string{"switchover-2-to-0-for-14.9", "upgrade-2-to-14.9", "upgrade-1-to-14.9", "switchover-0-to-1-for-14.9", "upgrade-0-to-14.9"},
 		},
 		{
 			name: "minor upgrade of a single instance is disruptive", desired: pgSpec(t, 1, "14.9"), observed: pgLive(1, "14.5", 0),
