@@ -80,10 +80,11 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 		pgResize(&r, &m, n)
 	} else {
 		pgSync(&r, &m, min(m.sync, c.Spec.SynchronousStandbys), "before members are removed")
-		pgResize(&r, &m, upgradeSize(m.size, n, 2))
+		existing := m.size
+		pgResizeAt(&r, &m, upgradeSize(m.size, n, 2), want)
 		if m.version != want {
 			cur := m.version.String()
-			pgRoll(&r, &m, allOrdinals(m.size), func(int) string { return cur }, want)
+			pgRoll(&r, &m, allOrdinals(min(existing, m.size)), func(int) string { return cur }, want)
 		}
 		pgTemplate(&r, c, obs, &m)
 		pgResize(&r, &m, n)
@@ -285,20 +286,34 @@ func pgSwitchover(r *Result, m *pgModel, to int, purpose, why string) {
 // pgResize adds replicas at the top or removes them from the top, moving
 // the primary away from a member before it is removed.
 func pgResize(r *Result, m *pgModel, target int) {
+	pgResizeAt(r, m, target, m.version)
+}
+
+// pgResizeAt is pgResize with new replicas cloned at version at: a minor
+// version the rolling upgrade that follows brings the others to (a
+// standby may run a newer minor than its primary, the order PostgreSQL's
+// minor upgrades go in), so a new replica is not upgraded right after it
+// was cloned. The add step then also sets the template's version, with the
+// partition at the new member.
+func pgResizeAt(r *Result, m *pgModel, target int, at spec.Version) {
 	for m.size < target {
 		ord := m.size
 		name := contract.MemberName(m.name, ord)
+		params := &plan.PostgresAddReplicaParams{Member: name, Ordinal: ord, Replicas: ord + 1}
+		if at != m.version {
+			params.Version, params.Partition = at.String(), ord
+		}
 		r.add(plan.Step{
 			ID:         fmt.Sprintf("pg-add-%d", ord),
 			Kind:       plan.PostgresAddReplica,
-			Summary:    fmt.Sprintf("Add replica %s at %s, cloned from the primary with pg_basebackup (%d -> %d members)", name, m.version, ord, ord+1),
+			Summary:    fmt.Sprintf("Add replica %s at %s, cloned from the primary with pg_basebackup (%d -> %d members)", name, at, ord, ord+1),
 			Reversible: true,
 			Rollback:   "Lower spec.instances again; the replica is removed (its volume is kept by the StatefulSet).",
 			Gates: []plan.Gate{healthyBefore(),
 				memberGate(plan.GateMemberReady, plan.After, name, name+" is ready"),
 				memberGate(plan.GateReplicaStreaming, plan.After, name, name+" streams from the primary"),
 				healthyAfter()},
-			Params: plan.Params{PostgresAddReplica: &plan.PostgresAddReplicaParams{Member: name, Ordinal: ord, Replicas: ord + 1}},
+			Params: plan.Params{PostgresAddReplica: params},
 		})
 		m.size++
 	}
@@ -342,11 +357,14 @@ func pgMajor(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgModel, 
 	}
 	pgSync(r, m, 0, "so the primary does not wait for standbys while they are re-cloned")
 	primary := contract.MemberName(m.name, 0)
+	summary := fmt.Sprintf("Upgrade PostgreSQL from %s to %s offline with pg_upgrade on %s: the replicas stop, the database is down during the upgrade", m.version, to, primary)
+	if c.Spec.Instances > 1 {
+		summary += fmt.Sprintf("; afterwards %s runs alone, with no replica to fail over to, until the %d replica step(s) that follow are merged, one pull request each", primary, c.Spec.Instances-1)
+	}
 	r.add(plan.Step{
-		ID:   "pg-major-upgrade-" + to.String(),
-		Kind: plan.PostgresMajorUpgrade,
-		Summary: fmt.Sprintf("Upgrade PostgreSQL from %s to %s offline with pg_upgrade on %s: the replicas stop, the database is down during the upgrade, replicas are re-cloned afterwards",
-			m.version, to, primary),
+		ID:         "pg-major-upgrade-" + to.String(),
+		Kind:       plan.PostgresMajorUpgrade,
+		Summary:    summary,
 		Disruptive: true,
 		Reversible: false,
 		Rollback: fmt.Sprintf("Not reversible: pg_upgrade rewrites the data directory for %d. To go back, restore the backup from step %s into a new cluster at %s; the runtime keeps that backup pinned, whatever the retention, until it is released with cairn backup release.",

@@ -71,8 +71,13 @@ func TestPostgresPlans(t *testing.T) {
 			},
 		},
 		{
-			name: "a single instance grows to 2 before a minor upgrade", desired: pgSpec(t, 3, "14.9"), observed: pgLive(1, "14.5", 0),
-			status: plan.StatusPlanned, steps: []string{"pg-add-1", "upgrade-1-to-14.9", "switchover-0-to-1-for-14.9", "upgrade-0-to-14.9", "pg-add-2"},
+			name: "a single instance grows to 2 before a minor upgrade; the new replica is cloned at the new version", desired: pgSpec(t, 3, "14.9"), observed: pgLive(1, "14.5", 0),
+			status: plan.StatusPlanned, steps: []string{"pg-add-1", "switchover-0-to-1-for-14.9", "upgrade-0-to-14.9", "pg-add-2"},
+			check: func(t *testing.T, p plan.Plan) {
+				if a := p.Steps[0].Params.PostgresAddReplica; a.Version != "14.9" || a.Partition != 1 || !strings.Contains(p.Steps[0].Summary, "at 14.9") {
+					t.Errorf("%+v %q", a, p.Steps[0].Summary)
+				}
+			},
 		},
 		{
 			name: "major upgrade: fresh backup, offline pg_upgrade, replicas re-cloned", desired: pgSpec(t, 3, "15.4", withBackup), observed: pgBacked(pgLive(3, "14.5", 0)),

@@ -115,6 +115,9 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 	case plan.PostgresAddReplica:
 		a := p.PostgresAddReplica
 		out.StatefulSet.Replicas = a.Replicas
+		if a.Version != "" {
+			out.StatefulSet.Version, out.StatefulSet.UpdatePartition = a.Version, a.Partition
+		}
 		out.Members = append(out.Members, live.Member{Name: a.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleReplica,
 			TemplateRevision: out.StatefulSet.TemplateRevision, ConfigRevision: out.ConfigRevision})
 	case plan.PostgresSwitchover:
@@ -170,7 +173,11 @@ func applyPartial(c *live.Cluster, s plan.Step) *live.Cluster {
 			out.Members = append(out.Members, live.Member{Name: p.EtcdAddMember.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleLearner})
 		}
 	case plan.PostgresAddReplica:
-		out.StatefulSet.Replicas = p.PostgresAddReplica.Replicas
+		a := p.PostgresAddReplica
+		out.StatefulSet.Replicas = a.Replicas
+		if a.Version != "" {
+			out.StatefulSet.Version, out.StatefulSet.UpdatePartition = a.Version, a.Partition
+		}
 	case plan.PostgresMajorUpgrade:
 		out.StatefulSet = live.StatefulSet{Replicas: 1, Version: p.PostgresMajorUpgrade.To}
 		out.Members = []live.Member{{Name: p.PostgresMajorUpgrade.Primary, Version: p.PostgresMajorUpgrade.From, Ready: false, Role: live.RolePrimary}}

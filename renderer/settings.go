@@ -113,7 +113,11 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 	case plan.EtcdRemoveMember:
 		next.Requests.RemoveID, next.Requests.RemoveMember = s.ID, p.EtcdRemoveMember.Member
 	case plan.PostgresAddReplica:
-		next.Replicas = p.PostgresAddReplica.Replicas
+		a := p.PostgresAddReplica
+		next.Replicas = a.Replicas
+		if a.Version != "" {
+			next.Version, next.Partition = a.Version, a.Partition
+		}
 	case plan.PostgresSwitchover:
 		next.Requests.SwitchoverID, next.Requests.SwitchoverTo = s.ID, p.PostgresSwitchover.To
 	case plan.PostgresMajorUpgrade:

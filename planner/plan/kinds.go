@@ -231,6 +231,11 @@ type PostgresAddReplicaParams struct {
 	Member   string `json:"member"`
 	Ordinal  int    `json:"ordinal"`
 	Replicas int    `json:"replicas"`
+	// Version, when set, clones the new replica at that minor version
+	// ahead of a rolling upgrade: the template's version changes with the
+	// update partition at Partition, the new member's ordinal.
+	Version   string `json:"version,omitempty"`
+	Partition int    `json:"partition,omitempty"`
 }
 
 // PostgresSwitchoverParams: hand the primary role from From to To.
