@@ -230,10 +230,10 @@ func TestRenderIsByteStable(t *testing.T) {
 // allowedChanges are the fields each step kind's overlay may touch: a
 // step's overlay holds what that step changes and nothing else.
 var allowedChanges = map[plan.Kind][]string{
-	plan.EtcdAddMember:               {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pvc-"},
-	plan.ScaleIn:                     {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pvc-"},
-	plan.EtcdRemoveMember:            {"cairn-config.patch.yaml /data/request.remove-member.id", "cairn-config.patch.yaml /data/request.remove-member.member"},
-	plan.UpgradeMember:               {"statefulset.patch.yaml /spec/template/spec/containers/0/image", "statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition"},
+	plan.EtcdAddMember:    {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pvc-"},
+	plan.ScaleIn:          {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pvc-"},
+	plan.EtcdRemoveMember: {"cairn-config.patch.yaml /data/request.remove-member.id", "cairn-config.patch.yaml /data/request.remove-member.member"},
+	plan.UpgradeMember:    {"statefulset.patch.yaml /spec/template/spec/containers/0/image", "statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition"},
 	plan.PostgresAddReplica: {"statefulset.patch.yaml /spec/replicas", "pvc-",
 		"statefulset.patch.yaml /spec/template/spec/containers/0/image", "statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition"},
 	plan.PostgresSwitchover:          {"cairn-config.patch.yaml /data/request.switchover.id", "cairn-config.patch.yaml /data/request.switchover.to"},
