@@ -19,7 +19,7 @@ type etcdModel struct {
 	leader  int // ordinal of the leader; -1 when unknown
 }
 
-func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) Result {
+func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	var r Result
 	size := c.Spec.Size
 	switch {
@@ -62,7 +62,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster) Result {
 	storageStep(&r, c, obs)
 	etcdResize(&r, &m, upgradeSize(m.size, size, 3))
 	etcdUpgrade(&r, c, obs, &m, path)
-	etcdTemplate(&r, c, obs, &m)
+	etcdTemplate(&r, c, obs, &m, env.Images)
 	etcdResize(&r, &m, size)
 	sealStep(&r, obs)
 	return r

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
@@ -11,12 +12,20 @@ import (
 
 // etcdTemplate plans the rolling restart that brings new resources to
 // every member, or the rest of one under way.
-func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdModel) {
+func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdModel, images map[string]string) {
 	res, changed := resourcesChange(c, obs)
+	newImages, imagesText := imagesChange(r, obs, images)
 	var rs *restart
-	if changed {
-		t := &plan.TemplateChange{Resources: res, Revision: contract.TemplateRevisionOf(derefResources(res), nil)}
-		rs = newRestart(obs, m.size, t, "resources "+resourcesText(res))
+	if changed || newImages != nil {
+		t := &plan.TemplateChange{Resources: res, Revision: contract.TemplateRevisionOf(derefResources(res), revisionInputs(nil, newImages))}
+		var what []string
+		if changed {
+			what = append(what, "resources "+resourcesText(res))
+		}
+		if newImages != nil {
+			what = append(what, imagesText)
+		}
+		rs = newRestart(obs, m.size, t, strings.Join(what, "; "))
 	} else {
 		rs = resumeRestart(obs, m.size)
 	}

@@ -22,11 +22,12 @@ var hotStandbyDefaults = map[string]int{
 // a reload step for parameters a reload applies, or a rolling restart for
 // new resources and parameters that need one; and the rest of a rolling
 // restart under way.
-func pgTemplate(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgModel) {
+func pgTemplate(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgModel, images map[string]string) {
 	res, resChanged := resourcesChange(c, obs)
 	from, to := obs.Parameters, c.Spec.RenderedParameters()
 	changed := changedParameters(from, to)
-	if !resChanged && len(changed) == 0 {
+	newImages, imagesText := imagesChange(r, obs, images)
+	if !resChanged && len(changed) == 0 && newImages == nil {
 		if rs := resumeRestart(obs, m.size); rs != nil {
 			rs.config = obs.ConfigRevision
 			pgRestart(r, m, rs)
@@ -49,14 +50,17 @@ func pgTemplate(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgMode
 			strings.Join(raised, ", "), strings.Join(lowered, ", "))
 		return
 	}
-	if !resChanged && len(pc.Restart) == 0 {
+	if !resChanged && len(pc.Restart) == 0 && newImages == nil {
 		pgReload(r, pc)
 		return
 	}
-	t := &plan.TemplateChange{Resources: res, Revision: contract.TemplateRevisionOf(derefResources(res), restartSubset(to, m.version.Major))}
+	t := &plan.TemplateChange{Resources: res, Revision: contract.TemplateRevisionOf(derefResources(res), revisionInputs(restartSubset(to, m.version.Major), newImages))}
 	var what []string
 	if resChanged {
 		what = append(what, "resources "+resourcesText(res))
+	}
+	if newImages != nil {
+		what = append(what, imagesText)
 	}
 	if len(changed) > 0 {
 		t.Parameters = pc

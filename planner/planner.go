@@ -42,7 +42,7 @@ func (pl *Planner) Plan(desired []spec.Cluster, observed *live.Snapshot, pols po
 func (pl *Planner) PlanCluster(c spec.Cluster, obs *live.Cluster, pols policies.Set) plan.Plan {
 	var r Result
 	if s, ok := pl.byKind[c.Ref().Kind]; ok {
-		r = s.Plan(c, obs)
+		r = s.Plan(c, obs, pl.want(c, obs))
 	} else {
 		r.refuse(RuleUnknownKind, "kind", "cairn has no planner for kind %q; it plans %s", c.Ref().Kind, strings.Join(pl.Kinds(), ", "))
 	}
@@ -82,6 +82,18 @@ func (pl *Planner) PlanCluster(c spec.Cluster, obs *live.Cluster, pols policies.
 	}
 	p.ID = plan.ComputeID(p.Cluster, p.SpecFingerprint, p.Steps)
 	return p
+}
+
+// want is what the plan of c brings besides its spec.
+func (pl *Planner) want(c spec.Cluster, obs *live.Cluster) Want {
+	if pl.images == nil || obs == nil || obs.StatefulSet.Version == "" {
+		return Want{}
+	}
+	images, err := pl.images(c, obs.StatefulSet.Version, obs.StatefulSet.UpgradeFrom)
+	if err != nil {
+		return Want{} // a version the renderer cannot render: no image change
+	}
+	return Want{Images: images}
 }
 
 // applyFleetPolicies adds the decisions of the policies that need the
@@ -126,6 +138,7 @@ func baseline(obs *live.Cluster) *plan.Baseline {
 		UpgradeFrom:         obs.StatefulSet.UpgradeFrom,
 		Resources:           obs.StatefulSet.Resources,
 		StorageClass:        obs.StatefulSet.StorageClass,
+		Images:              obs.StatefulSet.Images,
 		TemplateRevision:    obs.StatefulSet.TemplateRevision,
 		Parameters:          obs.Parameters,
 		ConfigRevision:      obs.ConfigRevision,

@@ -31,7 +31,7 @@ func pgCreateStep(c *spec.PostgresCluster, n int) plan.Step {
 	return s
 }
 
-func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
+func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 	var r Result
 	n := c.Spec.Instances
 	if n < 1 || n > MaxPostgresInstances {
@@ -76,7 +76,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 		// Re-cloned replicas come back up to the size the restart below
 		// runs at; those added after it start with the new template.
 		pgMajor(&r, c, obs, &m, want, upgradeSize(1, n, 2))
-		pgTemplate(&r, c, obs, &m)
+		pgTemplate(&r, c, obs, &m, env.Images)
 		pgResize(&r, &m, n)
 	} else {
 		pgSync(&r, &m, min(m.sync, c.Spec.SynchronousStandbys), "before members are removed")
@@ -86,7 +86,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster) Result {
 			cur := m.version.String()
 			pgRoll(&r, &m, allOrdinals(min(existing, m.size)), func(int) string { return cur }, want)
 		}
-		pgTemplate(&r, c, obs, &m)
+		pgTemplate(&r, c, obs, &m, env.Images)
 		pgResize(&r, &m, n)
 	}
 	pgSync(&r, &m, c.Spec.SynchronousStandbys, "as the spec asks")

@@ -166,3 +166,43 @@ func changedParameters(from, to map[string]string) []string {
 	}
 	return out
 }
+
+// imagesChange returns the images the renderer names where they differ
+// from those that run, by container name, and says the change; nil when
+// nothing differs, when the images are not known, or when a version step
+// of this plan changes the template (and brings them) anyway.
+func imagesChange(r *Result, obs *live.Cluster, want map[string]string) (map[string]string, string) {
+	if want == nil || slices.ContainsFunc(r.Steps, changesTemplateVersion) {
+		return nil, ""
+	}
+	changed := map[string]string{}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if have, ok := obs.StatefulSet.Images[name]; ok && have != want[name] {
+			changed["image:"+name] = want[name]
+			parts = append(parts, fmt.Sprintf("%s %s -> %s", name, have, want[name]))
+		}
+	}
+	if len(changed) == 0 {
+		return nil, ""
+	}
+	return changed, "images " + strings.Join(parts, ", ")
+}
+
+// changesTemplateVersion: a step that renders the template at a version,
+// with the images the renderer names for it.
+func changesTemplateVersion(s plan.Step) bool {
+	return s.Kind == plan.UpgradeMember || s.Kind == plan.PostgresMajorUpgrade ||
+		s.Kind == plan.PostgresAddReplica && s.Params.PostgresAddReplica.Version != ""
+}
+
+// revisionInputs are what a template revision hashes besides the
+// resources: the restart-only parameters and any changed images.
+func revisionInputs(restartParams, images map[string]string) map[string]string {
+	out := maps.Clone(restartParams)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, images)
+	return out
+}

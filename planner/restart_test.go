@@ -8,6 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 // shape sums a plan up as "kind member" per step, free of revision hashes.
@@ -208,5 +209,37 @@ func TestEverySpecFieldThatRunsIsPlanned(t *testing.T) {
 				tc.check(t, p)
 			}
 		})
+	}
+}
+
+// A new image for the version that runs (a cairn release, another
+// registry) is a rolling restart; a version step brings it on its own.
+func TestNewImagesAreARollingRestart(t *testing.T) {
+	images := func(c spec.Cluster, version string, _ int) (map[string]string, error) {
+		return map[string]string{"install-cairn": "cairn:v2", "postgres": "postgres:" + version}, nil
+	}
+	pl := New(Etcd(), Postgres()).WithImages(images)
+	running := func(c *live.Cluster) *live.Cluster {
+		c.StatefulSet.Images = map[string]string{"install-cairn": "cairn:v1", "postgres": "postgres:" + c.StatefulSet.Version}
+		return c
+	}
+	p := pl.PlanCluster(pgSpec(t, 3, "14.5"), running(pgLive(3, "14.5", 0)), nil)
+	if got, want := shape(p), []string{"restart pg-2", "restart pg-1", "switchover pg-0>pg-1", "restart pg-0"}; !slices.Equal(got, want) {
+		t.Fatalf("steps %v, want %v", got, want)
+	}
+	if s := p.Steps[0].Summary; !strings.Contains(s, "install-cairn cairn:v1 -> cairn:v2") {
+		t.Errorf("the summary does not say the image change: %s", s)
+	}
+	p = pl.PlanCluster(pgSpec(t, 3, "14.9"), running(pgLive(3, "14.5", 0)), nil)
+	for _, s := range p.Steps {
+		if s.Kind == plan.RestartMember {
+			t.Errorf("%s: the minor upgrade brings the new images; no restart on top", s.ID)
+		}
+	}
+	same := func(c spec.Cluster, version string, _ int) (map[string]string, error) {
+		return map[string]string{"install-cairn": "cairn:v1", "postgres": "postgres:" + version}, nil
+	}
+	if p := New(Postgres()).WithImages(same).PlanCluster(pgSpec(t, 3, "14.5"), running(pgLive(3, "14.5", 0)), nil); p.Status != plan.StatusConverged {
+		t.Errorf("the images that run are those named: %s %v", p.Status, stepIDs(p))
 	}
 }

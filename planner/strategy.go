@@ -19,13 +19,34 @@ type Strategy interface {
 	Kind() string
 	// Plan plans c, whose Ref().Kind is Kind(), against obs: nil when
 	// nothing of the cluster runs.
-	Plan(c spec.Cluster, obs *live.Cluster) Result
+	Plan(c spec.Cluster, obs *live.Cluster, want Want) Result
 }
+
+// Want is what a plan brings besides the spec: the images the rendered
+// pod template names for the version that runs (nil when not known, and
+// then no image change is planned).
+type Want struct {
+	Images map[string]string
+}
+
+// ImageFunc returns the images, by container name, that the rendered pod
+// template of c names at version (with a pg_upgrade init container from
+// major upgradeFrom, 0 for none): the renderer's Images.
+type ImageFunc func(c spec.Cluster, version string, upgradeFrom int) (map[string]string, error)
 
 // Planner plans the clusters of the kinds it has a strategy for; a
 // cluster of any other kind is refused (RuleUnknownKind).
 type Planner struct {
 	byKind map[string]Strategy
+	images ImageFunc
+}
+
+// WithImages makes the planner plan a rolling restart when the images the
+// renderer names differ from those that run (a new cairn release, another
+// registry). Without it images are never changed but by version steps.
+func (pl *Planner) WithImages(f ImageFunc) *Planner {
+	pl.images = f
+	return pl
 }
 
 // New returns a planner of these strategies, one per kind. Two strategies
@@ -61,14 +82,14 @@ type etcdStrategy struct{}
 
 func (etcdStrategy) Kind() string { return spec.EtcdKind }
 
-func (etcdStrategy) Plan(c spec.Cluster, obs *live.Cluster) Result {
-	return planEtcd(c.(*spec.EtcdCluster), obs)
+func (etcdStrategy) Plan(c spec.Cluster, obs *live.Cluster, want Want) Result {
+	return planEtcd(c.(*spec.EtcdCluster), obs, want)
 }
 
 type postgresStrategy struct{}
 
 func (postgresStrategy) Kind() string { return spec.PostgresKind }
 
-func (postgresStrategy) Plan(c spec.Cluster, obs *live.Cluster) Result {
-	return planPostgres(c.(*spec.PostgresCluster), obs)
+func (postgresStrategy) Plan(c spec.Cluster, obs *live.Cluster, want Want) Result {
+	return planPostgres(c.(*spec.PostgresCluster), obs, want)
 }

@@ -3,6 +3,7 @@ package renderer
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +11,25 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
+
+// keepImages sets the images of a StatefulSet's pod template to those
+// that run (Settings.Images), container by container; a container that
+// does not run yet keeps the Options' image.
+func keepImages(o Object, images map[string]string) Object {
+	sts, ok := o.Obj.(*appsv1.StatefulSet)
+	if !ok || len(images) == 0 {
+		return o
+	}
+	spec := &sts.Spec.Template.Spec
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			if img := images[cs[i].Name]; img != "" {
+				cs[i].Image = img
+			}
+		}
+	}
+	return o
+}
 
 // Paths inside database pods.
 const (

@@ -38,7 +38,7 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 		return nil, err
 	}
 	objs := []Object{
-		sts,
+		keepImages(sts, s.Images),
 		pgService(n, contract.PrimaryService(n.cluster), "service-rw.yaml", map[string]string{contract.LabelRole: contract.RolePrimary}, false),
 		pgService(n, contract.ReplicaService(n.cluster), "service-ro.yaml", map[string]string{contract.LabelRole: contract.RoleReplica}, false),
 		pgService(n, contract.ReadService(n.cluster), "service-r.yaml", nil, false),

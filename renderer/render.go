@@ -8,7 +8,10 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -290,4 +293,32 @@ func deletePatch(obj map[string]any) map[string]any {
 		"kind":       obj["kind"],
 		"metadata":   map[string]any{"name": meta["name"]},
 	}
+}
+
+// Images are the images, by container name (init containers too), of the
+// pod template the renderer writes for cluster c at version, with a
+// pg_upgrade init container from major upgradeFrom (0 for none): what a
+// step that changes the template brings. The planner compares them with
+// those that run (planner.Planner.WithImages).
+func (r *Renderer) Images(c spec.Cluster, version string, upgradeFrom int) (map[string]string, error) {
+	k, ok := r.kinds[c.Ref().Kind]
+	if !ok {
+		return nil, fmt.Errorf("cairn has no renderer for kind %q", c.Ref().Kind)
+	}
+	s := Settings{Replicas: 1, Version: version, Storage: "1Gi", TemplateStorage: "1Gi", Bootstrap: contract.BootstrapExisting, UpgradeFrom: upgradeFrom}
+	objs, err := k.Objects(c, Input{Settings: s, Options: r.opts})
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if sts, ok := o.Obj.(*appsv1.StatefulSet); ok {
+			out := map[string]string{}
+			spec := sts.Spec.Template.Spec
+			for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+				out[c.Name] = c.Image
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("the renderer of %s writes no StatefulSet", c.Ref().Kind)
 }

@@ -36,6 +36,12 @@ type Settings struct {
 	Resources        *contract.Resources
 	StorageClass     string
 	TemplateRevision string
+	// Images are the pod template's images as they run, by container
+	// name; nil renders those the Options name. A step that changes the
+	// template on purpose (a version, a rolling restart) renders the
+	// Options' images from then on, so a new image reaches the members
+	// only with such a step, never in the base.
+	Images map[string]string
 	// Parameters are PostgreSQL's spec parameters as rendered, and
 	// ConfigRevision their revision ("" renders none).
 	Parameters     map[string]string
@@ -64,7 +70,7 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 		Replicas: b.Replicas, Partition: b.UpdatePartition, Version: b.Version,
 		Storage: b.Storage, TemplateStorage: b.TemplateStorage, Backup: b.Backup,
 		Sync: b.SynchronousStandbys, Bootstrap: contract.BootstrapExisting, UpgradeFrom: b.UpgradeFrom,
-		Resources: b.Resources, StorageClass: b.StorageClass, TemplateRevision: b.TemplateRevision,
+		Resources: b.Resources, StorageClass: b.StorageClass, TemplateRevision: b.TemplateRevision, Images: b.Images,
 		Parameters: b.Parameters, ConfigRevision: b.ConfigRevision,
 	}
 }
@@ -105,7 +111,7 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 	case plan.ExpandStorage:
 		next.Storage = p.ExpandStorage.To
 	case plan.UpgradeMember:
-		next.Version, next.Partition = p.UpgradeMember.To, p.UpgradeMember.Partition
+		next.Version, next.Partition, next.Images = p.UpgradeMember.To, p.UpgradeMember.Partition, nil
 	case plan.ScaleIn:
 		next.Replicas = p.ScaleIn.Replicas
 	case plan.EtcdAddMember:
@@ -116,7 +122,7 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 		a := p.PostgresAddReplica
 		next.Replicas = a.Replicas
 		if a.Version != "" {
-			next.Version, next.Partition = a.Version, a.Partition
+			next.Version, next.Partition, next.Images = a.Version, a.Partition, nil
 		}
 	case plan.PostgresSwitchover:
 		next.Requests.SwitchoverID, next.Requests.SwitchoverTo = s.ID, p.PostgresSwitchover.To
@@ -126,13 +132,14 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 			return cur, fmt.Errorf("step %s: %w", s.ID, err)
 		}
 		next.Version, next.Replicas, next.Partition, next.UpgradeFrom = p.PostgresMajorUpgrade.To, 1, 0, from.Major
+		next.Images = nil
 	case plan.PostgresSynchronousStandbys:
 		next.Sync = p.PostgresSynchronousStandbys.To
 	case plan.RestartMember:
 		rm := p.RestartMember
 		next.Partition = rm.Partition
 		if t := rm.Template; t != nil {
-			next.TemplateRevision, next.Resources = t.Revision, t.Resources
+			next.TemplateRevision, next.Resources, next.Images = t.Revision, t.Resources, nil
 			if t.Parameters != nil {
 				next.Parameters, next.ConfigRevision = t.Parameters.To, t.Parameters.Revision
 			}

@@ -72,18 +72,29 @@ func baseCase(t *testing.T, r *rand.Rand, i int) (spec.Cluster, *live.Cluster) {
 			Resources: baseResources[r.IntN(len(baseResources))], StorageClass: []string{"", "standard"}[r.IntN(2)],
 			TemplateRevision: []string{"", "0123456789ab"}[r.IntN(2)]}}
 	if r.IntN(2) == 0 {
+		// Images from an older cairn and another registry: the base keeps
+		// them, whatever the renderer's options name today.
+		obs.StatefulSet.Images = map[string]string{"install-cairn": "registry.example/cairn:v0.9"}
+	}
+	if r.IntN(2) == 0 {
 		obs.Backup = &live.Backup{Schedule: "0 2 * * *", TimeZone: spec.DefaultTimeZone, StorageLocation: "s3://bkp/" + name, RetentionCount: r.IntN(3)}
 	}
 	extra := specExtras[r.IntN(len(specExtras))]
 	var doc string
 	if r.IntN(2) == 0 {
 		obs.Kind, obs.StatefulSet.Version = spec.EtcdKind, "3.5.21"
+		if obs.StatefulSet.Images != nil {
+			obs.StatefulSet.Images[contract.EtcdContainer] = "registry.example/etcd:v3.5.21"
+		}
 		doc = fmt.Sprintf("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: %s}\nspec: {size: 3, version: '3.5.21', storage: 10Gi}\n", name)
 		if extra != "" && extra[0] != 'p' {
 			doc = fmt.Sprintf("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: %s}\nspec: {size: 3, version: '3.5.21', storage: 10Gi, %s}\n", name, extra)
 		}
 	} else {
 		obs.Kind, obs.StatefulSet.Version = spec.PostgresKind, "15.4"
+		if obs.StatefulSet.Images != nil {
+			obs.StatefulSet.Images[contract.PostgresContainer] = "registry.example/postgres:15.4"
+		}
 		obs.SynchronousStandbys = r.IntN(n)
 		if p := baseParameters[r.IntN(len(baseParameters))]; p != nil {
 			obs.Parameters = p
@@ -111,6 +122,8 @@ func runsDiff(want, got *live.Cluster) string {
 	switch {
 	case w.Replicas != g.Replicas || w.UpdatePartition != g.UpdatePartition || w.Version != g.Version:
 		return fmt.Sprintf("replicas/partition/version %d/%d/%s, live %d/%d/%s", g.Replicas, g.UpdatePartition, g.Version, w.Replicas, w.UpdatePartition, w.Version)
+	case w.Images != nil && !maps.Equal(w.Images, g.Images):
+		return fmt.Sprintf("images %v, live %v", g.Images, w.Images)
 	case !spec.SameResources(w.Resources, g.Resources):
 		return fmt.Sprintf("resources %+v, live %+v", g.Resources, w.Resources)
 	case w.StorageClass != g.StorageClass || w.TemplateRevision != g.TemplateRevision || w.VolumeClaimStorage != g.VolumeClaimStorage:

@@ -39,7 +39,7 @@ func (c *fakeCluster) Common() spec.Common  { return spec.Common{Version: "1.0",
 type fakeStrategy struct{}
 
 func (fakeStrategy) Kind() string { return fakeKind }
-func (fakeStrategy) Plan(c spec.Cluster, obs *live.Cluster) planner.Result {
+func (fakeStrategy) Plan(c spec.Cluster, obs *live.Cluster, _ planner.Want) planner.Result {
 	if obs != nil {
 		return planner.Result{}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/renderer"
 )
 
 type planOptions struct {
@@ -19,6 +20,7 @@ type planOptions struct {
 	output   string
 	specs    specsFlag
 	rendered string
+	images   renderer.Options
 }
 
 func newPlan() *cobra.Command {
@@ -41,6 +43,7 @@ refuses a spec change (the refusal says which rule and why).`,
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	o.specs.add(f)
 	f.StringVar(&o.rendered, "rendered", spec.DefaultLayout.RenderedDir, "folder of the repo holding rendered output (never read as specs)")
+	imageFlags(f, &o.images)
 	_ = cmd.MarkFlagRequired("repo")
 	return cmd
 }
@@ -48,6 +51,10 @@ refuses a spec change (the refusal says which rule and why).`,
 func runPlan(ctx context.Context, w io.Writer, o planOptions) error {
 	if o.output != "table" && o.output != "json" && o.output != "yaml" {
 		return &exitError{exitUsage, fmt.Errorf("cairn plan: -o must be table, json or yaml, got %q", o.output)}
+	}
+	rend, err := newRenderer(o.images)
+	if err != nil {
+		return &exitError{exitUsage, fmt.Errorf("cairn plan: %w", err)}
 	}
 	clusters, err := spec.LoadRepo(o.repo, o.specs.layout(o.rendered))
 	if err != nil {
@@ -61,7 +68,7 @@ func runPlan(ctx context.Context, w io.Writer, o planOptions) error {
 	if err != nil {
 		return err
 	}
-	plans := newPlanner().Plan(clusters, observed, pols)
+	plans := newPlanner().WithImages(rend.Images).Plan(clusters, observed, pols)
 	var out []byte
 	switch o.output {
 	case "json":

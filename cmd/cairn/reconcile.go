@@ -124,7 +124,7 @@ func loopConfig(repo *gitrepo.Repo, prs publish.Provider, rend *renderer.Rendere
 		Layout:   specs.layout(""),
 		Observe:  src.read,
 		Policies: policySet,
-		Plan:     newPlanner().Plan,
+		Plan:     newPlanner().WithImages(rend.Images).Plan,
 		Render:   rend.Render,
 		Gates:    stepGates{},
 		Now:      time.Now,

@@ -82,7 +82,7 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 	if err != nil {
 		return err
 	}
-	plans := newPlanner().Plan(clusters, observed, pols)
+	plans := newPlanner().WithImages(r.Images).Plan(clusters, observed, pols)
 	for _, c := range clusters {
 		p := find(plans, c.Ref())
 		current := ""

@@ -93,6 +93,9 @@ type StatefulSet struct {
 	StorageClass string `json:"storageClass,omitempty"`
 	// TemplateRevision is the template's contract.AnnotationTemplateRevision.
 	TemplateRevision string `json:"templateRevision,omitempty"`
+	// Images are the pod template's images by container name, init
+	// containers too.
+	Images map[string]string `json:"images,omitempty"`
 }
 
 // Role is a member's role as the runtime (or etcd) reports it.

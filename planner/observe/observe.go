@@ -126,6 +126,12 @@ func statefulSet(sts *appsv1.StatefulSet, container string) live.StatefulSet {
 		}
 	}
 	s.TemplateRevision = sts.Spec.Template.Annotations[contract.AnnotationTemplateRevision]
+	for _, c := range append(slices.Clone(sts.Spec.Template.Spec.InitContainers), sts.Spec.Template.Spec.Containers...) {
+		if s.Images == nil {
+			s.Images = map[string]string{}
+		}
+		s.Images[c.Name] = c.Image
+	}
 	for _, c := range sts.Spec.Template.Spec.Containers {
 		if c.Name == container {
 			s.Resources = resourcesOf(c.Resources)

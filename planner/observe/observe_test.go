@@ -127,7 +127,8 @@ spec: {version: "14.5", instances: 1, storage: 10Gi}
 	}
 	want := []live.Cluster{
 		{Kind: "EtcdCluster", Name: "e", Storage: "8Gi", Capacity: "8Gi", ClusterVersion: "3.5", Bootstrap: "existing",
-			StatefulSet: live.StatefulSet{Replicas: 3, UpdatePartition: 1, Version: "3.5.21", VolumeClaimStorage: "8Gi"},
+			StatefulSet: live.StatefulSet{Replicas: 3, UpdatePartition: 1, Version: "3.5.21", VolumeClaimStorage: "8Gi",
+				Images: map[string]string{"etcd": "quay.io/coreos/etcd:v3.5.21"}},
 			Members: []live.Member{
 				{Name: "e-0", Version: "3.5.21", Ready: true, ReadySince: "2026-11-29T10:00:00Z", Role: live.RoleLeader},
 				{Name: "e-1", Version: "3.5.21", Ready: true, ReadySince: "2026-11-29T10:00:00Z", Role: live.RoleFollower},
@@ -137,7 +138,8 @@ spec: {version: "14.5", instances: 1, storage: 10Gi}
 		// still request 10Gi, which is what the spec is compared with.
 		{Kind: "PostgresCluster", Name: "pg", Storage: "10Gi", Capacity: "10Gi", Bootstrap: "new", SynchronousStandbys: 1,
 			Backup:      &live.Backup{Schedule: "0 2 * * *", TimeZone: "UTC", StorageLocation: "s3://b/pg", RetentionCount: 7},
-			StatefulSet: live.StatefulSet{Replicas: 2, UpdatePartition: 1, Version: "14.5", VolumeClaimStorage: "8Gi"},
+			StatefulSet: live.StatefulSet{Replicas: 2, UpdatePartition: 1, Version: "14.5", VolumeClaimStorage: "8Gi",
+				Images: map[string]string{"postgres": "docker.io/library/postgres:14.5"}},
 			Members: []live.Member{
 				{Name: "pg-0", Version: "14.5", Ready: true, ReadySince: "2026-11-29T10:00:00Z", Role: live.RolePrimary},
 				{Name: "pg-1", Version: "14.5", Ready: true, ReadySince: "2026-11-29T10:00:00Z", Role: live.RoleUnknown},

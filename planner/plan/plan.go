@@ -80,6 +80,8 @@ type Baseline struct {
 	Resources *contract.Resources `json:"resources,omitempty"`
 	// StorageClass is the volumeClaimTemplates' storage class.
 	StorageClass string `json:"storageClass,omitempty"`
+	// Images are the pod template's images by container name.
+	Images map[string]string `json:"images,omitempty"`
 	// TemplateRevision is the pod template's revision annotation
 	// (contract.AnnotationTemplateRevision); empty when there is none.
 	TemplateRevision string `json:"templateRevision,omitempty"`
