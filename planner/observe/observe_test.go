@@ -137,7 +137,7 @@ spec: {version: "14.5", instances: 1, storage: 10Gi}
 		// The provisioner rounded pg-1's volume up to 11Gi: the claims
 		// still request 10Gi, which is what the spec is compared with.
 		{Kind: "PostgresCluster", Name: "pg", Storage: "10Gi", Capacity: "10Gi", Bootstrap: "new", SynchronousStandbys: 1,
-			Backup:      &live.Backup{Schedule: "0 2 * * *", TimeZone: "UTC", StorageLocation: "s3://b/pg", RetentionCount: 7},
+			Backup: &live.Backup{Schedule: "0 2 * * *", TimeZone: "UTC", StorageLocation: "s3://b/pg", RetentionCount: 7},
 			StatefulSet: live.StatefulSet{Replicas: 2, UpdatePartition: 1, Version: "14.5", VolumeClaimStorage: "8Gi",
 				Images: map[string]string{"postgres": "docker.io/library/postgres:14.5"}},
 			Members: []live.Member{
