@@ -132,6 +132,9 @@ func (u *PgUpgrade) upgrade(ctx context.Context) error {
 	if err := os.Rename(next, u.PGData); err != nil {
 		return fmt.Errorf("move the upgraded data directory in place: %w", err)
 	}
+	if err := u.markAnalyze(); err != nil {
+		return fmt.Errorf("ask for the statistics to be rebuilt: %w", err)
+	}
 	u.Log.Info("upgraded; the old data directory is kept aside", "member", u.Name, "kept_at", old)
 	return nil
 }

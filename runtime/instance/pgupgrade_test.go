@@ -29,9 +29,22 @@ func TestPgUpgradeKeepsRowsAndTheOldDirectory(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(b.dir, "pg-0", "pgdata.pg15", "PG_VERSION")); err != nil {
 		t.Errorf("old data directory not kept aside: %v", err)
 	}
-	b.start(b.member(0, "existing"), StartPrimary)
+	up := b.member(0, "existing")
+	b.start(up, StartPrimary)
 	if n, err := b.count(ctx, 0); err != nil || n != 42 {
 		t.Fatalf("after the upgrade: %d rows, %v", n, err)
+	}
+	// Before 18, pg_upgrade keeps no statistics: the primary rebuilds them.
+	if _, err := os.Stat(up.analyzeMarker()); err != nil {
+		t.Fatalf("no request to rebuild the statistics: %v", err)
+	}
+	up.analyzeAfterUpgrade(ctx)
+	var analyzed bool
+	if err := b.conn(0).QueryRow(ctx, "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 't'").Scan(&analyzed); err != nil || !analyzed {
+		t.Errorf("t analyzed: %v, %v", analyzed, err)
+	}
+	if _, err := os.Stat(up.analyzeMarker()); !os.IsNotExist(err) {
+		t.Errorf("the marker stays after the statistics were rebuilt: %v", err)
 	}
 }
 
@@ -82,5 +95,22 @@ func TestPgUpgradeFinishesAnInterruptedSwap(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(pgdata+".pg14", "global", "pg_control.old")); err != nil {
 		t.Errorf("old directory not kept: %v", err)
+	}
+}
+
+// From PostgreSQL 18 on, pg_upgrade carries the statistics over: nothing
+// to rebuild.
+func TestNoStatisticsRebuildFrom18(t *testing.T) {
+	dir := t.TempDir()
+	for _, to := range []int{17, 18} {
+		u := &PgUpgrade{Name: "pg-0", PGData: filepath.Join(dir, "pgdata"), From: to - 1, To: to, Log: testLogger(t)}
+		if err := u.markAnalyze(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := os.Stat(filepath.Join(dir, analyzePending))
+		if got := err == nil; got != (to < 18) {
+			t.Errorf("to %d: marker written %v", to, got)
+		}
+		_ = os.Remove(filepath.Join(dir, analyzePending))
 	}
 }

@@ -76,6 +76,9 @@ func runPostgresOnce(ctx context.Context, p *Postgres, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if role == StartPrimary {
+		go p.analyzeAfterUpgrade(ctx)
+	}
 	err = p.watchdog(ctx, s)
 	switch {
 	case errors.Is(err, errDemoted):
