@@ -22,7 +22,9 @@ const analyzePending = ".cairn-analyze-pending"
 // statsCarriedFrom is the first major whose pg_upgrade keeps statistics.
 const statsCarriedFrom = 18
 
-func (p *Postgres) analyzeMarker() string { return filepath.Join(filepath.Dir(p.PGData), analyzePending) }
+func (p *Postgres) analyzeMarker() string {
+	return filepath.Join(filepath.Dir(p.PGData), analyzePending)
+}
 
 // markAnalyze asks the upgraded primary to rebuild its statistics.
 func (u *PgUpgrade) markAnalyze() error {
