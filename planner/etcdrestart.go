@@ -41,20 +41,7 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 // is down (from 3 members on).
 func etcdRestartStep(m *etcdModel, rs *restart, ord int) plan.Step {
 	name := contract.MemberName(m.name, ord)
-	p := rs.params(m.name, ord, m.size)
-	s := plan.Step{
-		ID:         fmt.Sprintf("restart-%d-%s", ord, rs.revision),
-		Kind:       plan.RestartMember,
-		Summary:    fmt.Sprintf("Restart %s with %s (StatefulSet partition %d)", name, rs.reason, ord),
-		Disruptive: m.size < 3,
-		Reversible: true,
-		Rollback:   "Set the spec back as it was: cairn restarts the members that already run the new template back to the previous one, one at a time.",
-		Gates:      []plan.Gate{healthyBefore()},
-		Params:     plan.Params{RestartMember: p},
-	}
-	if p.Template != nil {
-		s.Summary += "; this step changes the pod template, the members after it follow one per step"
-	}
+	s := rs.step(m.name, ord, m.size, "", m.size < 3)
 	if m.size < 3 {
 		s.Summary += fmt.Sprintf("; with %d member(s) the restart stops the cluster until it is back", m.size)
 	}

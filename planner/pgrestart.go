@@ -191,20 +191,7 @@ func restartedTarget(done map[int]bool, ord int) (int, bool) {
 func pgRestartStep(m *pgModel, rs *restart, ord int) plan.Step {
 	name := contract.MemberName(m.name, ord)
 	primary := ord == m.primary
-	p := rs.params(m.name, ord, m.size)
-	s := plan.Step{
-		ID:         fmt.Sprintf("restart-%d-%s", ord, rs.revision),
-		Kind:       plan.RestartMember,
-		Summary:    fmt.Sprintf("Restart replica %s with %s (StatefulSet partition %d)", name, rs.reason, ord),
-		Disruptive: primary || m.size-2 < m.sync,
-		Reversible: true,
-		Rollback:   "Set the spec back as it was: cairn restarts the members that already run the new template back to the previous one, one at a time.",
-		Gates:      []plan.Gate{healthyBefore()},
-		Params:     plan.Params{RestartMember: p},
-	}
-	if p.Template != nil {
-		s.Summary += "; this step changes the pod template, the members after it follow one per step"
-	}
+	s := rs.step(m.name, ord, m.size, "replica ", primary || m.size-2 < m.sync)
 	after := memberGate(plan.GateReplicaStreaming, plan.After, name, name+" streams from the primary")
 	switch {
 	case primary && m.size == 1:

@@ -109,13 +109,28 @@ func newRestart(obs *live.Cluster, size int, t *plan.TemplateChange, reason stri
 	return rs
 }
 
-// restartParams is the step parameters of restarting ord; the first step
-// of a restart carries the template change. Members below the lowest one
-// restarted already run the revision, so the partition stops there.
-func (rs *restart) params(cluster string, ord, replicas int) *plan.RestartMemberParams {
+// step is the restart of member ord, as both kinds start it: its kind
+// adds the gates after it. The first step of a restart carries the
+// template change; members below the lowest one restarted already run the
+// revision, so the partition stops there. who names the member's role in
+// the summary ("replica ").
+func (rs *restart) step(cluster string, ord, replicas int, who string, disruptive bool) plan.Step {
 	p := &plan.RestartMemberParams{Member: contract.MemberName(cluster, ord), Ordinal: ord, Partition: ord, Replicas: replicas, Template: rs.template}
 	rs.template = nil
-	return p
+	s := plan.Step{
+		ID:         fmt.Sprintf("restart-%d-%s", ord, rs.revision),
+		Kind:       plan.RestartMember,
+		Summary:    fmt.Sprintf("Restart %s%s with %s (StatefulSet partition %d)", who, p.Member, rs.reason, ord),
+		Disruptive: disruptive,
+		Reversible: true,
+		Rollback:   "Set the spec back as it was: cairn restarts the members that already run the new template back to the previous one, one at a time.",
+		Gates:      []plan.Gate{healthyBefore()},
+		Params:     plan.Params{RestartMember: p},
+	}
+	if p.Template != nil {
+		s.Summary += "; this step changes the pod template, the members after it follow one per step"
+	}
+	return s
 }
 
 // resourcesText describes resources for summaries.
