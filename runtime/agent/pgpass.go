@@ -157,7 +157,13 @@ func (p *pgPass) report(ctx context.Context, prev pgStatus) error {
 	}
 	if len(primaries) == 1 && primaries[0].Label == contract.RolePrimary {
 		st.Primary = primaries[0].Name
-		st.Synchronous = slices.Clone(primaries[0].Probe.SyncStandbys)
+		// A primary that waits for synchronous standbys but reports none
+		// (they reconnect, or it is being killed and its WAL senders went
+		// first) acknowledges no commit: the standbys recorded last still
+		// hold every acknowledged one, and stay recorded.
+		if got := primaries[0].Probe.SyncStandbys; len(got) > 0 || p.view.Sync == 0 {
+			st.Synchronous = slices.Clone(got)
+		}
 	}
 	p.r.Metrics.observe(p.view.Members, primaries)
 	p.view.Status = st
