@@ -221,3 +221,24 @@ func revisionInputs(restartParams, images map[string]string) map[string]string {
 	maps.Copy(out, images)
 	return out
 }
+
+// sayImages adds to the first step of the plan that changes the template
+// by version the images it brings besides the version's own (a new cairn
+// release, another registry): what its pull request changes, it says.
+// database names the database container, whose image changes with the
+// version the step says.
+func sayImages(r *Result, obs *live.Cluster, want map[string]string, database string) {
+	i := slices.IndexFunc(r.Steps, changesTemplateVersion)
+	if want == nil || i < 0 {
+		return
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if have, ok := obs.StatefulSet.Images[name]; ok && have != want[name] && name != database && name != contract.PGUpgradeInitContainer {
+			parts = append(parts, fmt.Sprintf("%s %s -> %s", name, have, want[name]))
+		}
+	}
+	if len(parts) > 0 {
+		r.Steps[i].Summary += "; it also brings the images " + strings.Join(parts, ", ")
+	}
+}

@@ -231,6 +231,9 @@ func TestNewImagesAreARollingRestart(t *testing.T) {
 		t.Errorf("the summary does not say the image change: %s", s)
 	}
 	p = pl.PlanCluster(pgSpec(t, 3, "14.9"), running(pgLive(3, "14.5", 0)), nil)
+	if s := p.Steps[0].Summary; !strings.Contains(s, "it also brings the images install-cairn cairn:v1 -> cairn:v2") || strings.Contains(s, "postgres:14.5 ->") {
+		t.Errorf("the first upgrade step does not say the images it brings: %s", s)
+	}
 	for _, s := range p.Steps {
 		if s.Kind == plan.RestartMember {
 			t.Errorf("%s: the minor upgrade brings the new images; no restart on top", s.ID)
