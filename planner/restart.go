@@ -187,21 +187,34 @@ func changedParameters(from, to map[string]string) []string {
 // nothing differs, when the images are not known, or when a version step
 // of this plan changes the template (and brings them) anyway.
 func imagesChange(r *Result, obs *live.Cluster, want map[string]string) (map[string]string, string) {
-	if want == nil || slices.ContainsFunc(r.Steps, changesTemplateVersion) {
+	if slices.ContainsFunc(r.Steps, changesTemplateVersion) {
 		return nil, ""
 	}
-	changed := map[string]string{}
-	var parts []string
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		if have, ok := obs.StatefulSet.Images[name]; ok && have != want[name] {
-			changed["image:"+name] = want[name]
-			parts = append(parts, fmt.Sprintf("%s %s -> %s", name, have, want[name]))
-		}
-	}
+	changed, text := imageDiff(obs, want)
 	if len(changed) == 0 {
 		return nil, ""
 	}
-	return changed, "images " + strings.Join(parts, ", ")
+	revision := make(map[string]string, len(changed))
+	for name, image := range changed {
+		revision["image:"+name] = image
+	}
+	return revision, "images " + text
+}
+
+// imageDiff returns the images of want that differ from those the pod
+// template runs, by container name, and says each change ("name old ->
+// new", sorted); containers the template does not run, and skip, are
+// left out.
+func imageDiff(obs *live.Cluster, want map[string]string, skip ...string) (map[string]string, string) {
+	changed := map[string]string{}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if have, ok := obs.StatefulSet.Images[name]; ok && have != want[name] && !slices.Contains(skip, name) {
+			changed[name] = want[name]
+			parts = append(parts, fmt.Sprintf("%s %s -> %s", name, have, want[name]))
+		}
+	}
+	return changed, strings.Join(parts, ", ")
 }
 
 // changesTemplateVersion: a step that renders the template at a version,
@@ -229,16 +242,10 @@ func revisionInputs(restartParams, images map[string]string) map[string]string {
 // version the step says.
 func sayImages(r *Result, obs *live.Cluster, want map[string]string, database string) {
 	i := slices.IndexFunc(r.Steps, changesTemplateVersion)
-	if want == nil || i < 0 {
+	if i < 0 {
 		return
 	}
-	var parts []string
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		if have, ok := obs.StatefulSet.Images[name]; ok && have != want[name] && name != database && name != contract.PGUpgradeInitContainer {
-			parts = append(parts, fmt.Sprintf("%s %s -> %s", name, have, want[name]))
-		}
-	}
-	if len(parts) > 0 {
-		r.Steps[i].Summary += "; it also brings the images " + strings.Join(parts, ", ")
+	if changed, text := imageDiff(obs, want, database, contract.PGUpgradeInitContainer); len(changed) > 0 {
+		r.Steps[i].Summary += "; it also brings the images " + text
 	}
 }

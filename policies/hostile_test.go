@@ -4,30 +4,26 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/testbed/alloc"
 )
-
-// allocated is the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 var hostileNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// TestHostilePolicyCorpus loads each file of testdata/hostile as the only
-// policy file of a repo: each is refused with a clear error, within a
-// bound on the memory it costs to find out.
+// generated are hostile policy files written by the test rather than kept
+// in testdata: a NUL makes a binary file.
+var generated = map[string]string{
+	"nul.yaml": "# A NUL byte.\napiVersion: cairn.dev/v1alpha1\nkind: Policy\nmetadata: {name: hostile}\nspec:\n  selector: {a: \"b\x00\"}\n",
+}
+
+// TestHostilePolicyCorpus loads each file of testdata/hostile, and each of
+// generated, as the only policy file of a repo: each is refused with a
+// clear error, within a bound on the memory it costs to find out.
 func TestHostilePolicyCorpus(t *testing.T) {
 	for _, c := range []struct {
 		file, want string
@@ -44,23 +40,26 @@ func TestHostilePolicyCorpus(t *testing.T) {
 		{"many-documents.yaml", "more than 100 documents in one file", 1 << 20},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", "hostile", c.file))
-			if err != nil {
-				t.Fatal(err)
+			data, ok := []byte(generated[c.file]), generated[c.file] != ""
+			var err error
+			if !ok {
+				if data, err = os.ReadFile(filepath.Join("testdata", "hostile", c.file)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			dir := filepath.Join(t.TempDir(), "policies")
 			writePolicy(t, filepath.Join(dir, c.file), string(data))
-			alloc := allocated(func() { _, err = LoadDir(dir, hostileNow) })
+			used := alloc.Bytes(func() { _, err = LoadDir(dir, hostileNow) })
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %.600v\nwant %q", err, c.want)
 			}
 			if n := strings.Count(err.Error(), "\n"); n > maxErrors+1 {
 				t.Errorf("%d problems reported", n)
 			}
-			if alloc > c.maxAlloc {
-				t.Errorf("allocated %d bytes; the bound is %d", alloc, c.maxAlloc)
+			if used > c.maxAlloc {
+				t.Errorf("allocated %d bytes; the bound is %d", used, c.maxAlloc)
 			}
-			t.Logf("allocated %d KiB", alloc>>10)
+			t.Logf("allocated %d KiB", used>>10)
 		})
 	}
 }
@@ -118,10 +117,10 @@ func TestHostilePolicyFiles(t *testing.T) {
 			c.build(t, repo)
 			var err error
 			done := make(chan struct{})
-			var alloc uint64
+			var used uint64
 			go func() {
 				defer close(done)
-				alloc = allocated(func() { _, err = LoadDir(filepath.Join(repo, "policies"), hostileNow) })
+				used = alloc.Bytes(func() { _, err = LoadDir(filepath.Join(repo, "policies"), hostileNow) })
 			}()
 			select {
 			case <-done:
@@ -134,8 +133,8 @@ func TestHostilePolicyFiles(t *testing.T) {
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("the error shows the file's content: %.300v", err)
 			}
-			if alloc > 2<<20 {
-				t.Errorf("allocated %d bytes; the bound is 2 MiB", alloc)
+			if used > 2<<20 {
+				t.Errorf("allocated %d bytes; the bound is 2 MiB", used)
 			}
 		})
 	}
@@ -159,7 +158,7 @@ func TestRulesShareOneBudgetPerStep(t *testing.T) {
 	}
 	in := Input{Cluster: cluster(t, strings.Join(labels, ", ")), Step: plan.Step{Disruptive: true}}
 	var ds []plan.Decision
-	alloc := allocated(func() { ds = set.Evaluate(in) })
+	used := alloc.Bytes(func() { ds = set.Evaluate(in) })
 	ran, held := 0, 0
 	for _, d := range ds {
 		switch {
@@ -174,10 +173,10 @@ func TestRulesShareOneBudgetPerStep(t *testing.T) {
 	if ran == 0 || held == 0 || ran+held != 300 {
 		t.Fatalf("%d rules ran, %d held unrun", ran, held)
 	}
-	if alloc > 8<<20 {
-		t.Errorf("allocated %d bytes; the bound is 8 MiB", alloc)
+	if used > 8<<20 {
+		t.Errorf("allocated %d bytes; the bound is 8 MiB", used)
 	}
-	t.Logf("%d rules ran, %d held; %d KiB allocated", ran, held, alloc>>10)
+	t.Logf("%d rules ran, %d held; %d KiB allocated", ran, held, used>>10)
 }
 
 func writePolicy(t *testing.T, p, content string) {
@@ -208,12 +207,12 @@ func TestPolicyBytesAreBoundedPerRepo(t *testing.T) {
 		writePolicy(t, filepath.Join(dir, fmt.Sprintf("p%d.yaml", i)), policyHead+"  concurrency: {maxInFlight: 1}\n# "+strings.Repeat("x", 1_000_000)+"\n")
 	}
 	var err error
-	alloc := allocated(func() { _, err = LoadDir(dir, hostileNow) })
+	used := alloc.Bytes(func() { _, err = LoadDir(dir, hostileNow) })
 	if err == nil || !strings.Contains(err.Error(), "p3.yaml: not read: the policy files before it hold more than 2097152 bytes") {
 		t.Fatalf("error %.600v", err)
 	}
-	if alloc > 40<<20 {
-		t.Errorf("allocated %d bytes; the bound is 40 MiB", alloc)
+	if used > 40<<20 {
+		t.Errorf("allocated %d bytes; the bound is 40 MiB", used)
 	}
-	t.Logf("allocated %d KiB", alloc>>10)
+	t.Logf("allocated %d KiB", used>>10)
 }

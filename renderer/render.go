@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
@@ -21,6 +22,9 @@ import (
 type Renderer struct {
 	opts  Options
 	kinds map[string]Kind
+	// images memoises Images by kind, version and upgradeFrom: they depend
+	// on nothing else, and the planner asks for every cluster of a pass.
+	images sync.Map
 }
 
 // New returns a renderer of these kinds (cmd/cairn's table of kinds wires
@@ -301,6 +305,19 @@ func deletePatch(obj map[string]any) map[string]any {
 // step that changes the template brings. The planner compares them with
 // those that run (planner.Planner.WithImages).
 func (r *Renderer) Images(c spec.Cluster, version string, upgradeFrom int) (map[string]string, error) {
+	key := fmt.Sprintf("%s\x00%s\x00%d", c.Ref().Kind, version, upgradeFrom)
+	if m, ok := r.images.Load(key); ok {
+		return maps.Clone(m.(map[string]string)), nil
+	}
+	m, err := r.templateImages(c, version, upgradeFrom)
+	if err != nil {
+		return nil, err
+	}
+	r.images.Store(key, m)
+	return maps.Clone(m), nil
+}
+
+func (r *Renderer) templateImages(c spec.Cluster, version string, upgradeFrom int) (map[string]string, error) {
 	k, ok := r.kinds[c.Ref().Kind]
 	if !ok {
 		return nil, fmt.Errorf("cairn has no renderer for kind %q", c.Ref().Kind)

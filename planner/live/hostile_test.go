@@ -3,22 +3,13 @@ package live
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// allocated is the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+	"github.com/cairn-dev/cairn/testbed/alloc"
+)
 
 // TestHostileLiveFiles: each file of testdata/hostile, and each thing
 // that is not a live-state file, is refused by ReadFile with a clear
@@ -29,6 +20,10 @@ func TestHostileLiveFiles(t *testing.T) {
 		"fifo.yaml": func(p string) error { return syscall.Mkfifo(p, 0o644) },
 		"zero.yaml": func(p string) error { return os.Symlink("/dev/zero", p) },
 		"dir.yaml":  func(p string) error { return os.Mkdir(p, 0o755) },
+		// Written here, not kept in testdata: a NUL makes a binary file.
+		"nul.yaml": func(p string) error {
+			return os.WriteFile(p, []byte("# A NUL byte.\napiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters: [\x00]\n"), 0o644)
+		},
 		"big.yaml": func(p string) error { // sparse: nothing is written
 			f, err := os.Create(p)
 			if err != nil {
@@ -51,7 +46,7 @@ func TestHostileLiveFiles(t *testing.T) {
 		{"testdata/hostile/deep.yaml", "clusters[0]: must be a mapping of fields, got a list", 4 << 20},
 		{"testdata/hostile/three-documents.yaml", "three-documents.yaml:10:1: more than 2 documents in one file", 1 << 20},
 		{"testdata/hostile/many-problems.yaml", "many-problems.yaml:110:16: clusters[0].members[100].name: more than 100 problems; stopping here", 8 << 20},
-		{"testdata/hostile/nul.yaml", "nul.yaml:4:12: file contains a NUL byte", 1 << 20},
+		{filepath.Join(dir, "nul.yaml"), "nul.yaml:4:12: file contains a NUL byte", 1 << 20},
 		{"testdata/hostile/huge-replicas.yaml", `clusters[0].statefulSet.replicas: "1000000000000" is out of range`, 1 << 20},
 		{"testdata/hostile/forged-lines.yaml", `clusters[0].name: "e\nx.yaml:1:1: all good\n` + "```" + `" is not a valid name`, 1 << 20},
 		{filepath.Join(dir, "fifo.yaml"), "fifo.yaml: not a regular file (p---------)", 64 << 10},
@@ -61,11 +56,11 @@ func TestHostileLiveFiles(t *testing.T) {
 	} {
 		t.Run(filepath.Base(c.path), func(t *testing.T) {
 			var err error
-			var alloc uint64
+			var used uint64
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				alloc = allocated(func() { _, err = ReadFile(c.path) })
+				used = alloc.Bytes(func() { _, err = ReadFile(c.path) })
 			}()
 			select {
 			case <-done:
@@ -78,10 +73,10 @@ func TestHostileLiveFiles(t *testing.T) {
 			if n := strings.Count(err.Error(), "\n"); n > maxProblems+1 {
 				t.Errorf("%d problems reported", n)
 			}
-			if alloc > c.maxAlloc {
-				t.Errorf("allocated %d bytes; the bound is %d", alloc, c.maxAlloc)
+			if used > c.maxAlloc {
+				t.Errorf("allocated %d bytes; the bound is %d", used, c.maxAlloc)
 			}
-			t.Logf("allocated %d KiB", alloc>>10)
+			t.Logf("allocated %d KiB", used>>10)
 		})
 	}
 }

@@ -4,22 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// allocated is the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+	"github.com/cairn-dev/cairn/testbed/alloc"
+)
 
 // withRepoLimits lowers RepoLimits for one test, so that a shape past a
 // limit is cheap to build; the code path is the one the real limits take.
@@ -116,10 +107,10 @@ func TestHostileRepoShapes(t *testing.T) {
 			withRepoLimits(t, c.limits)
 			var err error
 			done := make(chan struct{})
-			var alloc uint64
+			var used uint64
 			go func() {
 				defer close(done)
-				alloc = allocated(func() { _, err = LoadRepo(repo, DefaultLayout) })
+				used = alloc.Bytes(func() { _, err = LoadRepo(repo, DefaultLayout) })
 			}()
 			select {
 			case <-done:
@@ -132,13 +123,13 @@ func TestHostileRepoShapes(t *testing.T) {
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Fatalf("error %.1000v\nwant %q", err, c.want)
 			}
-			if alloc > c.maxAlloc {
-				t.Errorf("allocated %d bytes; the bound is %d", alloc, c.maxAlloc)
+			if used > c.maxAlloc {
+				t.Errorf("allocated %d bytes; the bound is %d", used, c.maxAlloc)
 			}
 			if err != nil && len(err.Error()) > 64<<10 {
 				t.Errorf("the error is %d bytes", len(err.Error()))
 			}
-			t.Logf("allocated %d KiB", alloc>>10)
+			t.Logf("allocated %d KiB", used>>10)
 		})
 	}
 }

@@ -87,11 +87,7 @@ func Forge(t *testing.T, bare, branch, from string, files map[string]string, msg
 // by path.
 func Files(t *testing.T, bare, branch, prefix string) map[string]string {
 	t.Helper()
-	repo, err := git.PlainOpen(bare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
+	repo, ref, err := branchRef(t, bare, branch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,26 +109,30 @@ func Files(t *testing.T, bare, branch, prefix string) map[string]string {
 // Head is the commit a branch of bare points at; zero when it has none.
 func Head(t *testing.T, bare, branch string) plumbing.Hash {
 	t.Helper()
-	repo, err := git.PlainOpen(bare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
+	_, ref, err := branchRef(t, bare, branch)
 	if err != nil {
 		return plumbing.ZeroHash
 	}
 	return ref.Hash()
 }
 
-// Merge fast-forwards main of the bare repo to branch, as a reviewer
-// merging a step's pull request.
-func Merge(t *testing.T, bare, branch string) {
+// branchRef opens bare (failing the test when it cannot) and resolves a
+// branch of it; the error is the branch's.
+func branchRef(t *testing.T, bare, branch string) (*git.Repository, *plumbing.Reference, error) {
 	t.Helper()
 	repo, err := git.PlainOpen(bare)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
+	return repo, ref, err
+}
+
+// Merge fast-forwards main of the bare repo to branch, as a reviewer
+// merging a step's pull request.
+func Merge(t *testing.T, bare, branch string) {
+	t.Helper()
+	repo, ref, err := branchRef(t, bare, branch)
 	if err != nil {
 		t.Fatal(err)
 	}
