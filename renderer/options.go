@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/version"
 )
 
 // Options configure where images come from.
@@ -27,7 +28,7 @@ var DefaultOptions = Options{
 	EtcdRepository:            "quay.io/coreos/etcd",
 	PostgresRepository:        "docker.io/library/postgres",
 	PostgresUpgradeRepository: "docker.io/tianon/postgres-upgrade",
-	CairnImage:                "ghcr.io/cairn-dev/cairn:v0.1.0",
+	CairnImage:                "ghcr.io/cairn-dev/cairn:" + version.Release,
 }
 
 func (o Options) withDefaults() Options {
