@@ -1,0 +1,196 @@
+package docs
+
+import (
+	"bufio"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// A claim is a sentence of the docs saying that something is not built
+// (yet). Each is tied to what shows it true today: a probe that fails
+// once the thing exists, so whoever builds it must update the doc.
+type claim struct {
+	// file and text find the claim: the doc and a part of its line.
+	file, text string
+	// absent: Go code (outside tests) under dir that would exist once
+	// the claimed thing is built; finding it fails the test.
+	absent []probe
+	// checked is, for a claim no code search can decide (a known
+	// limitation, a race), why it is still true, as last reviewed.
+	checked string
+}
+
+type probe struct {
+	dir string
+	re  *regexp.Regexp
+}
+
+func absent(dir, re string) probe { return probe{dir, regexp.MustCompile(re)} }
+
+var (
+	noTLS = []probe{
+		absent("../renderer", `ssl_cert_file|ssl = on|hostssl`),
+		absent("../renderer", `--cert-file|--client-cert-auth|--peer-cert-file`),
+	}
+	noReclone      = []probe{absent("../runtime", `(?i)re-?clone|requested WAL segment`)}
+	noUpgradeCheck = []probe{absent("../runtime/instance", `"--check"`), absent("../planner", `(?i)upgrade.?check`)}
+)
+
+// claims are every "not built" sentence of README.md and docs/*.md.
+var claims = []claim{
+	{file: "README.md", text: "not yet: a `pg_upgrade --check` pre-flight step", absent: noUpgradeCheck},
+	{file: "planner-rules.md", text: "Not built yet: a `pg_upgrade --check` pre-flight step", absent: noUpgradeCheck},
+	{file: "README.md", text: "partly: no TLS, NetworkPolicy or admission policy yet", absent: append([]probe{
+		absent("../renderer", `networkingv1\.NetworkPolicy`),
+		absent("../renderer", `ValidatingAdmissionPolicy`),
+	}, noTLS...)},
+	{file: "README.md", text: "what is not rendered yet", checked: "points at rendering.md's \"Not yet\" section, whose claims are tied below"},
+	{file: "rendering.md", text: "## Not yet", checked: "a heading: its bullets are tied below"},
+	{file: "rendering.md", text: "TLS between etcd members and for PostgreSQL clients is not rendered yet", absent: noTLS},
+	{file: "rendering.md", text: "A replica whose retained volume is older than the primary's WAL", absent: noReclone},
+	{file: "rendering.md", text: "does not re-clone on its own yet", absent: noReclone},
+	{file: "security.md", text: "TLS between members, clients and the runtime is not built yet", absent: noTLS},
+	{file: "security.md", text: "**No TLS yet.**", absent: noTLS},
+	{file: "security.md", text: "Members are proven by ownership, not yet by certificate", absent: []probe{absent("../runtime/agent", `tls\.Config|x509\.`)}},
+	{file: "backups.md", text: "## Not built yet", checked: "a heading: its bullets are tied below"},
+	{file: "backups.md", text: "Point-in-time recovery (continuous WAL archiving)", absent: []probe{
+		absent("../renderer", `archive_mode|archive_command`),
+		absent("../runtime", `archive_command|restore_command|recovery_target_time\b`),
+	}},
+	{file: "backups.md", text: "Tablespaces outside the data directory are refused", absent: []probe{absent("../runtime/backup", `(?i)tablespace map|TablespaceMap`)}},
+	{file: "backups.md", text: "Backups are not encrypted by cairn", absent: []probe{absent("../runtime/backup", `crypto/cipher|crypto/aes`)}},
+	{file: "backups.md", text: "A pin is recorded on the first backup to complete while a request is", checked: "the pin is taken when a backup completes under a named request (runtime/backup/pin.go), not tied to the request's start"},
+	{file: "etcd-recovery.md", text: "cairn does not propose this recovery as a step yet", absent: []probe{absent("../planner", `(?i)force.?new.?cluster|EtcdRecover`)}},
+}
+
+// notClaims are lines with a trigger word that say nothing about what
+// cairn lacks.
+var notClaims = []string{
+	"members not ready or not yet",
+	"etcd learners not yet promoted",
+	"(not yet: the last backup is 30h old)",
+	"with neither, nothing is deployed yet",
+	"has not taken effect yet is planned",
+	"A cluster that does not run yet gets two steps",
+	"an etcd learner not started yet",
+	"label is `primary` (or not set yet",
+	"revision and it has not loaded it yet",
+}
+
+var trigger = regexp.MustCompile(`(?i)\bnot built\b|\bnot rendered\b|\byet\b`)
+
+// TestNotBuiltClaimsAreTrue finds every claim that something is not
+// built, in README.md and docs/*.md, and checks it against its probe.
+func TestNotBuiltClaimsAreTrue(t *testing.T) {
+	files := []string{"../README.md"}
+	md, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, md...)
+	used := make([]bool, len(claims))
+	for _, f := range files {
+		lines := readLines(t, f)
+		inSection := false
+		for i, line := range lines {
+			if strings.HasPrefix(line, "#") {
+				inSection = regexp.MustCompile(`(?i)not built|not yet`).MatchString(line)
+			}
+			bullet := inSection && strings.HasPrefix(line, "- ")
+			if !trigger.MatchString(line) && !bullet {
+				continue
+			}
+			if !bullet && isNotClaim(line) {
+				continue
+			}
+			k := find(filepath.Base(f), line)
+			if k < 0 {
+				t.Errorf("%s:%d: a claim that something is not built, tied to nothing: add it to claims with a probe (or to notClaims if it is no such claim):\n\t%s", f, i+1, line)
+				continue
+			}
+			used[k] = true
+		}
+	}
+	for k, c := range claims {
+		if !used[k] {
+			t.Errorf("claim %q is no longer in %s: remove it from claims", c.text, c.file)
+			continue
+		}
+		if len(c.absent) == 0 && c.checked == "" {
+			t.Errorf("claim %q in %s has neither a probe nor a reason", c.text, c.file)
+		}
+		for _, p := range c.absent {
+			if where := grep(t, p); where != "" {
+				t.Errorf("%s says %q, but %s looks like it is built: update the doc and this claim", c.file, c.text, where)
+			}
+		}
+	}
+}
+
+func find(file, line string) int {
+	for k, c := range claims {
+		if c.file == file && strings.Contains(line, c.text) {
+			return k
+		}
+	}
+	return -1
+}
+
+func isNotClaim(line string) bool {
+	for _, s := range notClaims {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// grep returns the first place in p.dir's Go files (tests excluded) where
+// p.re matches, "" when none does.
+func grep(t *testing.T, p probe) string {
+	t.Helper()
+	found := ""
+	err := filepath.WalkDir(p.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || found != "" {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if loc := p.re.FindIndex(b); loc != nil {
+			found = path + ": " + string(b[loc[0]:loc[1]])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
