@@ -411,16 +411,42 @@ func (cp *ControlPlane) apply(t testing.TB, namespace string, override bool, str
 	return nil
 }
 
-// PostgresBin is the folder of Debian's PostgreSQL 15 programs
-// ($CAIRN_PG_BIN to use others), failing the test when it is missing.
+// PostgresBin is the folder of the PostgreSQL programs a test runs:
+// $CAIRN_PG_BIN when it is set (the Makefile runs the PostgreSQL suites
+// once more with PostgreSQL 13's), else PostgreSQL 15's. It fails the
+// test when the folder has no postgres.
 func PostgresBin(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("CAIRN_PG_BIN")
-	if bin == "" {
-		bin = "/usr/lib/postgresql/15/bin"
+	if bin := os.Getenv("CAIRN_PG_BIN"); bin != "" {
+		return checkPostgresBin(t, bin, "set by $CAIRN_PG_BIN")
 	}
+	return PostgresBinFor(t, 15)
+}
+
+// PostgresBinFor is the folder of PostgreSQL major's programs, side by
+// side with the others': $CAIRN_PG<major>_BIN, else Debian's folder for
+// 15 (apt-get install postgresql-15) and the repo's .cache/pg13/bin for 13
+// (unpacked from Debian 11's packages by .ci/fetch-pg13).
+func PostgresBinFor(t testing.TB, major int) string {
+	t.Helper()
+	if bin := os.Getenv(fmt.Sprintf("CAIRN_PG%d_BIN", major)); bin != "" {
+		return checkPostgresBin(t, bin, fmt.Sprintf("set by $CAIRN_PG%d_BIN", major))
+	}
+	switch major {
+	case 15:
+		return checkPostgresBin(t, "/usr/lib/postgresql/15/bin", "apt-get install postgresql-15")
+	case 13:
+		_, file, _, _ := runtime.Caller(0)
+		return checkPostgresBin(t, filepath.Join(filepath.Dir(file), "..", ".cache", "pg13", "bin"), "run .ci/fetch-pg13")
+	}
+	t.Fatalf("the test bed has no PostgreSQL %d: set $CAIRN_PG%d_BIN", major, major)
+	return ""
+}
+
+func checkPostgresBin(t testing.TB, bin, hint string) string {
+	t.Helper()
 	if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
-		t.Fatalf("PostgreSQL 15 not found in %s (apt-get install postgresql-15, or set CAIRN_PG_BIN): %v", bin, err)
+		t.Fatalf("no PostgreSQL in %s (%s): %v", bin, hint, err)
 	}
 	return bin
 }

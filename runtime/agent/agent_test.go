@@ -42,10 +42,12 @@ type pgMembers struct {
 	dir  string
 	port int
 	cred *syscall.Credential
+	// bin is the PostgreSQL the members run (testbed.PostgresBin).
+	bin string
 }
 
 func newMembers(t testing.TB) *pgMembers {
-	m := &pgMembers{t: t}
+	m := &pgMembers{t: t, bin: testbed.PostgresBin(t)}
 	dir, err := os.MkdirTemp("", "cairn-agent-")
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +91,7 @@ func (m *pgMembers) start(ord int, bootstrap string, candidates ...int) *instanc
 	for _, c := range candidates {
 		cands = append(cands, net.JoinHostPort(m.ip(c), strconv.Itoa(m.port)))
 	}
-	p := &instance.Postgres{Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: "/usr/lib/postgresql/15/bin",
+	p := &instance.Postgres{Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: m.bin,
 		ConfigFile: filepath.Join(m.dir, "postgresql.conf"),
 		Settings:   map[string]string{"listen_addresses": m.ip(ord), "port": strconv.Itoa(m.port), "unix_socket_directories": home},
 		Host:       m.ip(ord), Port: m.port, Candidates: cands, Config: instance.Config{Bootstrap: bootstrap},

@@ -83,7 +83,7 @@ func (pc *pgCluster) run(ord int, bootstrap string) {
 	}
 	nd := &pgNode{done: make(chan error, 1)}
 	api := instance.APIRoleLabel(pc.c, pc.ns, name)
-	nd.p = &instance.Postgres{Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: "/usr/lib/postgresql/15/bin",
+	nd.p = &instance.Postgres{Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: pc.m.bin,
 		ConfigFile: filepath.Join(pc.m.dir, "postgresql.conf"),
 		Settings:   map[string]string{"listen_addresses": pc.m.ip(ord), "port": strconv.Itoa(pc.m.port), "unix_socket_directories": home},
 		Host:       pc.m.ip(ord), Port: pc.m.port, Candidates: cands, Config: instance.Config{Bootstrap: bootstrap},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,7 +40,11 @@ func (s PostgresSource) Stream(ctx context.Context, w io.Writer, m *Manifest) er
 	}
 	defer conn.Close(context.Background())
 	m.Source, m.Version = s.Member, conn.ParameterStatus("server_version")
-	bb := &baseBackup{conn: conn, w: w}
+	major, err := serverMajor(m.Version)
+	if err != nil {
+		return fmt.Errorf("base backup of %s: %w", s.Member, err)
+	}
+	bb := &baseBackup{conn: conn, w: w, legacy: major < 15}
 	if err := bb.run(ctx); err != nil {
 		return fmt.Errorf("base backup of %s: %w", s.Member, err)
 	}
@@ -47,22 +52,58 @@ func (s PostgresSource) Stream(ctx context.Context, w io.Writer, m *Manifest) er
 	return nil
 }
 
-// baseBackup reads one BASE_BACKUP exchange (PostgreSQL 15 and later):
-// the start position, the tablespaces, one CopyOut of 'n'/'d'/'p'
-// messages carrying the archives, and the end position.
+// serverMajor is the major of a server_version parameter ("15.20",
+// "13.23 (Debian 13.23-0+deb11u4)", "18beta1").
+func serverMajor(version string) (int, error) {
+	i := 0
+	for i < len(version) && version[i] >= '0' && version[i] <= '9' {
+		i++
+	}
+	major, err := strconv.Atoi(version[:i])
+	if err != nil || major < 10 {
+		return 0, fmt.Errorf("the server reports version %q, which is no PostgreSQL major cairn can back up (13 and later)", version)
+	}
+	return major, nil
+}
+
+// baseBackup reads one BASE_BACKUP exchange: the start position, the
+// tablespaces, the archives, and the end position. The archives come as
+// PostgreSQL 15 and later send them, one CopyOut of 'n'/'d'/'p' messages
+// (legacy false), or as 13 and 14 do (legacy true): one CopyOut per
+// tablespace whose data is the tar itself, without the two empty blocks
+// that end a tar file.
 type baseBackup struct {
 	conn       *pgconn.PgConn
 	w          io.Writer
+	legacy     bool
 	start, end string
 	timeline   int64
 	results    int
 	archives   int
+	// tail is the last tarBlock*2 bytes of a legacy archive, to end it.
+	tail []byte
 }
 
-const baseBackupCommand = "BASE_BACKUP (LABEL 'cairn', CHECKPOINT 'fast', WAL true, WAIT true, MANIFEST 'no')"
+// The command in each grammar: a fast checkpoint, the WAL from start to
+// end inside the data directory's tar, waiting for it to be archived
+// (when archiving is on), no manifest.
+const (
+	baseBackupCommand       = "BASE_BACKUP (LABEL 'cairn', CHECKPOINT 'fast', WAL true, WAIT true, MANIFEST 'no')"
+	legacyBaseBackupCommand = "BASE_BACKUP LABEL 'cairn' FAST WAL"
+)
+
+// tarEnd is the end of a tar file: two empty 512-byte blocks.
+const tarEnd = 1024
+
+func (b *baseBackup) command() string {
+	if b.legacy {
+		return legacyBaseBackupCommand
+	}
+	return baseBackupCommand
+}
 
 func (b *baseBackup) run(ctx context.Context) error {
-	b.conn.Frontend().Send(&pgproto3.Query{String: baseBackupCommand})
+	b.conn.Frontend().Send(&pgproto3.Query{String: b.command()})
 	if err := b.conn.Frontend().Flush(); err != nil {
 		return err
 	}
@@ -78,8 +119,16 @@ func (b *baseBackup) run(ctx context.Context) error {
 			}
 		case *pgproto3.CommandComplete:
 			b.results++
+		case *pgproto3.CopyOutResponse:
+			if err := b.copyOut(); err != nil {
+				return err
+			}
 		case *pgproto3.CopyData:
 			if err := b.copyData(msg.Data); err != nil {
+				return err
+			}
+		case *pgproto3.CopyDone:
+			if err := b.copyDone(); err != nil {
 				return err
 			}
 		case *pgproto3.ErrorResponse:
@@ -113,7 +162,39 @@ func (b *baseBackup) row(r *pgproto3.DataRow) error {
 	return nil
 }
 
+// copyOut starts an archive in the legacy framing: one tablespace each,
+// the data directory's last.
+func (b *baseBackup) copyOut() error {
+	if !b.legacy {
+		return nil
+	}
+	if b.results != 2 {
+		return errors.New("archive data before the tablespace list")
+	}
+	b.archives++
+	if b.archives > 1 {
+		return errors.New("a second archive: tablespaces outside the data directory are not supported")
+	}
+	return nil
+}
+
+// copyDone ends a legacy archive with the empty blocks the server leaves
+// out, unless it sent them.
+func (b *baseBackup) copyDone() error {
+	if !b.legacy || b.archives == 0 {
+		return nil
+	}
+	if len(b.tail) == tarEnd && !slices.ContainsFunc(b.tail, func(c byte) bool { return c != 0 }) {
+		return nil
+	}
+	_, err := b.w.Write(make([]byte, tarEnd))
+	return err
+}
+
 func (b *baseBackup) copyData(d []byte) error {
+	if b.legacy {
+		return b.legacyData(d)
+	}
 	if len(d) == 0 {
 		return errors.New("an empty CopyData message")
 	}
@@ -140,6 +221,25 @@ func (b *baseBackup) copyData(d []byte) error {
 		return errors.New("the server sent a backup manifest it was not asked for")
 	default:
 		return fmt.Errorf("an unknown CopyData message %q", d[0])
+	}
+	return nil
+}
+
+// legacyData writes a piece of a legacy archive, keeping its tail.
+func (b *baseBackup) legacyData(d []byte) error {
+	if b.archives != 1 {
+		return errors.New("archive data outside an archive")
+	}
+	if _, err := b.w.Write(d); err != nil {
+		return err
+	}
+	if len(d) >= tarEnd {
+		b.tail = append(b.tail[:0], d[len(d)-tarEnd:]...)
+		return nil
+	}
+	b.tail = append(b.tail, d...)
+	if over := len(b.tail) - tarEnd; over > 0 {
+		b.tail = append(b.tail[:0], b.tail[over:]...)
 	}
 	return nil
 }

@@ -62,16 +62,25 @@ func (p *Postgres) staleMajor() (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	major, err := p.binaryMajor()
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(string(data)) != major, nil
+}
+
+// binaryMajor is the major of the member's postgres ("13", "15").
+func (p *Postgres) binaryMajor() (string, error) {
 	out, err := exec.Command(p.bin("postgres"), "--version").Output()
 	if err != nil {
-		return false, fmt.Errorf("postgres --version: %w", err)
+		return "", fmt.Errorf("postgres --version: %w", err)
 	}
 	fields := strings.Fields(string(out)) // postgres (PostgreSQL) 15.18 ...
 	if len(fields) < 3 {
-		return false, fmt.Errorf("postgres --version printed %q", out)
+		return "", fmt.Errorf("postgres --version printed %q", out)
 	}
 	major, _, _ := strings.Cut(fields[2], ".")
-	return strings.TrimSpace(string(data)) != major, nil
+	return major, nil
 }
 
 // dataOfThisMajor reports whether the member starts from its data: data

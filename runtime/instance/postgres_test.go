@@ -31,8 +31,10 @@ type pgBed struct {
 	ports map[int]int
 }
 
-func newPGBed(t *testing.T) *pgBed {
-	bin := testbed.PostgresBin(t)
+func newPGBed(t *testing.T) *pgBed { return newPGBedAt(t, testbed.PostgresBin(t)) }
+
+// newPGBedAt is a bed whose members run the PostgreSQL programs in bin.
+func newPGBedAt(t *testing.T, bin string) *pgBed {
 	b := &pgBed{t: t, bin: bin, ports: map[int]int{}}
 	dir, err := os.MkdirTemp("", "cairn-pg-")
 	if err != nil {

@@ -57,6 +57,15 @@ func (p *Postgres) restorePostgres(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A data directory of another major does not start: say so before
+	// anything is unpacked.
+	major, err := p.binaryMajor()
+	if err != nil {
+		return err
+	}
+	if backupMajor, _, _ := strings.Cut(m.Version, "."); backupMajor != major {
+		return fmt.Errorf("restore: backup %s of %s is of PostgreSQL %s, and this member runs PostgreSQL %s: a base backup restores only into its own major; restore it into a cluster at %s, then upgrade that cluster", m.ID, m.Cluster, m.Version, major, backupMajor)
+	}
 	if err := os.RemoveAll(p.PGData); err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package instance
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairn-dev/cairn/runtime/backup"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // A create step from a snapshot: all three members restore it as one new
@@ -113,6 +116,34 @@ func TestPostgresCreateStepRestoresABaseBackup(t *testing.T) {
 	}
 	if _, err := dialAs(ctx, hostOf(0), dst.ports[0], testSuperPW); err == nil {
 		t.Fatal("the old cluster's superuser password still works")
+	}
+}
+
+// A base backup of one major is refused by a member of another, before
+// anything is unpacked, with what to do instead; the member never starts.
+func TestPostgresRestoreRefusesAnotherMajor(t *testing.T) {
+	ctx := context.Background()
+	stores := t.TempDir()
+	src := newPGBedAt(t, testbed.PostgresBinFor(t, 13))
+	src.start(src.member(0, "new"), StartPrimary)
+	bsrc := backup.PostgresSource{Member: "pg-0", Host: hostOf(0), Port: src.ports[0], User: ReplicationUser, Password: testReplPW}
+	m, err := backup.Take(ctx, &backup.FileStore{Root: stores}, "old", "PostgresCluster", bsrc, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(m.Version, "13.") {
+		t.Fatalf("the backup is of %q, not of PostgreSQL 13", m.Version)
+	}
+
+	dst := newPGBedAt(t, testbed.PostgresBinFor(t, 15))
+	p := dst.member(0, "new")
+	p.Config.Restore = &Restore{Location: "file://" + stores, Cluster: "old", Backup: m.ID}
+	_, _, err = p.Prepare(ctx)
+	if err == nil || !strings.Contains(err.Error(), "is of PostgreSQL 13.") || !strings.Contains(err.Error(), "runs PostgreSQL 15") {
+		t.Fatalf("restoring a 13 backup on 15: %v", err)
+	}
+	if _, err := os.Stat(p.PGData); !os.IsNotExist(err) {
+		t.Fatalf("the refused restore left %s: %v", p.PGData, err)
 	}
 }
 
