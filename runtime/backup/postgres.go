@@ -60,7 +60,7 @@ func serverMajor(version string) (int, error) {
 		i++
 	}
 	major, err := strconv.Atoi(version[:i])
-	if err != nil || major < 10 {
+	if err != nil || major < 13 {
 		return 0, fmt.Errorf("the server reports version %q, which is no PostgreSQL major cairn can back up (13 and later)", version)
 	}
 	return major, nil
