@@ -119,11 +119,18 @@ func (u *PgUpgrade) upgrade(ctx context.Context) error {
 		return err
 	}
 	work := filepath.Dir(u.PGData)
-	err := newPG.runIn(ctx, work, nil, "pg_upgrade",
-		"--old-bindir", u.OldBin, "--new-bindir", u.NewBin,
-		"--old-datadir", u.PGData, "--new-datadir", next,
-		"--username", Superuser, "--link")
-	if err != nil {
+	args := []string{"--old-bindir", u.OldBin, "--new-bindir", u.NewBin,
+		"--old-datadir", u.PGData, "--new-datadir", next, "--username", Superuser, "--link"}
+	// --check first: it changes neither cluster, so an upgrade it refuses
+	// (an extension missing from the new major, a data type it cannot
+	// carry) leaves the old data directory as it was.
+	if err := newPG.runIn(ctx, work, nil, "pg_upgrade", append(args, "--check")...); err != nil {
+		if rmErr := os.RemoveAll(next); rmErr != nil {
+			u.Log.Warn("could not remove the new data directory of a refused upgrade", "path", next, "err", rmErr.Error())
+		}
+		return fmt.Errorf("pg_upgrade --check refused the upgrade from %d to %d; the old data directory is unchanged: %w", u.From, u.To, err)
+	}
+	if err := newPG.runIn(ctx, work, nil, "pg_upgrade", args...); err != nil {
 		return fmt.Errorf("pg_upgrade: %w", err)
 	}
 	if err := os.Rename(u.PGData, old); err != nil {
