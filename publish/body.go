@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 )
 
@@ -106,26 +107,61 @@ func cut(s string, n int) string {
 }
 
 // bodyReserve is room a body keeps free under MaxBody for what providers
-// append (a merge refusal note, cairn's close marker).
+// append (a merge refusal note, cairn's close marker, the outcome).
 const bodyReserve = 2048
 
-// Body is what a reviewer reads: the whole plan with this step marked, a
-// diagram, the gates (which hold now, when gates says), disruption and
-// rollback, policy decisions, and the manifest diff of this step in a
-// collapsed block. It stays under MaxBody by cutting the diff, never the
-// rest. specCommit is the base commit the step's branch was built on.
-func Body(p plan.Plan, current int, specCommit, diff string, gates []GateState) string {
+// BodyInput is what a step's pull request body is made of. Plan,
+// Current and SpecCommit are required; the rest is shown when given.
+type BodyInput struct {
+	Plan plan.Plan
+	// Current is the index of the step in Plan.Steps.
+	Current int
+	// SpecCommit is the base commit the step's branch was built on.
+	SpecCommit string
+	// Head is the step's commit on its branch: the body links its
+	// PLAN.md. Empty: the body names the file only.
+	Head string
+	// Diff is the step's manifest diff (cut to fit, never the rest).
+	Diff string
+	// Gates say which "before" gates hold now (GateStates); nil: not
+	// checked.
+	Gates []GateState
+	// Live is the observed cluster the plan was made against: its table
+	// is shown only when its fingerprint is the plan's
+	// ObservedFingerprint, so the body never shows a state the plan was
+	// not made from. nil: none shown.
+	Live *live.Cluster
+	// WebURL is the repo's web address (https://github.com/OWNER/REPO),
+	// from a provider that is a WebLinker: commits and PLAN.md are links.
+	// Empty: commits are named by their full hash, which GitHub links.
+	WebURL string
+	// Previous is the pull request of the cluster's step merged last (the
+	// base's entry point selects it); nil when none is known.
+	Previous *PullRequest
+}
+
+// Body is what a reviewer reads: the whole plan with this step marked,
+// links (the spec commit, PLAN.md, the neighbouring steps, release
+// notes), the live state it was planned against, a diagram, the gates
+// (which hold now, when gates were checked), the pods that restart and
+// the expected disruption, rollback, policy decisions, and the manifest
+// diff of this step in a collapsed block. It stays under MaxBody by
+// cutting the diff, never the rest. All text from specs, policies and
+// the live state is escaped (md).
+func Body(in BodyInput) string {
+	p, current := in.Plan, in.Current
 	s := p.Steps[current]
 	var b strings.Builder
-	fmt.Fprintf(&b, "### %s: step %d of %d\n\n%s\n\n", p.Cluster, current+1, len(p.Steps), s.Summary)
-	fmt.Fprintf(&b, "Plan `%s`, planned from spec commit `%s` against observed state `%s`.\n\n", p.ID, short(specCommit), short(strings.TrimPrefix(p.ObservedFingerprint, "sha256:")))
+	fmt.Fprintf(&b, "### %s: step %d of %d\n\n%s\n\n", md(p.Cluster.String()), current+1, len(p.Steps), md(s.Summary))
+	writeLinks(&b, in)
+	writeLive(&b, p, in.Live)
 	b.WriteString("| | # | Step | Disruptive | Reversible | Summary |\n|---|---|---|---|---|---|\n")
 	for i, st := range p.Steps {
 		mark := ""
 		if i == current {
 			mark = "▶"
 		}
-		fmt.Fprintf(&b, "| %s | %d | `%s` | %s | %s | %s |\n", mark, i+1, st.ID, yesNo(st.Disruptive), yesNo(st.Reversible), cell(st.Summary))
+		fmt.Fprintf(&b, "| %s | %d | `%s` | %s | %s | %s |\n", mark, i+1, st.ID, yesNo(st.Disruptive), yesNo(st.Reversible), md(st.Summary))
 	}
 	b.WriteString("\n```mermaid\nflowchart LR\n")
 	for i, st := range p.Steps {
@@ -135,13 +171,19 @@ func Body(p plan.Plan, current int, specCommit, diff string, gates []GateState) 
 		}
 	}
 	fmt.Fprintf(&b, "  style s%d stroke-width:3px\n```\n\n", current)
-	writeGates(&b, s, gates)
-	fmt.Fprintf(&b, "**Disruptive:** %s. **Reversible:** %s. **Rollback:** %s\n\n", yesNo(s.Disruptive), yesNo(s.Reversible), s.Rollback)
+	writeGates(&b, s, in.Gates)
+	roles := verified(p, in.Live)
+	if current > 0 {
+		roles = nil // earlier steps may move the roles (a switchover)
+	}
+	writeImpact(&b, p, current, roles)
+	fmt.Fprintf(&b, "**Disruptive:** %s. **Reversible:** %s. **Rollback:** %s\n\n", yesNo(s.Disruptive), yesNo(s.Reversible), md(s.Rollback))
 	b.WriteString(autoMergeLine(s))
 	for _, d := range s.Decisions {
-		fmt.Fprintf(&b, "- Policy `%s`: **%s** %s\n", d.Policy, d.Verdict, d.Reason)
+		fmt.Fprintf(&b, "- Policy `%s`: **%s** %s\n", strings.ReplaceAll(oneLine(d.Policy), "`", "'"), d.Verdict, md(d.Reason))
 	}
-	footer := fmt.Sprintf("\n<!-- cairn cluster=%s step=%s plan=%s -->\n", p.Cluster, s.ID, p.ID)
+	footer := fmt.Sprintf("\n<!-- cairn cluster=%s step=%s plan=%s %s -->\n", p.Cluster, s.ID, p.ID, outcomePending)
+	diff := in.Diff
 	// The fence is longer than any run of backticks in the diff, so no
 	// manifest line can end the block early.
 	fence := strings.Repeat("`", max(3, longestRun(diff, '`')+1))
@@ -164,46 +206,69 @@ func autoMergeLine(s plan.Step) string {
 	case why == "":
 		return ""
 	case ok:
-		return fmt.Sprintf("**Auto-merge:** yes: %s. Add a `%s` label to leave it to a person.\n\n", why, DoNotMerge)
+		return fmt.Sprintf("**Auto-merge:** yes: %s. Add a `%s` label to leave it to a person.\n\n", md(why), DoNotMerge)
 	}
-	return fmt.Sprintf("**Auto-merge:** no: %s.\n\n", why)
+	return fmt.Sprintf("**Auto-merge:** no: %s.\n\n", md(why))
 }
 
 // writeGates lists the step's gates as plain bullets (not a task list: a
 // reviewer's tick would be undone by the next update). The "before" gates
-// say whether they hold now when gates were checked.
+// say whether they hold now when gates were checked; the "done when"
+// gates show their results once the step is done (outcome.go).
 func writeGates(b *strings.Builder, s plan.Step, gates []GateState) {
-	for _, when := range []plan.Phase{plan.Before, plan.After} {
-		title := "Before it starts"
-		if when == plan.After {
-			title = "Done when"
+	first := true
+	n := 0 // the place of a "before" gate among gates
+	for _, g := range s.Gates {
+		if g.When != plan.Before {
+			continue
 		}
-		first := true
-		n := 0 // the place of a "before" gate among gates
-		for _, g := range s.Gates {
-			if g.When != when {
-				continue
-			}
-			if first {
-				fmt.Fprintf(b, "**%s:**\n", title)
-				first = false
-			}
-			switch {
-			case when != plan.Before || n >= len(gates):
-				fmt.Fprintf(b, "- %s\n", g.Description)
-			case gates[n].Holds:
-				fmt.Fprintf(b, "- ✅ %s (holds now)\n", g.Description)
-			default:
-				fmt.Fprintf(b, "- ⏳ %s (not yet: %s)\n", g.Description, oneLine(gates[n].Why))
-			}
-			if when == plan.Before {
-				n++
-			}
+		if first {
+			b.WriteString("**Before it starts:**\n")
+			first = false
 		}
-		if !first {
-			b.WriteString("\n")
+		switch {
+		case n >= len(gates):
+			fmt.Fprintf(b, "- %s\n", md(g.Description))
+		case gates[n].Holds:
+			fmt.Fprintf(b, "- ✅ %s (holds now)\n", md(g.Description))
+		default:
+			fmt.Fprintf(b, "- ⏳ %s (not yet: %s)\n", md(g.Description), md(gates[n].Why))
 		}
+		n++
 	}
+	if !first {
+		b.WriteString("\n")
+	}
+	b.WriteString(doneWhen(s, nil, ""))
+}
+
+// doneWhen is the step's "Done when" list: plain bullets until the step
+// is done, then (results, one per "after" gate, and when they held) each
+// with its result. Empty when the step has no "after" gate.
+func doneWhen(s plan.Step, results []GateState, held string) string {
+	var b strings.Builder
+	n := 0
+	for _, g := range s.Gates {
+		if g.When != plan.After {
+			continue
+		}
+		if n == 0 {
+			b.WriteString("**Done when:**\n")
+		}
+		switch {
+		case n >= len(results):
+			fmt.Fprintf(&b, "- %s\n", md(g.Description))
+		case results[n].Holds:
+			fmt.Fprintf(&b, "- ✅ %s (held %s)\n", md(g.Description), held)
+		default:
+			fmt.Fprintf(&b, "- ❌ %s (%s)\n", md(g.Description), md(results[n].Why))
+		}
+		n++
+	}
+	if n > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // The note a provider leaves on a pull request it refused to merge: cairn
@@ -310,8 +375,6 @@ func yesNo(v bool) string {
 	}
 	return "no"
 }
-
-func cell(s string) string { return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s) }
 
 func longestRun(s string, c byte) int {
 	best, run := 0, 0

@@ -21,14 +21,14 @@ func bodyPlan() plan.Plan {
 }
 
 func TestBody(t *testing.T) {
-	b := Body(bodyPlan(), 0, "abcdef0123456789abcdef", "+x\n", nil)
+	b := Body(BodyInput{Plan: bodyPlan(), SpecCommit: "abcdef0123456789abcdef", Diff: "+x\n"})
 	for _, want := range []string{
 		"### EtcdCluster/e: step 1 of 2", "| ▶ | 1 | `etcd-add-3` |", `Add e-3 \| as a learner`, "```mermaid", "s0 --> s1",
 		// Plain bullets, not a task list: a reviewer's tick would be
 		// undone by every update, and GitHub would count "0 of 2 tasks".
 		"**Before it starts:**\n- healthy\n", "**Done when:**\n- e-3 votes\n", "**Rollback:** lower size",
-		"<details><summary>Manifests this step changes</summary>", "```diff\n+x\n```", "<!-- cairn cluster=EtcdCluster/e step=etcd-add-3 plan=0123456789ab -->",
-		"spec commit `abcdef012345`",
+		"<details><summary>Manifests this step changes</summary>", "```diff\n+x\n```", "<!-- cairn cluster=EtcdCluster/e step=etcd-add-3 plan=0123456789ab outcome=pending -->",
+		"- **Spec commit:** abcdef0123456789abcdef (the base this branch is built on)",
 	} {
 		if !strings.Contains(b, want) {
 			t.Errorf("body lacks %q:\n%s", want, b)
@@ -58,7 +58,7 @@ func TestBodySaysWhichGateHoldsNow(t *testing.T) {
 	if len(p.Steps[0].Gates) != 3 {
 		t.Fatal("GateStates changed the plan's step")
 	}
-	b := Body(p, 0, "abc", "", gates)
+	b := Body(BodyInput{Plan: p, SpecCommit: "abc", Gates: gates})
 	if !strings.Contains(b, "**Before it starts:**\n- ⏳ e-1 is ready (not yet: e-1 is not ready)\n- ✅ healthy (holds now)\n\n**Done when:**\n- e-3 votes\n") {
 		t.Errorf("gates in the body:\n%s", b)
 	}
@@ -92,7 +92,7 @@ func TestTitlesStayWithinGitHubsLimit(t *testing.T) {
 
 func TestBodyStaysUnderGitHubsLimit(t *testing.T) {
 	huge := strings.Repeat("+ a line of a very large manifest diff\n", 5000)
-	b := Body(bodyPlan(), 1, "abc", huge, nil)
+	b := Body(BodyInput{Plan: bodyPlan(), Current: 1, SpecCommit: "abc", Diff: huge})
 	if len(b) > MaxBody {
 		t.Fatalf("body is %d characters", len(b))
 	}
@@ -146,7 +146,7 @@ func TestLabelsCompareAsSetsAndKeepPeoplesLabels(t *testing.T) {
 }
 
 func TestTheDiffFenceOutgrowsBackticksInTheDiff(t *testing.T) {
-	b := Body(bodyPlan(), 0, "abc", "+ script: |\n+   ```\n+   echo\n", nil)
+	b := Body(BodyInput{Plan: bodyPlan(), SpecCommit: "abc", Diff: "+ script: |\n+   ```\n+   echo\n"})
 	if !strings.Contains(b, "````diff\n") || !strings.Contains(b, "\n````\n") {
 		t.Errorf("fence:\n%s", b)
 	}
@@ -167,7 +167,7 @@ func TestBodySaysWhetherCairnMerges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := bodyPlan()
 			p.Steps[0].Decisions = tc.decisions
-			b := Body(p, 0, "abc", "", nil)
+			b := Body(BodyInput{Plan: p, SpecCommit: "abc"})
 			if tc.want == "" && strings.Contains(b, "Auto-merge") || !strings.Contains(b, tc.want) {
 				t.Errorf("body:\n%s\nwant %q", b, tc.want)
 			}
@@ -176,7 +176,7 @@ func TestBodySaysWhetherCairnMerges(t *testing.T) {
 }
 
 func TestMergeRefusalNote(t *testing.T) {
-	body := Body(bodyPlan(), 0, "abc", "+x\n", nil)
+	body := Body(BodyInput{Plan: bodyPlan(), SpecCommit: "abc", Diff: "+x\n"})
 	noted := WithMergeRefusal(body, "0123", "GitHub answered 405 for #1: Required status check \"ci\" is expected.\nagain")
 	if !MergeRefused(noted, "0123") || MergeRefused(noted, "4567") || MergeRefused(body, "0123") {
 		t.Fatal("the note names the head it was refused at")
@@ -194,7 +194,7 @@ func TestMergeRefusalNote(t *testing.T) {
 }
 
 func TestWaitingNote(t *testing.T) {
-	body := Body(bodyPlan(), 0, "abc", "+x\n", nil)
+	body := Body(BodyInput{Plan: bodyPlan(), SpecCommit: "abc", Diff: "+x\n"})
 	w := WithWaiting(body, "waiting: e-1 is ready")
 	if !strings.HasPrefix(w, "> **Waiting:** waiting: e-1 is ready; `cairn/plan` is pending until then.") || WithoutWaiting(w) != body {
 		t.Errorf("waiting:\n%s", w)
@@ -224,7 +224,7 @@ func (m *memPRs) Update(_ context.Context, pr PullRequest) error {
 // While a plan waits (a member down), its cluster's open pull request
 // turns pending once, saying why; the next pass writes nothing more.
 func TestAWaitingPlanSetsItsOpenPullRequestPending(t *testing.T) {
-	body := Body(bodyPlan(), 0, "abc", "+x\n", nil)
+	body := Body(BodyInput{Plan: bodyPlan(), SpecCommit: "abc", Diff: "+x\n"})
 	m := &memPRs{prs: []PullRequest{
 		{Number: 1, Branch: Branch("e", "etcd-add-3"), State: Open, Head: "h1", Body: WithMergeRefusal(body, "h1", "405"), Check: Check{State: "success"}},
 		{Number: 2, Branch: Branch("other", "etcd-add-3"), State: Open, Head: "h2", Body: body, Check: Check{State: "success"}},

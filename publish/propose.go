@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
@@ -46,7 +48,20 @@ type Publisher struct {
 	// status is pending while one does not hold, and its body says which
 	// hold. nil: the status follows the policies only.
 	Gates func(pl plan.Plan) (pass bool, why string)
-	Log   *slog.Logger
+	// Live, when set, is the observed cluster a plan was made against
+	// (nil when none runs): the body shows it as a table, and the roles
+	// in its disruption note, when its fingerprint is the plan's.
+	Live func(ref plan.ClusterRef) *live.Cluster
+	// After, when set, reports whether step s of a cluster shows done in
+	// the live state: Publish asks it one "after" gate at a time (the step
+	// carrying only that gate). Once each holds, and the cluster's next
+	// step is published or its plan is done, the merged step's pull
+	// request gets one comment with the outcome (outcome.go), through a
+	// provider that is a Commenter. nil: no outcome is noted.
+	After func(ref plan.ClusterRef, s plan.Step) (pass bool, why string)
+	// Now is the time outcomes are seen at; default time.Now.
+	Now func() time.Time
+	Log *slog.Logger
 }
 
 // Action is what Publish did for a cluster.
@@ -146,7 +161,7 @@ func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base 
 		s := pl.Steps[0]
 		o.Step, o.Branch = s.ID, Branch(pl.Cluster.Name, s.ID)
 		reason = fmt.Sprintf("superseded by %s (plan %s, spec commit %s)", o.Branch, pl.ID, short(base.Hash.String()))
-		action, pr, err := p.publishStep(ctx, c, pl, base, existing(prs, o.Branch))
+		action, pr, err := p.publishStep(ctx, c, pl, base, prs)
 		var fe *gitrepo.ForeignError
 		switch {
 		case action == ActionForeign && errors.As(err, &fe):
@@ -156,7 +171,13 @@ func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base 
 		default:
 			o.Action = action
 			o.merge, o.Note = p.mergeable(pl, pr)
+			if pr != nil && pr.State == Open {
+				p.noteOutcome(ctx, pl, base, prs, pr)
+			}
 		}
+	}
+	if pl.Status == plan.StatusConverged {
+		p.noteOutcome(ctx, pl, base, prs, nil)
 	}
 	if pl.Status == plan.StatusWaiting {
 		// A member not ready or a change in flight is no reason to close
@@ -208,7 +229,8 @@ func note(pl plan.Plan) string {
 // declined in this cycle publishes nothing (identity.go); a branch holding
 // a person's commit is left alone (foreign.go), with the
 // *gitrepo.ForeignError returned.
-func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, pr *PullRequest) (Action, *PullRequest, error) {
+func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) (Action, *PullRequest, error) {
+	pr := existing(prs, Branch(pl.Cluster.Name, pl.Steps[0].ID))
 	if action := p.standing(ctx, pl, base, pr); action != "" {
 		return action, nil, nil
 	}
@@ -236,7 +258,12 @@ func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Pla
 	if builtOn.IsZero() {
 		builtOn = base.Hash
 	}
-	want := PullRequest{Branch: Branch(pl.Cluster.Name, s.ID), Title: Title(pl, s), Body: Body(pl, 0, builtOn.String(), stepDiff(built, pl), gates),
+	body := BodyInput{Plan: pl, SpecCommit: builtOn.String(), Head: res.Commit.String(), Diff: stepDiff(built, pl), Gates: gates,
+		WebURL: p.webURL(), Previous: previous(pl, base, prs)}
+	if p.Live != nil {
+		body.Live = p.Live(pl.Cluster)
+	}
+	want := PullRequest{Branch: Branch(pl.Cluster.Name, s.ID), Title: Title(pl, s), Body: Body(body),
 		Head: res.Commit.String(), Labels: Labels(s), Check: StepCheck(pl, s, gates)}
 	switch {
 	case pr == nil || pr.State != Open:

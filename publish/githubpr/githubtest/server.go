@@ -138,6 +138,8 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.merge(w, r, parts[4])
 	case parts[3] == "pulls" && len(parts) == 5 && r.Method == http.MethodPatch:
 		f.edit(w, r, parts[4])
+	case parts[3] == "pulls" && len(parts) == 5 && r.Method == http.MethodGet:
+		f.get(w, parts[4])
 	case parts[3] == "issues" && len(parts) == 6 && parts[5] == "labels" && r.Method == http.MethodPut:
 		f.labels(w, r, parts[4])
 	case parts[3] == "issues" && len(parts) == 6 && parts[5] == "comments" && r.Method == http.MethodPost:
@@ -287,6 +289,15 @@ func (f *Server) edit(w http.ResponseWriter, r *http.Request, num string) {
 		pr.State = *in.State
 	}
 	writeJSON(w, http.StatusOK, pr)
+}
+
+// get answers GET /repos/{o}/{r}/pulls/{n}: the pull request, merged_at
+// and merged included.
+func (f *Server) get(w http.ResponseWriter, num string) {
+	if pr := f.find(w, num); pr != nil {
+		f.refresh(pr)
+		writeJSON(w, http.StatusOK, pr)
+	}
 }
 
 func (f *Server) labels(w http.ResponseWriter, r *http.Request, num string) {

@@ -1,0 +1,154 @@
+package publish
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
+)
+
+// impact is what a step does to the running members, derived from its
+// kind and parameters only (roles from the live state the plan was made
+// against, said to be as planned): the pods it restarts, in order, and
+// the disruption clients should expect. A kind it does not know says
+// nothing (known is false).
+type impact struct {
+	known    bool
+	restarts []string
+	effect   string
+}
+
+// stepImpact derives a step's impact. Only UpgradeMember and
+// RestartMember (the update partition moves to one member's ordinal)
+// and PostgresMajorUpgrade (the StatefulSet keeps one pod, restarted)
+// restart pods; the other kinds change a ConfigMap the runtime reads, add
+// or remove a pod, or grow volumes (renderer/settings.go).
+func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
+	pa := s.Params
+	switch {
+	case pa.UpgradeMember != nil:
+		u := pa.UpgradeMember
+		return impact{true, []string{u.Member}, memberRestart(kind, u.Member, u.Replicas, c) + fmt.Sprintf("; it comes back at %s (from %s)", md(u.To), md(u.From))}
+	case pa.RestartMember != nil:
+		r := pa.RestartMember
+		return impact{true, []string{r.Member}, memberRestart(kind, r.Member, r.Replicas, c)}
+	case pa.PostgresMajorUpgrade != nil:
+		m := pa.PostgresMajorUpgrade
+		return impact{true, []string{m.Primary}, fmt.Sprintf("downtime: the replicas stop (the StatefulSet keeps one pod) and %s restarts to run pg_upgrade from %s to %s; "+
+			"the cluster takes no reads or writes until it is back", md(m.Primary), md(m.From), md(m.To))}
+	case pa.PostgresSwitchover != nil:
+		w := pa.PostgresSwitchover
+		return impact{true, nil, fmt.Sprintf("one switchover from %s to %s: writes pause while %s turns read-only and %s replays its last WAL and is promoted "+
+			"(a few seconds when %s keeps up); sessions on %s are cut", md(w.From), md(w.To), md(w.From), md(w.To), md(w.To), md(w.From))}
+	case pa.CreateCluster != nil:
+		return impact{true, nil, fmt.Sprintf("none: nothing runs yet; %d member(s) start for the first time", pa.CreateCluster.Members)}
+	case pa.ScaleIn != nil:
+		return impact{true, nil, fmt.Sprintf("the pod of %s%s stops for good and its connections drop; the other members keep serving", md(pa.ScaleIn.Member), asPlanned(c, pa.ScaleIn.Member))}
+	case pa.EtcdAddMember != nil:
+		how := "a voter"
+		if pa.EtcdAddMember.Learner {
+			how = "a learner"
+		}
+		return impact{true, nil, fmt.Sprintf("none expected: %s joins as %s; the members keep serving", md(pa.EtcdAddMember.Member), how)}
+	case pa.EtcdRemoveMember != nil:
+		r := pa.EtcdRemoveMember
+		effect := fmt.Sprintf("%s leaves the etcd membership; its pod keeps running until the step that removes it", md(r.Member))
+		if r.TransferLeadership {
+			effect = fmt.Sprintf("one leader change: leadership moves away from %s first (writes pause briefly), then ", md(r.Member)) + effect
+		}
+		return impact{true, nil, effect}
+	case pa.PostgresAddReplica != nil:
+		return impact{true, nil, fmt.Sprintf("none expected: the new replica %s clones from the primary; the members keep serving", md(pa.PostgresAddReplica.Member))}
+	case pa.ExpandStorage != nil:
+		return impact{true, nil, fmt.Sprintf("the volume claims grow from %s to %s in place; the step restarts no pod", md(pa.ExpandStorage.From), md(pa.ExpandStorage.To))}
+	case pa.ConfigureBackup != nil:
+		return impact{true, nil, "none: the runtime changes its backup policy"}
+	case pa.TakeBackup != nil:
+		return impact{true, nil, "none: the runtime takes a backup"}
+	case pa.PostgresSynchronousStandbys != nil:
+		return impact{true, nil, fmt.Sprintf("none expected: the synchronous standbys go from %d to %d", pa.PostgresSynchronousStandbys.From, pa.PostgresSynchronousStandbys.To)}
+	case pa.PostgresReloadParameters != nil:
+		return impact{true, nil, "none: every member reloads its configuration"}
+	case pa.SealBootstrap != nil:
+		return impact{true, nil, "none: the rendered config switches from bootstrap to join"}
+	}
+	return impact{}
+}
+
+// memberRestart is the disruption of one member's restart.
+func memberRestart(kind, member string, replicas int, c *live.Cluster) string {
+	role := roleOf(c, member)
+	switch {
+	case replicas <= 1:
+		return "the only member restarts: the cluster is down until it is back"
+	case kind == spec.PostgresKind && role == live.RolePrimary:
+		return fmt.Sprintf("the primary (%s, as planned) restarts: writes fail until it is back", md(member))
+	case kind == spec.PostgresKind && role == live.RoleReplica:
+		return fmt.Sprintf("one replica (%s, as planned) restarts: its sessions are cut; the primary keeps taking writes", md(member))
+	case kind == spec.EtcdKind && replicas == 2:
+		return fmt.Sprintf("one of 2 members restarts (%s): etcd has no quorum until it is back", md(member))
+	case kind == spec.EtcdKind && role == live.RoleLeader:
+		return fmt.Sprintf("one of %d members restarts (%s, the leader as planned): a new leader is elected (writes pause briefly); the others keep quorum", replicas, md(member))
+	case kind == spec.EtcdKind:
+		return fmt.Sprintf("one of %d members restarts (%s%s); the others keep quorum", replicas, md(member), asPlanned(c, member))
+	}
+	return fmt.Sprintf("one of %d members restarts (%s); its sessions are cut", replicas, md(member))
+}
+
+// roleOf is member's role in c; "" when c does not show it.
+func roleOf(c *live.Cluster, member string) live.Role {
+	if c == nil {
+		return ""
+	}
+	for _, m := range c.Members {
+		if m.Name == member && m.Role != live.RoleUnknown {
+			return m.Role
+		}
+	}
+	return ""
+}
+
+// asPlanned is ", a <role> as planned" when c shows member's role.
+func asPlanned(c *live.Cluster, member string) string {
+	if r := roleOf(c, member); r != "" {
+		return fmt.Sprintf(", a %s as planned", md(string(r)))
+	}
+	return ""
+}
+
+// writeImpact writes the pods the step restarts, in order, the expected
+// disruption, and, for a plan that restarts pods in several steps, the
+// order across the plan. Nothing for a kind stepImpact does not know.
+func writeImpact(b *strings.Builder, p plan.Plan, current int, c *live.Cluster) {
+	im := stepImpact(p.Cluster.Kind, p.Steps[current], c)
+	if !im.known {
+		return
+	}
+	if len(im.restarts) == 0 {
+		b.WriteString("- **Pods that restart:** none\n")
+	} else {
+		fmt.Fprintf(b, "- **Pods that restart, in order:** %s\n", pods(im.restarts))
+	}
+	fmt.Fprintf(b, "- **Expected disruption:** %s\n", im.effect)
+	var across []string
+	for i, s := range p.Steps {
+		// Roles change along a plan (a switchover): only the order is said.
+		for _, pod := range stepImpact(p.Cluster.Kind, s, nil).restarts {
+			across = append(across, fmt.Sprintf("%s (step %d)", md(pod), i+1))
+		}
+	}
+	if len(across) > 1 {
+		fmt.Fprintf(b, "- **Across the plan, pods restart in this order:** %s\n", strings.Join(across, ", "))
+	}
+	b.WriteString("\n")
+}
+
+func pods(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = md(n)
+	}
+	return strings.Join(out, ", then ")
+}
