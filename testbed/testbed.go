@@ -424,23 +424,38 @@ func PostgresBin(t testing.TB) string {
 }
 
 // PostgresBinFor is the folder of PostgreSQL major's programs, side by
-// side with the others': $CAIRN_PG<major>_BIN, else Debian's folder for
-// 15 (apt-get install postgresql-15) and the repo's .cache/pg13/bin for 13
-// (unpacked from Debian 11's packages by .ci/fetch-pg13).
+// side with the others' (LookupPostgresBin), failing the test when the
+// bed has none.
 func PostgresBinFor(t testing.TB, major int) string {
 	t.Helper()
-	if bin := os.Getenv(fmt.Sprintf("CAIRN_PG%d_BIN", major)); bin != "" {
-		return checkPostgresBin(t, bin, fmt.Sprintf("set by $CAIRN_PG%d_BIN", major))
+	bin, err := LookupPostgresBin(major)
+	if err != nil {
+		t.Fatal(err)
 	}
-	switch major {
-	case 15:
-		return checkPostgresBin(t, "/usr/lib/postgresql/15/bin", "apt-get install postgresql-15")
-	case 13:
+	return bin
+}
+
+// LookupPostgresBin finds PostgreSQL major's programs: $CAIRN_PG<major>_BIN,
+// else Debian's folder for 15 (apt-get install postgresql-15) and the
+// repo's .cache/pg13/bin for 13 (unpacked from Debian 11's packages by
+// .ci/fetch-pg13).
+func LookupPostgresBin(major int) (string, error) {
+	env := fmt.Sprintf("CAIRN_PG%d_BIN", major)
+	bin, hint := os.Getenv(env), "set by $"+env
+	switch {
+	case bin != "":
+	case major == 15:
+		bin, hint = "/usr/lib/postgresql/15/bin", "apt-get install postgresql-15"
+	case major == 13:
 		_, file, _, _ := runtime.Caller(0)
-		return checkPostgresBin(t, filepath.Join(filepath.Dir(file), "..", ".cache", "pg13", "bin"), "run .ci/fetch-pg13")
+		bin, hint = filepath.Join(filepath.Dir(file), "..", ".cache", "pg13", "bin"), "run .ci/fetch-pg13"
+	default:
+		return "", fmt.Errorf("the test bed has no PostgreSQL %d: set $%s", major, env)
 	}
-	t.Fatalf("the test bed has no PostgreSQL %d: set $CAIRN_PG%d_BIN", major, major)
-	return ""
+	if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
+		return "", fmt.Errorf("no PostgreSQL %d in %s (%s): %w", major, bin, hint, err)
+	}
+	return bin, nil
 }
 
 func checkPostgresBin(t testing.TB, bin, hint string) string {

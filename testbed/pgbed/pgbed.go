@@ -1,10 +1,12 @@
 // Package pgbed backs the PostgreSQL pods of a test bed with real
-// PostgreSQL 15 members: for each pod the node stand-in starts, it runs
-// the instance manager (instance.RunPostgres: initialise, clone, rewind,
-// follow, confirm the role label through the API server) with the pod's
-// rendered ConfigMaps and the cluster's Secrets, on the pod's own
-// 127.x.y.z address and PostgreSQL's usual port. A member's data directory
-// is keyed by its claim's UID.
+// PostgreSQL members, of the major each pod's image tag names (13 or 15,
+// side by side: testbed.LookupPostgresBin). For each pod the node
+// stand-in starts, it runs the pod's pg-upgrade init container first, with
+// both majors' programs, then the instance manager (instance.RunPostgres:
+// initialise, clone, rewind, follow, confirm the role label through the
+// API server) with the pod's rendered ConfigMaps and the cluster's
+// Secrets, on the pod's own 127.x.y.z address and PostgreSQL's usual port.
+// A member's data directory is keyed by its claim's UID.
 //
 // It is for tests only.
 package pgbed
@@ -78,6 +80,10 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 	if err != nil {
 		return testbed.Running{}, false, err
 	}
+	upgrade, err := b.upgrade(pod, p)
+	if err != nil {
+		return testbed.Running{}, false, err
+	}
 	out, err := os.Create(filepath.Join(b.dir, pod.Name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".log"))
 	if err != nil {
 		return testbed.Running{}, false, err
@@ -87,6 +93,14 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 	go func() {
 		defer close(m.done)
 		defer out.Close()
+		if upgrade != nil {
+			// The pg-upgrade init container, before the database's.
+			upgrade.Log = slog.New(slog.NewTextHandler(out, nil))
+			if err := upgrade.Run(mctx); err != nil {
+				fmt.Fprintf(out, "pg-upgrade: %v\n", err)
+				return
+			}
+		}
 		_ = instance.RunPostgres(mctx, p, out)
 	}()
 	b.mu.Lock()
@@ -123,8 +137,12 @@ func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord 
 	for i := range 8 {
 		peers = append(peers, b.IP(cluster, i)+":"+strconv.Itoa(Port))
 	}
+	bin, err := b.binFor(pod)
+	if err != nil {
+		return nil, err
+	}
 	return &instance.Postgres{
-		Name: pod.Name, PGData: filepath.Join(home, "pgdata"), BinDir: b.bin, ConfigFile: conf,
+		Name: pod.Name, PGData: filepath.Join(home, "pgdata"), BinDir: bin, ConfigFile: conf,
 		Settings: map[string]string{"listen_addresses": ip, "port": strconv.Itoa(Port), "unix_socket_directories": home},
 		Host:     ip, Port: Port, Candidates: peers[:ord+1], Config: cfg,
 		Peers:             func(context.Context) []string { return peers },
@@ -133,6 +151,60 @@ func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord 
 		SuperuserPassword: super, ReplicationPassword: repl, Credential: b.cred,
 		Log: b.log.With("pod", pod.Name),
 	}, nil
+}
+
+// binFor is the PostgreSQL a pod runs: the major of its postgres
+// container's image tag ("…/postgres:13.23"), as the image would hold it;
+// a bed made with $CAIRN_PG_BIN runs that one for every pod.
+func (b *Bed) binFor(pod *corev1.Pod) (string, error) {
+	if os.Getenv("CAIRN_PG_BIN") != "" {
+		return b.bin, nil
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name != contract.PostgresContainer {
+			continue
+		}
+		tag := c.Image[strings.LastIndex(c.Image, ":")+1:]
+		major, err := strconv.Atoi(strings.SplitN(tag, ".", 2)[0])
+		if err != nil {
+			return "", fmt.Errorf("pod %s: image %q has no PostgreSQL version as its tag", pod.Name, c.Image)
+		}
+		return testbed.LookupPostgresBin(major)
+	}
+	return "", fmt.Errorf("pod %s has no %s container", pod.Name, contract.PostgresContainer)
+}
+
+// upgrade is what the pod's pg-upgrade init container runs
+// (`cairn instance pg-upgrade --from F --to T`), with the bed's programs
+// of both majors; nil when the pod has none.
+func (b *Bed) upgrade(pod *corev1.Pod, p *instance.Postgres) (*instance.PgUpgrade, error) {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name != contract.PGUpgradeInitContainer {
+			continue
+		}
+		majors := map[string]int{}
+		for i, arg := range c.Command {
+			if (arg == "--from" || arg == "--to") && i+1 < len(c.Command) {
+				n, err := strconv.Atoi(c.Command[i+1])
+				if err != nil {
+					return nil, fmt.Errorf("pod %s: pg-upgrade %s %q", pod.Name, arg, c.Command[i+1])
+				}
+				majors[arg] = n
+			}
+		}
+		oldBin, err := testbed.LookupPostgresBin(majors["--from"])
+		if err != nil {
+			return nil, err
+		}
+		newBin, err := testbed.LookupPostgresBin(majors["--to"])
+		if err != nil {
+			return nil, err
+		}
+		return &instance.PgUpgrade{Name: pod.Name, PGData: p.PGData, From: majors["--from"], To: majors["--to"],
+			OldBin: oldBin, NewBin: newBin, ConfigFile: p.ConfigFile, SuperuserPassword: p.SuperuserPassword,
+			Credential: p.Credential}, nil
+	}
+	return nil, nil
 }
 
 func (b *Bed) ownedDir(dir string) error {
