@@ -1,5 +1,7 @@
 package planner
 
+import "github.com/cairn-dev/cairn/planner/spec"
+
 // The rules behind refusals. Each refusal names one, so a person can look
 // it up in docs/planner-rules.md.
 const (
@@ -38,8 +40,8 @@ const (
 
 // Limits of the planner's domain rules.
 const (
-	MaxEtcdSize          = 7
-	MaxPostgresInstances = 16
+	MaxEtcdSize          = spec.MaxEtcdSize
+	MaxPostgresInstances = spec.MaxPostgresInstances
 	// MajorUpgradeBackupMaxAge is how fresh the backup gating a major
 	// upgrade must be.
 	MajorUpgradeBackupMaxAge = "6h"

@@ -119,30 +119,6 @@ func TestRefusalIsShown(t *testing.T) {
 	}
 }
 
-func TestSchemaMatchesCommittedCopies(t *testing.T) {
-	dir := t.TempDir()
-	if code, _, errOut := cairn(t, "schema", "--out", dir); code != exitOK {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	for _, name := range []string{"postgrescluster.json", "etcdcluster.json"} {
-		got, _ := os.ReadFile(filepath.Join(dir, name))
-		want, err := os.ReadFile(filepath.Join("../../docs/schemas", name))
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s differs from docs/schemas (make generate): %v", name, err)
-		}
-	}
-	code, out, _ := cairn(t, "schema", "EtcdCluster")
-	if code != exitOK || !strings.Contains(out, `"title": "EtcdCluster"`) {
-		t.Errorf("exit %d:\n%.200s", code, out)
-	}
-	if code, _, errOut := cairn(t, "schema"); code != exitUsage || !strings.Contains(errOut, "name a kind") {
-		t.Errorf("exit %d: %s", code, errOut)
-	}
-	if code, _, errOut := cairn(t, "schema", "Redis"); code != exitUsage || !strings.Contains(errOut, `no schema for kind "Redis"`) {
-		t.Errorf("exit %d: %s", code, errOut)
-	}
-}
-
 func TestRenderTwiceChangesNothing(t *testing.T) {
 	repo := t.TempDir()
 	for _, f := range []string{"clusters/my-etcd-cluster.yaml", "clusters/my-production-db.yaml", "live.yaml"} {

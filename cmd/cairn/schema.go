@@ -17,8 +17,19 @@ func newSchema() *cobra.Command {
 		Use:   "schema [KIND] [--out DIR]",
 		Short: "Print or write the JSON Schemas of the spec kinds",
 		Long: `Print the JSON Schema of one spec kind (PostgresCluster or EtcdCluster), or
-with --out write one file per kind (<kind>.json, lower case) into DIR. The
-committed copies live in docs/schemas/.`,
+with --out write each kind's (or the one named) into DIR, at a path that
+changes only with the apiVersion:
+
+  DIR/db.example.com/postgrescluster_v1alpha1.json
+  DIR/etcd.database.coreos.com/etcdcluster_v1beta2.json
+
+Run it at the root of your GitOps repo (cairn schema --out schemas) and
+name the schema on the first line of each spec, relative to the spec:
+
+  # yaml-language-server: $schema=../../schemas/db.example.com/postgrescluster_v1alpha1.json
+
+The schemas check what cairn validate checks, but for the few rules
+docs/spec-reference.md lists. The committed copies live in docs/schemas/.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kinds := spec.Kinds()
@@ -37,13 +48,19 @@ committed copies live in docs/schemas/.`,
 					_, err = cmd.OutOrStdout().Write(data)
 					return err
 				}
-				if err := os.WriteFile(filepath.Join(out, strings.ToLower(k)+".json"), data, 0o644); err != nil {
+				rel, _ := spec.SchemaPath(k)
+				path := filepath.Join(out, filepath.FromSlash(rel))
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					return &exitError{exitInvalid, fmt.Errorf("write schema: %w", err)}
 				}
+				if err := os.WriteFile(path, data, 0o644); err != nil {
+					return &exitError{exitInvalid, fmt.Errorf("write schema: %w", err)}
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), path)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "directory to write <kind>.json files into")
+	cmd.Flags().StringVar(&out, "out", "", "directory to write <group>/<kind>_<version>.json files into")
 	return cmd
 }

@@ -52,8 +52,8 @@ func Reference() []byte {
 	b.WriteString("A file may hold several documents separated by `---`. Two kinds are served:\n\n")
 	b.WriteString("| Kind | apiVersion | JSON Schema |\n|---|---|---|\n")
 	for _, kind := range Kinds() {
-		lower := strings.ToLower(kind)
-		fmt.Fprintf(&b, "| %s | `%s` | [%s.json](schemas/%s.json) |\n", kind, kinds[kind].apiVersion, lower, lower)
+		path, _ := SchemaPath(kind)
+		fmt.Fprintf(&b, "| %s | `%s` | [%s](schemas/%s) |\n", kind, kinds[kind].apiVersion, path, path)
 	}
 	for _, kind := range Kinds() {
 		writeKind(&b, kind)
@@ -61,6 +61,7 @@ func Reference() []byte {
 	writeErrors(&b)
 	writeLimits(&b)
 	writeParameters(&b)
+	writeSchemas(&b)
 	return b.Bytes()
 }
 

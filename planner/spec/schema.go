@@ -10,57 +10,113 @@ import (
 	"strings"
 )
 
-// SchemaBaseURL is where the generated JSON Schemas are published; each
-// kind's $id is SchemaBaseURL + lower-case kind + ".json".
+// SchemaBaseURL is the base of the generated JSON Schemas' $id; each
+// kind's $id is SchemaBaseURL + SchemaPath(kind). Nothing fetches it: an
+// editor reads the copy `cairn schema --out` wrote into the user's repo.
 const SchemaBaseURL = "https://cairn.dev/schemas/"
+
+// SchemaPath is where a kind's schema lives below the folder `cairn schema
+// --out` writes: <group>/<kind>_<version>.json, kind in lower case, the
+// layout of the CRDs-catalog and of kubeconform's
+// {{.Group}}/{{.ResourceKind}}_{{.ResourceAPIVersion}}.json template. It
+// changes only with the apiVersion, so a modeline naming it stays valid
+// across cairn releases.
+func SchemaPath(kind string) (string, error) {
+	k, ok := kinds[kind]
+	if !ok {
+		return "", fmt.Errorf("no schema for kind %q; kinds: %s", kind, strings.Join(Kinds(), ", "))
+	}
+	group, version, _ := strings.Cut(k.apiVersion, "/")
+	return group + "/" + strings.ToLower(kind) + "_" + version + ".json", nil
+}
 
 // schemaNode is one JSON Schema (draft 2020-12) node. Field order is the
 // output order, and map keys are sorted by encoding/json, so the output is
-// byte-stable.
+// byte-stable. patternErrorMessage and errorMessage are the messages VS
+// Code's and yaml-language-server's validators show instead of their
+// generic ones; other validators ignore them.
 type schemaNode struct {
 	Schema               string                 `json:"$schema,omitempty"`
 	ID                   string                 `json:"$id,omitempty"`
+	Ref                  string                 `json:"$ref,omitempty"`
 	Title                string                 `json:"title,omitempty"`
 	Description          string                 `json:"description,omitempty"`
 	Type                 any                    `json:"type,omitempty"` // a string or a list of strings
-	Const                string                 `json:"const,omitempty"`
+	Const                any                    `json:"const,omitempty"`
+	Enum                 []any                  `json:"enum,omitempty"`
 	Pattern              string                 `json:"pattern,omitempty"`
+	PatternErrorMessage  string                 `json:"patternErrorMessage,omitempty"`
 	MaxLength            int                    `json:"maxLength,omitempty"`
-	Minimum              *int                   `json:"minimum,omitempty"`
+	Minimum              *float64               `json:"minimum,omitempty"`
+	ExclusiveMinimum     *float64               `json:"exclusiveMinimum,omitempty"`
+	Maximum              *float64               `json:"maximum,omitempty"`
+	ExclusiveMaximum     *float64               `json:"exclusiveMaximum,omitempty"`
+	MaxProperties        int                    `json:"maxProperties,omitempty"`
 	Default              string                 `json:"default,omitempty"`
 	Required             []string               `json:"required,omitempty"`
+	PropertyNames        *schemaNode            `json:"propertyNames,omitempty"`
 	Properties           map[string]*schemaNode `json:"properties,omitempty"`
+	PatternProperties    map[string]*schemaNode `json:"patternProperties,omitempty"`
 	AdditionalProperties any                    `json:"additionalProperties,omitempty"` // false or a node
+	Not                  *schemaNode            `json:"not,omitempty"`
+	AnyOf                []*schemaNode          `json:"anyOf,omitempty"`
+	AllOf                []*schemaNode          `json:"allOf,omitempty"`
+	If                   *schemaNode            `json:"if,omitempty"`
+	Then                 *schemaNode            `json:"then,omitempty"`
+	ErrorMessage         string                 `json:"errorMessage,omitempty"`
+	Defs                 map[string]*schemaNode `json:"$defs,omitempty"`
+}
+
+func num(x float64) *float64 { return &x }
+
+// nothing is a node no value matches, with the reason shown for it.
+func nothing(why string) *schemaNode {
+	return &schemaNode{Description: why, Not: &schemaNode{}, ErrorMessage: why}
+}
+
+// nullable lets an optional field be written as null, which the decoder
+// reads as not written.
+func nullable(n *schemaNode) *schemaNode {
+	switch {
+	case n.Ref != "":
+		// The definitions optional fields refer to (timeZone) hold null.
+	case n.Enum != nil:
+		if !slices.Contains(n.Enum, nil) {
+			n.Enum = append(n.Enum, nil)
+		}
+	case n.Type != nil:
+		types, ok := n.Type.([]string)
+		if !ok {
+			types = []string{n.Type.(string)}
+		}
+		if !slices.Contains(types, "null") {
+			n.Type = append(slices.Clone(types), "null")
+		}
+	}
+	return n
 }
 
 // scalarType describes a custom scalar type for the schema and the
 // reference page.
 type scalarType struct {
-	name    string // shown in the reference tables
-	types   any
-	pattern string
-	minimum *int
-	note    string // appended to the field's description
+	name string // shown in the reference tables
+	node func() *schemaNode
+	note string // appended to the field's description
 }
 
-// quantityPattern is the pattern Kubernetes publishes for quantities,
-// without the minus sign: cairn's quantities are all greater than zero.
-const quantityPattern = `^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
-
 func scalarTypes() map[reflect.Type]scalarType {
-	one := 1
 	return map[reflect.Type]scalarType{
-		reflect.TypeFor[Quantity](): {name: "quantity", types: []string{"string", "integer"}, pattern: quantityPattern, minimum: &one,
+		reflect.TypeFor[Quantity](): {name: "quantity", node: quantityNode,
 			note: "Must be greater than zero."},
-		reflect.TypeFor[Duration](): {name: "duration", types: "string", pattern: `^([0-9]{1,4}[dw]|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))+)$`,
+		reflect.TypeFor[Duration](): {name: "duration", node: durationNode,
 			note: "A duration: Go syntax (90m, 2h30m) or whole days or weeks (30d, 2w)."},
-		reflect.TypeFor[Schedule](): {name: "cron schedule", types: "string"},
-		reflect.TypeFor[Location](): {name: "storage location", types: "string", pattern: `^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^?#]*)?|file:///[^?#]+)$`},
-		reflect.TypeFor[ParamValue](): {name: "parameter value", types: []string{"string", "number", "boolean"},
+		reflect.TypeFor[Schedule](): {name: "cron schedule", node: func() *schemaNode { return &schemaNode{Ref: "#/$defs/cron"} }},
+		reflect.TypeFor[Location](): {name: "storage location", node: locationNode},
+		reflect.TypeFor[ParamValue](): {name: "parameter value", node: func() *schemaNode { return paramTextNode("") },
 			note: "One line of at most 1024 characters."},
-		reflect.TypeFor[PostgresVersion](): {name: "PostgreSQL version", types: "string", pattern: `^\d+\.\d+$`,
+		reflect.TypeFor[PostgresVersion](): {name: "PostgreSQL version", node: postgresVersionNode,
 			note: "Supported: " + PostgresSupported() + "."},
-		reflect.TypeFor[EtcdVersion](): {name: "etcd version", types: "string", pattern: `^\d+\.\d+\.\d+$`,
+		reflect.TypeFor[EtcdVersion](): {name: "etcd version", node: etcdVersionNode,
 			note: "Supported: " + EtcdSupported() + ", except " + etcdBlocked() + "."},
 	}
 }
@@ -188,19 +244,23 @@ func Kinds() []string {
 }
 
 // Schema returns the JSON Schema (draft 2020-12) of one kind's documents,
-// indented with two spaces and ending in a newline. The output depends
-// only on the Go types, so it is byte-stable.
+// indented with two spaces and ending in a newline. It says everything
+// of what cairn validate checks that a schema can say (schema_rules.go);
+// docs/spec-reference.md lists the rest. The output depends only on the
+// Go types and tables, so it is byte-stable.
 func Schema(kind string) ([]byte, error) {
-	k, ok := kinds[kind]
-	if !ok {
-		return nil, fmt.Errorf("no schema for kind %q; kinds: %s", kind, strings.Join(Kinds(), ", "))
+	path, err := SchemaPath(kind)
+	if err != nil {
+		return nil, err
 	}
-	c := k.newCluster()
-	root := structSchema(reflect.TypeOf(c).Elem(), "", defaultsOf(k.newCluster()), scalarTypes())
+	k := kinds[kind]
+	g := &schemaGen{kind: kind, defaults: defaultsOf(k.newCluster()), scalars: scalarTypes()}
+	root := g.structSchema(reflect.TypeOf(k.newCluster()).Elem(), "")
 	root.Schema = "https://json-schema.org/draft/2020-12/schema"
-	root.ID = SchemaBaseURL + strings.ToLower(kind) + ".json"
+	root.ID = SchemaBaseURL + path
 	root.Title = kind
-	root.Description = fmt.Sprintf("A cairn %s document (apiVersion %s), kept in Git under clusters/. Generated from github.com/cairn-dev/cairn/planner/spec; do not edit.", kind, k.apiVersion)
+	root.Description = fmt.Sprintf("A cairn %s document (apiVersion %s), kept in Git under clusters/. Generated from github.com/cairn-dev/cairn/planner/spec; do not edit. `cairn validate` checks a few more rules (docs/spec-reference.md, JSON Schemas).", kind, k.apiVersion)
+	root.Defs = map[string]*schemaNode{"cron": cronNode(), "timeZone": timeZoneNode()}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -211,29 +271,46 @@ func Schema(kind string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func structSchema(t reflect.Type, path string, defaults map[string]string, scalars map[reflect.Type]scalarType) *schemaNode {
+// schemaGen builds one kind's schema from its Go types, then lets the
+// rules of schema_rules.go refine the node of each path.
+type schemaGen struct {
+	kind     string
+	defaults map[string]string
+	scalars  map[reflect.Type]scalarType
+}
+
+func (g *schemaGen) structSchema(t reflect.Type, path string) *schemaNode {
 	n := &schemaNode{Type: "object", Properties: map[string]*schemaNode{}, AdditionalProperties: false}
-	for _, fi := range fieldInfos(t, path, defaults) {
-		p := typeSchema(fi.Type, fi.Path, defaults, scalars)
+	for _, fi := range fieldInfos(t, path, g.defaults) {
+		p := g.typeSchema(fi.Type, fi.Path)
 		p.Description = strings.TrimSpace(fi.Desc + " " + p.Description)
-		p.Const, p.Default = fi.Const, fi.Default
+		if fi.Const != "" {
+			p.Const = fi.Const
+		}
+		p.Default = fi.Default
 		if fi.Minimum != nil {
-			p.Minimum = fi.Minimum
+			p.Minimum = num(float64(*fi.Minimum))
 		}
-		if fi.Path == "metadata.name" {
-			p.Pattern, p.MaxLength = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, MaxNameLength
-		}
-		if fi.Required {
+		required := fi.Required || g.requiredByKind(fi.Path)
+		g.refine(fi.Path, p)
+		if required {
 			n.Required = append(n.Required, fi.Name)
+		} else {
+			nullable(p)
 		}
 		n.Properties[fi.Name] = p
 	}
+	g.refineObject(path, n)
 	return n
 }
 
-func typeSchema(t reflect.Type, path string, defaults map[string]string, scalars map[reflect.Type]scalarType) *schemaNode {
-	if s, ok := scalars[t]; ok {
-		return &schemaNode{Type: s.types, Pattern: s.pattern, Minimum: s.minimum, Description: s.note}
+func (g *schemaGen) typeSchema(t reflect.Type, path string) *schemaNode {
+	if s, ok := g.scalars[t]; ok {
+		n := s.node()
+		if n.Ref == "" {
+			n.Description = s.note
+		}
+		return n
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -243,9 +320,9 @@ func typeSchema(t reflect.Type, path string, defaults map[string]string, scalars
 	case reflect.Bool:
 		return &schemaNode{Type: "boolean"}
 	case reflect.Map:
-		return &schemaNode{Type: "object", AdditionalProperties: typeSchema(t.Elem(), path+".*", defaults, scalars)}
+		return &schemaNode{Type: "object", AdditionalProperties: g.typeSchema(t.Elem(), path+".*")}
 	case reflect.Struct:
-		return structSchema(t, path, defaults, scalars)
+		return g.structSchema(t, path)
 	}
 	panic(fmt.Sprintf("spec: no schema for %s at %s", t, path))
 }
