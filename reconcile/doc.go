@@ -13,8 +13,13 @@
 // table of kinds. It reads the renderer's layout only through
 // renderer.ReadEntry.
 //
+// Metrics (metrics.go, githubmetrics.go) are the loop's Prometheus
+// metrics, kept by Pass; Metrics.Handler serves them with /healthz and
+// /readyz (docs/metrics.md).
+//
 // Imports: planner/live, planner/plan, planner/spec, policies, publish,
-// publish/gitrepo, and renderer for its layout reader and tree types. It
-// must not import the planner or its strategies, planner/gates,
-// planner/observe, client-go, the runtime, the test beds or cmd/cairn.
+// publish/gitrepo, renderer for its layout reader and tree types, and the
+// Prometheus client (prometheus, promhttp). It must not import the planner
+// or its strategies, planner/gates, planner/observe, client-go, the
+// runtime, the test beds or cmd/cairn.
 package reconcile

@@ -22,42 +22,48 @@ type Gates interface {
 
 // holdRule is the publisher's Hold for one pass: the specs and the live
 // state that pass planned with, and the base branch's files read through
-// read.
-func (l *Loop) holdRule(read func(string) ([]byte, error), clusters []spec.Cluster, observed *live.Snapshot) func(plan.Plan) (bool, string) {
+// read. Each cluster whose merged step waits for its gates is recorded in
+// waiting (its name -> the step), for the metrics.
+func (l *Loop) holdRule(read func(string) ([]byte, error), clusters []spec.Cluster, observed *live.Snapshot, waiting map[string]string) func(plan.Plan) (bool, string) {
 	byName := make(map[string]spec.Cluster, len(clusters))
 	for _, c := range clusters {
 		byName[c.Ref().Name] = c
 	}
 	return func(pl plan.Plan) (bool, string) {
-		return l.held(read, pl, byName[pl.Cluster.Name], observed.Find(pl.Cluster.Kind, pl.Cluster.Name))
+		held, why, step := l.held(read, pl, byName[pl.Cluster.Name], observed.Find(pl.Cluster.Kind, pl.Cluster.Name))
+		if step != "" {
+			waiting[pl.Cluster.Name] = step
+		}
+		return held, why
 	}
 }
 
 // held reads the step the base branch's entry point selects (the step
 // merged last) and its plan, and holds the cluster until that step's
-// "after" gates pass in the live state.
-func (l *Loop) held(read func(string) ([]byte, error), pl plan.Plan, c spec.Cluster, obs *live.Cluster) (bool, string) {
+// "after" gates pass in the live state; waitingFor is that step while its
+// gates do not pass.
+func (l *Loop) held(read func(string) ([]byte, error), pl plan.Plan, c spec.Cluster, obs *live.Cluster) (held bool, why, waitingFor string) {
 	if c == nil {
-		return false, ""
+		return false, "", ""
 	}
 	e, err := renderer.ReadEntry(read, pl.Cluster.Name)
 	switch {
 	case e.Step == "":
-		return false, "" // nothing merged yet, or the base selected
+		return false, "", "" // nothing merged yet, or the base selected
 	case err != nil:
-		return true, fmt.Sprintf("merged step %s: %v", e.Step, err)
+		return true, fmt.Sprintf("merged step %s: %v", e.Step, err), ""
 	case e.Plan.SpecFingerprint != pl.SpecFingerprint:
 		// The spec changed since: its plan goes ahead (and supersedes).
-		return false, ""
+		return false, "", ""
 	}
 	s, ok := e.Selected()
 	if !ok {
-		return true, fmt.Sprintf("merged step %s is not in its plan.json", e.Step)
+		return true, fmt.Sprintf("merged step %s is not in its plan.json", e.Step), ""
 	}
 	if ok, why := l.cfg.Gates.After(s, c, obs, l.cfg.Now()); !ok {
-		return true, fmt.Sprintf("waiting for merged step %s: %s", e.Step, why)
+		return true, fmt.Sprintf("waiting for merged step %s: %s", e.Step, why), e.Step
 	}
-	return false, ""
+	return false, "", ""
 }
 
 // beforeGates is the publisher's MergeGates: whether a plan's next step's

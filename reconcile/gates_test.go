@@ -53,9 +53,13 @@ func TestHeld(t *testing.T) {
 			l := New(Config{Gates: f})
 			p := pl
 			p.SpecFingerprint = tc.fp
-			held, why := l.held(tc.base.ReadFile, p, tc.c, nil)
+			held, why, waiting := l.held(tc.base.ReadFile, p, tc.c, nil)
 			if held != tc.held || why != tc.why {
 				t.Fatalf("held %v %q, want %v %q", held, why, tc.held, tc.why)
+			}
+			// Only a merged step whose gates do not pass waits (the metrics).
+			if want := map[bool]string{true: "s1"}[tc.name == "the step not done"]; waiting != want {
+				t.Errorf("waiting for %q, want %q", waiting, want)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-dev/cairn/planner/live"
@@ -16,7 +17,7 @@ import (
 )
 
 // Config wires a Loop. Every field is required but Hold, AutoMerge, Now,
-// DecideAt and Log.
+// DecideAt, Log and Metrics.
 type Config struct {
 	// Repo is the clone of the GitOps repo: its base branch holds the
 	// specs (at Layout) and the policies.
@@ -56,12 +57,17 @@ type Config struct {
 	DecideAt func() time.Time
 	// Log gets the failures of passes and of publishing; default discard.
 	Log *slog.Logger
+	// Metrics, when set, get every pass (NewMetrics); the clock is Now.
+	Metrics *Metrics
 }
 
 // Loop runs passes with one Config.
 type Loop struct {
 	cfg Config
 	pub *publish.Publisher
+	// pass is the context of the pass under way: once it has ended, the
+	// log drops the failures the stop causes (stopLog).
+	pass *atomic.Pointer[context.Context]
 }
 
 // New returns the loop of cfg.
@@ -75,8 +81,10 @@ func New(cfg Config) *Loop {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	pass := new(atomic.Pointer[context.Context])
+	cfg.Log = slog.New(stopLog{cfg.Log.Handler(), pass})
 	pub := &publish.Publisher{Repo: cfg.Repo, PRs: cfg.PRs, Render: cfg.Render, Name: cfg.Name, Email: cfg.Email, Log: cfg.Log}
-	return &Loop{cfg: cfg, pub: pub}
+	return &Loop{cfg: cfg, pub: pub, pass: pass}
 }
 
 // Result is what a pass did: the plans it made on the base branch and
@@ -96,20 +104,35 @@ func (e *InvalidSpecsError) Unwrap() error { return e.Err }
 // Pass is one round of the loop. When the base branch moves while it
 // publishes, it plans again on the new base, up to gitrepo.MaxAttempts
 // times. One cluster's failure does not hold the others back: the result
-// holds every outcome, and the error joins the failures.
+// holds every outcome, and the error joins the failures. The pass is
+// recorded in Config.Metrics unless ctx ended during it.
 func (l *Loop) Pass(ctx context.Context) (Result, error) {
+	l.pass.Store(&ctx)
+	start := l.cfg.Now()
 	for attempt := 1; ; attempt++ {
-		res, err := l.once(ctx)
+		var st passState
+		res, err := l.once(ctx, &st)
 		if errors.Is(err, publish.ErrBaseMoved) && attempt < gitrepo.MaxAttempts {
 			continue
+		}
+		if ctx.Err() == nil {
+			l.cfg.Metrics.passed(start, l.cfg.Now(), res, st.planned, st.held, err)
 		}
 		return res, err
 	}
 }
 
+// passState is what one attempt at a pass learned besides its Result:
+// whether it planned, and the clusters the step merged last held, by that
+// step.
+type passState struct {
+	planned bool
+	held    map[string]string
+}
+
 // once fetches the base branch, observes its specs' clusters, plans and
 // publishes.
-func (l *Loop) once(ctx context.Context) (Result, error) {
+func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	repo := l.cfg.Repo
 	if err := repo.Fetch(ctx); err != nil {
 		return Result{}, err
@@ -134,9 +157,10 @@ func (l *Loop) once(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	plans := l.cfg.Plan(clusters, observed, pols)
+	st.planned, st.held = true, map[string]string{}
 	l.pub.Hold, l.pub.MergeGates, l.pub.Gates = nil, nil, l.beforeGates(clusters, observed, l.cfg.DecideAt())
 	if l.cfg.Hold {
-		l.pub.Hold = l.holdRule(repo.ReadBase, clusters, observed)
+		l.pub.Hold = l.holdRule(repo.ReadBase, clusters, observed, st.held)
 	}
 	if l.cfg.AutoMerge {
 		l.pub.MergeGates = l.beforeGates(clusters, observed, l.cfg.DecideAt())
@@ -148,12 +172,16 @@ func (l *Loop) once(ctx context.Context) (Result, error) {
 // Run passes now, then on every tick of interval and on every trigger,
 // until ctx ends. report gets the outcomes of each pass, those of the
 // clusters that failed too; a pass's error is logged, and the next pass
-// tries again.
+// tries again. The end of ctx is a clean stop, not a failure: a pass it
+// interrupts is neither reported nor logged, and Run returns nil.
 func (l *Loop) Run(ctx context.Context, interval time.Duration, trigger <-chan struct{}, report func([]publish.Outcome)) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		res, err := l.Pass(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
 		// Every outcome is reported, a failed cluster's with its error.
 		if len(res.Outcomes) > 0 {
 			report(res.Outcomes)

@@ -4,10 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
+	"net"
 	"net/http"
+	"slices"
+	"strings"
+	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/planner/gates"
@@ -15,21 +22,27 @@ import (
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/publish/githubpr"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
 	"github.com/cairn-dev/cairn/reconcile"
 	"github.com/cairn-dev/cairn/renderer"
 )
 
+// reconcileOptions are cairn reconcile's flags.
+type reconcileOptions struct {
+	remote                           remoteOptions
+	gh                               githubOptions
+	src                              liveSource
+	specs                            specsFlag
+	images                           renderer.Options
+	webhookAddr, secretFile, metrics string
+	interval                         time.Duration
+}
+
 func newReconcile() *cobra.Command {
-	var o remoteOptions
-	var gh githubOptions
-	var src liveSource
-	var addr, secretFile string
-	var specs specsFlag
-	var images renderer.Options
-	var interval time.Duration
+	var o reconcileOptions
 	cmd := &cobra.Command{
-		Use:   "reconcile --repo URL|DIR [--live FILE] [--interval 1m] [--webhook-addr :8080]",
+		Use:   "reconcile --repo URL|DIR [--live FILE] [--interval 1m] [--webhook-addr :8080] [--metrics-addr :9090]",
 		Short: "Run cairn's loop: propose each next step once the last merged one shows done in the live state",
 		Long: `Every --interval, and on each GitHub push or pull_request webhook (signed
 with the secret in --webhook-secret-file or $CAIRN_WEBHOOK_SECRET), plan
@@ -37,38 +50,77 @@ every cluster and publish its next step as cairn propose does, but hold a
 cluster while the step merged last has not shown its gates in the live
 state (--live, read again on every pass). Steps a policy lets cairn merge
 are merged at the end of a pass, as cairn propose does (--no-auto-merge
-turns that off).`,
+turns that off).
+
+Each pass prints what changed since the pass before, one line a cluster,
+stamped with the time (RFC 3339); a pass that changes nothing prints
+nothing. With --metrics-addr it serves /metrics (docs/metrics.md),
+/healthz and /readyz (ready once a pass has succeeded, while the last
+pass is at most three intervals old). SIGINT or SIGTERM stops it cleanly,
+the pass under way abandoned, with exit status 0.`,
+		Example: `  # the loop over a local repo, with the live state of a file
+  cairn reconcile --repo ./gitops --live live.yaml
+
+  # on GitHub, every 5 minutes and on each webhook, with metrics and health
+  cairn reconcile --repo https://github.com/org/gitops.git --github org/gitops \
+    --interval 5m --webhook-addr :8080 --webhook-secret-file /etc/cairn/webhook \
+    --metrics-addr :9090`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := signalContext()
-			defer cancel()
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			r, cleanup, err := newReconciler(ctx, o, gh, src, specs, images, log)
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			trigger := make(chan struct{}, 1)
-			if addr != "" {
-				stop, err := serveWebhook(addr, secretFile, o.base, trigger, log)
-				if err != nil {
-					return err
-				}
-				defer stop()
-			}
-			w := cmd.OutOrStdout()
-			return r.Run(ctx, interval, trigger, func(out []publish.Outcome) { printOutcomes(w, out) })
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	o.flags(cmd, true)
-	src.flags(cmd.Flags())
-	specs.add(cmd.Flags())
-	cmd.Flags().DurationVar(&interval, "interval", time.Minute, "time between passes")
-	cmd.Flags().StringVar(&addr, "webhook-addr", "", "address to accept GitHub webhooks on, such as :8080")
-	cmd.Flags().StringVar(&secretFile, "webhook-secret-file", "", "file holding the webhook secret")
-	gh.flags(cmd)
-	imageFlags(cmd.Flags(), &images)
+	o.remote.flags(cmd, true)
+	o.src.flags(cmd.Flags())
+	o.specs.add(cmd.Flags())
+	cmd.Flags().DurationVar(&o.interval, "interval", time.Minute, "time between passes")
+	cmd.Flags().StringVar(&o.webhookAddr, "webhook-addr", "", "address to accept GitHub webhooks on, such as :8080")
+	cmd.Flags().StringVar(&o.secretFile, "webhook-secret-file", "", "file holding the webhook secret")
+	cmd.Flags().StringVar(&o.metrics, "metrics-addr", "", "address to serve /metrics, /healthz and /readyz on, such as :9090; empty serves none")
+	o.gh.flags(cmd)
+	imageFlags(cmd.Flags(), &o.images)
 	return cmd
+}
+
+// run runs the loop until the command's context ends (SIGINT or SIGTERM,
+// see run in main.go): a clean stop, whatever it interrupts, that returns
+// nil.
+func (o *reconcileOptions) run(cmd *cobra.Command) error {
+	if o.interval <= 0 {
+		return &exitError{exitUsage, fmt.Errorf("--interval must be positive, not %s", o.interval)}
+	}
+	ctx := cmd.Context()
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	var reg *prometheus.Registry
+	if o.metrics != "" {
+		var err error
+		if reg, err = newProcessRegistry(); err != nil {
+			return err
+		}
+	}
+	r, cleanup, err := newReconcilerWith(ctx, o.remote, o.gh, o.src, o.specs, o.images, log, reg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while cloning
+		}
+		return err
+	}
+	defer cleanup()
+	if o.metrics != "" {
+		l, err := net.Listen("tcp", o.metrics)
+		if err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		defer serveHTTP(l, r.metrics.Handler(reg, o.interval, nil), log)()
+	}
+	trigger := make(chan struct{}, 1)
+	if o.webhookAddr != "" {
+		stop, err := serveWebhook(o.webhookAddr, o.secretFile, o.remote.base, trigger, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	p := &changePrinter{w: cmd.OutOrStdout(), now: time.Now}
+	return r.Run(ctx, o.interval, trigger, p.print)
 }
 
 // serveWebhook serves reconcile.Webhook on addr until stop.
@@ -87,8 +139,12 @@ func serveWebhook(addr, secretFile, base string, trigger chan<- struct{}, log *s
 	return func() { srv.Close() }, nil
 }
 
-// reconciler is cairn reconcile's loop, as the end-to-end tests drive it.
-type reconciler struct{ *reconcile.Loop }
+// reconciler is cairn reconcile's loop, as the end-to-end tests drive it,
+// with its metrics (nil without a registry).
+type reconciler struct {
+	*reconcile.Loop
+	metrics *reconcile.Metrics
+}
 
 // pass is one round of the loop.
 func (r *reconciler) pass(ctx context.Context) ([]publish.Outcome, error) {
@@ -97,6 +153,14 @@ func (r *reconciler) pass(ctx context.Context) ([]publish.Outcome, error) {
 }
 
 func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, src liveSource, specs specsFlag, images renderer.Options, log *slog.Logger) (*reconciler, func(), error) {
+	return newReconcilerWith(ctx, o, gh, src, specs, images, log, nil)
+}
+
+// newReconcilerWith is newReconciler with the loop's metrics registered
+// with reg when it is not nil: reconcile.Metrics, and reconcile.GitHubMetrics
+// when the pull requests are on GitHub.
+func newReconcilerWith(ctx context.Context, o remoteOptions, gh githubOptions, src liveSource, specs specsFlag, images renderer.Options, log *slog.Logger,
+	reg prometheus.Registerer) (*reconciler, func(), error) {
 	rend, err := newRenderer(images)
 	if err != nil {
 		return nil, nil, err
@@ -112,7 +176,30 @@ func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, src l
 	}
 	cfg := loopConfig(repo, prs, rend, src, specs, log)
 	cfg.Hold, cfg.AutoMerge = true, !gh.noAutoMerge
-	return &reconciler{reconcile.New(cfg)}, cleanup, nil
+	if reg != nil {
+		if cfg.Metrics, err = loopMetrics(reg, prs); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+	}
+	return &reconciler{Loop: reconcile.New(cfg), metrics: cfg.Metrics}, cleanup, nil
+}
+
+// loopMetrics registers the loop's metrics with reg, and the GitHub
+// ones when prs is the GitHub provider (fed by its Observe).
+func loopMetrics(reg prometheus.Registerer, prs publish.Provider) (*reconcile.Metrics, error) {
+	m, err := reconcile.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	if gp, ok := prs.(*githubpr.Provider); ok {
+		gm, err := reconcile.NewGitHubMetrics(reg)
+		if err != nil {
+			return nil, err
+		}
+		gp.Observe(gm.Observe)
+	}
+	return m, nil
 }
 
 // loopConfig wires the loop of cairn propose and cairn reconcile: the
@@ -151,4 +238,80 @@ func (stepGates) Before(s plan.Step, c spec.Cluster, obs *live.Cluster, now time
 
 func (stepGates) After(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) (bool, string) {
 	return gates.Pass(gates.After(s, c, obs, now))
+}
+
+// changePrinter prints what each pass changed: the outcomes that differ
+// from the same cluster's in the pass before, and the clusters gone from
+// the plans, each line stamped with the time (RFC 3339). A pull request
+// opened, updated, merged or closed is always news; a cluster that stays
+// as it was (unchanged, held for the same reason, failing the same way)
+// is printed once.
+type changePrinter struct {
+	w    io.Writer
+	now  func() time.Time
+	last map[string]publish.Outcome
+	// headed: the column header has been printed.
+	headed bool
+}
+
+func (p *changePrinter) print(outcomes []publish.Outcome) {
+	at := p.now().Format(time.RFC3339)
+	var lines [][]string
+	seen := make(map[string]bool, len(outcomes))
+	for _, o := range outcomes {
+		seen[o.Cluster] = true
+		if prev, ok := p.last[o.Cluster]; ok && !news(prev, o) {
+			continue
+		}
+		step, note := o.Step, o.Note
+		if step == "" {
+			step = "-"
+		}
+		if len(o.Closed) > 0 {
+			note = fmt.Sprintf("closed %v %s", o.Closed, note)
+		}
+		lines = append(lines, []string{at, o.Cluster, string(o.Status), step, string(o.Action), note})
+	}
+	for _, c := range slices.Sorted(maps.Keys(p.last)) {
+		if !seen[c] {
+			lines = append(lines, []string{at, c, "-", "-", "-", "no longer planned: no spec and nothing running"})
+		}
+	}
+	p.last = make(map[string]publish.Outcome, len(outcomes))
+	for _, o := range outcomes {
+		p.last[o.Cluster] = o
+	}
+	if len(lines) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+	if !p.headed {
+		fmt.Fprintln(tw, "TIME\tCLUSTER\tSTATUS\tSTEP\tPULL REQUEST\tNOTE")
+		p.headed = true
+	}
+	for _, l := range lines {
+		fmt.Fprintln(tw, strings.TrimRight(strings.Join(l, "\t"), "\t"))
+	}
+	tw.Flush()
+}
+
+// news reports whether o, a cluster's outcome of this pass, is worth a
+// line after prev, its outcome of the pass before.
+func news(prev, o publish.Outcome) bool {
+	switch {
+	case len(o.Closed) > 0:
+		return true
+	case o.Action == publish.ActionOpened, o.Action == publish.ActionUpdated, o.Action == publish.ActionAutoMerged:
+		return true
+	}
+	// A pull request opened or updated in the pass before and unchanged
+	// now stands as it was.
+	standing := func(a publish.Action) publish.Action {
+		if a == publish.ActionOpened || a == publish.ActionUpdated {
+			return publish.ActionUnchanged
+		}
+		return a
+	}
+	return prev.Status != o.Status || prev.Step != o.Step || prev.Branch != o.Branch || prev.Note != o.Note ||
+		standing(prev.Action) != standing(o.Action)
 }

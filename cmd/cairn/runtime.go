@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -22,6 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/runtime/agent"
+	"github.com/cairn-dev/cairn/version"
 )
 
 // runtimeOptions are cairn runtime's flags.
@@ -45,7 +47,18 @@ promotion of caught-up learners, the removal of members merged scale-in
 steps ask for (leadership moved away first), the replacement of members
 whose volume claim was replaced, and the membership status the planner
 reads; and the cluster's scheduled and requested backups (docs/backups.md),
-with Events and Prometheus metrics on --metrics-addr.`,
+with Events and Prometheus metrics on --metrics-addr (docs/metrics.md):
+the replica that leads exports what it observed, the others only
+cairn_runtime_leader 0 and their counters.
+
+It runs in the cluster, as the rendered Deployment runs it, with
+POD_NAMESPACE and POD_NAME set from the downward API.`,
+		Example: `  # the runtime of a PostgreSQL cluster, as its rendered Deployment runs it
+  cairn runtime --kind PostgresCluster --cluster my-production-db
+
+  # an etcd cluster's runtime from a workstation, metrics on :9191
+  POD_NAMESPACE=db POD_NAME=$(hostname) cairn runtime --kind EtcdCluster \
+    --cluster my-etcd-cluster --kubeconfig ~/.kube/config --metrics-addr :9191`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -62,7 +75,7 @@ with Events and Prometheus metrics on --metrics-addr.`,
 	return cmd
 }
 
-// run runs the runtime until a signal ends it.
+// run runs the runtime until a signal ends it, then returns nil.
 func (o *runtimeOptions) run(cmd *cobra.Command) error {
 	ns, id := os.Getenv(contract.EnvPodNamespace), os.Getenv(contract.EnvPodName)
 	if ns == "" || id == "" {
@@ -78,8 +91,7 @@ func (o *runtimeOptions) run(cmd *cobra.Command) error {
 	}
 	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 	klog.SetSlogLogger(log) // client-go's leader election logs through slog too
-	ctx, cancel := signalContext()
-	defer cancel()
+	ctx := cmd.Context()    // ends on SIGINT or SIGTERM (run in main.go)
 	k, err := runtimeKind(o.kind)
 	if err != nil {
 		return err
@@ -97,7 +109,7 @@ func (o *runtimeOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return fmt.Errorf("metrics listener: %w", err)
 		}
-		defer serveMetrics(l, reg, log)()
+		defer serveHTTP(l, metricsHandler(reg), log)()
 	}
 	return a.Run(ctx)
 }
@@ -122,11 +134,15 @@ func kindNames() []string {
 }
 
 // newRuntimeAgent is the runtime of cfg's cluster of kind k, with the
-// registry its metrics are registered with: k's keeper's own and the
+// registry its metrics are registered with: the process's
+// (newProcessRegistry), cairn_runtime_leader, k's keeper's own and the
 // backup ones.
 func newRuntimeAgent(k kind, cfg agent.Config, client kubernetes.Interface) (*agent.Agent, *prometheus.Registry, error) {
-	reg := prometheus.NewRegistry()
-	cfg.Metrics = reg
+	reg, err := newProcessRegistry()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Metrics, cfg.Kind = reg, k.name
 	a, err := agent.New(cfg, client, k.keeper)
 	if err != nil {
 		return nil, nil, err
@@ -141,12 +157,33 @@ func kubeConfig(path string) (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", path)
 }
 
-// serveMetrics serves the registry's metrics at /metrics on l until the
-// returned stop is called.
-func serveMetrics(l net.Listener, reg *prometheus.Registry, log *slog.Logger) (stop func()) {
+// newProcessRegistry is a registry holding what every long-running cairn
+// process exports: cairn_build_info{release,revision,goversion} 1 and the
+// Go and process collectors' go_* and process_* families.
+func newProcessRegistry() (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	v := version.Get()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_build_info", Help: "1, labelled with the release, commit and Go toolchain of this build.",
+		ConstLabels: prometheus.Labels{"release": v.Release, "revision": v.Revision, "goversion": v.GoVersion}})
+	build.Set(1)
+	for _, c := range []prometheus.Collector{build, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// metricsHandler serves reg's metrics at /metrics.
+func metricsHandler(reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return mux
+}
+
+// serveHTTP serves h on l until the returned stop is called.
+func serveHTTP(l net.Listener, h http.Handler, log *slog.Logger) (stop func()) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server stopped", "err", err.Error())

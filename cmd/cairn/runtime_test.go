@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/runtime/agent"
+	"github.com/cairn-dev/cairn/version"
 )
 
 // runtimeRegistry builds the runtime `cairn runtime --kind name
@@ -37,14 +40,15 @@ func runtimeRegistry(t *testing.T, name, cluster string) *prometheus.Registry {
 	return reg
 }
 
-// The runtime's metrics are served from its own registry at /metrics.
+// The runtime's metrics are served from its own registry at /metrics,
+// with the build's and the process's.
 func TestRuntimeServesMetrics(t *testing.T) {
 	reg := runtimeRegistry(t, spec.EtcdKind, "e")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := serveMetrics(l, reg, slog.New(slog.DiscardHandler))
+	stop := serveHTTP(l, metricsHandler(reg), slog.New(slog.DiscardHandler))
 	defer stop()
 	resp, err := http.Get("http://" + l.Addr().String() + "/metrics")
 	if err != nil {
@@ -52,28 +56,36 @@ func TestRuntimeServesMetrics(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{`cairn_etcd_members{cluster="e",role="voter"}`, `cairn_etcd_quorum{cluster="e"}`, `cairn_etcd_has_leader{cluster="e"}`,
-		`cairn_etcd_membership_changes_total{change="promote",cluster="e"}`, `cairn_backup_failures_total{cluster="e"}`,
-		`cairn_backup_last_success_timestamp_seconds{cluster="e"}`} {
+	v := version.Get()
+	for _, want := range []string{`cairn_runtime_leader{cluster="e",kind="EtcdCluster"} 0`,
+		`cairn_etcd_membership_changes_total{change="promote",cluster="e"} 0`, `cairn_backup_failures_total{cluster="e"} 0`,
+		fmt.Sprintf(`cairn_build_info{goversion=%q,release=%q,revision=%q} 1`, v.GoVersion, v.Release, v.Revision),
+		"go_goroutines ", "process_start_time_seconds "} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("no %s in\n%s", want, body)
 		}
 	}
 }
 
-// A runtime of one kind exports its own kind's metrics and the backup
-// ones, never another kind's (a PostgreSQL runtime has no
-// cairn_etcd_quorum).
+// A runtime of one kind exports its own kind's metrics, the backup ones,
+// cairn_runtime_leader and the process's, never another kind's (a
+// PostgreSQL runtime has no cairn_etcd_quorum). Before it leads it
+// exports no gauge that looks like a fact: no quorum, no last backup at 0
+// (runtime/agent's TestMetricsOfStandbyAndLeader runs the leader).
 func TestRuntimeMetricsOfItsKind(t *testing.T) {
+	process := []string{"cairn_build_info", "cairn_runtime_leader", "go_goroutines", "go_memstats_alloc_bytes", "process_start_time_seconds",
+		"cairn_backup_failures_total"}
+	leaderOnly := []string{"cairn_backup_last_success_timestamp_seconds", "cairn_backup_duration_seconds", "cairn_backup_bytes"}
 	for _, c := range []struct {
-		kind      string
-		want      []string
-		notPrefix string
+		kind       string
+		want       []string
+		leaderOnly []string
+		notPrefix  string
 	}{
-		{spec.EtcdKind, []string{"cairn_etcd_members", "cairn_etcd_quorum", "cairn_etcd_has_leader", "cairn_etcd_membership_changes_total",
-			"cairn_backup_failures_total", "cairn_backup_last_success_timestamp_seconds"}, "cairn_postgres_"},
-		{spec.PostgresKind, []string{"cairn_postgres_failovers_total", "cairn_postgres_last_failover_seconds",
-			"cairn_backup_failures_total", "cairn_backup_last_success_timestamp_seconds"}, "cairn_etcd_"},
+		{spec.EtcdKind, []string{"cairn_etcd_membership_changes_total"},
+			[]string{"cairn_etcd_members", "cairn_etcd_quorum", "cairn_etcd_has_leader"}, "cairn_postgres_"},
+		{spec.PostgresKind, []string{"cairn_postgres_failovers_total"},
+			[]string{"cairn_postgres_last_failover_seconds", "cairn_postgres_primary", "cairn_postgres_replica_lag_bytes"}, "cairn_etcd_"},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			families, err := runtimeRegistry(t, c.kind, "c").Gather()
@@ -86,10 +98,18 @@ func TestRuntimeMetricsOfItsKind(t *testing.T) {
 				if strings.HasPrefix(f.GetName(), c.notPrefix) {
 					t.Errorf("a %s runtime exports %s", c.kind, f.GetName())
 				}
+				if strings.HasPrefix(f.GetName(), "cairn_") && !slices.Contains(append(c.want, process...), f.GetName()) {
+					t.Errorf("a %s runtime that does not lead exports %s", c.kind, f.GetName())
+				}
 			}
-			for _, w := range c.want {
+			for _, w := range append(c.want, process...) {
 				if !got[w] {
 					t.Errorf("a %s runtime does not export %s (it exports %v)", c.kind, w, got)
+				}
+			}
+			for _, n := range append(c.leaderOnly, leaderOnly...) {
+				if got[n] {
+					t.Errorf("a %s runtime that does not lead exports %s", c.kind, n)
 				}
 			}
 		})

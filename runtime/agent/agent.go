@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,10 +26,15 @@ type Config struct {
 	// Interval is the time between passes; zero takes the kind's
 	// default (2s for etcd, 500ms for PostgreSQL).
 	Interval time.Duration
+	// Kind is the cluster's kind (spec.EtcdKind, spec.PostgresKind) as
+	// cairn_runtime_leader's kind label names it.
+	Kind string
 	// Metrics, when set, is the registry the agent's metrics are
-	// registered with: its kind's own (cairn_etcd_* or cairn_postgres_*,
-	// by the kind's KeeperFactory) and the backup metrics (cairn_backup_*).
-	// Nil keeps no metrics.
+	// registered with: cairn_runtime_leader, its kind's own
+	// (cairn_etcd_* or cairn_postgres_*, by the kind's KeeperFactory) and
+	// the backup metrics (cairn_backup_*). Their gauges show only what
+	// this replica observed while it leads (docs/metrics.md). Nil keeps no
+	// metrics.
 	Metrics prometheus.Registerer
 	Log     *slog.Logger
 
@@ -51,6 +57,11 @@ type Agent struct {
 	client  kubernetes.Interface
 	keeper  Keeper
 	backups *Backups
+	leader  *leaderMetrics
+	// leading is held by lead: a new term's lead starts once the last
+	// one's passes and backups have stopped and its metrics forgot what
+	// it observed.
+	leading sync.Mutex
 }
 
 // New returns the agent of a cluster whose kind's keeper keeper builds,
@@ -64,19 +75,23 @@ func New(cfg Config, client kubernetes.Interface, keeper KeeperFactory) (*Agent,
 		return nil, fmt.Errorf("runtime of %s: %w", cfg.Cluster, err)
 	}
 	var metrics *BackupMetrics
+	var leader *leaderMetrics
 	if cfg.Metrics != nil {
 		if metrics, err = NewBackupMetrics(cfg.Metrics, cfg.Cluster); err != nil {
 			return nil, fmt.Errorf("runtime of %s: %w", cfg.Cluster, err)
 		}
+		if leader, err = newLeaderMetrics(cfg.Metrics, cfg.Cluster, cfg.Kind); err != nil {
+			return nil, fmt.Errorf("runtime of %s: %w", cfg.Cluster, err)
+		}
 	}
-	return &Agent{cfg: cfg, client: client, keeper: k,
+	return &Agent{cfg: cfg, client: client, keeper: k, leader: leader,
 		backups: &Backups{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Source: k.BackupSource,
 			Metrics: metrics, Log: cfg.Log}}, nil
 }
 
 // Run takes part in the leader election on the Lease <cluster>-runtime
 // and, while leading, makes a pass every interval. It returns when ctx
-// ends.
+// ends, once a pass that was running has ended.
 func (a *Agent) Run(ctx context.Context) error {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: contract.Runtime(a.cfg.Cluster), Namespace: a.cfg.Namespace},
@@ -91,7 +106,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: a.lead,
-			OnStoppedLeading: func() { a.cfg.Log.Info("stopped leading", "identity", a.cfg.Identity) },
+			OnStoppedLeading: func() {
+				a.leader.set(false) // at once; lead forgets the rest when its pass ends
+				a.cfg.Log.Info("stopped leading", "identity", a.cfg.Identity)
+			},
 		},
 	})
 	if err != nil {
@@ -100,11 +118,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		le.Run(ctx) // returns when leadership is lost; stand again
 	}
+	a.leading.Lock() // the last lead has returned
+	a.leading.Unlock()
 	return nil
 }
 
 func (a *Agent) lead(ctx context.Context) {
+	a.leading.Lock()
+	defer a.leading.Unlock()
+	if ctx.Err() != nil {
+		return // lost already, while the last term's lead ended
+	}
 	a.cfg.Log.Info("leading", "identity", a.cfg.Identity, "cluster", a.cfg.Cluster)
+	a.leader.set(true)
+	defer a.stepDown() // after the backups below have stopped
 	// Backups run beside the passes, on their own schedule, and stop with
 	// the leadership.
 	backups := make(chan struct{})
@@ -112,9 +139,13 @@ func (a *Agent) lead(ctx context.Context) {
 	defer func() { <-backups }()
 	t := time.NewTicker(a.keeper.Interval())
 	defer t.Stop()
+	backupKnown := false
 	for {
 		if err := a.keeper.Pass(ctx); err != nil && ctx.Err() == nil {
 			a.cfg.Log.Error("runtime pass failed", "err", err.Error())
+		}
+		if !backupKnown {
+			backupKnown = a.knowLastBackup(ctx)
 		}
 		select {
 		case <-ctx.Done():

@@ -1,19 +1,33 @@
 package agent
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // PostgresMetrics are the PostgreSQL keeper's metrics (Postgres registers
-// them only for a PostgreSQL cluster), kept by the leading replica:
+// them only for a PostgreSQL cluster):
 //
-//	cairn_postgres_failovers_total          failovers carried out
-//	cairn_postgres_last_failover_seconds    how long the last one took, recorded to promoted
-//	cairn_postgres_primary{member}          1 for the member that is primary, 0 for the others
+//	cairn_postgres_failovers_total           failovers this replica carried out
+//	cairn_postgres_last_failover_seconds     how long its last one took, recorded to promoted
+//	cairn_postgres_primary{member}           1 for the member that is primary, 0 for the others
 //	cairn_postgres_replica_lag_bytes{member} the primary's WAL position less what the replica replayed
+//
+// The gauges are what the leading replica observed or did: they have no
+// series until it has, and lose them when it stops leading (forget). The
+// counter counts what this replica did, 0 on a standby.
 type PostgresMetrics struct {
 	failovers prometheus.Counter
-	last      prometheus.Gauge
-	primary   *prometheus.GaugeVec
-	lag       *prometheus.GaugeVec
+	// last has no variable label: a vector only so that it has no
+	// series before the first failover.
+	last    *prometheus.GaugeVec
+	primary *prometheus.GaugeVec
+	lag     *prometheus.GaugeVec
+
+	mu sync.Mutex
+	// members are the members the gauges have series of.
+	members map[string]bool
 }
 
 // NewPostgresMetrics registers the PostgreSQL metrics of cluster's
@@ -21,25 +35,29 @@ type PostgresMetrics struct {
 func NewPostgresMetrics(reg prometheus.Registerer, cluster string) (*PostgresMetrics, error) {
 	labels := prometheus.Labels{"cluster": cluster}
 	m := &PostgresMetrics{
-		failovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "cairn_postgres_failovers_total", Help: "Failovers the runtime carried out.", ConstLabels: labels}),
-		last:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_postgres_last_failover_seconds", Help: "Seconds the last failover took, from recorded to promoted.", ConstLabels: labels}),
-		primary:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_primary", Help: "1 for the member that answers as the one primary.", ConstLabels: labels}, []string{"member"}),
-		lag:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_replica_lag_bytes", Help: "Bytes of the primary's WAL a replica has not replayed.", ConstLabels: labels}, []string{"member"}),
+		failovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "cairn_postgres_failovers_total", Help: "Failovers this runtime replica carried out.", ConstLabels: labels}),
+		last:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_last_failover_seconds", Help: "Seconds the last failover of the leading runtime took, from recorded to promoted.", ConstLabels: labels}, nil),
+		primary:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_primary", Help: "1 for the member that answers as the one primary, 0 for the others, as the leading runtime last saw them.", ConstLabels: labels}, []string{"member"}),
+		lag:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_replica_lag_bytes", Help: "Bytes of the primary's WAL a replica has not replayed, as the leading runtime last saw them.", ConstLabels: labels}, []string{"member"}),
+		members:   map[string]bool{},
 	}
-	for _, c := range []prometheus.Collector{m.failovers, m.last, m.primary, m.lag} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := register(reg, m.failovers, m.last, m.primary, m.lag); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
 
-// observe records a pass; a nil PostgresMetrics records nothing.
+// observe records a pass; a nil PostgresMetrics records nothing. A member
+// gone since the last pass loses its series.
 func (m *PostgresMetrics) observe(members, primaries []pgMember) {
 	if m == nil {
 		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := make(map[string]bool, len(members))
 	for _, mem := range members {
+		seen[mem.Name] = true
 		isPrimary := len(primaries) == 1 && primaries[0].Name == mem.Name
 		m.primary.WithLabelValues(mem.Name).Set(boolGauge(isPrimary))
 		if len(primaries) != 1 || !mem.replica() {
@@ -52,6 +70,13 @@ func (m *PostgresMetrics) observe(members, primaries []pgMember) {
 		}
 		m.lag.WithLabelValues(mem.Name).Set(lag)
 	}
+	for name := range m.members {
+		if !seen[name] {
+			m.primary.DeleteLabelValues(name)
+			m.lag.DeleteLabelValues(name)
+		}
+	}
+	m.members = seen
 }
 
 func (m *PostgresMetrics) failedOver(seconds float64) {
@@ -59,5 +84,18 @@ func (m *PostgresMetrics) failedOver(seconds float64) {
 		return
 	}
 	m.failovers.Inc()
-	m.last.Set(seconds)
+	m.last.WithLabelValues().Set(seconds)
+}
+
+// forget drops what the replica observed and did while it led.
+func (m *PostgresMetrics) forget() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last.Reset()
+	m.primary.Reset()
+	m.lag.Reset()
+	m.members = map[string]bool{}
 }

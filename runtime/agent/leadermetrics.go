@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// leaderMetrics is cairn_runtime_leader{cluster,kind}: 1 on the replica
+// that holds the Lease <cluster>-runtime, 0 on the others. Every replica
+// exports it, so an alert can tell a standby from a leader and count the
+// leaders of a cluster.
+type leaderMetrics struct {
+	leader prometheus.Gauge
+}
+
+func newLeaderMetrics(reg prometheus.Registerer, cluster, kind string) (*leaderMetrics, error) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_runtime_leader",
+		Help:        "1 on the runtime replica that holds the cluster's Lease, 0 on the others.",
+		ConstLabels: prometheus.Labels{"cluster": cluster, "kind": kind}})
+	if err := reg.Register(g); err != nil {
+		return nil, err
+	}
+	return &leaderMetrics{leader: g}, nil
+}
+
+// set records whether this replica leads; a nil leaderMetrics records
+// nothing.
+func (m *leaderMetrics) set(leading bool) {
+	if m != nil {
+		m.leader.Set(boolGauge(leading))
+	}
+}
+
+// observer is a Keeper whose metrics hold what the leading replica
+// observed: it forgets them when the replica stops leading, so a standby
+// exports no gauge that looks like a fact.
+type observer interface {
+	forgetObservations()
+}
+
+func (m *Membership) forgetObservations() { m.Metrics.forget() }
+func (r *Roles) forgetObservations()      { r.Metrics.forget() }
+
+var (
+	_ observer = (*Membership)(nil)
+	_ observer = (*Roles)(nil)
+)
+
+// stepDown drops what this replica's metrics observed while it led, once
+// its passes and backups have stopped.
+func (a *Agent) stepDown() {
+	a.leader.set(false)
+	if o, ok := a.keeper.(observer); ok {
+		o.forgetObservations()
+	}
+	a.backups.Metrics.forget()
+}
+
+// knowLastBackup shows the last complete backup the backup status
+// records in the backup gauges (a new leader knows its predecessor's);
+// false when the status could not be read, to try again.
+func (a *Agent) knowLastBackup(ctx context.Context) bool {
+	if a.backups.Metrics == nil {
+		return true
+	}
+	st, _, err := a.backups.readStatus(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.cfg.Log.Debug("backup status not read for the metrics", "cluster", a.cfg.Cluster, "err", err.Error())
+		}
+		return false
+	}
+	a.backups.Metrics.known(st.LastSuccessful)
+	return true
+}
