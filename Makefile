@@ -3,8 +3,10 @@
 GO       ?= go
 FUZZTIME ?= 20s
 PKGS     := ./...
+# The suites that run PostgreSQL members; unit runs them on 15, then on 13.
+PG_PKGS  := ./runtime/instance ./runtime/backup ./runtime/agent
 
-.PHONY: all build test vet fmt-check unit fuzz bench generate clean testbin testbin-kube
+.PHONY: all build test vet fmt-check unit fuzz bench generate clean testbin testbin-kube testbin-pg13
 
 all: build
 
@@ -12,7 +14,7 @@ build:
 	$(GO) build -o bin/cairn ./cmd/cairn
 
 ## test: everything CI checks: formatting, vet, unit tests, a bounded fuzz run.
-test: fmt-check vet unit fuzz
+test: fmt-check vet monitoring unit fuzz
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -21,8 +23,10 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-unit: testbin testbin-kube
+unit: testbin testbin-kube testbin-pg13
 	$(GO) test -count=1 $(PKGS)
+	@echo "unit: the PostgreSQL suites again, on PostgreSQL 13"
+	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin $(GO) test -count=1 $(PG_PKGS)
 
 ## testbin: the real servers the tests run, built through the Go module proxy.
 ## etcd 3.7.3, and 3.6 for the upgrade walkthrough (under a minute each).
@@ -57,6 +61,13 @@ generate:
 clean:
 	rm -rf bin .cache
 
+## testbin-pg13: PostgreSQL 13 from Debian 11's packages, unpacked into
+## .cache/pg13 beside the system's PostgreSQL 15 (see .ci/fetch-pg13).
+testbin-pg13: .cache/pg13/bin/postgres
+
+.cache/pg13/bin/postgres: .ci/fetch-pg13
+	.ci/fetch-pg13
+
 ## testbin-kube: kube-apiserver and kube-controller-manager built from
 ## k8s.io/kubernetes through the Go module proxy (about 8 minutes on 2 cores
 ## the first time, cached after; the second binary links in seconds once
@@ -68,3 +79,16 @@ testbin-kube: .cache/bin/kube-apiserver .cache/bin/kube-controller-manager
 
 .cache/bin/kube-controller-manager: .ci/kube/go.mod .ci/kube/go.sum
 	cd .ci/kube && $(GO) build -o ../../.cache/bin/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+
+## monitoring: the alert rules (deploy/monitoring) pass promtool's checks and
+## their unit tests, and the Go test checks the dashboard's queries with it.
+## promtool 3.16.0 (github.com/prometheus/prometheus v0.316.0, pinned in
+## .ci/promtool) is built through the Go module proxy the first time (about
+## 7 minutes on 2 busy cores).
+.PHONY: monitoring
+monitoring: .cache/bin/promtool
+	.cache/bin/promtool check rules deploy/monitoring/rules.yaml
+	cd deploy/monitoring && ../../.cache/bin/promtool test rules rules_test.yaml
+
+.cache/bin/promtool: .ci/promtool/go.mod .ci/promtool/go.sum
+	cd .ci/promtool && $(GO) build -ldflags '-X github.com/prometheus/common/version.Version=3.16.0' -o ../../.cache/bin/promtool github.com/prometheus/prometheus/cmd/promtool

@@ -8,7 +8,8 @@ import (
 	"github.com/cairn-dev/cairn/version"
 )
 
-// Options configure where images come from.
+// Options configure where images come from, and the monitoring objects
+// rendered beside each cluster.
 type Options struct {
 	// EtcdRepository is the etcd image repository; tags are "v<version>".
 	EtcdRepository string
@@ -21,6 +22,13 @@ type Options struct {
 	// CairnImage is the image of the cairn binary: the runtime, and the
 	// instance manager copied into every database pod.
 	CairnImage string
+	// PodMonitor renders the runtime's metrics Service and a Prometheus
+	// Operator PodMonitor into MonitoringDir of every cluster's tree,
+	// which the entry point does not include (see MonitoringDir).
+	PodMonitor bool
+	// MonitoringLabels are added to the labels of those objects (the
+	// labels a Prometheus selects PodMonitors by); only with PodMonitor.
+	MonitoringLabels map[string]string
 }
 
 // DefaultOptions are the public images.
@@ -80,5 +88,5 @@ func (o Options) Validate() error {
 	if strings.ContainsAny(o.CairnImage, " \t\n") {
 		return fmt.Errorf("cairn image %q is not an image reference", o.CairnImage)
 	}
-	return nil
+	return o.validateMonitoring()
 }

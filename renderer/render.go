@@ -82,6 +82,9 @@ func (r *Renderer) Render(c spec.Cluster, p plan.Plan, current string) (Tree, Bu
 		return nil, Built{}, fmt.Errorf("render %s: %w", ref, err)
 	}
 	t[root+"/plan.json"] = pj
+	if err := r.putMonitoring(t, c); err != nil {
+		return nil, Built{}, fmt.Errorf("render %s: %w", ref, err)
+	}
 	built, err := buildAll(t, root, dirs, entry)
 	if err != nil {
 		return nil, Built{}, fmt.Errorf("render %s: %w", ref, err)
