@@ -79,3 +79,17 @@ func (l *Loop) beforeGates(clusters []spec.Cluster, observed *live.Snapshot, now
 		return false, "the cluster has no spec"
 	}
 }
+
+// afterGates is the publisher's After for one pass: whether a merged step
+// of a cluster shows done in the live state the pass observed, checked at
+// now() (the hold rule's clock).
+func (l *Loop) afterGates(clusters []spec.Cluster, observed *live.Snapshot, now func() time.Time) func(plan.ClusterRef, plan.Step) (bool, string) {
+	return func(ref plan.ClusterRef, s plan.Step) (bool, string) {
+		for _, c := range clusters {
+			if c.Ref().Kind == ref.Kind && c.Ref().Name == ref.Name {
+				return l.cfg.Gates.After(s, c, observed.Find(ref.Kind, ref.Name), now())
+			}
+		}
+		return false, "the cluster has no spec"
+	}
+}

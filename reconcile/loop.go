@@ -165,6 +165,11 @@ func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	if l.cfg.AutoMerge {
 		l.pub.MergeGates = l.beforeGates(clusters, observed, l.cfg.DecideAt())
 	}
+	// The bodies show the live state a plan was made against, and a
+	// merged step's pull request gets its outcome once its gates hold.
+	l.pub.Live = func(ref plan.ClusterRef) *live.Cluster { return observed.Find(ref.Kind, ref.Name) }
+	l.pub.After = l.afterGates(clusters, observed, l.cfg.Now)
+	l.pub.Now = l.cfg.Now
 	out, err := l.pub.Publish(ctx, base, clusters, plans)
 	return Result{Outcomes: out, Plans: plans}, err
 }

@@ -205,12 +205,28 @@ func (l *loop) converge(cluster string, afterEach func(step string)) []string {
 				afterEach(o.Step)
 			}
 		case o.Status == plan.StatusConverged && len(l.openOf(cluster)) == 0:
+			l.noFalseClosings(cluster)
 			return steps
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("%s did not converge in 3m; steps so far %v; last outcome %+v", cluster, steps, o)
 	return nil
+}
+
+// noFalseClosings fails the test when a merged pull request of cluster
+// got a comment saying cairn closed it: a merged one is never closed.
+func (l *loop) noFalseClosings(cluster string) {
+	for _, pr := range l.gh.PRs {
+		if !strings.HasPrefix(pr.Head.Ref, "cairn/"+cluster+"/") || !pr.Merged {
+			continue
+		}
+		for _, c := range pr.Comments {
+			if strings.Contains(c, "cairn closed this pull request") {
+				l.t.Errorf("merged pull request #%d (%s) says: %s", pr.Number, pr.Head.Ref, c)
+			}
+		}
+	}
 }
 
 func (l *loop) openOf(cluster string) []*githubtest.PR {

@@ -65,6 +65,15 @@ func TestPostgresMajorUpgrade13To15(t *testing.T) {
 		t.Fatalf("after the upgrade the primary holds %d orders (%v), want 50", n, err)
 	}
 	l.noDrift("after the upgrade")
+	// Each merged step's pull request says how it ended, once.
+	for _, pr := range l.gh.PRs {
+		if !strings.HasPrefix(pr.Head.Ref, "cairn/"+db+"/") || !pr.Merged {
+			continue
+		}
+		if len(pr.Comments) != 1 || !strings.Contains(pr.Comments[0], "is done.") || !strings.Contains(pr.Body, "outcome=posted") {
+			t.Errorf("merged pull request #%d (%s): outcome comments %q", pr.Number, pr.Head.Ref, pr.Comments)
+		}
+	}
 
 	// The rollback: the backup the upgrade was gated on is pinned, and
 	// restores at 13.

@@ -133,7 +133,7 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case parts[3] == "pulls" && len(parts) == 4 && r.Method == http.MethodGet:
 		f.list(w, r)
 	case parts[3] == "pulls" && len(parts) == 4 && r.Method == http.MethodPost:
-		f.create(w, r, parts[1])
+		f.create(w, r, parts[1]+"/"+parts[2])
 	case parts[3] == "pulls" && len(parts) == 6 && parts[5] == "merge" && r.Method == http.MethodPut:
 		f.merge(w, r, parts[4])
 	case parts[3] == "pulls" && len(parts) == 5 && r.Method == http.MethodPatch:
@@ -225,7 +225,10 @@ func (f *Server) list(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-func (f *Server) create(w http.ResponseWriter, r *http.Request, owner string) {
+// create answers POST /repos/{o}/{r}/pulls for repo "o/r": the head is a
+// branch of that repo.
+func (f *Server) create(w http.ResponseWriter, r *http.Request, repo string) {
+	owner, _, _ := strings.Cut(repo, "/")
 	var in struct{ Title, Head, Base, Body string }
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Title == "" || in.Head == "" || in.Base == "" {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed"})
@@ -235,7 +238,7 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request, owner string) {
 		return
 	}
 	for _, pr := range f.PRs {
-		if pr.State == "open" && pr.Head.Ref == in.Head && pr.Base.Ref == in.Base && pr.Head.Repo.FullName == owner+"/r" {
+		if pr.State == "open" && pr.Head.Ref == in.Head && pr.Base.Ref == in.Base && strings.EqualFold(pr.Head.Repo.FullName, repo) {
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
 				"errors": []map[string]string{{"resource": "PullRequest", "code": "custom",
 					"message": "A pull request already exists for " + owner + ":" + in.Head + "."}}})
@@ -253,7 +256,7 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request, owner string) {
 		}
 	}
 	pr := &PR{Number: len(f.PRs) + 1, State: "open", Title: in.Title, Body: in.Body,
-		Head: Ref{Ref: in.Head, SHA: sha, Repo: RepoName{FullName: owner + "/r"}}, Base: Ref{Ref: in.Base}, Labels: []Label{}}
+		Head: Ref{Ref: in.Head, SHA: sha, Repo: RepoName{FullName: repo}}, Base: Ref{Ref: in.Base}, Labels: []Label{}}
 	f.touch(pr)
 	f.PRs = append(f.PRs, pr)
 	writeJSON(w, http.StatusCreated, pr)
