@@ -45,9 +45,10 @@ func openLocation(location string) (backup.Store, error) {
 }
 
 func newBackupList() *cobra.Command {
-	var location, output string
+	var location string
+	var output *outputFlag
 	cmd := &cobra.Command{
-		Use:   "list CLUSTER --location s3://bucket/prefix|file:///path [-o table|json]",
+		Use:   "list CLUSTER --location s3://bucket/prefix|file:///path [-o text|json|yaml]",
 		Short: "List a cluster's complete backups, oldest first",
 		Long: `List the complete backups of CLUSTER at --location (the spec's
 backup.storageLocation). Backups that were cut off or are being written
@@ -56,10 +57,13 @@ a pinned backup was taken for: retention keeps it until cairn backup
 release. S3 settings come from the
 environment: CAIRN_S3_ENDPOINT (or AWS_ENDPOINT_URL_S3), AWS_REGION,
 AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_CA_BUNDLE.`,
+		Example: `  cairn backup list my-production-db --location s3://my-backup-bucket/postgres
+  CAIRN_S3_ENDPOINT=https://minio.local:9000 cairn backup list my-etcd-cluster --location s3://etcd/backups -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return &exitError{exitUsage, fmt.Errorf("cairn backup list: -o must be table or json, got %q", output)}
+			format, err := output.get("cairn backup list")
+			if err != nil {
+				return err
 			}
 			if err := spec.CheckName(args[0]); err != nil {
 				return &exitError{exitUsage, err}
@@ -72,26 +76,21 @@ AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_CA_BUNDLE.`,
 			if err != nil {
 				return err
 			}
-			return printBackups(cmd.OutOrStdout(), all, output)
+			return printBackups(cmd.OutOrStdout(), all, format)
 		},
 	}
 	cmd.Flags().StringVar(&location, "location", "", "the backups' storageLocation (required)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	output = addOutput(cmd, formatText, formatJSON, formatYAML)
 	_ = cmd.MarkFlagRequired("location")
 	return cmd
 }
 
-func printBackups(w io.Writer, all []backup.Manifest, output string) error {
-	if output == "json" {
+func printBackups(w io.Writer, all []backup.Manifest, format string) error {
+	if format != formatText {
 		if all == nil {
 			all = []backup.Manifest{}
 		}
-		data, err := json.MarshalIndent(all, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
+		return writeData(w, format, all)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tFINISHED\tSIZE\tSOURCE\tVERSION\tPINNED")
@@ -123,6 +122,8 @@ that rollback is no longer wanted (the upgraded cluster has run well for a
 while); the retention then deletes it after a later backup, as any other.
 cairn backup list shows the pins. Releasing a backup that is not pinned
 changes nothing.`,
+		Example: `  cairn backup list my-production-db --location s3://my-backup-bucket/postgres
+  cairn backup release my-production-db 20261130T020000Z-1a2b3c --location s3://my-backup-bucket/postgres`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cluster, id := args[0], args[1]
@@ -157,38 +158,47 @@ func newBackupRun() *cobra.Command {
 	var src liveSource
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "run CLUSTER (--kubeconfig FILE | --in-cluster) [--wait 30m]",
+		Use:   "run CLUSTER [--kubeconfig FILE | --in-cluster] [--wait 30m]",
 		Short: "Ask a cluster's runtime for a backup now, and wait for it",
 		Long: `Ask the leading runtime of CLUSTER for a backup now (an annotation on its
 status ConfigMap <cluster>-cairn-status) and wait until the runtime reports
 it complete, or failed. The runtime takes it as it takes scheduled ones,
-never two at once.`,
+never two at once. While it waits it says on standard error what it waits
+for and for how long, every few seconds. The cluster is found as kubectl
+finds it: --kubeconfig, $KUBECONFIG, ~/.kube/config, then the pod's
+ServiceAccount (docs/cli.md).`,
+		Example: `  # ask for a backup of my-production-db and wait up to 30 minutes
+  cairn backup run my-production-db --kubeconfig ~/.kube/prod --namespace databases
+
+  # only ask; the runtime takes it on its own
+  cairn backup run my-etcd-cluster --wait 0`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := spec.CheckName(args[0]); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			if src.kubeconfig == "" && !src.inCluster {
-				return &exitError{exitUsage, fmt.Errorf("cairn backup run: give --kubeconfig or --in-cluster")}
-			}
 			o, err := src.observer()
 			if err != nil {
 				return err
 			}
-			return runBackupRequest(cmd.Context(), cmd.OutOrStdout(), o.Client, o.Namespace, args[0], wait)
+			return runBackupRequest(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o.Client, o.Namespace, args[0], wait)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&src.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster the runtime runs in")
-	f.StringVar(&src.context, "context", "", "with --kubeconfig: the context to use")
+	f.StringVar(&src.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster the runtime runs in (default: $KUBECONFIG, then ~/.kube/config)")
+	f.StringVar(&src.context, "context", "", "the kubeconfig context to use")
 	f.BoolVar(&src.inCluster, "in-cluster", false, "use the ServiceAccount of the pod cairn runs in")
 	f.StringVar(&src.namespace, "namespace", "", "the cluster's namespace (default: the kubeconfig context's)")
 	f.DurationVar(&wait, "wait", 30*time.Minute, "how long to wait for the backup; 0 returns once it is asked for")
 	return cmd
 }
 
-// runBackupRequest writes the request and waits for its outcome.
-func runBackupRequest(ctx context.Context, w io.Writer, c kubernetes.Interface, ns, cluster string, wait time.Duration) error {
+// backupProgressEvery is how often cairn backup run says it still waits.
+var backupProgressEvery = 5 * time.Second
+
+// runBackupRequest writes the request and waits for its outcome, saying
+// on progress what it waits for every backupProgressEvery.
+func runBackupRequest(ctx context.Context, w, progress io.Writer, c kubernetes.Interface, ns, cluster string, wait time.Duration) error {
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:])
 	id := "manual-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(nonce[:])
@@ -206,26 +216,57 @@ func runBackupRequest(ctx context.Context, w io.Writer, c kubernetes.Interface, 
 	if wait <= 0 {
 		return nil
 	}
+	start := time.Now()
+	fmt.Fprintf(progress, "waiting up to %s for the runtime of %s to take backup %s (status ConfigMap %s/%s)\n", wait, cluster, id, ns, name)
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastSaid := start
 	for {
 		st, err := backupStatus(ctx, c, ns, name)
 		switch {
+		case parent.Err() != nil:
+			return parent.Err()
 		case err != nil:
 			return err
 		case st.LastManualRequest == id && st.LastSuccessful != nil:
 			d := st.LastSuccessful
-			fmt.Fprintf(w, "backup %s complete: %d bytes from %s at %s\n", d.ID, d.Size, d.Source, d.Location)
+			fmt.Fprintf(w, "backup %s complete: %d bytes from %s at %s (%s)\n", d.ID, d.Size, d.Source, d.Location, time.Since(start).Round(time.Second))
 			return nil
 		case st.LastFailure != nil && st.LastFailure.Request == id:
 			return fmt.Errorf("backup of %s failed (the runtime tries again in a minute): %s", cluster, st.LastFailure.Error)
 		}
+		if time.Since(lastSaid) >= backupProgressEvery {
+			lastSaid = time.Now()
+			fmt.Fprintf(progress, "still waiting for backup %s of %s: %s elapsed%s\n", id, cluster, time.Since(start).Round(time.Second), lastBackupNote(st, lastSaid))
+		}
 		select {
 		case <-ctx.Done():
+			if parent.Err() != nil {
+				return parent.Err()
+			}
 			return fmt.Errorf("backup of %s: no outcome after %s (is its runtime running?)", cluster, wait)
-		case <-time.After(time.Second):
+		case <-tick.C:
 		}
 	}
+}
+
+// lastBackupNote says what the runtime reports of the last backups, for
+// the progress lines.
+func lastBackupNote(st contract.BackupStatus, now time.Time) string {
+	var parts []string
+	if d := st.LastSuccessful; d != nil {
+		parts = append(parts, fmt.Sprintf("last complete backup %s, %s ago", d.ID, now.Sub(d.Finished).Round(time.Second)))
+	}
+	if f := st.LastFailure; f != nil {
+		parts = append(parts, "last failure: "+f.Error)
+	}
+	if len(parts) == 0 {
+		return "; the runtime reports no backup yet"
+	}
+	return "; " + strings.Join(parts, "; ")
 }
 
 func backupStatus(ctx context.Context, c kubernetes.Interface, ns, name string) (contract.BackupStatus, error) {
@@ -247,6 +288,12 @@ SHA-256) as it is read; nothing is left behind on failure. PostgreSQL: the
 base backup's tar is unpacked (it holds its WAL, so the copy starts
 consistent). etcd: the snapshot is restored as etcdutl does, for a new
 one-member cluster named --name at --peer-url; add members to it as usual.`,
+		Example: `  # the latest PostgreSQL backup into a new data directory
+  cairn restore --location s3://my-backup-bucket/postgres --cluster my-production-db --kind PostgresCluster --data-dir /var/lib/restore/pgdata
+
+  # an etcd backup, as the first member of a new cluster
+  cairn restore --location file:///backups --cluster my-etcd-cluster --kind EtcdCluster --backup 20261130T020000Z-1a2b3c \
+    --data-dir /var/lib/etcd-restore --peer-url https://my-etcd-cluster-0.my-etcd-cluster:2380`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), cmd.OutOrStdout(), o) },
 	}

@@ -41,6 +41,11 @@ ever committed or opened.
 
 Exit codes: 0 the change plans, 1 invalid specs or policies, 3 a plan
 refuses the change.`,
+		Example: `  # in CI, on a pull request's checkout
+  cairn check --repo .
+
+  # and report on the pull request
+  cairn check --repo . --github acme/gitops --pr 42 --sha "$GITHUB_SHA"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCheck(cmd.Context(), cmd.OutOrStdout(), o) },
 	}

@@ -27,7 +27,7 @@ func policySet(repo string) (policies.Set, error) {
 }
 
 // policyCommands are the commands that decide policies and so take --now.
-var policyCommands = []string{"cairn plan", "cairn render", "cairn propose", "cairn reconcile", "cairn policy test"}
+var policyCommands = []string{"cairn plan", "cairn render", "cairn status", "cairn diff", "cairn propose", "cairn reconcile", "cairn policy test"}
 
 // addNowFlag adds --now to the commands of root that decide policies; call
 // it once every command is added.

@@ -6,8 +6,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/observe"
@@ -29,8 +27,23 @@ func (l *liveSource) flags(f *pflag.FlagSet) {
 	f.StringVar(&l.namespace, "namespace", "", "the namespace of clusters whose spec names none (default: the kubeconfig context's, or the pod's)")
 }
 
-// read returns the observed state of clusters; nil when no source is set.
+// read returns the observed state of clusters; nil when no source is
+// set: the commands that plan (plan, render, check, policy test, propose)
+// read a cluster only when told to.
 func (l liveSource) read(ctx context.Context, clusters []spec.Cluster) (*live.Snapshot, error) {
+	if l.file == "" && l.kubeconfig == "" && !l.inCluster {
+		if l.context != "" {
+			return nil, &exitError{exitUsage, fmt.Errorf("--context needs --kubeconfig")}
+		}
+		return nil, nil
+	}
+	return l.readAny(ctx, clusters)
+}
+
+// readAny returns the observed state of clusters from --live, or from the
+// cluster resolveKube finds: the commands about what runs (status, diff,
+// observe) always read one.
+func (l liveSource) readAny(ctx context.Context, clusters []spec.Cluster) (*live.Snapshot, error) {
 	if l.file != "" {
 		if l.kubeconfig != "" || l.inCluster {
 			return nil, &exitError{exitUsage, fmt.Errorf("--live and --kubeconfig/--in-cluster are two sources of the same state; give one")}
@@ -41,12 +54,6 @@ func (l liveSource) read(ctx context.Context, clusters []spec.Cluster) (*live.Sn
 		}
 		return s, nil
 	}
-	if l.kubeconfig == "" && !l.inCluster {
-		if l.context != "" {
-			return nil, &exitError{exitUsage, fmt.Errorf("--context needs --kubeconfig")}
-		}
-		return nil, nil
-	}
 	o, err := l.observer()
 	if err != nil {
 		return nil, err
@@ -54,39 +61,28 @@ func (l liveSource) read(ctx context.Context, clusters []spec.Cluster) (*live.Sn
 	return o.Observe(ctx, clusters)
 }
 
-// observer is the client-go observer of the source's cluster.
-func (l liveSource) observer() (*observe.Observer, error) {
-	if l.kubeconfig != "" && l.inCluster {
-		return nil, &exitError{exitUsage, fmt.Errorf("--kubeconfig and --in-cluster name two clusters; give one")}
-	}
-	if l.inCluster && l.context != "" {
-		return nil, &exitError{exitUsage, fmt.Errorf("--context picks a kubeconfig context; --in-cluster has none")}
-	}
-	var cfg *rest.Config
-	ns := l.namespace
-	var err error
-	if l.inCluster {
-		if cfg, err = rest.InClusterConfig(); err != nil {
-			return nil, &exitError{exitUsage, fmt.Errorf("--in-cluster: %w", err)}
-		}
-		if ns == "" {
-			ns = podNamespace()
-		}
-	} else {
-		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			&clientcmd.ClientConfigLoadingRules{ExplicitPath: l.kubeconfig}, &clientcmd.ConfigOverrides{CurrentContext: l.context})
-		if cfg, err = loader.ClientConfig(); err != nil {
-			return nil, &exitError{exitUsage, fmt.Errorf("kubeconfig %s: %w", l.kubeconfig, err)}
-		}
-		if ns == "" {
-			if ns, _, err = loader.Namespace(); err != nil {
-				return nil, &exitError{exitUsage, fmt.Errorf("kubeconfig %s: %w", l.kubeconfig, err)}
-			}
-		}
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+// target is the Kubernetes cluster of the flags (resolveKube), in
+// --namespace when set.
+func (l liveSource) target() (*kubeTarget, error) {
+	t, err := resolveKube(l.kubeconfig, l.context, l.inCluster)
 	if err != nil {
 		return nil, err
 	}
-	return &observe.Observer{Client: client, Namespace: ns, Kinds: observeKinds()}, nil
+	if l.namespace != "" {
+		t.Namespace = l.namespace
+	}
+	return t, nil
+}
+
+// observer is the client-go observer of the source's cluster.
+func (l liveSource) observer() (*observe.Observer, error) {
+	t, err := l.target()
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(t.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &observe.Observer{Client: client, Namespace: t.Namespace, Kinds: observeKinds()}, nil
 }

@@ -6,17 +6,25 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
 
-// Exit codes.
+// Exit codes (docs/cli.md has the table).
 const (
 	exitOK       = 0
-	exitInvalid  = 1 // invalid input (specs, live state, policies) or a failure (git, GitHub, a cluster)
+	exitInvalid  = 1 // invalid input (specs, live state, policies, a kubeconfig) or a failure (git, GitHub, a cluster)
 	exitUsage    = 2 // bad flags or arguments
 	exitRefusals = 3 // a plan refuses a spec change, or (propose) a step's branch holds a commit that is not cairn's
+	exitDiff     = 4 // cairn diff: the rendered objects differ from the live ones
+	// A command a signal interrupts exits 128 + the signal's number, as a
+	// shell reports it: 130 for SIGINT (Ctrl-C), 143 for SIGTERM. The
+	// long-running commands (reconcile, runtime) stop cleanly on either
+	// and exit 0.
+	exitSignal = 128
 )
 
 // exitError carries an exit code out of a command.
@@ -38,11 +46,19 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := interruptible(context.Background())
+	defer stop()
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
+	}
+	// An interrupted command says so once, not as a failure of its work.
+	var sig signalError
+	if errors.As(context.Cause(ctx), &sig) {
+		fmt.Fprintf(stderr, "cairn: interrupted by %s\n", sig.Error())
+		return exitSignal + int(sig.Signal)
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -86,8 +102,42 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidate(), newPlan(), newRender(), newPropose(), newReconcile(), newPR(), newObserve(), newCheck(), newBackup(), newRestore(), newPolicy(), newSchema(), newInstance(), newRuntime())
+	root.AddCommand(newValidate(), newPlan(), newRender(), newStatus(), newDiff(), newPropose(), newReconcile(), newPR(), newObserve(), newCheck(), newBackup(), newRestore(), newPolicy(), newSchema(), newVersion(), newInstance(), newRuntime())
 	addNowFlag(root)
 	markUsage(root)
 	return root
+}
+
+// signalError is the cause of a context SIGINT or SIGTERM ended.
+type signalError struct{ syscall.Signal }
+
+func (e signalError) Error() string {
+	switch e.Signal {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return e.Signal.String()
+}
+
+// interruptible is ctx, cancelled with a signalError on the first SIGINT
+// or SIGTERM; stop releases the signals.
+func interruptible(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(signalError{s.(syscall.Signal)})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
 }

@@ -25,13 +25,19 @@ type observeOptions struct {
 func newObserve() *cobra.Command {
 	var o observeOptions
 	cmd := &cobra.Command{
-		Use:   "observe --repo DIR (--kubeconfig FILE [--context NAME] | --in-cluster) [-o yaml|json]",
+		Use:   "observe --repo DIR [--kubeconfig FILE [--context NAME] | --in-cluster] [-o yaml|json]",
 		Short: "Write the observed state of every cluster of a GitOps repo, in the format --live reads",
 		Long: `Read what runs for every cluster whose spec is under --specs, through
 client-go (StatefulSets, pods, claims, the rendered config and the
 runtime's status), and write it in the observed-state format of
 docs/live-state.md. The output replays with --live: a plan made from it is
-the plan made against the cluster.`,
+the plan made against the cluster.
+
+The cluster is found as kubectl finds it: --kubeconfig, $KUBECONFIG,
+~/.kube/config, then the pod's ServiceAccount (docs/cli.md).`,
+		Example: `  # record what runs, then plan against the recording
+  cairn observe --repo . --kubeconfig ~/.kube/prod --namespace databases > live.yaml
+  cairn plan --repo . --live live.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runObserve(cmd.Context(), cmd.OutOrStdout(), o) },
 	}
@@ -51,14 +57,11 @@ func runObserve(ctx context.Context, w io.Writer, o observeOptions) error {
 	if o.src.file != "" {
 		return &exitError{exitUsage, fmt.Errorf("cairn observe: --live is what observe writes; read a cluster with --kubeconfig or --in-cluster")}
 	}
-	if o.src.kubeconfig == "" && !o.src.inCluster {
-		return &exitError{exitUsage, fmt.Errorf("cairn observe: give --kubeconfig or --in-cluster")}
-	}
 	clusters, err := spec.LoadRepo(o.repo, o.specs.layout(""))
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}
-	snap, err := o.src.read(ctx, clusters)
+	snap, err := o.src.readAny(ctx, clusters)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,14 @@ repo against the observed state in --live (docs/live-state.md). Without
 
 Exit codes: 0 planned, 1 invalid specs or live state, 2 usage, 3 a plan
 refuses a spec change (the refusal says which rule and why).`,
+		Example: `  # every cluster of the checkout, as if nothing were deployed yet
+  cairn plan --repo .
+
+  # against a recorded live state (cairn observe writes one), as JSON
+  cairn plan --repo . --live live.yaml -o json
+
+  # against the cluster, deciding policies as at Friday 22:00
+  cairn plan --repo . --kubeconfig ~/.kube/prod --now 2026-11-27T22:00:00Z`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.Context(), cmd.OutOrStdout(), o) },
 	}

@@ -125,6 +125,11 @@ the pull requests of the steps a policy lets it merge (autoMerge in
 docs/policies.md) once no policy holds them, their gates before them pass
 in the live state and no do-not-merge label is on them; --no-auto-merge
 turns that off.`,
+		Example: `  # one pass against a recorded live state, pull requests kept in the repo
+  cairn propose --repo . --live live.yaml
+
+  # against the cluster, pull requests on GitHub
+  cairn propose --repo https://github.com/acme/gitops.git --token-file token --kubeconfig ~/.kube/prod --github acme/gitops`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPropose(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, gh, src, specs, images)
@@ -179,6 +184,9 @@ func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh gith
 	r, err := newRenderer(images)
 	if err != nil {
 		return &exitError{exitUsage, err}
+	}
+	for _, warning := range checkoutWarnings(o.repo, o.base, specs.dir, "policies") {
+		fmt.Fprintln(errw, "cairn propose: warning:", warning)
 	}
 	repo, cleanup, err := o.clone(ctx)
 	if err != nil {
@@ -237,29 +245,42 @@ func newPR() *cobra.Command {
 	cmd := &cobra.Command{Use: "pr", Short: "Pull requests kept by the local provider"}
 	var o remoteOptions
 	list := &cobra.Command{
-		Use:   "list --repo URL|DIR",
+		Use:   "list --repo URL|DIR [-o text|json|yaml]",
 		Short: "List cairn's pull requests recorded in the repo (open, merged, closed)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			repo, cleanup, err := o.clone(ctx)
-			if err != nil {
-				return err
+		Example: `  cairn pr list --repo .
+  cairn pr list --repo ssh://git@example.com/gitops.git --ssh-key ~/.ssh/id_ed25519 -o json`,
+		Args: cobra.NoArgs,
+	}
+	out := addOutput(list, formatText, formatJSON, formatYAML)
+	list.RunE = func(cmd *cobra.Command, _ []string) error {
+		format, err := out.get("cairn pr list")
+		if err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		repo, cleanup, err := o.clone(ctx)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		prs, err := (&publish.Local{Repo: repo, Base: o.base}).List(ctx)
+		if err != nil {
+			return err
+		}
+		if format != formatText {
+			if prs == nil {
+				prs = []publish.PullRequest{}
 			}
-			defer cleanup()
-			prs, err := (&publish.Local{Repo: repo, Base: o.base}).List(ctx)
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "BRANCH\tSTATE\tTITLE\tCLOSED BECAUSE")
-			for _, pr := range prs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", pr.Branch, pr.State, pr.Title, pr.CloseReason)
-			}
-			return tw.Flush()
-		},
+			return writeData(cmd.OutOrStdout(), format, prs)
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "BRANCH\tSTATE\tTITLE\tCLOSED BECAUSE")
+		for _, pr := range prs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", pr.Branch, pr.State, pr.Title, pr.CloseReason)
+		}
+		return tw.Flush()
 	}
 	o.flags(list, false)
-	cmd.AddCommand(list)
+	cmd.AddCommand(list, newPRShow())
 	return cmd
 }

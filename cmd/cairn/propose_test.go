@@ -114,3 +114,31 @@ func TestProposeRefusesInvalidSpecsWithoutWriting(t *testing.T) {
 		t.Fatalf("refs written for an invalid spec: %v", after)
 	}
 }
+
+// TestProposeWarnsOfUncommittedSpecs: cairn plan reads a checkout as it
+// is, propose publishes what is committed on the base; an edit that plan
+// shows and propose would not publish is named on standard error.
+func TestProposeWarnsOfUncommittedSpecs(t *testing.T) {
+	bare := gitbed.New(t, exampleFiles(t))
+	checkout := cloneCheckout(t, bare)
+	spec := filepath.Join(checkout, "clusters/my-etcd-cluster.yaml")
+	data, _ := os.ReadFile(spec)
+	if err := os.WriteFile(spec, []byte(strings.Replace(string(data), "size: 3", "size: 5", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(checkout, "clusters/new.yaml"), []byte(etcd8), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(checkout, "README.md"), []byte("not a spec"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := cairn(t, "propose", "--repo", checkout, "--live", "../../examples/fleet/live.yaml")
+	want := "cairn propose: warning: " + checkout + " has uncommitted changes that cairn plan shows and propose does not publish (it publishes what is committed on main); commit them first:\n" +
+		"   M clusters/my-etcd-cluster.yaml\n  ?? clusters/new.yaml\n"
+	if code != exitOK || !strings.Contains(errOut, want) || strings.Contains(errOut, "README") {
+		t.Fatalf("exit %d; stderr:\n%s\nwant it to contain:\n%s", code, errOut, want)
+	}
+	if code, _, errOut := cairn(t, "propose", "--repo", bare, "--live", "../../examples/fleet/live.yaml"); code != exitOK || strings.Contains(errOut, "warning") {
+		t.Errorf("a bare repo: exit %d %s", code, errOut)
+	}
+}

@@ -33,7 +33,16 @@ kustomize tree to rendered/<cluster>/ under --out (default: the repo): the
 base, one overlay per step, PLAN.md and plan.json, with the entry point at
 the plan's first step (or at the base when nothing is planned). Every tree
 passes kustomize build before anything is written. Running it twice changes
-nothing. A cluster whose spec is gone keeps its rendered folder untouched.`,
+nothing. A cluster whose spec is gone keeps its rendered folder untouched.
+
+Exit codes: 0 rendered, 1 invalid specs or live state, or a tree that
+does not build, 2 usage, 3 a plan refuses a spec change (every tree is
+still written; a refused cluster's stays at what runs).`,
+		Example: `  # render into the repo, against a recorded live state
+  cairn render --repo . --live live.yaml
+
+  # render against the cluster into another folder
+  cairn render --repo . --kubeconfig ~/.kube/prod --out /tmp/out`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRender(cmd.Context(), cmd.OutOrStdout(), o) },
 	}
@@ -90,6 +99,9 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 			current = p.Steps[0].ID
 		} else if p.Baseline == nil {
 			fmt.Fprintf(w, "%s: nothing to render (%s)\n", c.Ref(), p.Status)
+			for _, r := range p.Refusals {
+				fmt.Fprintf(w, "  refused (%s): %s\n", r.Rule, r.Reason)
+			}
 			continue
 		}
 		t, _, err := r.Render(c, p, current)
@@ -108,6 +120,13 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 			return fmt.Errorf("write %s: %w", renderer.Root(c.Ref().Name), err)
 		}
 		fmt.Fprintf(w, "%s: %s (%d file(s) changed)\n", c.Ref(), renderer.Root(c.Ref().Name), n)
+	}
+	// The other clusters are rendered; a refusal still fails the run, as
+	// it does cairn plan's.
+	for _, p := range plans.Plans {
+		if p.Status == plan.StatusRefused {
+			return &exitError{code: exitRefusals}
+		}
 	}
 	return nil
 }

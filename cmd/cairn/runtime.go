@@ -16,8 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -81,11 +79,12 @@ func (o *runtimeOptions) run(cmd *cobra.Command) error {
 	if ns == "" || id == "" {
 		return &exitError{exitUsage, fmt.Errorf("cairn runtime: %s and %s must be set", contract.EnvPodNamespace, contract.EnvPodName)}
 	}
-	cfg, err := kubeConfig(o.kubeconfig)
+	// In the cluster by default; --kubeconfig for a runtime run by hand.
+	kt, err := resolveKube(o.kubeconfig, "", o.kubeconfig == "")
 	if err != nil {
-		return &exitError{exitUsage, err}
+		return err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kubernetes.NewForConfig(kt.Config)
 	if err != nil {
 		return err
 	}
@@ -148,13 +147,6 @@ func newRuntimeAgent(k kind, cfg agent.Config, client kubernetes.Interface) (*ag
 		return nil, nil, err
 	}
 	return a, reg, nil
-}
-
-func kubeConfig(path string) (*rest.Config, error) {
-	if path == "" {
-		return rest.InClusterConfig()
-	}
-	return clientcmd.BuildConfigFromFlags("", path)
 }
 
 // newProcessRegistry is a registry holding what every long-running cairn

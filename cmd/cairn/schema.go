@@ -30,6 +30,11 @@ name the schema on the first line of each spec, relative to the spec:
 
 The schemas check what cairn validate checks, but for the few rules
 docs/spec-reference.md lists. The committed copies live in docs/schemas/.`,
+		Example: `  # the schema of one kind, for an editor
+  cairn schema PostgresCluster > postgrescluster.json
+
+  # every kind's schema into the GitOps repo, at the paths the modeline names
+  cairn schema --out schemas`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kinds := spec.Kinds()

@@ -17,6 +17,8 @@ func newValidate() *cobra.Command {
 planner's rules that need no live state (an etcd size outside 1..7, say).
 Every problem is printed as file:line:col: field.path: message; the exit
 code is 1 when there is any.`,
+		Example: `  cairn validate clusters/
+  cairn validate clusters/my-production-db.yaml clusters/my-etcd-cluster.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			clusters, err := spec.LoadPaths(args)
