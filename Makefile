@@ -6,7 +6,7 @@ PKGS     := ./...
 # The suites that run PostgreSQL members; unit runs them on 15, then on 13.
 PG_PKGS  := ./runtime/instance ./runtime/backup ./runtime/agent
 
-.PHONY: all build test vet fmt-check unit fuzz bench generate clean testbin testbin-kube testbin-pg13
+.PHONY: all build test vet fmt-check unit fuzz bench generate clean testbin testbin-kube testbin-pg13 testbin-crds
 
 all: build
 
@@ -23,7 +23,7 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-unit: testbin testbin-kube testbin-pg13
+unit: testbin testbin-kube testbin-pg13 testbin-crds
 	$(GO) test -count=1 $(PKGS)
 	@echo "unit: the PostgreSQL suites again, on PostgreSQL 13"
 	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin $(GO) test -count=1 $(PG_PKGS)
@@ -67,6 +67,19 @@ testbin-pg13: .cache/pg13/bin/postgres
 
 .cache/pg13/bin/postgres: .ci/fetch-pg13
 	.ci/fetch-pg13
+
+## testbin-crds: the Prometheus Operator's PodMonitor and PrometheusRule
+## CRDs, from its module (pinned) through the Go module proxy, so that the
+## rendered PodMonitor and deploy/monitoring's PrometheusRule are checked
+## by a real kube-apiserver.
+PROM_OPERATOR := v0.88.0
+CRDS := .cache/crds/monitoring.coreos.com_podmonitors.yaml .cache/crds/monitoring.coreos.com_prometheusrules.yaml
+testbin-crds: $(CRDS)
+
+$(CRDS): Makefile
+	mkdir -p .cache/crds
+	dir=$$(cd "$$(mktemp -d)" && GOFLAGS= $(GO) mod download -json github.com/prometheus-operator/prometheus-operator@$(PROM_OPERATOR) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+	test -n "$$dir" && install -m 0644 "$$dir/example/prometheus-operator-crd/$(notdir $@)" $@
 
 ## testbin-kube: kube-apiserver and kube-controller-manager built from
 ## k8s.io/kubernetes through the Go module proxy (about 8 minutes on 2 cores

@@ -36,8 +36,10 @@ var (
 		absent("../renderer", `ssl_cert_file|ssl = on|hostssl`),
 		absent("../renderer", `--cert-file|--client-cert-auth|--peer-cert-file`),
 	}
-	noReclone      = []probe{absent("../runtime", `(?i)re-?clone|requested WAL segment`)}
-	noUpgradeCheck = []probe{absent("../runtime/instance", `"--check"`), absent("../planner", `(?i)upgrade.?check`)}
+	noReclone = []probe{absent("../runtime", `(?i)re-?clone|requested WAL segment`)}
+	// pg_upgrade --check runs inside the upgrade step (runtime/instance);
+	// a step of its own before the downtime would be the planner's.
+	noUpgradeCheck = []probe{absent("../planner", `(?i)upgrade.?check|preflight|pre-flight`)}
 )
 
 // claims are every "not built" sentence of README.md and docs/*.md.
@@ -79,6 +81,10 @@ var notClaims = []string{
 	"an etcd learner not started yet",
 	"label is `primary` (or not set yet",
 	"revision and it has not loaded it yet",
+	"without one, nothing is deployed",
+	"yet and every cluster gets a create step",
+	"objects not there yet are diffed against",
+	"hold yet (a step published without the reconcile loop's hold)",
 }
 
 var trigger = regexp.MustCompile(`(?i)\bnot built\b|\bnot rendered\b|\byet\b`)

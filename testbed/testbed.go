@@ -465,3 +465,49 @@ func checkPostgresBin(t testing.TB, bin, hint string) string {
 	}
 	return bin
 }
+
+// InstallCRD creates the CustomResourceDefinition in the repo's
+// .cache/crds/<file> (`make testbin-crds` fetches them) and waits until
+// the API server serves its kind, so objects of it can be applied.
+func (cp *ControlPlane) InstallCRD(t testing.TB, file string) {
+	t.Helper()
+	_, self, _, _ := runtime.Caller(0)
+	p := filepath.Join(filepath.Dir(self), "..", ".cache", "crds", file)
+	stream, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v: run `make testbin-crds`", err)
+	}
+	var crd struct {
+		Spec struct {
+			Group string `json:"group"`
+			Names struct {
+				Kind string `json:"kind"`
+			} `json:"names"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(stream, &crd); err != nil || crd.Spec.Group == "" || crd.Spec.Names.Kind == "" {
+		t.Fatalf("%s is no CustomResourceDefinition: %v", p, err)
+	}
+	if err := cp.ServerSideApply(t, "", stream, false); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, "the API server serves "+crd.Spec.Names.Kind, func() error {
+		groups, err := restmapper.GetAPIGroupResources(cp.Client(t).Discovery())
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			if g.Group.Name != crd.Spec.Group {
+				continue
+			}
+			for _, rs := range g.VersionedResources {
+				for _, r := range rs {
+					if r.Kind == crd.Spec.Names.Kind {
+						return nil
+					}
+				}
+			}
+		}
+		return fmt.Errorf("%s/%s not served yet", crd.Spec.Group, crd.Spec.Names.Kind)
+	})
+}

@@ -139,6 +139,7 @@ turns that off.`,
 	src.flags(cmd.Flags())
 	specs.add(cmd.Flags())
 	imageFlags(cmd.Flags(), &images)
+	monitoringFlags(cmd.Flags(), &images)
 	gh.flags(cmd)
 	cmd.Flags().BoolVarP(&gh.verbose, "verbose", "v", false, "print the GitHub API calls made")
 	return cmd

@@ -77,6 +77,7 @@ the pass under way abandoned, with exit status 0.`,
 	cmd.Flags().StringVar(&o.metrics, "metrics-addr", "", "address to serve /metrics, /healthz and /readyz on, such as :9090; empty serves none")
 	o.gh.flags(cmd)
 	imageFlags(cmd.Flags(), &o.images)
+	monitoringFlags(cmd.Flags(), &o.images)
 	return cmd
 }
 

@@ -52,6 +52,7 @@ still written; a refused cluster's stays at what runs).`,
 	o.specs.add(f)
 	f.StringVar(&o.out, "out", "", "directory to write rendered/ into (default: the repo)")
 	imageFlags(f, &o.images)
+	monitoringFlags(f, &o.images)
 	_ = cmd.MarkFlagRequired("repo")
 	return cmd
 }
@@ -63,6 +64,14 @@ func imageFlags(f *pflag.FlagSet, o *renderer.Options) {
 	f.StringVar(&o.EtcdRepository, "etcd-repository", renderer.DefaultOptions.EtcdRepository, "etcd image repository (tag v<version>)")
 	f.StringVar(&o.PostgresRepository, "postgres-repository", renderer.DefaultOptions.PostgresRepository, "PostgreSQL image repository (tag <version>)")
 	f.StringVar(&o.PostgresUpgradeRepository, "postgres-upgrade-repository", renderer.DefaultOptions.PostgresUpgradeRepository, "pg_upgrade image repository (tag <from>-to-<to>)")
+}
+
+// monitoringFlags are the flags of the commands that write trees (render,
+// propose, reconcile): give all three the same values, or a re-rendered
+// tree differs from the one cairn wrote.
+func monitoringFlags(f *pflag.FlagSet, o *renderer.Options) {
+	f.BoolVar(&o.PodMonitor, "pod-monitor", false, "also render the runtime's metrics Service and a Prometheus Operator PodMonitor into rendered/<cluster>/monitoring/, which the cluster's entry point does not include")
+	f.StringToStringVar(&o.MonitoringLabels, "pod-monitor-label", nil, "with --pod-monitor: a label key=value for those objects (repeatable), such as release=prometheus")
 }
 
 func runRender(ctx context.Context, w io.Writer, o renderOptions) error {

@@ -11,6 +11,7 @@
 // the PrometheusRule wraps exactly the rule file's groups (go test
 // ./deploy/monitoring -update rewrites it); the dashboard parses, every
 // query reads the dashboard's Prometheus data source variable, and its
-// queries pass promtool's parser. Imports nothing of cairn's; nothing
-// imports it.
+// queries pass promtool's parser; a real kube-apiserver serving the
+// Prometheus Operator's CRD accepts the PrometheusRule (a server-side dry
+// run, through the test bed). Nothing imports it.
 package monitoring
