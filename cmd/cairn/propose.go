@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -131,9 +132,14 @@ turns that off.`,
   # against the cluster, pull requests on GitHub
   cairn propose --repo https://github.com/acme/gitops.git --token-file token --kubeconfig ~/.kube/prod --github acme/gitops`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPropose(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, gh, src, specs, images)
-		},
+	}
+	out := addOutput(cmd, formatText, formatJSON, formatYAML)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		format, err := out.get("cairn propose")
+		if err != nil {
+			return err
+		}
+		return runPropose(cmd.Context(), outcomeWriter{cmd.OutOrStdout(), format}, cmd.ErrOrStderr(), o, gh, src, specs, images)
 	}
 	o.flags(cmd, true)
 	src.flags(cmd.Flags())
@@ -181,7 +187,7 @@ func (gh githubOptions) github(base string, log *slog.Logger) (*githubpr.Provide
 	return p, nil
 }
 
-func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh githubOptions, src liveSource, specs specsFlag, images renderer.Options) error {
+func runPropose(ctx context.Context, w outcomeWriter, errw io.Writer, o remoteOptions, gh githubOptions, src liveSource, specs specsFlag, images renderer.Options) error {
 	r, err := newRenderer(images)
 	if err != nil {
 		return &exitError{exitUsage, err}
@@ -207,7 +213,9 @@ func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh gith
 	res, err := reconcile.New(cfg).Pass(ctx)
 	// Every cluster's outcome is printed, the failed ones with their error,
 	// even when some failed.
-	printOutcomes(w, res.Outcomes)
+	if werr := w.write(res.Outcomes); werr != nil {
+		return errors.Join(cliError(err), werr)
+	}
 	if err != nil {
 		return cliError(err)
 	}
@@ -224,6 +232,35 @@ func runPropose(ctx context.Context, w, errw io.Writer, o remoteOptions, gh gith
 		}
 	}
 	return nil
+}
+
+// outcomeWriter writes a pass's outcomes as a table (text) or as data.
+type outcomeWriter struct {
+	w      io.Writer
+	format string
+}
+
+// outcomeDoc is one cluster's outcome in -o json and yaml.
+type outcomeDoc struct {
+	Cluster     string         `json:"cluster"`
+	Status      plan.Status    `json:"status"`
+	Step        string         `json:"step,omitempty"`
+	Branch      string         `json:"branch,omitempty"`
+	PullRequest publish.Action `json:"pullRequest"`
+	Closed      []string       `json:"closed,omitempty"`
+	Note        string         `json:"note,omitempty"`
+}
+
+func (ow outcomeWriter) write(outcomes []publish.Outcome) error {
+	if ow.format == formatText || ow.format == "" {
+		printOutcomes(ow.w, outcomes)
+		return nil
+	}
+	docs := make([]outcomeDoc, 0, len(outcomes))
+	for _, o := range outcomes {
+		docs = append(docs, outcomeDoc{Cluster: o.Cluster, Status: o.Status, Step: o.Step, Branch: o.Branch, PullRequest: o.Action, Closed: o.Closed, Note: o.Note})
+	}
+	return writeData(ow.w, ow.format, map[string]any{"outcomes": docs})
 }
 
 func printOutcomes(w io.Writer, outcomes []publish.Outcome) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,5 +141,38 @@ func TestProposeWarnsOfUncommittedSpecs(t *testing.T) {
 	}
 	if code, _, errOut := cairn(t, "propose", "--repo", bare, "--live", "../../examples/fleet/live.yaml"); code != exitOK || strings.Contains(errOut, "warning") {
 		t.Errorf("a bare repo: exit %d %s", code, errOut)
+	}
+}
+
+// propose -o json|yaml gives each cluster's outcome as data, the same the
+// table says; a format it does not write is a usage error before anything
+// is published.
+func TestProposeOutputFormats(t *testing.T) {
+	bare := gitbed.New(t, exampleFiles(t))
+	live := "../../examples/fleet/live.yaml"
+	// HEAD and main only, before and after the refused run.
+	if code, _, errOut := cairn(t, "propose", "--repo", bare, "--live", live, "-o", "xml"); code != exitUsage || !strings.Contains(errOut, "-o must be") {
+		t.Fatalf("-o xml: exit %d %s", code, errOut)
+	}
+	before := refs(t, bare)
+	if len(before) != 2 || before["refs/heads/main"] == "" {
+		t.Fatalf("a usage error published: %v", before)
+	}
+	code, out, errOut := cairn(t, "propose", "--repo", bare, "--live", live, "-o", "json")
+	if code != exitOK {
+		t.Fatalf("propose -o json: exit %d %s", code, errOut)
+	}
+	var doc struct {
+		Outcomes []outcomeDoc `json:"outcomes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(doc.Outcomes) != 2 || doc.Outcomes[0].PullRequest != "opened" || doc.Outcomes[0].Branch == "" {
+		t.Fatalf("outcomes: %+v", doc.Outcomes)
+	}
+	code, out, _ = cairn(t, "propose", "--repo", bare, "--live", live, "-o", "yaml")
+	if code != exitOK || strings.Count(out, "pullRequest: unchanged") != 2 {
+		t.Fatalf("propose -o yaml: exit %d\n%s", code, out)
 	}
 }
