@@ -52,8 +52,11 @@ func (s PostgresSource) Stream(ctx context.Context, w io.Writer, m *Manifest) er
 	return nil
 }
 
-// serverMajor is the major of a server_version parameter ("15.20",
-// "13.23 (Debian 13.23-0+deb11u4)", "18beta1").
+// PostgresMajor is the major of a server_version parameter ("15.20",
+// "13.23 (Debian 13.23-0+deb11u4)", "18beta1"), as a backup's manifest
+// records it; a version older than 13 is an error.
+func PostgresMajor(version string) (int, error) { return serverMajor(version) }
+
 func serverMajor(version string) (int, error) {
 	i := 0
 	for i < len(version) && version[i] >= '0' && version[i] <= '9' {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -63,8 +64,12 @@ func (p *Postgres) restorePostgres(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if backupMajor, _, _ := strings.Cut(m.Version, "."); backupMajor != major {
-		return fmt.Errorf("restore: backup %s of %s is of PostgreSQL %s, and this member runs PostgreSQL %s: a base backup restores only into its own major; restore it into a cluster at %s, then upgrade that cluster", m.ID, m.Cluster, m.Version, major, backupMajor)
+	backupMajor, err := backup.PostgresMajor(m.Version)
+	if err != nil {
+		return fmt.Errorf("restore: backup %s of %s: %w", m.ID, m.Cluster, err)
+	}
+	if strconv.Itoa(backupMajor) != major {
+		return fmt.Errorf("restore: backup %s of %s is of PostgreSQL %s, and this member runs PostgreSQL %s: a base backup restores only into its own major; restore it into a cluster at %d, then upgrade that cluster", m.ID, m.Cluster, m.Version, major, backupMajor)
 	}
 	if err := os.RemoveAll(p.PGData); err != nil {
 		return err
