@@ -94,7 +94,7 @@ func writeBackup(b *strings.Builder, s clusterStatus) {
 		}
 	}
 	if s.Observed && s.Kind == spec.PostgresKind {
-		b.WriteString("WAL archive: not observed (the live state has no WAL archive age)\n")
+		b.WriteString("WAL archive: none (cairn does not archive WAL yet: a restore brings back a base backup's end)\n")
 	}
 }
 
