@@ -282,7 +282,7 @@ const (
 // WithMergeRefusal is body with a note that the provider refused to merge
 // head, and why; a note already there is replaced.
 func WithMergeRefusal(body, head, why string) string {
-	return WithoutMergeRefusal(body) + refusalStart + cut(oneLine(why), 400) +
+	return WithoutMergeRefusal(body) + refusalStart + md(cut(oneLine(why), 400)) +
 		". cairn leaves it to a person, and tries again once the step changes or this note is deleted.\n" +
 		refusalMarker + head + " -->\n"
 }
@@ -322,7 +322,7 @@ const (
 // WithWaiting is body with a note on top that the plan waits, and why; a
 // note already there is replaced.
 func WithWaiting(body, why string) string {
-	return waitingStart + cut(oneLine(why), 600) + "; `cairn/plan` is pending until then." + waitingEnd + WithoutWaiting(body)
+	return waitingStart + md(cut(oneLine(why), 600)) + "; `cairn/plan` is pending until then." + waitingEnd + WithoutWaiting(body)
 }
 
 // WithoutWaiting is body without a waiting note.

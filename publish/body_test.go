@@ -252,3 +252,26 @@ func TestAWaitingPlanSetsItsOpenPullRequestPending(t *testing.T) {
 		t.Error("other clusters' and merged pull requests are left alone")
 	}
 }
+
+// The notes put on a body (waiting, a merge refusal) carry text from
+// specs, gates and GitHub's errors: it is escaped as the body's own is,
+// and makes no mention, link or tag.
+func TestNotesAreEscaped(t *testing.T) {
+	evil := "<img src=x> @team [x](http://evil.example) www.evil.example **b** `c` <!-- cairn waiting -->"
+	for name, noted := range map[string]string{
+		"waiting":       WithWaiting("body\n", evil),
+		"merge refusal": WithMergeRefusal("body\n", "0123", evil),
+	} {
+		for raw, escaped := range map[string]string{
+			"<img": `\<img`, "@team": "@&#8203;team", "[x](": `\[x\](`, "http://evil": "http:&#8203;//evil",
+			"www.evil": "www&#8203;.evil", "**b**": `\*\*b\*\*`, "`c`": "\\`c\\`",
+		} {
+			if !strings.Contains(noted, escaped) || strings.Contains(strings.ReplaceAll(noted, escaped, ""), raw) {
+				t.Errorf("%s note holds %q unescaped (want %q):\n%s", name, raw, escaped, noted)
+			}
+		}
+	}
+	if w := WithWaiting("body\n", evil); WithoutWaiting(w) != "body\n" {
+		t.Errorf("the escaped waiting note is not removed whole:\n%s", w)
+	}
+}

@@ -113,6 +113,9 @@ func (l *Loop) Pass(ctx context.Context) (Result, error) {
 		var st passState
 		res, err := l.once(ctx, &st)
 		if errors.Is(err, publish.ErrBaseMoved) && attempt < gitrepo.MaxAttempts {
+			if ctx.Err() == nil {
+				l.cfg.Metrics.attempted(res)
+			}
 			continue
 		}
 		if ctx.Err() == nil {

@@ -32,6 +32,8 @@ type fakes struct {
 	after     []string // the steps whose "after" gates were checked
 	// failRender names a cluster whose rendering fails.
 	failRender string
+	// onRender, when set, runs before a cluster's tree is rendered.
+	onRender func(cluster string)
 }
 
 func (f *fakes) Plan(desired []spec.Cluster, _ *live.Snapshot, _ policies.Set) plan.List {
@@ -51,6 +53,9 @@ func (f *fakes) Plan(desired []spec.Cluster, _ *live.Snapshot, _ policies.Set) p
 }
 
 func (f *fakes) Render(c spec.Cluster, p plan.Plan, step string) (renderer.Tree, renderer.Built, error) {
+	if f.onRender != nil {
+		f.onRender(c.Ref().Name)
+	}
 	if c.Ref().Name == f.failRender {
 		return nil, renderer.Built{}, errors.New("the renderer broke")
 	}

@@ -108,15 +108,7 @@ func (m *Metrics) passed(start, end time.Time, res Result, planned bool, held ma
 	m.passes.WithLabelValues(result).Inc()
 	m.lastPass = end
 	m.last.WithLabelValues().Set(float64(end.UnixNano()) / 1e9)
-	for _, o := range res.Outcomes {
-		switch o.Action {
-		case publish.ActionOpened, publish.ActionUpdated:
-			m.prs.WithLabelValues(string(o.Action)).Inc()
-		case publish.ActionAutoMerged:
-			m.prs.WithLabelValues("merged").Inc()
-		}
-		m.prs.WithLabelValues("closed").Add(float64(len(o.Closed)))
-	}
+	m.countPRs(res.Outcomes)
 	if !planned {
 		return
 	}
@@ -140,6 +132,31 @@ func (m *Metrics) passed(start, end time.Time, res Result, planned bool, held ma
 			m.waits[c] = w
 		}
 		m.waiting.WithLabelValues(c).Set(end.Sub(w.since).Seconds())
+	}
+}
+
+// attempted records the pull requests an attempt at a pass wrote before
+// the base branch moved under it: the retry finds them unchanged, so
+// they are counted here or not at all.
+func (m *Metrics) attempted(res Result) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.countPRs(res.Outcomes)
+}
+
+// countPRs counts what outcomes did to pull requests; m.mu is held.
+func (m *Metrics) countPRs(outcomes []publish.Outcome) {
+	for _, o := range outcomes {
+		switch o.Action {
+		case publish.ActionOpened, publish.ActionUpdated:
+			m.prs.WithLabelValues(string(o.Action)).Inc()
+		case publish.ActionAutoMerged:
+			m.prs.WithLabelValues("merged").Inc()
+		}
+		m.prs.WithLabelValues("closed").Add(float64(len(o.Closed)))
 	}
 }
 

@@ -292,3 +292,32 @@ func TestGitHubMetrics(t *testing.T) {
 		t.Errorf("requests %v, want 5", got)
 	}
 }
+
+// A pass whose base branch moves while it publishes plans again; the
+// pull requests the first attempt opened are counted, though the retry
+// finds them unchanged.
+func TestMetricsCountWhatARetriedPassWrote(t *testing.T) {
+	f := &fakes{next: []string{"s1"}, fp: "f1"}
+	other := strings.Replace(kvSpec, "name: kv", "name: ok", 1)
+	l, bare, reg, _ := metricsLoop(t, f, map[string]string{"clusters/kv.yaml": kvSpec, "clusters/ok.yaml": other})
+	moved := false
+	f.onRender = func(cluster string) {
+		if cluster == "ok" && !moved {
+			moved = true // after kv's pull request opened
+			gitbed.Commit(t, bare, map[string]string{"README.md": "a commit while cairn publishes\n"})
+		}
+	}
+	res, err := l.Pass(context.Background())
+	if err != nil || !moved {
+		t.Fatalf("pass: %v (base moved: %v)", err, moved)
+	}
+	for _, o := range res.Outcomes {
+		if strings.HasSuffix(o.Cluster, "/kv") && o.Action != publish.ActionUnchanged {
+			t.Fatalf("the retry should find kv's pull request unchanged: %+v", o)
+		}
+	}
+	got := series(t, reg)
+	if got[`cairn_reconcile_pull_requests_total{action="opened"}`] != 2 {
+		t.Fatalf("opened counted %v, want 2 (kv in the first attempt, ok in the retry)", got)
+	}
+}

@@ -51,6 +51,7 @@ func TestExitCodesAreTheSameForTheSameMistake(t *testing.T) {
 		{"unparsable kubeconfig", []string{"observe", "--repo", fleet, "--kubeconfig", badKubeconfig}, exitInvalid, "kubeconfig " + badKubeconfig},
 		{"missing $KUBECONFIG file", []string{"observe", "--repo", fleet}, exitInvalid, "$KUBECONFIG (/nonexistent)"},
 		{"invalid spec", []string{"status", "--repo", writeRepo(t, map[string]string{"clusters/x.yaml": "kind: Nope\n"})}, exitInvalid, "x.yaml"},
+		{"missing secret file", []string{"reconcile", "--repo", bare, "--live", live, "--webhook-addr", "127.0.0.1:0", "--webhook-secret-file", "/nonexistent"}, exitInvalid, "--webhook-secret-file"},
 		// 2: usage.
 		{"no cluster to talk to", []string{"observe", "--repo", fleet}, exitUsage, "give --kubeconfig or --in-cluster"},
 		{"no cluster to talk to", []string{"status", "--repo", fleet}, exitUsage, "give --kubeconfig or --in-cluster"},
@@ -65,6 +66,9 @@ func TestExitCodesAreTheSameForTheSameMistake(t *testing.T) {
 		{"bad -o", []string{"policy", "test", "--repo", fleet, "-o", "xml"}, exitUsage, "-o must be"},
 		{"bad -o", []string{"backup", "list", "kv", "--location", "file:///x", "-o", "xml"}, exitUsage, "-o must be"},
 		{"bad -o", []string{"plan", "--repo", fleet, "-o", "xml"}, exitUsage, "-o must be"},
+		{"bad -o", []string{"pr", "show", "nope", "--repo", bare, "-o", "xml"}, exitUsage, "-o must be"},
+		{"bad -o", []string{"propose", "--repo", bare, "--live", live, "-o", "xml"}, exitUsage, "-o must be"},
+		{"no webhook secret", []string{"reconcile", "--repo", bare, "--live", live, "--webhook-addr", "127.0.0.1:0"}, exitUsage, "needs a secret"},
 		{"missing required flag", []string{"status"}, exitUsage, `required flag(s) "repo" not set`},
 		{"missing required flag", []string{"diff"}, exitUsage, `required flag(s) "repo" not set`},
 		{"extra argument", []string{"version", "x"}, exitUsage, "unknown command"},
@@ -75,6 +79,7 @@ func TestExitCodesAreTheSameForTheSameMistake(t *testing.T) {
 		{"refused plan", []string{"plan", "--repo", refused}, exitRefusals, ""},
 		{"refused plan", []string{"render", "--repo", refused}, exitRefusals, ""},
 		{"refused plan", []string{"status", "--repo", refused, "--live", live}, exitRefusals, ""},
+		{"refused plan", []string{"propose", "--repo", gitbed.New(t, map[string]string{"clusters/big.yaml": etcd8})}, exitRefusals, ""},
 		// A rule that needs no live state refuses the spec itself: check
 		// and validate call it invalid, at its file:line.
 		{"spec a rule refuses", []string{"check", "--repo", refused}, exitInvalid, "big.yaml:6:9: spec.size: etcd size must be 1 to 7"},

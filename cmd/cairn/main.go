@@ -131,6 +131,9 @@ func interruptible(parent context.Context) (ctx context.Context, stop func()) {
 	go func() {
 		select {
 		case s := <-sigs:
+			// A second Ctrl-C kills, as kubectl's does, should a clean
+			// stop hang.
+			signal.Stop(sigs)
 			cancel(signalError{s.(syscall.Signal)})
 		case <-done:
 		}

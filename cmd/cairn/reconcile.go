@@ -97,7 +97,12 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	r, cleanup, err := newReconcilerWith(ctx, o.remote, o.gh, o.src, o.specs, o.images, log, reg)
+	// A nil *Registry in the Registerer would not be a nil interface.
+	var registerer prometheus.Registerer
+	if reg != nil {
+		registerer = reg
+	}
+	r, cleanup, err := newReconcilerWith(ctx, o.remote, o.gh, o.src, o.specs, o.images, log, registerer)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while cloning
@@ -127,7 +132,10 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 // serveWebhook serves reconcile.Webhook on addr until stop.
 func serveWebhook(addr, secretFile, base string, trigger chan<- struct{}, log *slog.Logger) (stop func(), err error) {
 	secret, err := gitrepo.ReadToken(secretFile, "CAIRN_WEBHOOK_SECRET")
-	if err != nil || secret == "" {
+	if err != nil {
+		return nil, &exitError{exitInvalid, fmt.Errorf("--webhook-secret-file: %w", err)}
+	}
+	if secret == "" {
 		return nil, &exitError{exitUsage, fmt.Errorf("--webhook-addr needs a secret: --webhook-secret-file or $CAIRN_WEBHOOK_SECRET")}
 	}
 	srv := &http.Server{Addr: addr, Handler: &reconcile.Webhook{Secret: []byte(secret), Base: base, Trigger: trigger, Log: log},

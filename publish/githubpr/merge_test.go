@@ -81,7 +81,8 @@ func TestMergeAnswers(t *testing.T) {
 			if !errors.Is(err, publish.ErrMergeRefused) || !strings.Contains(err.Error(), tc.refused) || f.PRs[0].Merged {
 				t.Fatalf("err = %v, want a refusal with %s", err, tc.refused)
 			}
-			if !strings.Contains(f.PRs[0].Body, "**Auto-merge refused:** GitHub answered "+tc.refused) {
+			// GitHub's words are escaped in the note, as all text from elsewhere.
+			if !strings.Contains(f.PRs[0].Body, "**Auto-merge refused:** GitHub answered "+strings.ReplaceAll(tc.refused, "#", `\#`)) {
 				t.Fatalf("the refusal is not noted on the pull request:\n%s", f.PRs[0].Body)
 			}
 			// The pull request as the next pass lists it is not tried again.
