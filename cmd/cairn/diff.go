@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn/planner/plan"
-	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/renderer"
 )
 
@@ -87,16 +86,9 @@ func runDiff(ctx context.Context, w, errw io.Writer, o diffOptions, args []strin
 	if err != nil {
 		return &exitError{exitUsage, fmt.Errorf("cairn diff: %w", err)}
 	}
-	clusters, err := spec.LoadRepo(o.repo, o.specs.layout(""))
+	clusters, err := loadClusters("cairn diff", o.repo, o.specs.layout(""), args)
 	if err != nil {
-		return &exitError{exitInvalid, err}
-	}
-	if len(args) == 1 {
-		c, err := pickCluster(clusters, args[0])
-		if err != nil {
-			return err
-		}
-		clusters = []spec.Cluster{c}
+		return err
 	}
 	target, err := o.src.target()
 	if err != nil {
@@ -228,12 +220,8 @@ func (d *differ) diffOne(ctx context.Context, obj *unstructured.Unstructured, ns
 	if err != nil {
 		return "", err
 	}
-	force := true
-	merged, err := res.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
-		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "cairn", Force: &force})
-	if err != nil {
-		return "", fmt.Errorf("dry-run apply %s: %w", name, err)
-	}
+	// The live object first, then the dry run, as kubectl diff does: the
+	// dry run applies onto what was read, or onto something newer.
 	liveText := ""
 	current, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
 	switch {
@@ -244,6 +232,12 @@ func (d *differ) diffOne(ctx context.Context, obj *unstructured.Unstructured, ns
 		if liveText, err = diffText(current); err != nil {
 			return "", err
 		}
+	}
+	force := true
+	merged, err := res.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
+		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "cairn", Force: &force})
+	if err != nil {
+		return "", fmt.Errorf("dry-run apply %s: %w", name, err)
 	}
 	mergedText, err := diffText(merged)
 	if err != nil {

@@ -177,16 +177,9 @@ func runStatus(ctx context.Context, w, errw io.Writer, o statusOptions, args []s
 		return err
 	}
 	defer repo.cleanup()
-	clusters, err := spec.LoadRepo(repo.dir, o.specs.layout(""))
+	clusters, err := loadClusters("cairn status", repo.dir, o.specs.layout(""), args)
 	if err != nil {
-		return &exitError{exitInvalid, err}
-	}
-	if len(args) == 1 {
-		c, err := pickCluster(clusters, args[0])
-		if err != nil {
-			return err
-		}
-		clusters = []spec.Cluster{c}
+		return err
 	}
 	observed, err := o.src.readAny(ctx, clusters)
 	if err != nil {
@@ -223,12 +216,20 @@ func runStatus(ctx context.Context, w, errw io.Writer, o statusOptions, args []s
 	return nil
 }
 
-// pickCluster is the cluster a name (or Kind/name) names.
-func pickCluster(clusters []spec.Cluster, name string) (spec.Cluster, error) {
+// loadClusters reads the specs of dir (layout), all of them, or the one
+// args names: a name the specs do not have is a usage error of command.
+func loadClusters(command, dir string, layout spec.Layout, args []string) ([]spec.Cluster, error) {
+	clusters, err := spec.LoadRepo(dir, layout)
+	if err != nil {
+		return nil, &exitError{exitInvalid, err}
+	}
+	if len(args) == 0 {
+		return clusters, nil
+	}
 	var names []string
 	for _, c := range clusters {
-		if c.Ref().Name == name || c.Ref().String() == name {
-			return c, nil
+		if c.Ref().Name == args[0] || c.Ref().String() == args[0] {
+			return []spec.Cluster{c}, nil
 		}
 		names = append(names, c.Ref().Name)
 	}
@@ -236,7 +237,7 @@ func pickCluster(clusters []spec.Cluster, name string) (spec.Cluster, error) {
 	if len(names) > 0 {
 		have = "it has " + strings.Join(names, ", ")
 	}
-	return nil, &exitError{exitUsage, fmt.Errorf("cairn status: no cluster %q in the repo's specs (%s)", name, have)}
+	return nil, &exitError{exitUsage, fmt.Errorf("%s: no cluster %q in the repo's specs (%s)", command, args[0], have)}
 }
 
 // gatherStatus puts together what status shows of one cluster at now.

@@ -33,22 +33,34 @@ func (p *Provider) WebURL() string {
 // Comments implements publish.Commenter: every page of the pull
 // request's comments, oldest first.
 func (p *Provider) Comments(ctx context.Context, pr publish.PullRequest) ([]string, error) {
-	var out []string
+	all, err := p.listComments(ctx, pr.Number)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(all))
+	for _, c := range all {
+		out = append(out, c.GetBody())
+	}
+	return out, nil
+}
+
+// listComments reads every page of pull request n's comments, oldest
+// first.
+func (p *Provider) listComments(ctx context.Context, n int) ([]*github.IssueComment, error) {
+	var out []*github.IssueComment
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	for {
 		var page []*github.IssueComment
 		var resp *github.Response
 		err := p.call(ctx, "list comments", func() (*github.Response, error) {
 			var err error
-			page, resp, err = p.issues.ListComments(ctx, p.Owner, p.Repo, pr.Number, opts)
+			page, resp, err = p.issues.ListComments(ctx, p.Owner, p.Repo, n, opts)
 			return resp, err
 		})
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range page {
-			out = append(out, c.GetBody())
-		}
+		out = append(out, page...)
 		if resp == nil || resp.NextPage == 0 {
 			return out, nil
 		}

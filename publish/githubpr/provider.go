@@ -256,26 +256,14 @@ func (p *Provider) status(ctx context.Context, pr publish.PullRequest) error {
 func (p *Provider) Close(ctx context.Context, pr publish.PullRequest, reason string) error {
 	marker := "<!-- cairn close-comment head=" + pr.Head + " -->"
 	marked := func() ([]int64, error) {
+		all, err := p.listComments(ctx, pr.Number)
 		var ids []int64
-		opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-		for {
-			var page []*github.IssueComment
-			var resp *github.Response
-			err := p.call(ctx, "list comments", func() (*github.Response, error) {
-				var err error
-				page, resp, err = p.issues.ListComments(ctx, p.Owner, p.Repo, pr.Number, opts)
-				return resp, err
-			})
-			for _, c := range page {
-				if strings.Contains(c.GetBody(), marker) {
-					ids = append(ids, c.GetID())
-				}
+		for _, c := range all {
+			if strings.Contains(c.GetBody(), marker) {
+				ids = append(ids, c.GetID())
 			}
-			if err != nil || resp == nil || resp.NextPage == 0 {
-				return ids, err
-			}
-			opts.Page = resp.NextPage
 		}
+		return ids, err
 	}
 	ids, err := marked()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,6 +63,8 @@ type Agent struct {
 	// one's passes and backups have stopped and its metrics forgot what
 	// it observed.
 	leading sync.Mutex
+	// statusWarned: an unreadable backup status was logged once, at Warn.
+	statusWarned atomic.Bool
 }
 
 // New returns the agent of a cluster whose kind's keeper keeper builds,

@@ -66,8 +66,10 @@ func (a *Agent) knowLastBackup(ctx context.Context) bool {
 	}
 	st, _, err := a.backups.readStatus(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			a.cfg.Log.Debug("backup status not read for the metrics", "cluster", a.cfg.Cluster, "err", err.Error())
+		// Tried again every pass; said once, at Warn: the backup gauges
+		// stay absent until it reads.
+		if ctx.Err() == nil && !a.statusWarned.Swap(true) {
+			a.cfg.Log.Warn("the backup status cannot be read; the backup metrics wait for it", "cluster", a.cfg.Cluster, "err", err.Error())
 		}
 		return false
 	}
