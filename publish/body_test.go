@@ -181,7 +181,7 @@ func TestMergeRefusalNote(t *testing.T) {
 	if !MergeRefused(noted, "0123") || MergeRefused(noted, "4567") || MergeRefused(body, "0123") {
 		t.Fatal("the note names the head it was refused at")
 	}
-	if !strings.Contains(noted, "**Auto-merge refused:** GitHub answered 405 for #1: Required status check \"ci\" is expected. again.") {
+	if !strings.Contains(noted, "**Auto-merge refused:** GitHub answered 405 for \\#1: Required status check \"ci\" is expected. again.") {
 		t.Errorf("note:\n%s", noted)
 	}
 	if WithoutMergeRefusal(noted) != body || WithoutMergeRefusal(WithMergeRefusal(noted, "4567", "x")) != body {

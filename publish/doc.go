@@ -7,7 +7,12 @@
 // against the base commit it fetched): per cluster, the first step's
 // rendered tree as a deterministic commit on branch
 // cairn/<cluster>/<step-id>, and a pull request through a Provider: Local
-// (records in the repo) or GitHub.
+// (records in the repo) or GitHub. The body (body.go, with livetable.go,
+// impact.go and links.go) says what the step does, to which pods, against
+// which live state, and links its neighbours; every text from specs,
+// policies and the live state goes through md (markdown.go). Once a
+// merged step's gates hold, its pull request gets one outcome comment
+// (outcome.go) through a provider that is a Commenter.
 //
 // Imports: planner/plan, planner/spec, renderer (its trees, and the builds
 // Render returns for the diff; publish never builds), publish/gitrepo.

@@ -28,7 +28,10 @@
 //     (docs/runtime.md).
 //
 // Scheduled and requested backups, of every kind, with the cairn_backup_*
-// metrics: see backups.go.
+// metrics: see backups.go. What every replica exports whatever its kind
+// (cairn_runtime_leader, cairn_build_info) and how the kinds' gauges exist
+// only on the leader once it has observed: leadermetrics.go
+// (docs/metrics.md).
 //
 // Imports: client-go, pgx, the etcd client, prometheus, runtime/backup,
 // planner/spec (the kinds' names) and planner/contract (the names and
