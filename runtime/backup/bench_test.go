@@ -1,7 +1,11 @@
 package backup_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +18,20 @@ import (
 )
 
 // BenchmarkBaseBackup1GiB backs up a PostgreSQL database of about 1 GiB
-// with cairn (the replication protocol, streamed to a file:// store) and
-// with plain `pg_basebackup -Ft -X fetch` to a local file, on the same
-// machine; compare their MB/s:
+// three ways, side by side in one run: cairn to S3, cairn to a file://
+// store, and plain `pg_basebackup -Ft -X fetch` to a local folder. Each
+// iteration runs all three, in a rotating order so that a change in the
+// machine's load falls on each alike. It reports each one's MB/s,
+// cairn's ratios to pg_basebackup, and the CPU seconds per GB each
+// spent: cairn's process, pg_basebackup's, and the S3 server's.
+//
+// The S3 server is the tests' (gofakes3 over HTTPS on loopback, objects
+// in memory), run as a child process so that its CPU is counted apart
+// from cairn's; it shares the machine's cores with PostgreSQL and cairn.
+// It also reports how long the server took completing the uploads, and
+// cairn-s3's ratio without that time (the streaming alone).
+// CAIRN_BENCH_S3=s3://bucket/prefix uses a real endpoint instead, with
+// the S3 settings of the environment (S3ConfigFromEnv).
 //
 //	go test ./runtime/backup -run '^$' -bench BaseBackup1GiB -benchtime 3x
 func BenchmarkBaseBackup1GiB(b *testing.B) {
@@ -31,28 +46,193 @@ func BenchmarkBaseBackup1GiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("database size %d MiB", size>>20)
-	b.Run("cairn-file", func(b *testing.B) {
-		b.SetBytes(size)
-		for range b.N {
-			st := &backup.FileStore{Root: b.TempDir()}
-			if _, err := backup.Take(ctx, st, "db", "PostgresCluster", p.source(), time.Now); err != nil {
-				b.Fatal(err)
+	s3, server := benchS3(b)
+	ways := []struct {
+		name string
+		run  func(b *testing.B) (wall, cpu time.Duration)
+	}{
+		{"cairn-s3", func(b *testing.B) (time.Duration, time.Duration) { return takeInto(ctx, b, s3, p) }},
+		{"cairn-file", func(b *testing.B) (time.Duration, time.Duration) {
+			return takeInto(ctx, b, &backup.FileStore{Root: b.TempDir()}, p)
+		}},
+		{"pg_basebackup", p.pgBasebackup},
+	}
+	wall, cpu := make([]time.Duration, len(ways)), make([]time.Duration, len(ways))
+	var srv serverUsage // the S3 server's, during cairn-s3
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range ways {
+			k := (i + j) % len(ways)
+			before := server.usage(b)
+			w, c := ways[k].run(b)
+			wall[k], cpu[k] = wall[k]+w, cpu[k]+c
+			if k == 0 {
+				after := server.usage(b)
+				srv.CPU += after.CPU - before.CPU
+				srv.Completing += after.Completing - before.Completing
 			}
 		}
-	})
-	b.Run("pg_basebackup", func(b *testing.B) {
-		b.SetBytes(size)
-		for range b.N {
-			dir := filepath.Join(p.dir, "pgbb-"+strconv.Itoa(b.N))
-			os.RemoveAll(dir)
-			cmd := exec.Command(filepath.Join(p.bin, "pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(p.port), "-U", "replicator",
-				"-D", dir, "-Ft", "-X", "fetch", "-c", "fast", "--no-manifest")
-			cmd.Env = append(os.Environ(), "PGPASSWORD="+pgReplPW)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("pg_basebackup: %v %s", err, out)
-			}
-			os.RemoveAll(dir)
+	}
+	b.StopTimer()
+	gb := float64(size) * float64(b.N) / 1e9
+	mbps := make([]float64, len(ways))
+	for k, w := range ways {
+		mbps[k] = gb * 1e3 / wall[k].Seconds()
+		b.ReportMetric(mbps[k], w.name+"-MB/s")
+		b.ReportMetric(cpu[k].Seconds()/gb, w.name+"-cpu-s/GB")
+	}
+	b.ReportMetric(mbps[0]/mbps[2], "s3/pg_basebackup")
+	b.ReportMetric(mbps[1]/mbps[2], "file/pg_basebackup")
+	if server != nil {
+		// The test server assembles a completed object in memory and
+		// hashes it whole, after the last part: time no real S3 spends
+		// on the backup's machine. Without it, cairn-s3's streaming.
+		b.ReportMetric(srv.CPU.Seconds()/gb, "s3-server-cpu-s/GB")
+		b.ReportMetric(srv.Completing.Seconds()/float64(b.N), "s3-server-complete-s/op")
+		stream := gb * 1e3 / (wall[0] - srv.Completing).Seconds()
+		b.ReportMetric(stream/mbps[2], "s3-streaming/pg_basebackup")
+	}
+}
+
+// takeInto takes one backup into st, deletes it again (the S3 server
+// holds its objects in memory) and returns how long the backup took and
+// the CPU this process spent on it.
+func takeInto(ctx context.Context, b *testing.B, st backup.Store, p *pgPrimary) (wall, cpu time.Duration) {
+	cpu0, start := selfCPU(b), time.Now()
+	m, err := backup.Take(ctx, st, "db", "PostgresCluster", p.source(), time.Now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wall, cpu = time.Since(start), selfCPU(b)-cpu0
+	b.StopTimer()
+	defer b.StartTimer()
+	for _, obj := range []string{"data", "manifest.json"} {
+		if err := st.Delete(ctx, backup.Key("db", m.ID)+"/"+obj); err != nil {
+			b.Fatal(err)
 		}
-	})
+	}
+	return wall, cpu
+}
+
+// pgBasebackup takes one backup with pg_basebackup -Ft -X fetch into a
+// local folder and returns how long it took and its CPU.
+func (p *pgPrimary) pgBasebackup(b *testing.B) (wall, cpu time.Duration) {
+	dir := filepath.Join(p.dir, "pgbb")
+	os.RemoveAll(dir)
+	cmd := exec.Command(filepath.Join(p.bin, "pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(p.port), "-U", "replicator",
+		"-D", dir, "-Ft", "-X", "fetch", "-c", "fast", "--no-manifest")
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+pgReplPW)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("pg_basebackup: %v %s", err, out)
+	}
+	wall = time.Since(start)
+	b.StopTimer()
+	os.RemoveAll(dir)
+	b.StartTimer()
+	return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+// selfCPU is the CPU this process has spent, user and system.
+func selfCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchServer is the S3 server's process, asked through its stdin and
+// stdout; nil when the benchmark uses a real endpoint.
+type benchServer struct {
+	ask    io.Writer
+	answer *bufio.Reader
+}
+
+// serverUsage is what the server process has spent so far: CPU, and the
+// time it took completing multipart uploads.
+type serverUsage struct{ CPU, Completing time.Duration }
+
+func (s *benchServer) usage(b *testing.B) serverUsage {
+	var u serverUsage
+	if s == nil {
+		return u
+	}
+	line := []byte("?")
+	_, err := fmt.Fprintln(s.ask, "usage")
+	if err == nil {
+		line, err = s.answer.ReadBytes('\n')
+	}
+	if err == nil {
+		err = json.Unmarshal(line, &u)
+	}
+	if err != nil {
+		b.Fatalf("the S3 server process: %v %q", err, line)
+	}
+	return u
+}
+
+// benchS3 is the store the benchmark backs up to: CAIRN_BENCH_S3's, or
+// bucket "backups" of the tests' S3 server run as a child process (this
+// test binary, in TestS3ServerProcess).
+func benchS3(b *testing.B) (backup.Store, *benchServer) {
+	if loc := os.Getenv("CAIRN_BENCH_S3"); loc != "" {
+		st, err := backup.OpenFromEnv(loc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st, nil
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestS3ServerProcess$")
+	cmd.Env = append(os.Environ(), "CAIRN_BENCH_S3_SERVER=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	srv := &benchServer{ask: stdin, answer: bufio.NewReader(stdout)}
+	var addr s3ServerAddr
+	line, err := srv.answer.ReadBytes('\n')
+	if err == nil {
+		err = json.Unmarshal(line, &addr)
+	}
+	if err != nil {
+		b.Fatalf("the S3 server process: %v %q", err, line)
+	}
+	return backup.S3StoreForBench(b, addr.Endpoint, addr.CA), srv
+}
+
+type s3ServerAddr struct {
+	Endpoint string
+	CA       []byte
+}
+
+// TestS3ServerProcess is no test: it is the S3 server of
+// BenchmarkBaseBackup1GiB, in a process of its own so that its CPU is
+// counted apart from cairn's. It prints the server's address, then
+// answers each line on its stdin with its usage, until stdin closes.
+func TestS3ServerProcess(t *testing.T) {
+	if os.Getenv("CAIRN_BENCH_S3_SERVER") == "" {
+		t.Skip("the S3 server of BenchmarkBaseBackup1GiB; it runs only as the benchmark's child process")
+	}
+	endpoint, ca, completing := backup.S3ServerForBench(t)
+	out := json.NewEncoder(os.Stdout)
+	if err := out.Encode(s3ServerAddr{Endpoint: endpoint, CA: ca}); err != nil {
+		t.Fatal(err)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if err := out.Encode(serverUsage{CPU: selfCPU(t), Completing: completing()}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -35,10 +35,25 @@ type S3Config struct {
 	// system's.
 	CABundle []byte
 	// PartSize is the multipart upload's part size (CAIRN_S3_PART_SIZE,
-	// in MiB): the memory one upload holds, and a ten-thousandth of the
-	// largest backup S3 takes (16 MiB: about 156 GiB). Zero is 16 MiB.
+	// in MiB): a ten-thousandth of the largest backup S3 takes (16 MiB:
+	// about 156 GiB). An upload holds up to four parts in memory
+	// (S3Store.partsInFlight): 64 MiB at 16 MiB. Zero is 16 MiB.
 	PartSize uint64
 }
+
+// An upload sends up to maxPartsInFlight parts at once, as many as fit in
+// uploadMemory and at least one: the next parts fill while earlier ones
+// are still on the wire or being stored, so neither the database nor the
+// endpoint waits on the other. One upload holds partsInFlight x PartSize
+// bytes: 64 MiB at the default 16 MiB parts, at most the larger of
+// uploadMemory and one part.
+const (
+	maxPartsInFlight = 4
+	uploadMemory     = 256 << 20
+)
+
+// transportBuffer is the HTTP connection's write buffer.
+const transportBuffer = 256 << 10
 
 // S3ConfigFromEnv reads CAIRN_S3_ENDPOINT (or AWS_ENDPOINT_URL_S3,
 // AWS_ENDPOINT_URL), AWS_REGION, AWS_CA_BUNDLE and the AWS credential
@@ -74,9 +89,14 @@ type S3Store struct {
 	client *minio.Client
 	bucket string
 	prefix string
-	// PartSize is the multipart upload's part size: the memory one
-	// upload holds. Default 16 MiB.
+	// PartSize is the multipart upload's part size; an upload holds
+	// partsInFlight of them. Default 16 MiB.
 	PartSize uint64
+}
+
+// partsInFlight is how many parts of one upload go up at once.
+func (s *S3Store) partsInFlight() uint {
+	return uint(min(maxPartsInFlight, max(1, uploadMemory/max(s.PartSize, 1))))
 }
 
 // NewS3Store returns the store of an s3:// location.
@@ -99,19 +119,22 @@ func NewS3Store(loc Location, cfg S3Config) (*S3Store, error) {
 	} else {
 		creds = credentials.NewChainCredentials([]credentials.Provider{&credentials.EnvAWS{}, &credentials.IAM{}})
 	}
-	opts := &minio.Options{Creds: creds, Secure: secure, Region: cfg.Region, BucketLookup: minio.BucketLookupPath}
+	tr, err := minio.DefaultTransport(secure)
+	if err != nil {
+		return nil, err
+	}
+	// A part goes to the connection in writes of this size, so TLS sends
+	// full 16 KiB records (net/http's 4 KiB default makes four times the
+	// records and write calls, on both ends).
+	tr.WriteBufferSize = transportBuffer
 	if len(cfg.CABundle) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(cfg.CABundle) {
 			return nil, fmt.Errorf("S3 CA bundle: no PEM certificate in it")
 		}
-		tr, err := minio.DefaultTransport(secure)
-		if err != nil {
-			return nil, err
-		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		opts.Transport = tr
 	}
+	opts := &minio.Options{Creds: creds, Secure: secure, Region: cfg.Region, BucketLookup: minio.BucketLookupPath, Transport: tr}
 	c, err := minio.New(host, opts)
 	if err != nil {
 		return nil, fmt.Errorf("S3 client for %s: %w", loc, err)
@@ -126,15 +149,24 @@ func (s *S3Store) key(key string) (string, error) {
 	return path.Join(s.prefix, key), nil
 }
 
-// Put implements Store: a multipart upload of unknown size, completed
-// only when r ends without error; otherwise it is aborted and no object
-// appears.
+// Put implements Store: a multipart upload of unknown size, its parts
+// filled from r one after another and sent s.partsInFlight() at a time,
+// completed only when r ends without error and every part is stored;
+// otherwise (r fails, a part is refused, ctx ends) it is aborted and no
+// object appears. A reader that knows its length below PartSize (a
+// manifest) goes up in one PUT.
 func (s *S3Store) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
 	k, err := s.key(key)
 	if err != nil {
 		return 0, err
 	}
-	info, err := s.client.PutObject(ctx, s.bucket, k, r, -1, minio.PutObjectOptions{PartSize: s.PartSize, ContentType: "application/octet-stream"})
+	size, opts := int64(-1), minio.PutObjectOptions{PartSize: s.PartSize, ContentType: "application/octet-stream"}
+	if l, ok := r.(interface{ Len() int }); ok && uint64(l.Len()) < s.PartSize {
+		size = int64(l.Len())
+	} else {
+		opts.ConcurrentStreamParts, opts.NumThreads = true, s.partsInFlight()
+	}
+	info, err := s.client.PutObject(ctx, s.bucket, k, r, size, opts)
 	if err != nil {
 		return 0, fmt.Errorf("put s3://%s/%s: %w", s.bucket, k, s3Error(err))
 	}
