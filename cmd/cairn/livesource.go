@@ -1,12 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/observe"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -85,4 +89,55 @@ func (l liveSource) observer() (*observe.Observer, error) {
 		return nil, err
 	}
 	return &observe.Observer{Client: client, Namespace: t.Namespace, Kinds: observeKinds()}, nil
+}
+
+// postgresLags are the lag classes the PostgreSQL clusters' runtimes last
+// reported (the members of their status ConfigMap), by cluster and
+// member; none from --live, which holds no lag. A cluster whose runtime
+// reports nothing yet has none.
+func (l liveSource) postgresLags(ctx context.Context, clusters []spec.Cluster) (map[string]map[string]string, error) {
+	if l.file != "" {
+		return nil, nil
+	}
+	t, err := l.target()
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(t.Config)
+	if err != nil {
+		return nil, err
+	}
+	return readPostgresLags(ctx, client, t.Namespace, clusters)
+}
+
+func readPostgresLags(ctx context.Context, client kubernetes.Interface, namespace string, clusters []spec.Cluster) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	for _, c := range clusters {
+		ref := c.Ref()
+		if ref.Kind != spec.PostgresKind {
+			continue
+		}
+		ns := cmp.Or(ref.Namespace, namespace)
+		cm, err := client.CoreV1().ConfigMaps(ns).Get(ctx, contract.StatusConfigMap(ref.Name), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("status of %s: %w", ref, err)
+		}
+		members, err := contract.PostgresMembers(cm.Data[contract.StatusKeyPostgres])
+		if err != nil {
+			return nil, fmt.Errorf("status of %s: %w", ref, err)
+		}
+		for _, m := range members {
+			if m.Lag == "" {
+				continue
+			}
+			if out[ref.Name] == nil {
+				out[ref.Name] = map[string]string{}
+			}
+			out[ref.Name][m.Name] = m.Lag
+		}
+	}
+	return out, nil
 }

@@ -114,6 +114,9 @@ type memberStatus struct {
 	Version    string `json:"version"`
 	Ready      bool   `json:"ready"`
 	ReadySince string `json:"readySince,omitempty"`
+	// Lag is a PostgreSQL replica's contract.LagClass, as its runtime last
+	// reported it; empty with --live, for a primary and for etcd.
+	Lag string `json:"lag,omitempty"`
 }
 
 type backupView struct {
@@ -192,8 +195,15 @@ func runStatus(ctx context.Context, w, errw io.Writer, o statusOptions, args []s
 	now := clock()
 	plans := newPlanner().WithImages(rend.Images).Plan(clusters, observed, pols)
 	out := make([]clusterStatus, len(clusters))
+	lags, err := o.src.postgresLags(ctx, clusters)
+	if err != nil {
+		return err
+	}
 	for i, c := range clusters {
 		out[i] = gatherStatus(c, find(plans, c.Ref()), observed.Find(c.Ref().Kind, c.Ref().Name), repo, now)
+		for j, m := range out[i].Members {
+			out[i].Members[j].Lag = lags[c.Ref().Name][m.Name]
+		}
 	}
 	switch {
 	case format != formatText && len(args) == 1:

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,13 +61,22 @@ func writeMembers(b *strings.Builder, st style, s clusterStatus) {
 	}
 	rc := readyCell(s)
 	fmt.Fprintf(b, "members: %s ready (spec: %d)\n", st.paint(rc.color, rc.text), s.Desired)
-	t := &table{header: []string{"NAME", "ROLE", "VERSION", "READY", "READY SINCE"}, indent: "  "}
+	header := []string{"NAME", "ROLE", "VERSION", "READY", "READY SINCE"}
+	lags := s.Kind == spec.PostgresKind && slices.ContainsFunc(s.Members, func(m memberStatus) bool { return m.Lag != "" })
+	if lags {
+		header = append(header, "LAG")
+	}
+	t := &table{header: header, indent: "  "}
 	for _, m := range s.Members {
 		ready := cell{"yes", colorGreen}
 		if !m.Ready {
 			ready = cell{"no", colorRed}
 		}
-		t.add(plain(m.Name), plain(dash(m.Role)), plain(dash(m.Version)), ready, plain(dash(m.ReadySince)))
+		row := []cell{plain(m.Name), plain(dash(m.Role)), plain(dash(m.Version)), ready, plain(dash(m.ReadySince))}
+		if lags {
+			row = append(row, plain(dash(m.Lag)))
+		}
+		t.add(row...)
 	}
 	_ = t.write(b, st)
 }

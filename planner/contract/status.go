@@ -116,3 +116,45 @@ func ParseBackupStatus(data string) (BackupStatus, error) {
 	}
 	return st, nil
 }
+
+// PostgresMember is one member in the PostgreSQL runtime's status (the
+// members of StatusKeyPostgres): its role label, how it answered the
+// runtime's last probe, and, for a replica of the one primary, how far
+// behind it is as a LagClass. cairn status reads the members from there.
+type PostgresMember struct {
+	Name   string `json:"name"`
+	Role   string `json:"role"`
+	Answer string `json:"answer"`
+	// Lag is the replica's LagClass; empty for the primary, or while
+	// there is not exactly one primary.
+	Lag string `json:"lag,omitempty"`
+}
+
+// PostgresMembers reads the members of the status ConfigMap's
+// StatusKeyPostgres document; empty data is none.
+func PostgresMembers(data string) ([]PostgresMember, error) {
+	if data == "" {
+		return nil, nil
+	}
+	var st struct {
+		Members []PostgresMember `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(data), &st); err != nil {
+		return nil, fmt.Errorf("postgres status: %w", err)
+	}
+	return st.Members, nil
+}
+
+// LagClass says how many bytes of the primary's WAL a replica has not
+// replayed, in classes wide enough that a replica streaming a steady
+// write load stays in one ("under 16 MiB") and its status is not
+// rewritten on every pass: "under 16 MiB", "under 1 GiB", "1 GiB or more".
+func LagClass(bytes uint64) string {
+	switch {
+	case bytes < 16<<20:
+		return "under 16 MiB"
+	case bytes < 1<<30:
+		return "under 1 GiB"
+	}
+	return "1 GiB or more"
+}

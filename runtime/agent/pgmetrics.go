@@ -64,11 +64,7 @@ func (m *PostgresMetrics) observe(members, primaries []pgMember) {
 			m.lag.DeleteLabelValues(mem.Name)
 			continue
 		}
-		lag := float64(0)
-		if p := primaries[0].Probe.Received; p > mem.Probe.Replayed {
-			lag = float64(p - mem.Probe.Replayed)
-		}
-		m.lag.WithLabelValues(mem.Name).Set(lag)
+		m.lag.WithLabelValues(mem.Name).Set(float64(replayLag(primaries[0], mem)))
 	}
 	for name := range m.members {
 		if !seen[name] {

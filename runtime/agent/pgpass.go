@@ -146,15 +146,13 @@ func (r *Roles) request(ctx context.Context) (pgRequest, int, string, error) {
 // heartbeat old) and the metrics.
 func (p *pgPass) report(ctx context.Context, prev pgStatus) error {
 	st := p.view.Status
-	st.Members = nil
 	var primaries []pgMember
 	for _, m := range p.view.Members {
-		label := m.Label
-		st.Members = append(st.Members, pgMemberStatus{Name: m.Name, Role: label, Answer: answerOf(m)})
 		if m.primary() {
 			primaries = append(primaries, m)
 		}
 	}
+	st.Members = memberStatuses(p.view.Members, primaries)
 	if len(primaries) == 1 && primaries[0].Label == contract.RolePrimary {
 		st.Primary = primaries[0].Name
 		// A primary that waits for synchronous standbys but reports none
@@ -179,6 +177,29 @@ func (p *pgPass) report(ctx context.Context, prev pgStatus) error {
 		return p.store.write(ctx, st, config)
 	}
 	return nil
+}
+
+// memberStatuses are the members as the status reports them: each
+// replica of the one primary with its LagClass, so cairn status can say
+// how far behind it is while a steady load leaves the status unchanged.
+func memberStatuses(members, primaries []pgMember) []contract.PostgresMember {
+	var out []contract.PostgresMember
+	for _, m := range members {
+		ms := contract.PostgresMember{Name: m.Name, Role: m.Label, Answer: answerOf(m)}
+		if len(primaries) == 1 && m.replica() {
+			ms.Lag = contract.LagClass(replayLag(primaries[0], m))
+		}
+		out = append(out, ms)
+	}
+	return out
+}
+
+// replayLag is how many bytes of primary's WAL replica has not replayed.
+func replayLag(primary, replica pgMember) uint64 {
+	if p := primary.Probe.Received; p > replica.Probe.Replayed {
+		return p - replica.Probe.Replayed
+	}
+	return 0
 }
 
 func answerOf(m pgMember) string {

@@ -25,9 +25,9 @@ type pgStatus struct {
 	// Synchronous are the standbys the primary last waited for.
 	Synchronous []string `json:"synchronous,omitempty"`
 	// Members are the members' roles and how they answered.
-	Members    []pgMemberStatus `json:"members,omitempty"`
-	Failover   *pgFailover      `json:"failover,omitempty"`
-	Switchover *pgSwitchover    `json:"switchover,omitempty"`
+	Members    []contract.PostgresMember `json:"members,omitempty"`
+	Failover   *pgFailover               `json:"failover,omitempty"`
+	Switchover *pgSwitchover             `json:"switchover,omitempty"`
 	// SwitchoverDone is the ID of the last switchover request carried out.
 	SwitchoverDone    string    `json:"switchoverDone,omitempty"`
 	SwitchoverRetryAt time.Time `json:"switchoverRetryAt,omitzero"`
@@ -35,12 +35,6 @@ type pgStatus struct {
 	LastFailover      *pgDone   `json:"lastFailover,omitempty"`
 	LastSwitchover    *pgDone   `json:"lastSwitchover,omitempty"`
 	Message           string    `json:"message,omitempty"`
-}
-
-type pgMemberStatus struct {
-	Name   string `json:"name"`
-	Role   string `json:"role"`
-	Answer string `json:"answer"`
 }
 
 // pgFailover is a failover under way.
