@@ -91,7 +91,14 @@ func killAndWrite(pc *pgCluster, id int) (time.Duration, int) {
 	old := pc.primary()
 	start := time.Now()
 	pc.kill9(old)
-	pc.waitFor("a write through -rw", func() error { return pc.write(context.Background(), id) })
+	// Each attempt writes a row of its own: an attempt whose wait for a
+	// synchronous standby was cut off by its timeout has committed
+	// locally, unacknowledged, and the same ID again would collide.
+	attempt := 0
+	pc.waitFor("a write through -rw", func() error {
+		attempt++
+		return pc.write(context.Background(), id+attempt<<20)
+	})
 	return time.Since(start), old
 }
 
