@@ -55,10 +55,10 @@ func newWorld(t *testing.T, files map[string]string) *world {
 	return &world{t: t, bare: bare, repo: repo, rend: rend, prs: &Local{Repo: repo, Base: "main"}, live: testbed.NoLive, opened: map[string]int{}}
 }
 
-// pass is one pass of cairn over the base as it is now.
-func (w *world) pass() ([]Outcome, error) {
+// state is what a pass starts from: the base as it is now, its specs,
+// and the live state.
+func (w *world) state(ctx context.Context) (*object.Commit, []spec.Cluster, *live.Snapshot) {
 	w.t.Helper()
-	ctx := context.Background()
 	if err := w.repo.Fetch(ctx); err != nil {
 		w.t.Fatal(err)
 	}
@@ -77,6 +77,14 @@ func (w *world) pass() ([]Outcome, error) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	return base, clusters, obs
+}
+
+// pass is one pass of cairn over the base as it is now.
+func (w *world) pass() ([]Outcome, error) {
+	w.t.Helper()
+	ctx := context.Background()
+	base, clusters, obs := w.state(ctx)
 	pub := &Publisher{Repo: w.repo, PRs: w.prs, Render: w.rend.Render, Name: "cairn", Email: cairnEmail, MergeGates: w.gates}
 	out, err := pub.Publish(ctx, base, clusters, planner.New(planner.Etcd(), planner.Postgres()).Plan(clusters, obs, w.pols))
 	for _, o := range out {

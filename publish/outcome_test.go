@@ -10,7 +10,6 @@ import (
 	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
-	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -27,24 +26,7 @@ type outcomeWorld struct {
 func (w *outcomeWorld) pass() []Outcome {
 	w.t.Helper()
 	ctx := context.Background()
-	if err := w.repo.Fetch(ctx); err != nil {
-		w.t.Fatal(err)
-	}
-	if err := w.repo.CheckoutBase(); err != nil {
-		w.t.Fatal(err)
-	}
-	base, err := w.repo.Base()
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	clusters, err := spec.LoadRepo(w.repo.Dir(), spec.DefaultLayout)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	obs, err := live.Decode("live.yaml", []byte(w.live))
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	base, clusters, obs := w.state(ctx)
 	pub := &Publisher{Repo: w.repo, PRs: w.prs, Render: w.rend.Render, Name: "cairn", Email: cairnEmail,
 		Live: func(ref plan.ClusterRef) *live.Cluster { return obs.Find(ref.Kind, ref.Name) },
 		After: func(_ plan.ClusterRef, s plan.Step) (bool, string) {

@@ -23,28 +23,8 @@ import (
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/renderer"
 	"github.com/cairn-dev/cairn/testbed/gitbed"
+	"github.com/cairn-dev/cairn/testbed/promtest"
 )
-
-// series is every series g exports, name{label="value",...} to its value
-// (a histogram's to its count).
-func series(t *testing.T, g prometheus.Gatherer) map[string]float64 {
-	t.Helper()
-	families, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			out[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return out
-}
 
 // fakeClock is a clock a test moves.
 type fakeClock struct{ now time.Time }
@@ -120,7 +100,7 @@ func TestMetricsOfPasses(t *testing.T) {
 			s.before()
 			_, _ = l.Pass(context.Background())
 		}
-		got := series(t, reg)
+		got := promtest.Series(t, reg)
 		if !maps.Equal(got, s.want) {
 			t.Errorf("%s:\n got %v\nwant %v", s.name, sorted(got), sorted(s.want))
 		}
@@ -179,7 +159,7 @@ func TestRunStopsCleanlyWhenCancelled(t *testing.T) {
 			if reported || logs.Len() > 0 {
 				t.Errorf("reported %v, logged %q; want neither", reported, logs.String())
 			}
-			if got := series(t, reg); got[`cairn_reconcile_passes_total{result="ok"}`]+got[`cairn_reconcile_passes_total{result="error"}`] != 0 {
+			if got := promtest.Series(t, reg); got[`cairn_reconcile_passes_total{result="ok"}`]+got[`cairn_reconcile_passes_total{result="error"}`] != 0 {
 				t.Errorf("the interrupted pass was counted: %v", sorted(got))
 			}
 		})
@@ -282,13 +262,13 @@ func TestGitHubMetrics(t *testing.T) {
 		{"the next answer", answer("4998"), nil, 4998},
 	} {
 		m.Observe(c.resp, c.err)
-		got := series(t, reg)
+		got := promtest.Series(t, reg)
 		v, ok := got[`cairn_reconcile_github_rate_remaining{}`]
 		if (c.remaining < 0) == ok || (ok && v != c.remaining) {
 			t.Errorf("%s: rate remaining %v (exported %v), want %v", c.name, v, ok, c.remaining)
 		}
 	}
-	if got := series(t, reg)[`cairn_reconcile_github_requests_total{}`]; got != 5 {
+	if got := promtest.Series(t, reg)[`cairn_reconcile_github_requests_total{}`]; got != 5 {
 		t.Errorf("requests %v, want 5", got)
 	}
 }
@@ -316,7 +296,7 @@ func TestMetricsCountWhatARetriedPassWrote(t *testing.T) {
 			t.Fatalf("the retry should find kv's pull request unchanged: %+v", o)
 		}
 	}
-	got := series(t, reg)
+	got := promtest.Series(t, reg)
 	if got[`cairn_reconcile_pull_requests_total{action="opened"}`] != 2 {
 		t.Fatalf("opened counted %v, want 2 (kv in the first attempt, ok in the retry)", got)
 	}

@@ -2,46 +2,25 @@ package githubpr
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
-	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
-	"github.com/cairn-dev/cairn/publish/gitrepo"
-	"github.com/cairn-dev/cairn/renderer"
 )
 
 // publishNoting is one run that notes outcomes: every "after" gate holds.
 func publishNoting(t *testing.T, bare string, p *Provider, liveDoc string) []publish.Outcome {
 	t.Helper()
-	ctx := context.Background()
-	repo, err := gitrepo.Clone(ctx, gitrepo.Remote{URL: bare}, filepath.Join(t.TempDir(), "w"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _ := renderer.New(renderer.Options{}, renderer.Etcd(), renderer.Postgres())
-	base, _ := repo.Base()
-	clusters, err := spec.LoadRepo(repo.Dir(), spec.DefaultLayout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs, err := live.Decode("live.yaml", []byte(liveDoc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := &publish.Publisher{Repo: repo, PRs: p, Render: r.Render, Name: "cairn", Email: "c@x",
-		Live:  func(ref plan.ClusterRef) *live.Cluster { return obs.Find(ref.Kind, ref.Name) },
-		After: func(plan.ClusterRef, plan.Step) (bool, string) { return true, "" }}
-	out, err := pub.Publish(ctx, base, clusters, planner.New(planner.Etcd(), planner.Postgres()).Plan(clusters, obs, nil))
+	out, err := publishSetUp(t, bare, p, liveDoc, nil, func(pub *publish.Publisher, obs *live.Snapshot) {
+		pub.Live = func(ref plan.ClusterRef) *live.Cluster { return obs.Find(ref.Kind, ref.Name) }
+		pub.After = func(plan.ClusterRef, plan.Step) (bool, string) { return true, "" }
+	})
 	if err != nil {
 		t.Fatalf("%+v %v", out, err)
 	}

@@ -92,6 +92,13 @@ func publishMerging(t *testing.T, bare string, p *Provider, liveDoc string, pols
 // publishVia is one run through any provider.
 func publishVia(t *testing.T, bare string, prs publish.Provider, liveDoc string, pols policies.Set, gates func(plan.Plan) (bool, string)) ([]publish.Outcome, error) {
 	t.Helper()
+	return publishSetUp(t, bare, prs, liveDoc, pols, func(pub *publish.Publisher, _ *live.Snapshot) { pub.MergeGates = gates })
+}
+
+// publishSetUp is one run through any provider, its Publisher set up by
+// set with the live state the run plans against.
+func publishSetUp(t *testing.T, bare string, prs publish.Provider, liveDoc string, pols policies.Set, set func(*publish.Publisher, *live.Snapshot)) ([]publish.Outcome, error) {
+	t.Helper()
 	ctx := context.Background()
 	repo, err := gitrepo.Clone(ctx, gitrepo.Remote{URL: bare}, filepath.Join(t.TempDir(), "w"))
 	if err != nil {
@@ -107,7 +114,8 @@ func publishVia(t *testing.T, bare string, prs publish.Provider, liveDoc string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := &publish.Publisher{Repo: repo, PRs: prs, Render: r.Render, Name: "cairn", Email: "c@x", MergeGates: gates}
+	pub := &publish.Publisher{Repo: repo, PRs: prs, Render: r.Render, Name: "cairn", Email: "c@x"}
+	set(pub, obs)
 	return pub.Publish(ctx, base, clusters, planner.New(planner.Etcd(), planner.Postgres()).Plan(clusters, obs, pols))
 }
 

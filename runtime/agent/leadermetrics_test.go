@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/promtest"
 )
 
 // scriptedKeeper is a kind's real keeper, with its real metrics, whose
@@ -41,27 +42,6 @@ func scripted(f KeeperFactory, observe func(Keeper)) KeeperFactory {
 		}
 		return scriptedKeeper{Keeper: k, observe: func() { observe(k) }}, nil
 	}
-}
-
-// series is every series reg exports, name{label="value",...} to its
-// value, but the Go and process collectors' (cmd/cairn adds those).
-func series(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			out[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
-		}
-	}
-	return out
 }
 
 // A standby runtime replica exports no gauge that looks like a fact: only
@@ -146,13 +126,13 @@ func TestMetricsOfStandbyAndLeader(t *testing.T) {
 			defer stopStandby()
 			standby, standbyDone := start(standbyCtx, "runtime-1")
 			time.Sleep(300 * time.Millisecond) // its first try at the Lease, and passes it would make
-			sameSeries(t, series(t, standby), c.standby, "a standby")
+			sameSeries(t, promtest.Series(t, standby), c.standby, "a standby")
 
 			cancel()
 			if err := <-leaderDone; err != nil {
 				t.Fatal(err)
 			}
-			sameSeries(t, series(t, leader), c.standby, "a runtime that stopped leading")
+			sameSeries(t, promtest.Series(t, leader), c.standby, "a runtime that stopped leading")
 			stopStandby()
 			<-standbyDone
 		})
@@ -163,10 +143,10 @@ func TestMetricsOfStandbyAndLeader(t *testing.T) {
 func waitSeries(t *testing.T, reg prometheus.Gatherer, want map[string]float64, who string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !maps.Equal(series(t, reg), want) && time.Now().Before(deadline) {
+	for !maps.Equal(promtest.Series(t, reg), want) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	sameSeries(t, series(t, reg), want, who)
+	sameSeries(t, promtest.Series(t, reg), want, who)
 }
 
 func sameSeries(t *testing.T, got, want map[string]float64, who string) {

@@ -40,7 +40,7 @@ func (s PostgresSource) Stream(ctx context.Context, w io.Writer, m *Manifest) er
 	}
 	defer conn.Close(context.Background())
 	m.Source, m.Version = s.Member, conn.ParameterStatus("server_version")
-	major, err := serverMajor(m.Version)
+	major, err := PostgresMajor(m.Version)
 	if err != nil {
 		return fmt.Errorf("base backup of %s: %w", s.Member, err)
 	}
@@ -55,9 +55,7 @@ func (s PostgresSource) Stream(ctx context.Context, w io.Writer, m *Manifest) er
 // PostgresMajor is the major of a server_version parameter ("15.20",
 // "13.23 (Debian 13.23-0+deb11u4)", "18beta1"), as a backup's manifest
 // records it; a version older than 13 is an error.
-func PostgresMajor(version string) (int, error) { return serverMajor(version) }
-
-func serverMajor(version string) (int, error) {
+func PostgresMajor(version string) (int, error) {
 	i := 0
 	for i < len(version) && version[i] >= '0' && version[i] <= '9' {
 		i++

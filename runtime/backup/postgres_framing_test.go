@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestServerMajor(t *testing.T) {
+func TestPostgresMajor(t *testing.T) {
 	for _, c := range []struct {
 		version string
 		major   int
@@ -20,9 +20,9 @@ func TestServerMajor(t *testing.T) {
 		{"", 0, "no PostgreSQL major"},
 		{"devel", 0, "no PostgreSQL major"},
 	} {
-		major, err := serverMajor(c.version)
+		major, err := PostgresMajor(c.version)
 		if c.err == "" && (err != nil || major != c.major) || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
-			t.Errorf("serverMajor(%q) = %d, %v; want %d, %q", c.version, major, err, c.major, c.err)
+			t.Errorf("PostgresMajor(%q) = %d, %v; want %d, %q", c.version, major, err, c.major, c.err)
 		}
 	}
 }
