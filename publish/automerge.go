@@ -55,6 +55,10 @@ func (p *Publisher) mergeAll(ctx context.Context, out []Outcome) []error {
 		if o.merge == nil {
 			continue
 		}
+		if p.Owns != nil && !p.Owns(o.ref) {
+			o.Action, o.Note, o.merge = ActionElsewhere, "another replica owns this cluster now", nil
+			continue
+		}
 		head, err := m.Merge(ctx, *o.merge)
 		switch {
 		case errors.Is(err, ErrMergeRefused):

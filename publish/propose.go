@@ -61,7 +61,11 @@ type Publisher struct {
 	After func(ref plan.ClusterRef, s plan.Step) (pass bool, why string)
 	// Now is the time outcomes are seen at; default time.Now.
 	Now func() time.Time
-	Log *slog.Logger
+	// Owns, when set, is asked before each cluster's writes: false (the
+	// cluster's shard moved to another replica during the pass) leaves the
+	// cluster to its new owner, with ActionElsewhere. nil: every cluster.
+	Owns func(ref plan.ClusterRef) bool
+	Log  *slog.Logger
 }
 
 // Action is what Publish did for a cluster.
@@ -87,6 +91,9 @@ const (
 	// ActionAutoMerged: cairn merged the step's pull request itself in
 	// this pass (auto-merge); the step waits for the live state.
 	ActionAutoMerged Action = "auto-merged"
+	// ActionElsewhere: another replica owns the cluster now (its shard
+	// moved during the pass); this one wrote nothing for it.
+	ActionElsewhere Action = "elsewhere"
 	// ActionFailed: publishing failed; Note says why.
 	ActionFailed Action = "failed"
 	ActionNone   Action = "none"
@@ -105,6 +112,7 @@ type Outcome struct {
 	Note string
 	// merge is the pull request to merge at the end of the pass.
 	merge *PullRequest
+	ref   plan.ClusterRef
 }
 
 // ErrBaseMoved: the base branch moved after the plans were made; plan
@@ -149,7 +157,11 @@ func find(cs []spec.Cluster, ref plan.ClusterRef) spec.Cluster {
 
 // one publishes a cluster's first step and closes what it supersedes.
 func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) (Outcome, error) {
-	o := Outcome{Cluster: pl.Cluster.String(), Status: pl.Status, Action: ActionNone, Note: note(pl)}
+	o := Outcome{Cluster: pl.Cluster.String(), Status: pl.Status, Action: ActionNone, Note: note(pl), ref: pl.Cluster}
+	if p.Owns != nil && !p.Owns(pl.Cluster) {
+		o.Action, o.Note = ActionElsewhere, "another replica owns this cluster now"
+		return o, nil
+	}
 	if p.Hold != nil {
 		if held, why := p.Hold(pl); held {
 			o.Action, o.Note = ActionHeld, why

@@ -59,6 +59,12 @@ type Config struct {
 	Log *slog.Logger
 	// Metrics, when set, get every pass (NewMetrics); the clock is Now.
 	Metrics *Metrics
+	// Owns, when set, says whether this replica owns a cluster now (a
+	// shard of the fleet, see reconcile/shard): a pass publishes only the
+	// clusters it owns, and asks again before each cluster's writes, so a
+	// shard lost in the middle of a pass is not written to. nil: every
+	// cluster is this replica's.
+	Owns func(ref plan.ClusterRef) bool
 }
 
 // Loop runs passes with one Config.
@@ -173,8 +179,24 @@ func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	l.pub.Live = func(ref plan.ClusterRef) *live.Cluster { return observed.Find(ref.Kind, ref.Name) }
 	l.pub.After = l.afterGates(clusters, observed, l.cfg.Now)
 	l.pub.Now = l.cfg.Now
-	out, err := l.pub.Publish(ctx, base, clusters, plans)
+	l.pub.Owns = l.cfg.Owns
+	out, err := l.pub.Publish(ctx, base, clusters, owned(plans, l.cfg.Owns))
 	return Result{Outcomes: out, Plans: plans}, err
+}
+
+// owned is the plans of the clusters this replica owns.
+func owned(plans plan.List, owns func(plan.ClusterRef) bool) plan.List {
+	if owns == nil {
+		return plans
+	}
+	out := plans
+	out.Plans = nil
+	for _, pl := range plans.Plans {
+		if owns(pl.Cluster) {
+			out.Plans = append(out.Plans, pl)
+		}
+	}
+	return out
 }
 
 // Run passes now, then on every tick of interval and on every trigger,
