@@ -24,24 +24,44 @@ type Local struct {
 	Base string
 	// Name and Email sign the merge commits of auto-merge; default cairn.
 	Name, Email string
+	// records are the pull requests as List last read them, with cairn's
+	// own writes since, and the raw record each write's lease expects:
+	// Find, Open, Update and Close in a pass read no ref again. nil: read
+	// them (List, or the first Find). A write that fails drops them, so
+	// the next call reads what another writer made.
+	records map[string]localRecord
+}
+
+type localRecord struct {
+	pr   PullRequest
+	data []byte
 }
 
 const localPrefix = "pr/"
 
 func (l *Local) ref(branch string) string { return gitrepo.RecordPrefix + localPrefix + branch }
 
-// Find implements Provider.
+// Find implements Provider: from the records List read last, with cairn's
+// writes since (the first call reads them).
 func (l *Local) Find(ctx context.Context, branch string) (*PullRequest, error) {
-	prs, err := l.load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for i := range prs {
-		if prs[i].Branch == branch {
-			return &prs[i], nil
+	if l.records == nil {
+		if _, err := l.load(ctx); err != nil {
+			return nil, err
 		}
 	}
-	return nil, nil
+	rec, ok := l.records[branch]
+	if !ok {
+		return nil, nil
+	}
+	pr := rec.pr
+	return &pr, nil
+}
+
+// reload drops the records read, then finds branch again: after a write
+// lost to another writer.
+func (l *Local) reload(ctx context.Context, branch string) (*PullRequest, error) {
+	l.records = nil
+	return l.Find(ctx, branch)
 }
 
 // Open implements Provider.
@@ -56,7 +76,7 @@ func (l *Local) Open(ctx context.Context, pr PullRequest) (*PullRequest, error) 
 	pr.State, pr.Base, pr.CloseReason = Open, l.Base, ""
 	if err := l.write(ctx, pr, existing); err != nil {
 		// Another publisher may have recorded it first: adopt theirs.
-		if again, ferr := l.Find(ctx, pr.Branch); ferr == nil && again != nil && again.State == Open {
+		if again, ferr := l.reload(ctx, pr.Branch); ferr == nil && again != nil && again.State == Open {
 			return again, nil
 		}
 		return nil, err
@@ -90,17 +110,18 @@ func (l *Local) Close(ctx context.Context, pr PullRequest, reason string) error 
 	closed.State, closed.CloseReason = Closed, reason
 	err = l.write(ctx, closed, existing)
 	if err != nil {
-		if again, ferr := l.Find(ctx, pr.Branch); ferr == nil && again != nil && again.State != Open {
+		if again, ferr := l.reload(ctx, pr.Branch); ferr == nil && again != nil && again.State != Open {
 			return nil
 		}
 	}
 	return err
 }
 
-// List implements Provider.
+// List implements Provider: it reads every record again.
 func (l *Local) List(ctx context.Context) ([]PullRequest, error) { return l.load(ctx) }
 
 func (l *Local) load(ctx context.Context) ([]PullRequest, error) {
+	l.records = nil
 	if err := l.Repo.FetchRecords(ctx); err != nil {
 		return nil, err
 	}
@@ -112,11 +133,13 @@ func (l *Local) load(ctx context.Context) ([]PullRequest, error) {
 		return nil, err
 	}
 	var out []PullRequest
+	index := make(map[string]localRecord, len(records))
 	for ref, data := range records {
 		var pr PullRequest
 		if err := json.Unmarshal(data, &pr); err != nil {
 			return nil, fmt.Errorf("pull request record %s: %w", ref, err)
 		}
+		raw := data
 		if pr.State == Open && pr.Head != "" {
 			if merged, err := l.Repo.Merged(pr.Head); err != nil {
 				return nil, err
@@ -124,9 +147,13 @@ func (l *Local) load(ctx context.Context) ([]PullRequest, error) {
 				pr.State = Merged
 			}
 		}
+		if ref == l.ref(pr.Branch) {
+			index[pr.Branch] = localRecord{pr: pr, data: raw}
+		}
 		out = append(out, pr)
 	}
 	slices.SortFunc(out, func(a, b PullRequest) int { return strings.Compare(a.Branch, b.Branch) })
+	l.records = index
 	return out, nil
 }
 
@@ -135,15 +162,24 @@ func (l *Local) write(ctx context.Context, pr PullRequest, old *PullRequest) err
 	if err != nil {
 		return err
 	}
+	data = append(data, '\n')
 	var oldData []byte
 	if old != nil {
-		records, err := l.Repo.Records(localPrefix + pr.Branch)
-		if err != nil {
-			return err
+		if l.records == nil {
+			if _, err := l.load(ctx); err != nil {
+				return err
+			}
 		}
-		oldData = records[l.ref(pr.Branch)]
+		oldData = l.records[pr.Branch].data
 	}
-	return l.Repo.WriteRecord(ctx, l.ref(pr.Branch), append(data, '\n'), oldData)
+	if err := l.Repo.WriteRecord(ctx, l.ref(pr.Branch), data, oldData); err != nil {
+		l.records = nil
+		return err
+	}
+	if l.records != nil {
+		l.records[pr.Branch] = localRecord{pr: pr, data: data}
+	}
+	return nil
 }
 
 // Merge implements Merger: a fast-forward of the base to the step's

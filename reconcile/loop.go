@@ -143,7 +143,9 @@ type passState struct {
 // publishes.
 func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	repo := l.cfg.Repo
-	if err := repo.Fetch(ctx); err != nil {
+	// One fetch of the base and of every step branch a pass: publishing
+	// then reads them as fetched (a push carries a lease on each).
+	if err := repo.FetchBranches(ctx, publish.BranchPrefix); err != nil {
 		return Result{}, err
 	}
 	if err := repo.CheckoutBase(); err != nil {

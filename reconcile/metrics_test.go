@@ -273,7 +273,8 @@ func TestGitHubMetrics(t *testing.T) {
 	}
 }
 
-// A pass whose base branch moves while it publishes plans again; the
+// A pass whose push is rejected because the base moved while it published
+// (another publisher made the branch on the new base) plans again; the
 // pull requests the first attempt opened are counted, though the retry
 // finds them unchanged.
 func TestMetricsCountWhatARetriedPassWrote(t *testing.T) {
@@ -285,6 +286,7 @@ func TestMetricsCountWhatARetriedPassWrote(t *testing.T) {
 		if cluster == "ok" && !moved {
 			moved = true // after kv's pull request opened
 			gitbed.Commit(t, bare, map[string]string{"README.md": "a commit while cairn publishes\n"})
+			gitbed.Branch(t, bare, publish.Branch("ok", "s1"), "main")
 		}
 	}
 	res, err := l.Pass(context.Background())

@@ -12,13 +12,13 @@ import (
 
 // benchFleet is n clusters, half etcd and half PostgreSQL, each with a
 // change to make (scale-out, upgrade, storage), and what runs.
-func benchFleet(b *testing.B, n int) ([]spec.Cluster, *live.Snapshot) {
+func benchFleet(b testing.TB, n int) ([]spec.Cluster, *live.Snapshot) {
 	var docs, obs strings.Builder
 	obs.WriteString("apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n")
 	for i := range n {
 		name := fmt.Sprintf("c%04d", i)
 		if i%2 == 0 {
-			fmt.Fprintf(&docs, "---\napiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: %s}\nspec: {size: 5, version: \"3.5.21\", storage: 16Gi}\n", name)
+			fmt.Fprintf(&docs, "---\napiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: %s}\nspec: {size: 5, version: \"3.5.21\", storage: 16Gi, backup: {schedule: \"0 3 * * *\", storageLocation: \"s3://bkp/etcd\"}}\n", name)
 			obs.WriteString(indentItem(strings.ReplaceAll(etcdLiveYAML(3, "3.4.37", 0), "name: e", "name: "+name)))
 		} else {
 			fmt.Fprintf(&docs, "---\napiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata: {name: %s}\nspec: {version: \"14.9\", instances: 3, storage: 10Gi}\n", name)

@@ -2,7 +2,6 @@ package gitrepo
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,26 +113,8 @@ func replaceTree(r *git.Repository, t *object.Tree, path []string, sub plumbing.
 	if len(entries) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	// Git orders entries by name, a folder's name as if it ended in "/".
-	key := func(e object.TreeEntry) string {
-		if e.Mode == filemode.Dir {
-			return e.Name + "/"
-		}
-		return e.Name
-	}
-	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return cmp.Compare(key(a), key(b)) })
+	sortEntries(entries)
 	return store(r, &object.Tree{Entries: entries})
-}
-
-// store writes a tree or commit object.
-func store(r *git.Repository, o interface {
-	Encode(plumbing.EncodedObject) error
-}) (plumbing.Hash, error) {
-	obj := r.Storer.NewEncodedObject()
-	if err := o.Encode(obj); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return r.Storer.SetEncodedObject(obj)
 }
 
 func short(h plumbing.Hash) string { return h.String()[:12] }

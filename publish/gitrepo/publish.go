@@ -56,9 +56,11 @@ var ErrForeignCommit = errors.New("the branch holds a commit cairn did not make"
 // publisher) is fetched, rebuilt and retried up to MaxAttempts times.
 func (r *Repo) Publish(ctx context.Context, branch string, build Build) (Result, error) {
 	var last error
-	for range MaxAttempts {
-		if err := r.Fetch(ctx, branch); err != nil {
-			return Result{}, err
+	for attempt := range MaxAttempts {
+		if attempt > 0 || !r.freshFor(branch) {
+			if err := r.Fetch(ctx, branch); err != nil {
+				return Result{}, err
+			}
 		}
 		base, err := r.Base()
 		if err != nil {
@@ -116,32 +118,38 @@ func subtree(c *object.Commit, root string) (plumbing.Hash, error) {
 	return sub.Hash, nil
 }
 
-// commit writes the change onto base in the working directory and commits
-// it, with the base's time so the same change gives the same hash.
+// commit makes the change onto base as a commit, in the object store
+// only (the working directory is never touched), with the base's time so
+// the same change gives the same hash. Objects the store holds already
+// are not written again: a pass that changes nothing writes nothing.
 func (r *Repo) commit(base *object.Commit, c Change) (*object.Commit, error) {
-	for p := range c.Files {
-		if !strings.HasPrefix(p, c.Root+"/") {
-			return nil, fmt.Errorf("file %s is outside %s", p, c.Root)
-		}
+	root, err := splitPath(c.Root)
+	if err != nil {
+		return nil, fmt.Errorf("folder %q: %w", c.Root, err)
 	}
-	if err := r.CheckoutBase(); err != nil {
-		return nil, err
-	}
-	if err := writeFiles(r.dir, c.Root, c.Files); err != nil {
-		return nil, err
-	}
-	wt, err := r.repo.Worktree()
+	sub, err := writeFolder(r.repo, c.Root, c.Files)
 	if err != nil {
 		return nil, err
 	}
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+	baseTree, err := base.Tree()
+	if err != nil {
 		return nil, err
 	}
-	if status, err := wt.Status(); err == nil && status.IsClean() {
+	tree, err := replaceTree(r.repo, baseTree, root, sub)
+	if err != nil {
+		return nil, err
+	}
+	if tree == base.TreeHash {
 		return nil, fmt.Errorf("the change to %s is empty: the base already holds it", c.Root)
 	}
-	sig := &object.Signature{Name: c.Name, Email: c.Email, When: base.Committer.When}
-	h, err := wt.Commit(c.Message, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true, SignKey: r.SignKey})
+	sig := object.Signature{Name: c.Name, Email: c.Email, When: base.Committer.When}
+	commit := &object.Commit{Author: sig, Committer: sig, Message: c.Message, TreeHash: tree, ParentHashes: []plumbing.Hash{base.Hash}}
+	if r.SignKey != nil {
+		if commit.PGPSignature, err = signature(commit, r.SignKey); err != nil {
+			return nil, fmt.Errorf("sign: %w", err)
+		}
+	}
+	h, err := store(r.repo, commit)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +176,13 @@ func (r *Repo) push(ctx context.Context, branch string, commit plumbing.Hash, re
 		// Another publisher pushed the very same commit meanwhile.
 		return false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	// The remote-tracking copy follows, so the rest of the pass sees the
+	// branch as it now is without fetching it.
+	tracking := plumbing.NewRemoteReferenceName("origin", branch)
+	return true, r.repo.Storer.SetReference(plumbing.NewHashReference(tracking, commit))
 }
 
 // rejected reports whether a push lost a race: the branch moved (lease,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -58,6 +57,13 @@ type Repo struct {
 	repo   *git.Repository
 	// SignKey, when set, signs every commit cairn makes (OpenPGP).
 	SignKey *openpgp.Entity
+	// fresh: the remote-tracking branches under freshPrefix are as the
+	// last FetchBranches found them, or as cairn's own pushes since left
+	// them; Publish uses them without fetching its branch first.
+	fresh       bool
+	freshPrefix string
+	// checkedOut is the commit the working directory holds (CheckoutBase).
+	checkedOut plumbing.Hash
 }
 
 // Clone clones the remote's base branch into dir (which must be empty or
@@ -124,6 +130,69 @@ func (r *Repo) Fetch(ctx context.Context, branches ...string) error {
 	}
 }
 
+// FetchBranches updates, in one fetch, the base branch and every branch
+// whose name starts with prefix (cairn's step branches), dropping the
+// remote-tracking copies of branches deleted on the remote. Until the next
+// call, Publish takes those copies as the remote's state instead of
+// fetching its branch again: one fetch a pass instead of one a cluster. A
+// copy gone stale meanwhile (a person pushed) costs nothing but a retry:
+// every push carries a lease on the branch as fetched, and a rejected one
+// is fetched, proven and built again.
+func (r *Repo) FetchBranches(ctx context.Context, prefix string) error {
+	if prefix == "" || strings.ContainsAny(prefix, "*:^~?[\\ ") {
+		return fmt.Errorf("fetch branches: %q is not a branch prefix", prefix)
+	}
+	specs := []config.RefSpec{
+		config.RefSpec(fmt.Sprintf("+refs/heads/%[1]s:refs/remotes/origin/%[1]s", r.remote.Base)),
+		config.RefSpec(fmt.Sprintf("+refs/heads/%[1]s*:refs/remotes/origin/%[1]s*", prefix)),
+	}
+	err := r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: r.remote.Auth, Force: true, Prune: true})
+	var missing git.NoMatchingRefSpecError
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+	case errors.As(err, &missing):
+		// No step branch on the remote: drop every copy of one.
+		if err := r.Fetch(ctx); err != nil {
+			return err
+		}
+		if err := r.dropRemoteBranches(prefix); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("fetch %s: %w", redact(r.remote.URL), err)
+	}
+	r.fresh, r.freshPrefix = true, prefix
+	return nil
+}
+
+// dropRemoteBranches removes the remote-tracking copies of the branches
+// under prefix.
+func (r *Repo) dropRemoteBranches(prefix string) error {
+	refs, err := r.repo.References()
+	if err != nil {
+		return err
+	}
+	var gone []plumbing.ReferenceName
+	_ = refs.ForEach(func(ref *plumbing.Reference) error {
+		if strings.HasPrefix(ref.Name().String(), "refs/remotes/origin/"+prefix) {
+			gone = append(gone, ref.Name())
+		}
+		return nil
+	})
+	for _, n := range gone {
+		if err := r.repo.Storer.RemoveReference(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// freshFor reports whether the remote-tracking copy of branch is as
+// fresh as the last FetchBranches.
+func (r *Repo) freshFor(branch string) bool {
+	return r.fresh && strings.HasPrefix(branch, r.freshPrefix)
+}
+
 // RemoteBranch returns the head of a branch on the remote as last fetched,
 // or nil when it does not exist.
 func (r *Repo) RemoteBranch(branch string) (*object.Commit, error) {
@@ -138,19 +207,30 @@ func (r *Repo) RemoteBranch(branch string) (*object.Commit, error) {
 }
 
 // CheckoutBase resets the working directory to the base branch's head.
+// cairn's own commits never touch the working directory, so a checkout of
+// the commit it holds already is skipped: a pass on an unchanged base does
+// not walk the repo's files.
 func (r *Repo) CheckoutBase() error {
 	base, err := r.Base()
 	if err != nil {
 		return err
 	}
+	if base.Hash == r.checkedOut {
+		return nil
+	}
 	wt, err := r.repo.Worktree()
 	if err != nil {
 		return err
 	}
+	r.checkedOut = plumbing.ZeroHash
 	if err := wt.Checkout(&git.CheckoutOptions{Hash: base.Hash, Force: true}); err != nil {
 		return fmt.Errorf("checkout base %s: %w", base.Hash, err)
 	}
-	return wt.Clean(&git.CleanOptions{Dir: true})
+	if err := wt.Clean(&git.CleanOptions{Dir: true}); err != nil {
+		return err
+	}
+	r.checkedOut = base.Hash
+	return nil
 }
 
 // redact keeps credentials in a URL out of errors and logs.
@@ -161,22 +241,6 @@ func redact(u string) string {
 		}
 	}
 	return u
-}
-
-func writeFiles(dir, root string, files map[string][]byte) error {
-	if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(root))); err != nil {
-		return err
-	}
-	for p, data := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // ReadBase returns a file of the base branch's head commit (as last

@@ -171,3 +171,16 @@ func commitFiles(t *testing.T, repo *git.Repository, dir string, files map[strin
 	}
 	return h
 }
+
+// Branch points branch of bare at the head of from, as `git branch -f`
+// on the server would: another publisher's branch, or one reset to main.
+func Branch(t *testing.T, bare, branch, from string) {
+	t.Helper()
+	repo, ref, err := branchRef(t, bare, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), ref.Hash())); err != nil {
+		t.Fatal(err)
+	}
+}
