@@ -126,10 +126,23 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 	if err != nil {
 		return nil, err
 	}
+	// Each cluster sees only its own pull requests, and each spec is found
+	// by its name: a pass costs the same for each cluster whatever the
+	// fleet's size.
+	byCluster := map[string][]PullRequest{}
+	for _, pr := range prs {
+		if c := clusterOf(pr.Branch); c != "" {
+			byCluster[c] = append(byCluster[c], pr)
+		}
+	}
+	specs := make(map[specKey]spec.Cluster, len(clusters))
+	for _, c := range clusters {
+		specs[specKey{c.Ref().Kind, c.Ref().Name}] = c
+	}
 	var out []Outcome
 	var errs []error
 	for _, pl := range plans.Plans {
-		o, err := p.one(ctx, find(clusters, pl.Cluster), pl, base, prs)
+		o, err := p.one(ctx, specs[specKey{pl.Cluster.Kind, pl.Cluster.Name}], pl, base, byCluster[pl.Cluster.Name])
 		if errors.Is(err, ErrBaseMoved) {
 			return out, err // plan everything again on the new base
 		}
@@ -146,14 +159,9 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 	return out, errors.Join(errs...)
 }
 
-func find(cs []spec.Cluster, ref plan.ClusterRef) spec.Cluster {
-	for _, c := range cs {
-		if c.Ref().Kind == ref.Kind && c.Ref().Name == ref.Name {
-			return c
-		}
-	}
-	return nil // a running cluster whose spec is gone
-}
+// specKey keys a spec and a plan's cluster alike, by kind and name (a
+// running cluster whose spec is gone finds none).
+type specKey struct{ kind, name string }
 
 // one publishes a cluster's first step and closes what it supersedes.
 func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) (Outcome, error) {
