@@ -139,20 +139,58 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 	for _, c := range clusters {
 		specs[specKey{c.Ref().Kind, c.Ref().Name}] = c
 	}
+	// Three phases: each cluster's step is rendered and its commit made
+	// and proven; every branch that moved is pushed in one push; then the
+	// pull requests are opened, updated and closed.
+	jobs := make([]*job, 0, len(plans.Plans))
+	var staged []*gitrepo.Staged
+	for _, pl := range plans.Plans {
+		j := p.begin(ctx, specs[specKey{pl.Cluster.Kind, pl.Cluster.Name}], pl, base, byCluster[pl.Cluster.Name])
+		if errors.Is(j.err, ErrBaseMoved) {
+			return nil, j.err // plan everything again on the new base
+		}
+		jobs = append(jobs, j)
+	}
+	for _, j := range jobs {
+		if j.step == nil || j.step.staged == nil {
+			continue
+		}
+		if p.Owns != nil && !p.Owns(j.pl.Cluster) {
+			// The shard moved while the pass rendered: nothing is pushed
+			// for a cluster this replica no longer owns.
+			j.o.Action, j.o.Note, j.done = ActionElsewhere, "another replica owns this cluster now", true
+			j.step.staged = nil
+			continue
+		}
+		staged = append(staged, j.step.staged)
+	}
+	results, pushErrs := p.Repo.PushAll(ctx, staged)
 	var out []Outcome
 	var errs []error
-	for _, pl := range plans.Plans {
-		o, err := p.one(ctx, specs[specKey{pl.Cluster.Kind, pl.Cluster.Name}], pl, base, byCluster[pl.Cluster.Name])
+	moved := false
+	for _, j := range jobs {
+		if j.step != nil && j.step.staged != nil {
+			j.step.res, j.step.err = results[0], pushErrs[0]
+			results, pushErrs = results[1:], pushErrs[1:]
+		}
+		o, err := p.finish(ctx, j, base)
 		if errors.Is(err, ErrBaseMoved) {
-			return out, err // plan everything again on the new base
+			// The others' branches were pushed on the base they were
+			// planned on: their pull requests are opened, then everything
+			// is planned again on the new base (nothing is merged).
+			moved = true
+			continue
 		}
 		if err != nil {
 			// One cluster's failure does not hold the others back.
-			p.logger().Error("publishing failed", "cluster", pl.Cluster.String(), "err", err.Error())
+			p.logger().Error("publishing failed", "cluster", j.pl.Cluster.String(), "err", err.Error())
 			o.Action, o.Note, o.merge = ActionFailed, err.Error(), nil
 			errs = append(errs, err)
 		}
 		out = append(out, o)
+	}
+	if moved {
+		return out, ErrBaseMoved
 	}
 	// Merges come last: each one moves the base the others were planned on.
 	errs = append(errs, p.mergeAll(ctx, out)...)
@@ -163,31 +201,84 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 // running cluster whose spec is gone finds none).
 type specKey struct{ kind, name string }
 
-// one publishes a cluster's first step and closes what it supersedes.
-func (p *Publisher) one(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) (Outcome, error) {
-	o := Outcome{Cluster: pl.Cluster.String(), Status: pl.Status, Action: ActionNone, Note: note(pl), ref: pl.Cluster}
+// job is one cluster's publishing in a pass, across the pass's phases.
+type job struct {
+	pl  plan.Plan
+	prs []PullRequest
+	o   Outcome
+	// done: the outcome is known before anything is pushed (another
+	// replica's, held).
+	done bool
+	// step is the plan's first step being published; err stops the job.
+	step *stepJob
+	err  error
+}
+
+// stepJob is a step's publishing: known at once (merged, declined, a
+// person's head), or its branch staged for the pass's push, then its pull
+// request.
+type stepJob struct {
+	action Action
+	pr     *PullRequest
+	err    error
+
+	staged *gitrepo.Staged
+	built  renderer.Built
+	open   *PullRequest // the branch's pull request before this pass
+	res    gitrepo.Result
+}
+
+// begin does a cluster's work up to the pass's push: the checks that need
+// no push, then the step rendered and its commit staged.
+func (p *Publisher) begin(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) *job {
+	j := &job{pl: pl, prs: prs, o: Outcome{Cluster: pl.Cluster.String(), Status: pl.Status, Action: ActionNone, Note: note(pl), ref: pl.Cluster}}
 	if p.Owns != nil && !p.Owns(pl.Cluster) {
-		o.Action, o.Note = ActionElsewhere, "another replica owns this cluster now"
-		return o, nil
+		j.o.Action, j.o.Note, j.done = ActionElsewhere, "another replica owns this cluster now", true
+		return j
 	}
 	if p.Hold != nil {
 		if held, why := p.Hold(pl); held {
-			o.Action, o.Note = ActionHeld, why
-			return o, nil
+			j.o.Action, j.o.Note, j.done = ActionHeld, why, true
+			return j
 		}
 	}
-	reason := o.Note
 	if pl.Status == plan.StatusPlanned && c != nil {
 		s := pl.Steps[0]
-		o.Step, o.Branch = s.ID, Branch(pl.Cluster.Name, s.ID)
+		j.o.Step, j.o.Branch = s.ID, Branch(pl.Cluster.Name, s.ID)
+		j.step, j.err = p.stageStep(ctx, c, pl, base, prs)
+	}
+	return j
+}
+
+// finish does a cluster's work after the pass's push: the step's pull
+// request, the outcome of the step merged before, and the closing of what
+// the plan supersedes.
+func (p *Publisher) finish(ctx context.Context, j *job, base *object.Commit) (Outcome, error) {
+	o, pl, prs := j.o, j.pl, j.prs
+	if j.done {
+		return o, nil
+	}
+	if p.Owns != nil && !p.Owns(pl.Cluster) {
+		// The shard moved during the pass: a branch pushed already is the
+		// new owner's to adopt (the same commit, proven exact).
+		o.Action, o.Note = ActionElsewhere, "another replica owns this cluster now"
+		return o, nil
+	}
+	reason := o.Note
+	if j.err != nil {
+		return o, fmt.Errorf("%s step %s: %w", pl.Cluster, o.Step, j.err)
+	}
+	if j.step != nil {
 		reason = fmt.Sprintf("superseded by %s (plan %s, spec commit %s)", o.Branch, pl.ID, short(base.Hash.String()))
-		action, pr, err := p.publishStep(ctx, c, pl, base, prs)
+		action, pr, err := p.pullRequest(ctx, j, base)
 		var fe *gitrepo.ForeignError
 		switch {
 		case action == ActionForeign && errors.As(err, &fe):
 			o.Action, o.Note = action, foreignNote(fe, existing(prs, o.Branch))
+		case errors.Is(err, ErrBaseMoved):
+			return o, err
 		case err != nil:
-			return o, fmt.Errorf("%s step %s: %w", pl.Cluster, s.ID, err)
+			return o, fmt.Errorf("%s step %s: %w", pl.Cluster, o.Step, err)
 		default:
 			o.Action = action
 			o.merge, o.Note = p.mergeable(pl, pr)
@@ -244,34 +335,54 @@ func note(pl plan.Plan) string {
 	return ""
 }
 
-// publishStep pushes the step's branch and opens or updates its pull
-// request, writing nothing that is already there. A step merged or
-// declined in this cycle publishes nothing (identity.go); a branch holding
-// a person's commit is left alone (foreign.go), with the
-// *gitrepo.ForeignError returned.
-func (p *Publisher) publishStep(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) (Action, *PullRequest, error) {
+// stageStep renders the step and stages its branch's commit for the
+// pass's push. A step merged or declined in this cycle publishes nothing
+// (identity.go); a branch holding a person's commit is left alone
+// (foreign.go), with the *gitrepo.ForeignError in the stepJob.
+func (p *Publisher) stageStep(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) (*stepJob, error) {
 	pr := existing(prs, Branch(pl.Cluster.Name, pl.Steps[0].ID))
 	if action := p.standing(ctx, pl, base, pr); action != "" {
-		return action, nil, nil
+		return &stepJob{action: action}, nil
 	}
 	s := pl.Steps[0]
 	tree, built, err := p.Render(c, pl, s.ID)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	root := renderer.Root(pl.Cluster.Name)
-	res, err := p.Repo.Publish(ctx, Branch(pl.Cluster.Name, s.ID), func(b *object.Commit) (gitrepo.Change, error) {
+	staged, err := p.Repo.Stage(ctx, Branch(pl.Cluster.Name, s.ID), func(b *object.Commit) (gitrepo.Change, error) {
 		if b.Hash != base.Hash {
 			return gitrepo.Change{}, ErrBaseMoved
 		}
 		return gitrepo.Change{Root: root, Files: tree, Message: commitMessage(pl, base), Name: p.Name, Email: p.Email}, nil
 	})
 	if fe := (*gitrepo.ForeignError)(nil); errors.As(err, &fe) {
+		action, pr, err := p.foreignHead(ctx, pr, fe)
+		return &stepJob{action: action, pr: pr, err: err}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &stepJob{staged: staged, built: built, open: pr}, nil
+}
+
+// pullRequest opens or updates the step's pull request once its branch
+// is pushed (or held the change already), writing nothing that is there
+// already. A push that turned up a person's commit on the branch leaves
+// it alone (foreign.go).
+func (p *Publisher) pullRequest(ctx context.Context, j *job, base *object.Commit) (Action, *PullRequest, error) {
+	st, pl, prs := j.step, j.pl, j.prs
+	if st.staged == nil {
+		return st.action, st.pr, st.err
+	}
+	pr, res, built, err := st.open, st.res, st.built, st.err
+	if fe := (*gitrepo.ForeignError)(nil); errors.As(err, &fe) {
 		return p.foreignHead(ctx, pr, fe)
 	}
 	if err != nil {
 		return "", nil, err
 	}
+	s := pl.Steps[0]
 	// The body names the base the branch was built on, not today's: a
 	// commit elsewhere in the repo keeps the branch, and so the body.
 	builtOn, gates := res.Base, GateStates(pl, p.Gates)

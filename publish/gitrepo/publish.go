@@ -57,46 +57,17 @@ var ErrForeignCommit = errors.New("the branch holds a commit cairn did not make"
 func (r *Repo) Publish(ctx context.Context, branch string, build Build) (Result, error) {
 	var last error
 	for attempt := range MaxAttempts {
-		if attempt > 0 || !r.freshFor(branch) {
-			if err := r.Fetch(ctx, branch); err != nil {
-				return Result{}, err
-			}
-		}
-		base, err := r.Base()
+		s, err := r.stage(ctx, branch, build, attempt > 0 || !r.freshFor(branch))
 		if err != nil {
 			return Result{}, err
 		}
-		change, err := build(base)
-		if err != nil {
-			return Result{}, err
+		if s.done {
+			return s.result, nil
 		}
-		commit, err := r.commit(base, change)
-		if err != nil {
-			return Result{}, fmt.Errorf("commit %s: %w", branch, err)
-		}
-		remote, err := r.RemoteBranch(branch)
-		if err != nil {
-			return Result{}, err
-		}
-		if remote != nil {
-			pv, err := r.prove(remote, commit, base, change)
-			if err != nil {
-				return Result{}, fmt.Errorf("check the head of %s: %w", branch, err)
-			}
-			switch pv.proof {
-			case foreign:
-				return Result{}, &ForeignError{Branch: branch, Head: remote.Hash, Committer: remote.Committer.Email, Why: pv.why}
-			case exact:
-				// The branch holds this change already, on the base or on
-				// an earlier base whose commits since changed nothing the
-				// step touches: rewriting it would dismiss reviews for
-				// nothing.
-				return Result{Commit: remote.Hash, Base: pv.base}, nil
-			}
-		}
-		pushed, err := r.push(ctx, branch, commit.Hash, remote)
+		pushed, err := r.push(ctx, branch, s.result.Commit, s.remote)
 		if err == nil {
-			return Result{Commit: commit.Hash, Base: base.Hash, Pushed: pushed}, nil
+			s.result.Pushed = pushed
+			return s.result, nil
 		}
 		if !rejected(err) {
 			return Result{}, fmt.Errorf("push %s: %w", branch, err)
@@ -104,6 +75,165 @@ func (r *Repo) Publish(ctx context.Context, branch string, build Build) (Result,
 		last = err
 	}
 	return Result{}, fmt.Errorf("push %s: %w after %d attempts: %v", branch, ErrRejected, MaxAttempts, last)
+}
+
+// Staged is a branch's commit made and proven by Stage, its push left to
+// PushAll.
+type Staged struct {
+	branch string
+	build  Build
+	remote *object.Commit // the branch's head as fetched; nil when absent
+	// done: the branch holds the change already; nothing to push.
+	done   bool
+	result Result
+}
+
+// Result is what publishing the branch comes to once pushed (Pushed says
+// whether a push is due), or as it is when nothing is to be pushed.
+func (s *Staged) Result() Result { return s.result }
+
+// Stage is Publish without its push: the commit made and proven against
+// the branch as last fetched (FetchBranches; otherwise the branch is
+// fetched first). A *ForeignError or the build's error come back as
+// Publish returns them. Hand what is staged to PushAll.
+func (r *Repo) Stage(ctx context.Context, branch string, build Build) (*Staged, error) {
+	s, err := r.stage(ctx, branch, build, !r.freshFor(branch))
+	if err != nil {
+		return nil, err
+	}
+	if !s.done {
+		s.result.Pushed = true
+	}
+	return s, nil
+}
+
+// stage is one attempt of Publish up to its push.
+func (r *Repo) stage(ctx context.Context, branch string, build Build, fetch bool) (*Staged, error) {
+	if fetch {
+		if err := r.Fetch(ctx, branch); err != nil {
+			return nil, err
+		}
+	}
+	base, err := r.Base()
+	if err != nil {
+		return nil, err
+	}
+	change, err := build(base)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := r.commit(base, change)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", branch, err)
+	}
+	remote, err := r.RemoteBranch(branch)
+	if err != nil {
+		return nil, err
+	}
+	s := &Staged{branch: branch, build: build, remote: remote, result: Result{Commit: commit.Hash, Base: base.Hash}}
+	if remote != nil {
+		pv, err := r.prove(remote, commit, base, change)
+		if err != nil {
+			return nil, fmt.Errorf("check the head of %s: %w", branch, err)
+		}
+		switch pv.proof {
+		case foreign:
+			return nil, &ForeignError{Branch: branch, Head: remote.Hash, Committer: remote.Committer.Email, Why: pv.why}
+		case exact:
+			// The branch holds this change already, on the base or on an
+			// earlier base whose commits since changed nothing the step
+			// touches: rewriting it would dismiss reviews for nothing.
+			s.done, s.result = true, Result{Commit: remote.Hash, Base: pv.base}
+		}
+	}
+	return s, nil
+}
+
+// PushAll pushes the staged branches that need it in one push, each
+// under its own lease (the branch where it was fetched, or absent), and
+// returns each one's result or error, in order. When the remote turns
+// some down (another publisher moved them), each is pushed alone, and
+// one turned down again is published as Publish does (fetched, proven,
+// built again, a bounded number of times).
+func (r *Repo) PushAll(ctx context.Context, staged []*Staged) ([]Result, []error) {
+	results, errs := make([]Result, len(staged)), make([]error, len(staged))
+	var due []int
+	for i, s := range staged {
+		results[i] = s.result
+		if !s.done {
+			due = append(due, i)
+		}
+	}
+	if len(due) == 0 {
+		return results, errs
+	}
+	err := r.pushMany(ctx, staged, due)
+	if err == nil {
+		return results, errs
+	}
+	if !rejected(err) {
+		for _, i := range due {
+			errs[i] = fmt.Errorf("push %s: %w", staged[i].branch, err)
+		}
+		return results, errs
+	}
+	// Some lease failed, and with it the whole push (go-git checks them
+	// all before it sends anything): each branch is pushed alone with the
+	// commit and lease it was staged with, and only one whose own lease
+	// fails is fetched and built again.
+	for _, i := range due {
+		s := staged[i]
+		pushed, err := r.push(ctx, s.branch, s.result.Commit, s.remote)
+		switch {
+		case err == nil:
+			results[i].Pushed = pushed
+		case rejected(err):
+			results[i], errs[i] = r.Publish(ctx, s.branch, s.build)
+		default:
+			errs[i] = fmt.Errorf("push %s: %w", s.branch, err)
+		}
+	}
+	return results, errs
+}
+
+// pushMany pushes the due branches in one push. go-git checks the leases
+// against the remote's refs before it sends anything, and the remote
+// checks each ref's old value again as it updates it.
+func (r *Repo) pushMany(ctx context.Context, staged []*Staged, due []int) error {
+	opts := &git.PushOptions{RemoteName: "origin", Auth: r.remote.Auth}
+	var locals []plumbing.ReferenceName
+	defer func() {
+		for _, l := range locals {
+			_ = r.repo.Storer.RemoveReference(l)
+		}
+	}()
+	for _, i := range due {
+		s := staged[i]
+		local := plumbing.NewBranchReferenceName("cairn-push/" + s.branch)
+		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, s.result.Commit)); err != nil {
+			return err
+		}
+		locals = append(locals, local)
+		dst := plumbing.NewBranchReferenceName(s.branch)
+		if s.remote == nil {
+			opts.RefSpecs = append(opts.RefSpecs, config.RefSpec(local.String()+":"+dst.String()))
+			continue
+		}
+		opts.RefSpecs = append(opts.RefSpecs, config.RefSpec("+"+local.String()+":"+dst.String()))
+		opts.RequireRemoteRefs = append(opts.RequireRemoteRefs, config.RefSpec(s.remote.Hash.String()+":"+dst.String()))
+	}
+	err := r.repo.PushContext(ctx, opts)
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return err
+	}
+	for _, i := range due {
+		s := staged[i]
+		tracking := plumbing.NewRemoteReferenceName("origin", s.branch)
+		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(tracking, s.result.Commit)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func subtree(c *object.Commit, root string) (plumbing.Hash, error) {
