@@ -66,6 +66,9 @@ type Publisher struct {
 	// cluster to its new owner, with ActionElsewhere. nil: every cluster.
 	Owns func(ref plan.ClusterRef) bool
 	Log  *slog.Logger
+
+	// diffs remembers the steps' diffs across passes (diffmemo.go).
+	diffs diffMemo
 }
 
 // Action is what Publish did for a cluster.
@@ -126,6 +129,7 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 	if err != nil {
 		return nil, err
 	}
+	p.diffs.rotate()
 	// Each cluster sees only its own pull requests, and each spec is found
 	// by its name: a pass costs the same for each cluster whatever the
 	// fleet's size.
@@ -389,7 +393,7 @@ func (p *Publisher) pullRequest(ctx context.Context, j *job, base *object.Commit
 	if builtOn.IsZero() {
 		builtOn = base.Hash
 	}
-	body := BodyInput{Plan: pl, SpecCommit: builtOn.String(), Head: res.Commit.String(), Diff: stepDiff(built, pl), Gates: gates,
+	body := BodyInput{Plan: pl, SpecCommit: builtOn.String(), Head: res.Commit.String(), Diff: p.stepDiff(built, pl), Gates: gates,
 		WebURL: p.webURL(), Previous: previous(pl, base, prs)}
 	if p.Live != nil {
 		body.Live = p.Live(pl.Cluster)
@@ -411,12 +415,12 @@ func (p *Publisher) pullRequest(ctx context.Context, j *job, base *object.Commit
 }
 
 // stepDiff is the change of the step's built manifests against what runs.
-func stepDiff(built renderer.Built, pl plan.Plan) string {
+func (p *Publisher) stepDiff(built renderer.Built, pl plan.Plan) string {
 	var before []byte
 	if pl.Baseline != nil {
 		before = built.Base
 	}
-	return unifiedDiff(string(before), string(built.Selected))
+	return p.diffs.diff(before, built.Selected)
 }
 
 func commitMessage(pl plan.Plan, base *object.Commit) string {

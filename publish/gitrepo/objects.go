@@ -30,10 +30,10 @@ func splitPath(p string) ([]string, error) {
 	return names, nil
 }
 
-// folderTree is a folder being built from files: its files' blob hashes
-// and its sub-folders.
+// folderTree is a folder being built from files: its files and its
+// sub-folders.
 type folderTree struct {
-	files map[string]plumbing.Hash
+	files map[string][]byte
 	dirs  map[string]*folderTree
 }
 
@@ -41,7 +41,12 @@ type folderTree struct {
 // each under root) as blobs and trees and returns the hash of the folder
 // at root. The result is git's tree for those files whatever the order of
 // the map: entries sorted as git sorts them, every file a regular file.
+// The hashes are computed in memory first: a folder the store holds
+// already (a pass that changes nothing) costs one lookup, not one a file.
 func writeFolder(r *git.Repository, root string, files map[string][]byte) (plumbing.Hash, error) {
+	if len(files) == 0 {
+		return plumbing.ZeroHash, nil
+	}
 	top := &folderTree{}
 	for p, data := range files {
 		rel, ok := strings.CutPrefix(p, root+"/")
@@ -51,10 +56,6 @@ func writeFolder(r *git.Repository, root string, files map[string][]byte) (plumb
 		names, err := splitPath(rel)
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("file %s: %w", p, err)
-		}
-		h, err := storeBlob(r, data)
-		if err != nil {
-			return plumbing.ZeroHash, err
 		}
 		f := top
 		for _, n := range names[:len(names)-1] {
@@ -74,32 +75,49 @@ func writeFolder(r *git.Repository, root string, files map[string][]byte) (plumb
 			return plumbing.ZeroHash, fmt.Errorf("file %s: %s is a file and a folder", p, last)
 		}
 		if f.files == nil {
-			f.files = map[string]plumbing.Hash{}
+			f.files = map[string][]byte{}
 		}
-		f.files[last] = h
+		f.files[last] = data
 	}
-	if len(files) == 0 {
-		return plumbing.ZeroHash, nil
+	h, err := top.put(r, false)
+	if err != nil || r.Storer.HasEncodedObject(h) == nil {
+		return h, err
 	}
-	return top.write(r)
+	return top.put(r, true)
 }
 
-func (f *folderTree) write(r *git.Repository) (plumbing.Hash, error) {
+// put returns the folder's tree hash, writing its blobs and trees when
+// write is set.
+func (f *folderTree) put(r *git.Repository, write bool) (plumbing.Hash, error) {
 	t := &object.Tree{}
-	for n, h := range f.files {
+	for n, data := range f.files {
 		if _, clash := f.dirs[n]; clash {
 			return plumbing.ZeroHash, fmt.Errorf("%s is a file and a folder", n)
+		}
+		h := plumbing.ComputeHash(plumbing.BlobObject, data)
+		if write {
+			var err error
+			if h, err = storeBlob(r, data); err != nil {
+				return plumbing.ZeroHash, err
+			}
 		}
 		t.Entries = append(t.Entries, object.TreeEntry{Name: n, Mode: filemode.Regular, Hash: h})
 	}
 	for n, d := range f.dirs {
-		h, err := d.write(r)
+		h, err := d.put(r, write)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
 		t.Entries = append(t.Entries, object.TreeEntry{Name: n, Mode: filemode.Dir, Hash: h})
 	}
 	sortEntries(t.Entries)
+	if !write {
+		mem := &plumbing.MemoryObject{}
+		if err := t.Encode(mem); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return mem.Hash(), nil
+	}
 	return store(r, t)
 }
 

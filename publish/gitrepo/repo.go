@@ -162,8 +162,23 @@ func (r *Repo) FetchBranches(ctx context.Context, prefix string) error {
 		return fmt.Errorf("fetch %s: %w", redact(r.remote.URL), err)
 	}
 	r.fresh, r.freshPrefix = true, prefix
+	return r.packRefs()
+}
+
+// packRefs packs the loose refs once there are many: a fleet's branches
+// and records are many small files to go-git, each walked by every fetch
+// and push; packed, they are one.
+func (r *Repo) packRefs() error {
+	if n, err := r.repo.Storer.CountLooseRefs(); err == nil && n > packRefsAbove {
+		if err := r.repo.Storer.PackRefs(); err != nil {
+			return fmt.Errorf("pack refs: %w", err)
+		}
+	}
 	return nil
 }
+
+// packRefsAbove is how many loose refs FetchBranches leaves unpacked.
+const packRefsAbove = 64
 
 // dropRemoteBranches removes the remote-tracking copies of the branches
 // under prefix.
