@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-dev/cairn/publish/githubpr"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
 	"github.com/cairn-dev/cairn/reconcile"
+	"github.com/cairn-dev/cairn/reconcile/shard"
 	"github.com/cairn-dev/cairn/renderer"
 )
 
@@ -37,6 +38,7 @@ type reconcileOptions struct {
 	images                           renderer.Options
 	webhookAddr, secretFile, metrics string
 	interval                         time.Duration
+	shard                            shardOptions
 }
 
 func newReconcile() *cobra.Command {
@@ -57,14 +59,24 @@ stamped with the time (RFC 3339); a pass that changes nothing prints
 nothing. With --metrics-addr it serves /metrics (docs/metrics.md),
 /healthz and /readyz (ready once a pass has succeeded, while the last
 pass is at most three intervals old). SIGINT or SIGTERM stops it cleanly,
-the pass under way abandoned, with exit status 0.`,
+the pass under way abandoned, with exit status 0.
+
+With --shards N (N > 1) it runs as one replica of several: the clusters
+are spread over N shards held in Kubernetes Leases (in --lease-namespace),
+each replica publishes only the clusters of the shards it holds, and a
+replica's shards move to the others when it stops or dies
+(docs/sharding.md).`,
 		Example: `  # the loop over a local repo, with the live state of a file
   cairn reconcile --repo ./gitops --live live.yaml
 
   # on GitHub, every 5 minutes and on each webhook, with metrics and health
   cairn reconcile --repo https://github.com/org/gitops.git --github org/gitops \
     --interval 5m --webhook-addr :8080 --webhook-secret-file /etc/cairn/webhook \
-    --metrics-addr :9090`,
+    --metrics-addr :9090
+
+  # one replica of several in a Kubernetes cluster (deploy/reconcile)
+  cairn reconcile --repo https://github.com/org/gitops.git --github org/gitops \
+    --in-cluster --shards 32 --metrics-addr :9090`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -76,6 +88,7 @@ the pass under way abandoned, with exit status 0.`,
 	cmd.Flags().StringVar(&o.secretFile, "webhook-secret-file", "", "file holding the webhook secret")
 	cmd.Flags().StringVar(&o.metrics, "metrics-addr", "", "address to serve /metrics, /healthz and /readyz on, such as :9090; empty serves none")
 	o.gh.flags(cmd)
+	o.shard.flags(cmd.Flags())
 	imageFlags(cmd.Flags(), &o.images)
 	monitoringFlags(cmd.Flags(), &o.images)
 	return cmd
@@ -102,7 +115,11 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 	if reg != nil {
 		registerer = reg
 	}
-	r, cleanup, err := newReconcilerWith(ctx, o.remote, o.gh, o.src, o.specs, o.images, log, registerer)
+	member, err := o.shard.member(o.src, log)
+	if err != nil {
+		return err
+	}
+	r, cleanup, err := newMemberReconciler(ctx, o.remote, o.gh, o.src, o.specs, o.images, log, registerer, member)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while cloning
@@ -118,8 +135,14 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 		defer serveHTTP(l, r.metrics.Handler(reg, o.interval, nil), log)()
 	}
 	trigger := make(chan struct{}, 1)
+	hook := trigger
+	if member != nil {
+		var stop func(error)
+		hook, stop = runMember(ctx, member, o.shard.duration, trigger, log)
+		defer stop(nil) // after the loop has stopped: see shard.Member.Run
+	}
 	if o.webhookAddr != "" {
-		stop, err := serveWebhook(o.webhookAddr, o.secretFile, o.remote.base, trigger, log)
+		stop, err := serveWebhook(o.webhookAddr, o.secretFile, o.remote.base, hook, log)
 		if err != nil {
 			return err
 		}
@@ -170,6 +193,14 @@ func newReconciler(ctx context.Context, o remoteOptions, gh githubOptions, src l
 // when the pull requests are on GitHub.
 func newReconcilerWith(ctx context.Context, o remoteOptions, gh githubOptions, src liveSource, specs specsFlag, images renderer.Options, log *slog.Logger,
 	reg prometheus.Registerer) (*reconciler, func(), error) {
+	return newMemberReconciler(ctx, o, gh, src, specs, images, log, reg, nil)
+}
+
+// newMemberReconciler is newReconcilerWith for one replica of a sharded
+// fleet when member is set: the loop publishes the clusters member owns,
+// and spends its share of the GitHub budget.
+func newMemberReconciler(ctx context.Context, o remoteOptions, gh githubOptions, src liveSource, specs specsFlag, images renderer.Options, log *slog.Logger,
+	reg prometheus.Registerer, member *shard.Member) (*reconciler, func(), error) {
 	rend, err := newRenderer(images)
 	if err != nil {
 		return nil, nil, err
@@ -189,6 +220,13 @@ func newReconcilerWith(ctx context.Context, o remoteOptions, gh githubOptions, s
 		if cfg.Metrics, err = loopMetrics(reg, prs); err != nil {
 			cleanup()
 			return nil, nil, err
+		}
+	}
+	if member != nil {
+		cfg.Owns = member.Owns
+		// After loopMetrics: the metrics count only the calls sent.
+		if gp, ok := prs.(*githubpr.Provider); ok {
+			gp.ShareBudget(member.Replicas)
 		}
 	}
 	return &reconciler{Loop: reconcile.New(cfg), metrics: cfg.Metrics}, cleanup, nil
@@ -221,7 +259,9 @@ func loopConfig(repo *gitrepo.Repo, prs publish.Provider, rend *renderer.Rendere
 		Observe:  src.read,
 		Policies: policySet,
 		Plan:     newPlanner().WithImages(rend.Images).Plan,
-		Render:   rend.Render,
+		// Across the passes of cairn reconcile, only clusters whose spec or
+		// plan changed are rendered and built again.
+		Render:   renderer.NewCache(rend, 0).Render,
 		Gates:    stepGates{},
 		Now:      time.Now,
 		DecideAt: func() time.Time { return clock() },

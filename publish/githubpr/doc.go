@@ -9,7 +9,9 @@
 // wrote; writes are spaced a second apart and kept within a budget per
 // hour (ErrWriteBudget defers the rest to a later pass); primary and
 // secondary rate limits (403/429 with Retry-After or X-RateLimit-Reset)
-// are waited out as told; and every API call is counted. The token is
+// are waited out as told; and every API call is counted. Replicas of a
+// sharded loop share one token's budget: ShareBudget holds each to its
+// share of what GitHub says remains. The token is
 // sent in the Authorization header only; it is never logged.
 //
 // Auto-merge is one PUT /pulls/{n}/merge carrying the head cairn pushed;

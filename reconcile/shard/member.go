@@ -104,9 +104,20 @@ type holding struct {
 
 // New returns the member of cfg; Run makes it take part.
 func New(cfg Config) (*Member, error) {
-	switch {
-	case cfg.Client == nil:
+	if cfg.Client == nil {
 		return nil, errors.New("shard member: no Kubernetes client")
+	}
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = DefaultLeaseDuration
+	}
+	st := kubeStore{leases: cfg.Client.CoordinationV1().Leases(cfg.Namespace), namespace: cfg.Namespace,
+		timeout: max(cfg.LeaseDuration/10, time.Second)}
+	return newMember(cfg, st)
+}
+
+// newMember is the member of cfg over st.
+func newMember(cfg Config, st store) (*Member, error) {
+	switch {
 	case cfg.Namespace == "":
 		return nil, errors.New("shard member: no namespace for the leases")
 	case cfg.ID == "":
@@ -131,19 +142,20 @@ func New(cfg Config) (*Member, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := cfg.LeaseDuration
-	m := &Member{
+	return &Member{
 		namespace: cfg.Namespace, identity: cfg.ID + "_" + hex.EncodeToString(incarnation), shardMap: ShardMap(cfg.Shards),
 		shards: cfg.Shards, duration: d, margin: d / 2, period: d / 10,
-		store: kubeStore{leases: cfg.Client.CoordinationV1().Leases(cfg.Namespace), namespace: cfg.Namespace, timeout: max(d/10, time.Second)},
-		now:   time.Now, log: log.With("replica", cfg.ID),
+		store: st, now: time.Now, log: log.With("replica", cfg.ID),
 		triggers: make(chan struct{}, 1), ready: make(chan struct{}),
 		seen: map[string]seenAt{}, held: map[int]*holding{},
-	}
-	return m, nil
+	}, nil
 }
 
 // Identity is the holderIdentity this replica writes.
 func (m *Member) Identity() string { return m.identity }
+
+// Namespace is where the fleet's Leases are.
+func (m *Member) Namespace() string { return m.namespace }
 
 // Owns says whether this replica publishes ref's cluster now
 // (reconcile.Config.Owns): while it holds its slot and the cluster's

@@ -156,7 +156,9 @@ func (m *Member) apply(ctx context.Context, d Decision, objs map[string]*coordv1
 	errs = append(errs, err)
 	for _, k := range d.ExtraSlots {
 		_, err := m.write(ctx, objs[slotLease(k)], func(l *coordv1.Lease, at time.Time) *coordv1.Lease { return released(l, at) })
-		errs = append(errs, err)
+		if !lostRace(err) {
+			errs = append(errs, err)
+		}
 	}
 	for _, s := range d.Release {
 		errs = append(errs, m.releaseShard(ctx, s))
@@ -210,8 +212,12 @@ func (m *Member) keepSlot(ctx context.Context, d Decision, objs map[string]*coor
 		}
 		m.slot = &holding{index: d.Slot, lease: out, renewed: sent}
 		return !d.Claim, nil
+	case lostRace(err) && d.Claim:
+		return false, nil // another replica claimed it first: the next round claims another
 	case lostRace(err):
+		m.log.Warn("lost the replica slot", "slot", d.Slot)
 		m.slot = nil
+		return false, nil
 	}
 	return false, err
 }
@@ -236,6 +242,7 @@ func (m *Member) renewShard(ctx context.Context, s int) error {
 	case lostRace(err):
 		m.log.Warn("lost a shard to another replica", "shard", s)
 		delete(m.held, s)
+		return nil
 	}
 	return err
 }
@@ -253,8 +260,11 @@ func (m *Member) releaseShard(ctx context.Context, s int) error {
 		delete(m.held, s)
 		m.mu.Unlock()
 	}
-	if err == nil {
+	switch {
+	case err == nil:
 		m.log.Info("released a shard", "shard", s)
+	case lostRace(err):
+		return nil // it was no longer this replica's
 	}
 	return err
 }
