@@ -46,11 +46,15 @@ fuzz:
 	$(GO) test ./planner/spec -run '^$$' -fuzz '^FuzzPostgresConf$$' -fuzztime 5s -fuzzminimizetime 2s
 	$(GO) test ./policies -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 10s -fuzzminimizetime 5s
 
-## bench: planning and rendering (with kustomize builds) 1,000 mixed clusters.
+## bench: planning and rendering (with kustomize builds) 1,000 mixed clusters,
+## and the fleet benchmark (docs/testing.md): cairn's loop over 100 and 1,000
+## generated clusters on a real git server, local and GitHub pull requests;
+## CAIRN_BENCH_FLEET=10000 adds 10,000.
 bench:
 	$(GO) test ./planner -run '^$$' -bench . -benchmem
 	$(GO) test ./renderer -run '^$$' -bench . -benchmem -benchtime 1x
 	$(GO) test ./policies -run '^$$' -bench . -benchmem
+	$(GO) test ./cmd/cairn -run '^$$' -bench '^BenchmarkFleet' -benchtime 1x -timeout 0
 
 ## generate: rewrite generated files (JSON Schemas, reference page, golden outputs).
 generate:
