@@ -30,6 +30,11 @@ type Local struct {
 	// them (List, or the first Find). A write that fails drops them, so
 	// the next call reads what another writer made.
 	records map[string]localRecord
+	// batch: writes are held (held, in heldOrder) until FlushBatch
+	// (localbatch.go).
+	batch     bool
+	held      map[string]*heldRecord
+	heldOrder []string
 }
 
 type localRecord struct {
@@ -171,6 +176,14 @@ func (l *Local) write(ctx context.Context, pr PullRequest, old *PullRequest) err
 			}
 		}
 		oldData = l.records[pr.Branch].data
+	}
+	if l.batch && l.records != nil {
+		if h, ok := l.held[l.ref(pr.Branch)]; ok {
+			oldData = h.old
+		}
+		l.hold(l.ref(pr.Branch), pr.Branch, data, oldData)
+		l.records[pr.Branch] = localRecord{pr: pr, data: data}
+		return nil
 	}
 	if err := l.Repo.WriteRecord(ctx, l.ref(pr.Branch), data, oldData); err != nil {
 		l.records = nil

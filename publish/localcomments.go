@@ -17,21 +17,30 @@ func (l *Local) commentsRef(branch string) string {
 	return gitrepo.RecordPrefix + localComments + branch
 }
 
-// Comments implements Commenter.
+// Comments implements Commenter. In a batch, the records fetched when it
+// began are read, with the batch's own writes.
 func (l *Local) Comments(ctx context.Context, pr PullRequest) ([]string, error) {
-	if err := l.Repo.FetchRecords(ctx); err != nil {
-		return nil, err
+	if !l.batch {
+		if err := l.Repo.FetchRecords(ctx); err != nil {
+			return nil, err
+		}
 	}
 	out, _, err := l.comments(pr.Branch)
 	return out, err
 }
 
+// comments are the comments of branch, and the record they are in (as
+// the remote holds it, for a write's lease).
 func (l *Local) comments(branch string) ([]string, []byte, error) {
-	records, err := l.Repo.Records(localComments + branch)
+	ref := l.commentsRef(branch)
+	remote, err := l.Repo.Record(ref)
 	if err != nil {
 		return nil, nil, err
 	}
-	data := records[l.commentsRef(branch)]
+	data := remote
+	if held, ok := l.heldData(ref); ok {
+		data = held
+	}
 	if data == nil {
 		return nil, nil, nil
 	}
@@ -39,13 +48,15 @@ func (l *Local) comments(branch string) ([]string, []byte, error) {
 	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, nil, fmt.Errorf("comments of %s: %w", branch, err)
 	}
-	return out, data, nil
+	return out, remote, nil
 }
 
 // Comment implements Commenter.
 func (l *Local) Comment(ctx context.Context, pr PullRequest, body string) error {
-	if err := l.Repo.FetchRecords(ctx); err != nil {
-		return err
+	if !l.batch {
+		if err := l.Repo.FetchRecords(ctx); err != nil {
+			return err
+		}
 	}
 	have, old, err := l.comments(pr.Branch)
 	if err != nil {
@@ -55,7 +66,12 @@ func (l *Local) Comment(ctx context.Context, pr PullRequest, body string) error 
 	if err != nil {
 		return err
 	}
-	return l.Repo.WriteRecord(ctx, l.commentsRef(pr.Branch), append(data, '\n'), old)
+	data = append(data, '\n')
+	if l.batch {
+		l.hold(l.commentsRef(pr.Branch), pr.Branch, data, old)
+		return nil
+	}
+	return l.Repo.WriteRecord(ctx, l.commentsRef(pr.Branch), data, old)
 }
 
 // SetBody implements Commenter: the record keeps its state.

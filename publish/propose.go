@@ -130,6 +130,34 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 		return nil, err
 	}
 	p.diffs.rotate()
+	// A provider that batches holds the pass's writes until flush: a
+	// step's pull request that could not be written fails its cluster; an
+	// outcome comment that could not is logged, as when written at once.
+	var errs []error
+	flush := func(out []Outcome) []Outcome { return out }
+	if b, ok := p.PRs.(Batcher); ok {
+		b.BeginBatch()
+		flushed := false
+		flush = func(out []Outcome) []Outcome {
+			if flushed {
+				return out
+			}
+			flushed = true
+			failed := b.FlushBatch(ctx)
+			for i := range out {
+				if err, bad := failed[out[i].Branch]; bad && out[i].Branch != "" {
+					out[i].Action, out[i].Note, out[i].merge = ActionFailed, err.Error(), nil
+					errs = append(errs, fmt.Errorf("%s: %w", out[i].Cluster, err))
+					delete(failed, out[i].Branch)
+				}
+			}
+			for branch, err := range failed {
+				p.logger().Warn("a record was not written", "branch", branch, "err", err.Error())
+			}
+			return out
+		}
+		defer flush(nil)
+	}
 	// Each cluster sees only its own pull requests, and each spec is found
 	// by its name: a pass costs the same for each cluster whatever the
 	// fleet's size.
@@ -151,6 +179,7 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 	for _, pl := range plans.Plans {
 		j := p.begin(ctx, specs[specKey{pl.Cluster.Kind, pl.Cluster.Name}], pl, base, byCluster[pl.Cluster.Name])
 		if errors.Is(j.err, ErrBaseMoved) {
+			flush(nil)
 			return nil, j.err // plan everything again on the new base
 		}
 		jobs = append(jobs, j)
@@ -170,7 +199,6 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 	}
 	results, pushErrs := p.Repo.PushAll(ctx, staged)
 	var out []Outcome
-	var errs []error
 	moved := false
 	for _, j := range jobs {
 		if j.step != nil && j.step.staged != nil {
@@ -193,6 +221,7 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 		}
 		out = append(out, o)
 	}
+	out = flush(out)
 	if moved {
 		return out, ErrBaseMoved
 	}
