@@ -45,7 +45,7 @@ import (
 // published. pr is the branch's pull request (see existing), or nil.
 func (p *Publisher) standing(ctx context.Context, pl plan.Plan, base *object.Commit, pr *PullRequest) Action {
 	s := pl.Steps[0]
-	now := entryAt(base, pl.Cluster.Name)
+	now := entryAt(p.Repo, base, pl.Cluster.Name)
 	if now.Step == s.ID {
 		if sel, ok := now.Selected(); !ok || sel.Kind == s.Kind {
 			return ActionMerged
@@ -77,14 +77,18 @@ func (p *Publisher) sameCycle(ctx context.Context, pr PullRequest, now renderer.
 	if err != nil {
 		return true
 	}
-	then := entryAt(parent, cluster)
+	then := entryAt(p.Repo, parent, cluster)
 	return then.Step == now.Step && then.Plan.ID == now.Plan.ID
 }
 
 // entryAt is what commit c's entry point of cluster selects; the zero
 // Entry when it has none that can be read.
-func entryAt(c *object.Commit, cluster string) renderer.Entry {
-	e, _ := renderer.ReadEntry(gitrepo.Reader(c), cluster)
+func entryAt(r *gitrepo.Repo, c *object.Commit, cluster string) renderer.Entry {
+	read := gitrepo.Reader(c)
+	if r != nil {
+		read = r.Reader(c)
+	}
+	e, _ := renderer.ReadEntry(read, cluster)
 	return e
 }
 

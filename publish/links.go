@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/publish/gitrepo"
 	"github.com/cairn-dev/cairn/renderer"
 )
 
@@ -124,8 +125,8 @@ func (p *Publisher) webURL() string {
 // previous is the merged pull request of the cluster's step merged last
 // (the base's entry point selects it); nil when there is none, or the
 // step is the plan's next one (merged, waiting for the live state).
-func previous(pl plan.Plan, base *object.Commit, prs []PullRequest) *PullRequest {
-	e := entryAt(base, pl.Cluster.Name)
+func previous(r *gitrepo.Repo, pl plan.Plan, base *object.Commit, prs []PullRequest) *PullRequest {
+	e := entryAt(r, base, pl.Cluster.Name)
 	if e.Step == "" || len(pl.Steps) > 0 && e.Step == pl.Steps[0].ID {
 		return nil
 	}

@@ -59,7 +59,7 @@ func (p *Publisher) noteOutcome(ctx context.Context, pl plan.Plan, base *object.
 	if !ok || p.After == nil {
 		return
 	}
-	e := entryAt(base, pl.Cluster.Name)
+	e := entryAt(p.Repo, base, pl.Cluster.Name)
 	s, ok := e.Selected()
 	if e.Step == "" || !ok || (next != nil && next.Branch == Branch(pl.Cluster.Name, e.Step)) {
 		return

@@ -423,7 +423,7 @@ func (p *Publisher) pullRequest(ctx context.Context, j *job, base *object.Commit
 		builtOn = base.Hash
 	}
 	body := BodyInput{Plan: pl, SpecCommit: builtOn.String(), Head: res.Commit.String(), Diff: p.stepDiff(built, pl), Gates: gates,
-		WebURL: p.webURL(), Previous: previous(pl, base, prs)}
+		WebURL: p.webURL(), Previous: previous(p.Repo, pl, base, prs)}
 	if p.Live != nil {
 		body.Live = p.Live(pl.Cluster)
 	}

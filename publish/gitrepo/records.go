@@ -24,7 +24,7 @@ func (r *Repo) FetchRecords(ctx context.Context) error {
 		RefSpecs: []config.RefSpec{config.RefSpec("+" + RecordPrefix + "*:" + RecordPrefix + "*")}})
 	var missing git.NoMatchingRefSpecError
 	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) || errors.As(err, &missing) {
-		return r.packRefs()
+		return nil
 	}
 	return fmt.Errorf("fetch records: %w", err)
 }

@@ -7,13 +7,18 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // ReadSignKey reads an armored OpenPGP private key for signing commits,
@@ -64,6 +69,9 @@ type Repo struct {
 	freshPrefix string
 	// checkedOut is the commit the working directory holds (CheckoutBase).
 	checkedOut plumbing.Hash
+	// trees are decoded trees by hash (Reader).
+	treesMu sync.Mutex
+	trees   map[plumbing.Hash]*object.Tree
 }
 
 // Clone clones the remote's base branch into dir (which must be empty or
@@ -72,13 +80,23 @@ func Clone(ctx context.Context, r Remote, dir string) (*Repo, error) {
 	if r.Base == "" {
 		r.Base = "main"
 	}
-	repo, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("clone %s: %s is not empty", redact(r.URL), dir)
+	}
+	wt := osfs.New(dir)
+	dot, err := wt.Chroot(git.GitDirName)
+	if err != nil {
+		return nil, err
+	}
+	refs := &refCache{Storage: filesystem.NewStorage(dot, cache.NewObjectLRUDefault())}
+	repo, err := git.CloneContext(ctx, refs, wt, &git.CloneOptions{
 		URL:           r.URL,
 		Auth:          r.Auth,
 		ReferenceName: plumbing.NewBranchReferenceName(r.Base),
 		SingleBranch:  true,
 	})
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("clone %s (branch %s): %w", redact(r.URL), r.Base, err)
 	}
 	return &Repo{remote: r, dir: dir, repo: repo}, nil
@@ -162,23 +180,8 @@ func (r *Repo) FetchBranches(ctx context.Context, prefix string) error {
 		return fmt.Errorf("fetch %s: %w", redact(r.remote.URL), err)
 	}
 	r.fresh, r.freshPrefix = true, prefix
-	return r.packRefs()
-}
-
-// packRefs packs the loose refs once there are many: a fleet's branches
-// and records are many small files to go-git, each walked by every fetch
-// and push; packed, they are one.
-func (r *Repo) packRefs() error {
-	if n, err := r.repo.Storer.CountLooseRefs(); err == nil && n > packRefsAbove {
-		if err := r.repo.Storer.PackRefs(); err != nil {
-			return fmt.Errorf("pack refs: %w", err)
-		}
-	}
 	return nil
 }
-
-// packRefsAbove is how many loose refs FetchBranches leaves unpacked.
-const packRefsAbove = 64
 
 // dropRemoteBranches removes the remote-tracking copies of the branches
 // under prefix.
@@ -265,7 +268,65 @@ func (r *Repo) ReadBase(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Reader(base)(path)
+	return r.Reader(base)(path)
+}
+
+// Reader is the package's Reader for commits of this repo, with the
+// trees it decodes kept (by hash, so never stale): reading each cluster's
+// entry point of one commit decodes the rendered/ folder once, not once a
+// cluster.
+func (r *Repo) Reader(c *object.Commit) func(path string) ([]byte, error) {
+	return func(path string) ([]byte, error) {
+		data, err := r.readAt(c.TreeHash, path)
+		if err != nil {
+			return nil, fmt.Errorf("%s at %s: %w", path, c.Hash, err)
+		}
+		return data, nil
+	}
+}
+
+// maxTrees bounds the trees a Repo keeps decoded.
+const maxTrees = 4096
+
+func (r *Repo) readAt(root plumbing.Hash, path string) ([]byte, error) {
+	names := strings.Split(path, "/")
+	h := root
+	for i, n := range names {
+		t, err := r.tree(h)
+		if err != nil {
+			return nil, err
+		}
+		e, err := t.FindEntry(n)
+		if err != nil {
+			return nil, object.ErrFileNotFound
+		}
+		last := i == len(names)-1
+		switch {
+		case last && e.Mode.IsFile():
+			return r.blob(e.Hash)
+		case last, e.Mode != filemode.Dir:
+			return nil, object.ErrFileNotFound
+		}
+		h = e.Hash
+	}
+	return nil, object.ErrFileNotFound
+}
+
+func (r *Repo) tree(h plumbing.Hash) (*object.Tree, error) {
+	r.treesMu.Lock()
+	defer r.treesMu.Unlock()
+	if t, ok := r.trees[h]; ok {
+		return t, nil
+	}
+	t, err := r.repo.TreeObject(h)
+	if err != nil {
+		return nil, err
+	}
+	if r.trees == nil || len(r.trees) >= maxTrees {
+		r.trees = map[plumbing.Hash]*object.Tree{}
+	}
+	r.trees[h] = t
+	return t, nil
 }
 
 // Reader reads the files of a commit by their slash-separated paths from
