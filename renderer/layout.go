@@ -33,35 +33,46 @@ type Built struct {
 
 // buildAll checks that every folder of the tree builds, and returns the
 // builds of the base and of the entry point, which selects entry. Each
-// overlay builds on the one before, so building the last builds them all;
-// only when that fails are the folders built in order, to name the step at
-// fault. The entry point is built after the last overlay.
+// overlay builds on the one before, so building the last builds them all
+// (and building the entry point does when it selects the last); only when
+// that fails are the folders built in order, to name the step at fault.
+// The last overlay's output is not needed, so it is checked, not written
+// out as YAML.
 func buildAll(t Tree, root string, dirs []string, entry string) (Built, error) {
-	last, err := Build(t, path.Join(root, dirs[len(dirs)-1]))
-	if err != nil {
-		for _, d := range dirs {
-			if _, err := Build(t, path.Join(root, d)); err != nil {
-				return Built{}, fmt.Errorf("step %s: %w", strings.TrimPrefix(d, "steps/"), err)
-			}
+	if last := dirs[len(dirs)-1]; last != entry {
+		if err := check(t, path.Join(root, last)); err != nil {
+			return Built{}, stepAtFault(t, root, dirs, err)
 		}
-		return Built{}, err
 	}
 	var b Built
+	var err error
 	if b.Selected, err = Build(t, root); err != nil {
+		if entry == dirs[len(dirs)-1] {
+			return Built{}, stepAtFault(t, root, dirs, fmt.Errorf("entry point: %w", err))
+		}
 		return Built{}, fmt.Errorf("entry point: %w", err)
 	}
 	switch {
 	case dirs[0] != baseDir: // the cluster does not run yet
 	case entry == baseDir:
 		b.Base = b.Selected
-	case len(dirs) == 1:
-		b.Base = last
 	default:
 		if b.Base, err = Build(t, path.Join(root, baseDir)); err != nil {
 			return Built{}, fmt.Errorf("step base: %w", err)
 		}
 	}
 	return b, nil
+}
+
+// stepAtFault builds the folders in order to name the first that does
+// not build; err when each does.
+func stepAtFault(t Tree, root string, dirs []string, err error) error {
+	for _, d := range dirs {
+		if cerr := check(t, path.Join(root, d)); cerr != nil {
+			return fmt.Errorf("step %s: %w", strings.TrimPrefix(d, "steps/"), cerr)
+		}
+	}
+	return err
 }
 
 // Entry is what a cluster's rendered entry point selects, read back from a
