@@ -7,18 +7,27 @@ import (
 
 	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
 )
 
-// What the cache answers is byte for byte what a renderer without one
-// renders, for the first and last steps of every plan of a mixed fleet,
-// on a miss and on a hit.
-func TestCacheIsTheRendererByteForByte(t *testing.T) {
-	desired, observed := benchFleet(t, 6)
+// cacheFixture is n clusters of the bench fleet, their plans, and a
+// renderer without a cache.
+func cacheFixture(t *testing.T, n int) ([]spec.Cluster, plan.List, *Renderer) {
+	t.Helper()
+	desired, observed := benchFleet(t, n)
 	plans := planner.New(planner.Etcd(), planner.Postgres()).Plan(desired, observed, nil)
 	r, err := New(Options{}, Etcd(), Postgres())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return desired, plans, r
+}
+
+// What the cache answers is byte for byte what a renderer without one
+// renders, for the first and last steps of every plan of a mixed fleet,
+// on a miss and on a hit.
+func TestCacheIsTheRendererByteForByte(t *testing.T) {
+	desired, plans, r := cacheFixture(t, 6)
 	c := NewCache(r, 0)
 	renders := 0
 	for round := range 2 {
@@ -49,12 +58,7 @@ func TestCacheIsTheRendererByteForByte(t *testing.T) {
 
 // Another plan, another step or another spec is another entry.
 func TestCacheKeysEveryInput(t *testing.T) {
-	desired, observed := benchFleet(t, 2)
-	plans := planner.New(planner.Etcd(), planner.Postgres()).Plan(desired, observed, nil)
-	r, err := New(Options{}, Etcd(), Postgres())
-	if err != nil {
-		t.Fatal(err)
-	}
+	desired, plans, r := cacheFixture(t, 2)
 	c := NewCache(r, 0)
 	etcd := plans.Plans[0]
 	if len(etcd.Steps) < 2 {
@@ -80,12 +84,7 @@ func TestCacheKeysEveryInput(t *testing.T) {
 // An entry whose bytes changed after it was stored (a caller wrote into a
 // build it was handed) fails its checksum and is rendered again.
 func TestCacheRebuildsACorruptedEntry(t *testing.T) {
-	desired, observed := benchFleet(t, 1)
-	plans := planner.New(planner.Etcd(), planner.Postgres()).Plan(desired, observed, nil)
-	r, err := New(Options{}, Etcd(), Postgres())
-	if err != nil {
-		t.Fatal(err)
-	}
+	desired, plans, r := cacheFixture(t, 1)
 	c := NewCache(r, 0)
 	p := plans.Plans[0]
 	tree, built, err := c.Render(desired[0], p, p.Steps[0].ID)
@@ -117,12 +116,7 @@ func TestCacheRebuildsACorruptedEntry(t *testing.T) {
 // Entries live two generations: the cache never holds more than twice
 // its limit, and what a pass used stays for the next one.
 func TestCacheIsBounded(t *testing.T) {
-	desired, observed := benchFleet(t, 6)
-	plans := planner.New(planner.Etcd(), planner.Postgres()).Plan(desired, observed, nil)
-	r, err := New(Options{}, Etcd(), Postgres())
-	if err != nil {
-		t.Fatal(err)
-	}
+	desired, plans, r := cacheFixture(t, 6)
 	c := NewCache(r, 2)
 	for round := range 3 {
 		for i, cl := range desired {
