@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -540,6 +541,9 @@ type apiCounter struct {
 	url                        string
 	mu                         sync.Mutex
 	reads, notModified, writes int
+	// written are the writes by call, with the numbers in their paths
+	// folded ("POST /repos/o/r/issues/N/comments"), when a pass makes few.
+	written map[string]int
 }
 
 func newAPICounter(b *testing.B, target string) *apiCounter {
@@ -557,6 +561,10 @@ func newAPICounter(b *testing.B, target string) *apiCounter {
 		switch {
 		case resp.Request.Method != http.MethodGet:
 			c.writes++
+			if c.written == nil {
+				c.written = map[string]int{}
+			}
+			c.written[resp.Request.Method+" "+numbers.ReplaceAllString(resp.Request.URL.Path, "/N")]++
 		case resp.StatusCode == http.StatusNotModified:
 			c.reads++
 			c.notModified++
@@ -580,8 +588,14 @@ func (c *apiCounter) report(b *testing.B, pass string, d time.Duration) {
 	b.ReportMetric(float64(c.notModified), pass+"-304")
 	b.ReportMetric(float64(c.writes), pass+"-writes")
 	b.Logf("%-6s pass: %6d reads (%d answered 304), %6d writes, in %s", pass, c.reads, c.notModified, c.writes, d.Round(time.Millisecond))
-	c.reads, c.notModified, c.writes = 0, 0, 0
+	if c.writes > 0 && c.writes <= 20 {
+		b.Logf("%-6s pass writes: %v", pass, c.written)
+	}
+	c.reads, c.notModified, c.writes, c.written = 0, 0, 0, nil
 }
+
+// numbers are the numbers in an API path (pull requests, comments).
+var numbers = regexp.MustCompile(`/[0-9]+`)
 
 // mergeOnGitHub merges the pull request of branch through the API, as a
 // person would.

@@ -171,16 +171,14 @@ func (r *Repo) PushAll(ctx context.Context, staged []*Staged) ([]Result, []error
 	if err == nil {
 		return results, errs
 	}
-	if !rejected(err) {
-		for _, i := range due {
-			errs[i] = fmt.Errorf("push %s: %w", staged[i].branch, err)
-		}
+	if len(due) == 1 && !rejected(err) {
+		errs[due[0]] = fmt.Errorf("push %s: %w", staged[due[0]].branch, err)
 		return results, errs
 	}
 	// Some lease failed, and with it the whole push (go-git checks them
-	// all before it sends anything): each branch is pushed alone with the
-	// commit and lease it was staged with, and only one whose own lease
-	// fails is fetched and built again.
+	// all before it sends anything), or the push failed otherwise: each
+	// branch is pushed alone with the commit and lease it was staged with,
+	// and only one whose own lease fails is fetched and built again.
 	for _, i := range due {
 		s := staged[i]
 		pushed, err := r.push(ctx, s.branch, s.result.Commit, s.remote)
@@ -319,7 +317,9 @@ func (r *Repo) push(ctx context.Context, branch string, commit plumbing.Hash, re
 // non-fast-forward) or another push held the ref's lock.
 func rejected(err error) bool {
 	msg := err.Error()
-	return errors.Is(err, git.ErrNonFastForwardUpdate) || strings.Contains(msg, "required to be") ||
+	// A branch created meanwhile points at a commit this clone lacks:
+	// go-git fails looking for it before it sends anything.
+	return errors.Is(err, git.ErrNonFastForwardUpdate) || errors.Is(err, plumbing.ErrObjectNotFound) || strings.Contains(msg, "object not found") || strings.Contains(msg, "required to be") ||
 		strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "fetch first") ||
 		strings.Contains(msg, "failed to update ref") || strings.Contains(msg, "cannot lock ref")
 }

@@ -41,23 +41,25 @@ func TestPushAllPushesEveryBranchUnderItsOwnLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	var staged []*Staged
-	for _, c := range []struct{ cluster, content string }{{"a", "a v1\n"}, {"b", "b v2\n"}, {"c", "c v2\n"}, {"d", "d v1\n"}} {
+	for _, c := range []struct{ cluster, content string }{{"a", "a v1\n"}, {"b", "b v2\n"}, {"c", "c v2\n"}, {"d", "d v1\n"}, {"e", "e v1\n"}} {
 		s, err := r.Stage(ctx, "cairn/"+c.cluster+"/s", changeOf(c.cluster, c.content))
 		if err != nil {
 			t.Fatal(err)
 		}
 		staged = append(staged, s)
 	}
-	// A person pushes to c after cairn fetched it.
+	// A person pushes to c after cairn fetched it, and makes e, which did
+	// not exist then (its commit is one the clone lacks).
 	person := commitTo(t, bare, "cairn/c/s", map[string]string{"rendered/c/kustomization.yaml": "by hand\n"}, "a fix")
+	commitTo(t, bare, "cairn/e/s", map[string]string{"rendered/e/kustomization.yaml": "by hand\n"}, "made by a person")
 	results, errs := r.PushAll(ctx, staged)
-	for i, want := range []string{"a v1\n", "b v2\n", "", "d v1\n"} {
+	for i, want := range []string{"a v1\n", "b v2\n", "", "d v1\n", ""} {
 		branch := fmt.Sprintf("cairn/%c/s", 'a'+i)
 		if want == "" {
 			if !errors.Is(errs[i], ErrForeignCommit) {
 				t.Errorf("%s: err %v, want the person's commit found", branch, errs[i])
 			}
-			if got := readBranch(t, bare, branch); got["rendered/c/kustomization.yaml"] != "by hand\n" {
+			if got := readBranch(t, bare, branch); got["rendered/"+branch[6:7]+"/kustomization.yaml"] != "by hand\n" {
 				t.Errorf("%s: the person's commit %s was pushed over: %v", branch, person, got)
 			}
 			continue
@@ -73,6 +75,26 @@ func TestPushAllPushesEveryBranchUnderItsOwnLease(t *testing.T) {
 		if head := headOf(t, bare, branch); head != results[i].Commit {
 			t.Errorf("%s: head %s, result %s", branch, head, results[i].Commit)
 		}
+	}
+	// A branch absent when fetched that a person makes before the push is
+	// the only one at fault: the others land.
+	if err := r.FetchBranches(ctx, "cairn/"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := r.Stage(ctx, "cairn/f/s", changeOf("f", "f v1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := r.Stage(ctx, "cairn/g/s", changeOf("g", "g v1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitTo(t, bare, "cairn/f/s", map[string]string{"rendered/f/kustomization.yaml": "by hand\n"}, "made by a person")
+	if _, errs := r.PushAll(ctx, []*Staged{f, g}); !errors.Is(errs[0], ErrForeignCommit) || errs[1] != nil {
+		t.Errorf("f, g: %v", errs)
+	}
+	if got := readBranch(t, bare, "cairn/g/s"); got["rendered/g/kustomization.yaml"] != "g v1\n" {
+		t.Errorf("g holds %v", got)
 	}
 	// Staged again, nothing moved: nothing to push.
 	if err := r.FetchBranches(ctx, "cairn/"); err != nil {
