@@ -5,13 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -28,6 +26,11 @@ var ErrNotMergeable = errors.New("not mergeable")
 // instead of a merge commit (GitHub's squash and rebase methods). key,
 // when set, signs the commit it makes.
 func MergeCommit(r *git.Repository, base, head *object.Commit, root, message string, sig object.Signature, squash bool, key *openpgp.Entity) (plumbing.Hash, error) {
+	return mergeCommit(objects{repo: r}, base, head, root, message, sig, squash, key)
+}
+
+func mergeCommit(o objects, base, head *object.Commit, root, message string, sig object.Signature, squash bool, key *openpgp.Entity) (plumbing.Hash, error) {
+	r := o.repo
 	if len(head.ParentHashes) != 1 {
 		return plumbing.ZeroHash, fmt.Errorf("%w: %s is not a step commit (%d parents)", ErrNotMergeable, short(head.Hash), len(head.ParentHashes))
 	}
@@ -41,17 +44,17 @@ func MergeCommit(r *git.Repository, base, head *object.Commit, root, message str
 	if ok, err := parent.IsAncestor(base); err != nil || !ok {
 		return plumbing.ZeroHash, fmt.Errorf("%w: %s was not made on the base %s", ErrNotMergeable, short(head.Hash), short(base.Hash))
 	}
-	was, _ := subtree(parent, root)
-	now, _ := subtree(base, root)
+	was, _ := o.subtree(parent, root)
+	now, _ := o.subtree(base, root)
 	if was != now {
 		return plumbing.ZeroHash, fmt.Errorf("%w: the base changed %s since %s was made on %s", ErrNotMergeable, root, short(head.Hash), short(parent.Hash))
 	}
-	sub, _ := subtree(head, root)
-	baseTree, err := base.Tree()
+	sub, _ := o.subtree(head, root)
+	baseTree, err := o.tree(base.TreeHash)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	tree, err := replaceTree(r, baseTree, strings.Split(root, "/"), sub)
+	tree, err := o.replaceTree(baseTree, strings.Split(root, "/"), sub)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("merge %s: %w", short(head.Hash), err)
 	}
@@ -89,34 +92,6 @@ func signature(c *object.Commit, key *openpgp.Entity) (string, error) {
 	return b.String(), nil
 }
 
-// replaceTree writes the tree t with the folder at path set to sub
-// (removed when sub is zero) and returns its hash; the zero hash when the
-// result is empty.
-func replaceTree(r *git.Repository, t *object.Tree, path []string, sub plumbing.Hash) (plumbing.Hash, error) {
-	entries := slices.DeleteFunc(slices.Clone(t.Entries), func(e object.TreeEntry) bool { return e.Name == path[0] })
-	h := sub
-	if len(path) > 1 {
-		child := &object.Tree{}
-		if e, err := t.FindEntry(path[0]); err == nil && e.Mode == filemode.Dir {
-			if child, err = r.TreeObject(e.Hash); err != nil {
-				return plumbing.ZeroHash, err
-			}
-		}
-		var err error
-		if h, err = replaceTree(r, child, path[1:], sub); err != nil {
-			return plumbing.ZeroHash, err
-		}
-	}
-	if !h.IsZero() {
-		entries = append(entries, object.TreeEntry{Name: path[0], Mode: filemode.Dir, Hash: h})
-	}
-	if len(entries) == 0 {
-		return plumbing.ZeroHash, nil
-	}
-	sortEntries(entries)
-	return store(r, &object.Tree{Entries: entries})
-}
-
 func short(h plumbing.Hash) string { return h.String()[:12] }
 
 // Merge merges a step's branch into the base branch on the remote, if
@@ -152,7 +127,7 @@ func (r *Repo) Merge(ctx context.Context, branch, head, root, message string, si
 		if ok, err := tip.IsAncestor(base); err == nil && ok {
 			return base.Hash, nil // merged already
 		}
-		merged, err := MergeCommit(r.repo, base, tip, root, message, sig, false, r.SignKey)
+		merged, err := mergeCommit(r.objs(), base, tip, root, message, sig, false, r.SignKey)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}

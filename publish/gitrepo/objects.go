@@ -124,13 +124,15 @@ func (f *folderTree) put(r *git.Repository, write bool) (plumbing.Hash, error) {
 // sortEntries orders tree entries as git does: by name, a folder's name
 // as if it ended in "/".
 func sortEntries(entries []object.TreeEntry) {
-	key := func(e object.TreeEntry) string {
-		if e.Mode == filemode.Dir {
-			return e.Name + "/"
-		}
-		return e.Name
+	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return cmp.Compare(gitKey(a), gitKey(b)) })
+}
+
+// gitKey is the name git sorts a tree entry by.
+func gitKey(e object.TreeEntry) string {
+	if e.Mode == filemode.Dir {
+		return e.Name + "/"
 	}
-	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return cmp.Compare(key(a), key(b)) })
+	return e.Name
 }
 
 // storeBlob writes data as a blob unless the store holds it already.

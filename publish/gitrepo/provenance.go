@@ -71,8 +71,8 @@ func (r *Repo) prove(head, fresh, base *object.Commit, c Change) (provenance, er
 	if err != nil {
 		return provenance{}, err
 	}
-	if parent != nil && folder(parent, c.Root) == folder(base, c.Root) {
-		if ok, err := r.onlyFolder(parent, head, c.Root, folder(fresh, c.Root)); err != nil || ok {
+	if o := r.objs(); parent != nil && o.folder(parent, c.Root) == o.folder(base, c.Root) {
+		if ok, err := r.onlyFolder(parent, head, c.Root, o.folder(fresh, c.Root)); err != nil || ok {
 			return provenance{proof: exact, base: parent.Hash}, err
 		}
 	}
@@ -80,7 +80,7 @@ func (r *Repo) prove(head, fresh, base *object.Commit, c Change) (provenance, er
 		return provenance{proof: pushable}, nil
 	}
 	if parent != nil && head.Committer.Email == c.Email && strings.Contains(head.Message, "\nCairn-Step: ") {
-		if ok, err := r.onlyFolder(parent, head, c.Root, folder(head, c.Root)); err != nil || ok {
+		if ok, err := r.onlyFolder(parent, head, c.Root, r.objs().folder(head, c.Root)); err != nil || ok {
 			return provenance{proof: pushable}, err
 		}
 	}
@@ -113,25 +113,15 @@ func (r *Repo) parentOnBase(head, base *object.Commit) (*object.Commit, error) {
 // onlyFolder reports whether head's tree is parent's with the folder at
 // root replaced by sub: a tree hash recomputed and compared.
 func (r *Repo) onlyFolder(parent, head *object.Commit, root string, sub plumbing.Hash) (bool, error) {
-	tree, err := parent.Tree()
+	tree, err := r.objs().tree(parent.TreeHash)
 	if err != nil {
 		return false, err
 	}
-	want, err := replaceTree(r.repo, tree, strings.Split(root, "/"), sub)
+	want, err := r.objs().replaceTree(tree, strings.Split(root, "/"), sub)
 	if err != nil {
 		return false, err
 	}
 	return want == head.TreeHash, nil
-}
-
-// folder is the tree hash of the folder at root in c; zero when c has no
-// such folder.
-func folder(c *object.Commit, root string) plumbing.Hash {
-	h, err := subtree(c, root)
-	if err != nil {
-		return plumbing.ZeroHash
-	}
-	return h
 }
 
 // signedBy reports whether c carries one valid OpenPGP signature by key.
@@ -202,5 +192,5 @@ func (r *Repo) stepCommit(c *object.Commit, root string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return r.onlyFolder(parent, c, root, folder(c, root))
+	return r.onlyFolder(parent, c, root, r.objs().folder(c, root))
 }

@@ -234,18 +234,6 @@ func (r *Repo) pushMany(ctx context.Context, staged []*Staged, due []int) error 
 	return nil
 }
 
-func subtree(c *object.Commit, root string) (plumbing.Hash, error) {
-	tree, err := c.Tree()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	sub, err := tree.Tree(root)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return sub.Hash, nil
-}
-
 // commit makes the change onto base as a commit, in the object store
 // only (the working directory is never touched), with the base's time so
 // the same change gives the same hash. Objects the store holds already
@@ -259,11 +247,11 @@ func (r *Repo) commit(base *object.Commit, c Change) (*object.Commit, error) {
 	if err != nil {
 		return nil, err
 	}
-	baseTree, err := base.Tree()
+	baseTree, err := r.objs().tree(base.TreeHash)
 	if err != nil {
 		return nil, err
 	}
-	tree, err := replaceTree(r.repo, baseTree, root, sub)
+	tree, err := r.objs().replaceTree(baseTree, root, sub)
 	if err != nil {
 		return nil, err
 	}

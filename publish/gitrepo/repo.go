@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-billy/v5/osfs"
@@ -69,9 +68,8 @@ type Repo struct {
 	freshPrefix string
 	// checkedOut is the commit the working directory holds (CheckoutBase).
 	checkedOut plumbing.Hash
-	// trees are decoded trees by hash (Reader).
-	treesMu sync.Mutex
-	trees   map[plumbing.Hash]*object.Tree
+	// trees are decoded trees and replacements kept (trees.go).
+	trees treeCache
 }
 
 // Clone clones the remote's base branch into dir (which must be empty or
@@ -285,14 +283,11 @@ func (r *Repo) Reader(c *object.Commit) func(path string) ([]byte, error) {
 	}
 }
 
-// maxTrees bounds the trees a Repo keeps decoded.
-const maxTrees = 4096
-
 func (r *Repo) readAt(root plumbing.Hash, path string) ([]byte, error) {
 	names := strings.Split(path, "/")
 	h := root
 	for i, n := range names {
-		t, err := r.tree(h)
+		t, err := r.objs().tree(h)
 		if err != nil {
 			return nil, err
 		}
@@ -312,22 +307,8 @@ func (r *Repo) readAt(root plumbing.Hash, path string) ([]byte, error) {
 	return nil, object.ErrFileNotFound
 }
 
-func (r *Repo) tree(h plumbing.Hash) (*object.Tree, error) {
-	r.treesMu.Lock()
-	defer r.treesMu.Unlock()
-	if t, ok := r.trees[h]; ok {
-		return t, nil
-	}
-	t, err := r.repo.TreeObject(h)
-	if err != nil {
-		return nil, err
-	}
-	if r.trees == nil || len(r.trees) >= maxTrees {
-		r.trees = map[plumbing.Hash]*object.Tree{}
-	}
-	r.trees[h] = t
-	return t, nil
-}
+// objs are the repo's trees, with what it keeps of them (trees.go).
+func (r *Repo) objs() objects { return objects{repo: r.repo, cache: &r.trees} }
 
 // Reader reads the files of a commit by their slash-separated paths from
 // the repo's root (renderer.ReadEntry's read).
