@@ -44,23 +44,45 @@ type folderTree struct {
 // The hashes are computed in memory first: a folder the store holds
 // already (a pass that changes nothing) costs one lookup, not one a file.
 func writeFolder(r *git.Repository, root string, files map[string][]byte) (plumbing.Hash, error) {
+	top, err := newFolder(root, files)
+	if err != nil || top == nil {
+		return plumbing.ZeroHash, err
+	}
+	h, err := top.put(r, false)
+	if err != nil || r.Storer.HasEncodedObject(h) == nil {
+		return h, err
+	}
+	return top.put(r, true)
+}
+
+// hashFolder is writeFolder's hash, with nothing written.
+func hashFolder(root string, files map[string][]byte) (plumbing.Hash, error) {
+	top, err := newFolder(root, files)
+	if err != nil || top == nil {
+		return plumbing.ZeroHash, err
+	}
+	return top.put(nil, false)
+}
+
+// newFolder arranges files (each under root) as folders; nil for none.
+func newFolder(root string, files map[string][]byte) (*folderTree, error) {
 	if len(files) == 0 {
-		return plumbing.ZeroHash, nil
+		return nil, nil
 	}
 	top := &folderTree{}
 	for p, data := range files {
 		rel, ok := strings.CutPrefix(p, root+"/")
 		if !ok {
-			return plumbing.ZeroHash, fmt.Errorf("file %s is outside %s", p, root)
+			return nil, fmt.Errorf("file %s is outside %s", p, root)
 		}
 		names, err := splitPath(rel)
 		if err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("file %s: %w", p, err)
+			return nil, fmt.Errorf("file %s: %w", p, err)
 		}
 		f := top
 		for _, n := range names[:len(names)-1] {
 			if _, clash := f.files[n]; clash {
-				return plumbing.ZeroHash, fmt.Errorf("file %s: %s is a file and a folder", p, n)
+				return nil, fmt.Errorf("file %s: %s is a file and a folder", p, n)
 			}
 			if f.dirs == nil {
 				f.dirs = map[string]*folderTree{}
@@ -72,18 +94,14 @@ func writeFolder(r *git.Repository, root string, files map[string][]byte) (plumb
 		}
 		last := names[len(names)-1]
 		if _, clash := f.dirs[last]; clash {
-			return plumbing.ZeroHash, fmt.Errorf("file %s: %s is a file and a folder", p, last)
+			return nil, fmt.Errorf("file %s: %s is a file and a folder", p, last)
 		}
 		if f.files == nil {
 			f.files = map[string][]byte{}
 		}
 		f.files[last] = data
 	}
-	h, err := top.put(r, false)
-	if err != nil || r.Storer.HasEncodedObject(h) == nil {
-		return h, err
-	}
-	return top.put(r, true)
+	return top, nil
 }
 
 // put returns the folder's tree hash, writing its blobs and trees when

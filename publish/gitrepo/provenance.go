@@ -91,6 +91,35 @@ func (r *Repo) prove(head, fresh, base *object.Commit, c Change) (provenance, er
 	return provenance{proof: foreign, why: why}, err
 }
 
+// holds reports whether head is exact for the change on base (see the
+// proofs above), from the hash of the change's folder: its parent is in
+// the base's history with the same folder as the base, and its tree is
+// the parent's with the folder replaced. It also returns that parent. A
+// change the base holds already is no change: holds leaves it to commit,
+// which refuses it.
+func (r *Repo) holds(head, base *object.Commit, c Change) (plumbing.Hash, bool, error) {
+	if _, err := splitPath(c.Root); err != nil {
+		return plumbing.ZeroHash, false, nil // commit says what is wrong
+	}
+	sub, err := hashFolder(c.Root, c.Files)
+	if err != nil {
+		return plumbing.ZeroHash, false, nil
+	}
+	o := r.objs()
+	if sub == o.folder(base, c.Root) {
+		return plumbing.ZeroHash, false, nil
+	}
+	parent, err := r.parentOnBase(head, base)
+	if err != nil || parent == nil || o.folder(parent, c.Root) != o.folder(base, c.Root) {
+		return plumbing.ZeroHash, false, err
+	}
+	ok, err := r.onlyFolder(parent, head, c.Root, sub)
+	if err != nil || !ok {
+		return plumbing.ZeroHash, false, err
+	}
+	return parent.Hash, true, nil
+}
+
 // parentOnBase returns head's only parent when it is part of the base's
 // history; nil otherwise.
 func (r *Repo) parentOnBase(head, base *object.Commit) (*object.Commit, error) {

@@ -122,13 +122,23 @@ func (r *Repo) stage(ctx context.Context, branch string, build Build, fetch bool
 	if err != nil {
 		return nil, err
 	}
-	commit, err := r.commit(base, change)
-	if err != nil {
-		return nil, fmt.Errorf("commit %s: %w", branch, err)
-	}
 	remote, err := r.RemoteBranch(branch)
 	if err != nil {
 		return nil, err
+	}
+	// A head that provably holds the change is found from the folder's
+	// hash alone, before any object is made: a base that moved elsewhere
+	// costs no commit for each step that stays as it is.
+	if remote != nil {
+		if parent, ok, err := r.holds(remote, base, change); err != nil {
+			return nil, fmt.Errorf("check the head of %s: %w", branch, err)
+		} else if ok {
+			return &Staged{branch: branch, build: build, remote: remote, done: true, result: Result{Commit: remote.Hash, Base: parent}}, nil
+		}
+	}
+	commit, err := r.commit(base, change)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", branch, err)
 	}
 	s := &Staged{branch: branch, build: build, remote: remote, result: Result{Commit: commit.Hash, Base: base.Hash}}
 	if remote != nil {
