@@ -23,6 +23,14 @@ const (
 	// LabelNoPromote, set to "true" on a pod by a person, keeps the
 	// runtime from promoting that member in a failover.
 	LabelNoPromote = "cairn.dev/no-promote"
+
+	// LabelLease marks the Leases of a sharded cairn reconcile (value:
+	// shard, replica or trigger; reconcile/shard); the install's RBAC
+	// and its replicas list only them.
+	LabelLease = "cairn.dev/lease"
+	// AnnotationShardMap, on a replica's Lease, is the shard map its
+	// holder publishes with.
+	AnnotationShardMap = "cairn.dev/shard-map"
 )
 
 // Values of LabelName.

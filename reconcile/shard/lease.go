@@ -3,6 +3,7 @@ package shard
 import (
 	"time"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -11,7 +12,7 @@ import (
 // "replica" or "trigger" (its LabelLease value).
 func newLease(name, namespace, family string) *coordv1.Lease {
 	return &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
-		Labels: map[string]string{LabelLease: family, "app.kubernetes.io/managed-by": "cairn"}}}
+		Labels: map[string]string{LabelLease: family, contract.LabelManagedBy: contract.ManagedByCairn}}}
 }
 
 // claimed is l held by identity for d from now: a renewal when identity

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/plan"
 )
 
@@ -21,10 +22,10 @@ const (
 
 	// LabelLease marks cairn's sharding Leases (value: shard, replica or
 	// trigger); a replica lists only them.
-	LabelLease = "cairn.dev/lease"
+	LabelLease = contract.LabelLease
 	// AnnotationMap, on a replica slot, is the shard map its holder
 	// publishes with (ShardMap): replicas that disagree on it own nothing.
-	AnnotationMap = "cairn.dev/shard-map"
+	AnnotationMap = contract.AnnotationShardMap
 )
 
 // The bounds of a fleet. A replica lists at most MaxShards + MaxReplicas

@@ -3,6 +3,8 @@ package fleet
 import (
 	"fmt"
 	"slices"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // Advance plays the next step of a cluster's change out in the live
@@ -41,7 +43,7 @@ func (c *Cluster) advance() error {
 		s.storage = c.storage
 	case c.outdated() >= 0:
 		k := c.outdated()
-		if c.Kind == Postgres && s.members[k].role == "primary" {
+		if c.Kind == Postgres && s.members[k].role == contract.RolePrimary {
 			j := slices.IndexFunc(s.members, func(m member) bool { return m.version == c.version })
 			if j < 0 {
 				return fmt.Errorf("advance %s: no upgraded replica to switch over to", c.Name)

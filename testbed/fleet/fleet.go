@@ -5,14 +5,16 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+
+	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 // Kind is a cluster's kind, as specs and the live state name it.
 type Kind string
 
 const (
-	Etcd     Kind = "EtcdCluster"
-	Postgres Kind = "PostgresCluster"
+	Etcd     Kind = spec.EtcdKind
+	Postgres Kind = spec.PostgresKind
 )
 
 // Change is what a cluster's spec asks of what runs.
