@@ -17,7 +17,7 @@ import (
 )
 
 // Config wires a Loop. Every field is required but Hold, AutoMerge, Now,
-// DecideAt, Log and Metrics.
+// DecideAt, Log, Metrics, PassStarts and Owns.
 type Config struct {
 	// Repo is the clone of the GitOps repo: its base branch holds the
 	// specs (at Layout) and the policies.
@@ -59,6 +59,9 @@ type Config struct {
 	Log *slog.Logger
 	// Metrics, when set, get every pass (NewMetrics); the clock is Now.
 	Metrics *Metrics
+	// PassStarts, when set, is called as each pass starts (the render
+	// cache starts a generation: renderer.Cache.NewPass).
+	PassStarts func()
 	// Owns, when set, says whether this replica owns a cluster now (a
 	// shard of the fleet, see reconcile/shard): a pass publishes only the
 	// clusters it owns, and asks again before each cluster's writes, so a
@@ -143,6 +146,9 @@ type passState struct {
 // publishes.
 func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	repo := l.cfg.Repo
+	if l.cfg.PassStarts != nil {
+		l.cfg.PassStarts()
+	}
 	// One fetch of the base and of every step branch a pass: publishing
 	// then reads them as fetched (a push carries a lease on each).
 	if err := repo.FetchBranches(ctx, publish.BranchPrefix); err != nil {

@@ -26,8 +26,10 @@ import (
 // tree's map, so a caller that edits one cannot change what the next hit
 // returns.
 //
-// Memory stays bounded: entries live for two generations of Limit
-// entries each; an entry not used for a generation is dropped.
+// Memory stays bounded: entries live for two generations. A loop starts
+// one with each pass (NewPass), so what a pass rendered stays for the
+// next and an entry unused for a whole pass is dropped; a generation that
+// reaches the cache's limit starts the next one too.
 type Cache struct {
 	r     *Renderer
 	limit int
@@ -50,9 +52,10 @@ type cached struct {
 	sum   uint32
 }
 
-// DefaultCacheLimit is a generation's entries when NewCache is given 0: a
-// fleet of a few thousand clusters with a step each.
-const DefaultCacheLimit = 4096
+// DefaultCacheLimit is a generation's most entries when NewCache is given
+// 0: above the clusters a repo may hold (spec.RepoLimits), so a pass over
+// the largest fleet never drops what it just rendered.
+const DefaultCacheLimit = 8192
 
 // NewCache returns a cache over r whose generations hold limit entries
 // (DefaultCacheLimit when limit <= 0).
@@ -79,6 +82,14 @@ func (c *Cache) Render(cl spec.Cluster, p plan.Plan, step string) (Tree, Built, 
 	}
 	c.store(key, &cached{tree: maps.Clone(t), built: b, sum: checksum(t, b)})
 	return t, b, nil
+}
+
+// NewPass starts a generation: what the pass before used stays one more,
+// the rest is dropped.
+func (c *Cache) NewPass() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.prev, c.cur = c.cur, make(map[[sha256.Size]byte]*cached, len(c.cur))
 }
 
 // Stats returns what the cache did so far.

@@ -141,3 +141,28 @@ func TestCacheIsBounded(t *testing.T) {
 		t.Errorf("stats %+v, want 2 misses", st)
 	}
 }
+
+// A loop starts a generation with each pass: what a pass used is kept
+// for the next, whatever the fleet's size below the limit; what a whole
+// pass did not use is dropped.
+func TestCacheGenerationsFollowPasses(t *testing.T) {
+	desired, plans, r := cacheFixture(t, 3)
+	c := NewCache(r, 0)
+	render := func(i int) {
+		t.Helper()
+		if _, _, err := c.Render(desired[i], plans.Plans[i], plans.Plans[i].Steps[0].ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pass := range [][]int{{0, 1, 2}, {0, 1}, {0, 1}, {0, 1, 2}} {
+		c.NewPass()
+		for _, i := range pass {
+			render(i)
+		}
+	}
+	// Misses: the three of the first pass, then cluster 2 again in the
+	// last, two passes after it was last used.
+	if st := c.Stats(); st.Misses != 4 || st.Hits != 6 {
+		t.Errorf("stats %+v, want 4 misses and 6 hits", st)
+	}
+}

@@ -253,19 +253,21 @@ func loopMetrics(reg prometheus.Registerer, prs publish.Provider) (*reconcile.Me
 // kinds' planner and renderer, the live source, the policies of the
 // checkout and planner/gates, deciding at --now.
 func loopConfig(repo *gitrepo.Repo, prs publish.Provider, rend *renderer.Renderer, src liveSource, specs specsFlag, log *slog.Logger) reconcile.Config {
+	// Across the passes of cairn reconcile, only clusters whose spec or
+	// plan changed are rendered and built again.
+	cache := renderer.NewCache(rend, 0)
 	return reconcile.Config{
 		Repo: repo, PRs: prs, Name: "cairn", Email: cairnEmail,
-		Layout:   specs.layout(""),
-		Observe:  src.read,
-		Policies: policySet,
-		Plan:     newPlanner().WithImages(rend.Images).Plan,
-		// Across the passes of cairn reconcile, only clusters whose spec or
-		// plan changed are rendered and built again.
-		Render:   renderer.NewCache(rend, 0).Render,
-		Gates:    stepGates{},
-		Now:      time.Now,
-		DecideAt: func() time.Time { return clock() },
-		Log:      log,
+		Layout:     specs.layout(""),
+		Observe:    src.read,
+		Policies:   policySet,
+		Plan:       newPlanner().WithImages(rend.Images).Plan,
+		Render:     cache.Render,
+		PassStarts: cache.NewPass,
+		Gates:      stepGates{},
+		Now:        time.Now,
+		DecideAt:   func() time.Time { return clock() },
+		Log:        log,
 	}
 }
 
