@@ -84,11 +84,7 @@ func (p *Publisher) sameCycle(ctx context.Context, pr PullRequest, now renderer.
 // entryAt is what commit c's entry point of cluster selects; the zero
 // Entry when it has none that can be read.
 func entryAt(r *gitrepo.Repo, c *object.Commit, cluster string) renderer.Entry {
-	read := gitrepo.Reader(c)
-	if r != nil {
-		read = r.Reader(c)
-	}
-	e, _ := renderer.ReadEntry(read, cluster)
+	e, _ := renderer.ReadEntry(r.Reader(c), cluster)
 	return e
 }
 

@@ -177,17 +177,17 @@ func (l *Local) write(ctx context.Context, pr PullRequest, old *PullRequest) err
 		}
 		oldData = l.records[pr.Branch].data
 	}
-	if l.batch && l.records != nil {
+	switch {
+	case l.batch && l.records != nil:
 		if h, ok := l.held[l.ref(pr.Branch)]; ok {
 			oldData = h.old
 		}
 		l.hold(l.ref(pr.Branch), pr.Branch, data, oldData)
-		l.records[pr.Branch] = localRecord{pr: pr, data: data}
-		return nil
-	}
-	if err := l.Repo.WriteRecord(ctx, l.ref(pr.Branch), data, oldData); err != nil {
-		l.records = nil
-		return err
+	default:
+		if err := l.Repo.WriteRecord(ctx, l.ref(pr.Branch), data, oldData); err != nil {
+			l.records = nil
+			return err
+		}
 	}
 	if l.records != nil {
 		l.records[pr.Branch] = localRecord{pr: pr, data: data}

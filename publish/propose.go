@@ -179,8 +179,7 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 	for _, pl := range plans.Plans {
 		j := p.begin(ctx, specs[specKey{pl.Cluster.Kind, pl.Cluster.Name}], pl, base, byCluster[pl.Cluster.Name])
 		if errors.Is(j.err, ErrBaseMoved) {
-			flush(nil)
-			return nil, j.err // plan everything again on the new base
+			return nil, j.err // plan everything again on the new base (flushed by the defer)
 		}
 		jobs = append(jobs, j)
 	}

@@ -78,17 +78,26 @@ func (l liveSource) target() (*kubeTarget, error) {
 	return t, nil
 }
 
-// observer is the client-go observer of the source's cluster.
-func (l liveSource) observer() (*observe.Observer, error) {
+// client is a client of the source's cluster, and its namespace.
+func (l liveSource) client() (kubernetes.Interface, string, error) {
 	t, err := l.target()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	client, err := kubernetes.NewForConfig(t.Config)
 	if err != nil {
+		return nil, "", err
+	}
+	return client, t.Namespace, nil
+}
+
+// observer is the client-go observer of the source's cluster.
+func (l liveSource) observer() (*observe.Observer, error) {
+	client, ns, err := l.client()
+	if err != nil {
 		return nil, err
 	}
-	return &observe.Observer{Client: client, Namespace: t.Namespace, Kinds: observeKinds()}, nil
+	return &observe.Observer{Client: client, Namespace: ns, Kinds: observeKinds()}, nil
 }
 
 // postgresLags are the lag classes the PostgreSQL clusters' runtimes last
@@ -99,15 +108,11 @@ func (l liveSource) postgresLags(ctx context.Context, clusters []spec.Cluster) (
 	if l.file != "" {
 		return nil, nil
 	}
-	t, err := l.target()
+	client, ns, err := l.client()
 	if err != nil {
 		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(t.Config)
-	if err != nil {
-		return nil, err
-	}
-	return readPostgresLags(ctx, client, t.Namespace, clusters)
+	return readPostgresLags(ctx, client, ns, clusters)
 }
 
 func readPostgresLags(ctx context.Context, client kubernetes.Interface, namespace string, clusters []spec.Cluster) (map[string]map[string]string, error) {

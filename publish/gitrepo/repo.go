@@ -269,10 +269,11 @@ func (r *Repo) ReadBase(path string) ([]byte, error) {
 	return r.Reader(base)(path)
 }
 
-// Reader is the package's Reader for commits of this repo, with the
-// trees it decodes kept (by hash, so never stale): reading each cluster's
-// entry point of one commit decodes the rendered/ folder once, not once a
-// cluster.
+// Reader reads the files of a commit of this repo by their
+// slash-separated paths from the repo's root (renderer.ReadEntry's read),
+// with the trees it decodes kept (by hash, so never stale): reading each
+// cluster's entry point of one commit decodes the rendered/ folder once,
+// not once a cluster.
 func (r *Repo) Reader(c *object.Commit) func(path string) ([]byte, error) {
 	return func(path string) ([]byte, error) {
 		data, err := r.readAt(c.TreeHash, path)
@@ -309,19 +310,6 @@ func (r *Repo) readAt(root plumbing.Hash, path string) ([]byte, error) {
 
 // objs are the repo's trees, with what it keeps of them (trees.go).
 func (r *Repo) objs() objects { return objects{repo: r.repo, cache: &r.trees} }
-
-// Reader reads the files of a commit by their slash-separated paths from
-// the repo's root (renderer.ReadEntry's read).
-func Reader(c *object.Commit) func(path string) ([]byte, error) {
-	return func(path string) ([]byte, error) {
-		f, err := c.File(path)
-		if err != nil {
-			return nil, fmt.Errorf("%s at %s: %w", path, c.Hash, err)
-		}
-		s, err := f.Contents()
-		return []byte(s), err
-	}
-}
 
 // FindCommit returns the commit hash that branch held, fetching the branch
 // when the commit is not known locally; nil when it cannot be found (the
