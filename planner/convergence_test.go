@@ -29,6 +29,13 @@ var (
 	// and lowered; liveParameters are what a rendered config may set.
 	specParameters = []string{"", "postgresql: {parameters: {work_mem: 8MB}}", "postgresql: {parameters: {work_mem: 8MB, shared_buffers: 256MB}}",
 		"postgresql: {parameters: {max_connections: 200}}", "postgresql: {parameters: {max_connections: 50, work_mem: 4MB}}"}
+	// specCompaction and specQuota are etcd's space settings as people
+	// write them; liveCompaction and liveQuota what a rendered config may
+	// set (nil and "": a cluster rendered before they were planned).
+	specCompaction = []string{"", "compaction: {mode: periodic, retention: 2h}", "compaction: {mode: revision, retention: 10000}"}
+	liveCompaction = []*live.Compaction{nil, {Mode: "periodic", Retention: "1h", Applied: true}, {Mode: "revision", Retention: "5000", Applied: true}}
+	specQuota      = []string{"", "spaceQuota: 2Gi", "spaceQuota: 3Gi"}
+	liveQuota      = []string{"", "2147483648", "4294967296"}
 	liveParameters = []map[string]string{nil, {"work_mem": "'8MB'"}, {"shared_buffers": "'128MB'"}, {"max_connections": "'100'"}, {"max_connections": "'300'", "work_mem": "'4MB'"}}
 )
 
@@ -51,12 +58,19 @@ func genEtcd(t testing.TB, r *rand.Rand) convergenceCase {
 	if res := specResources[r.IntN(len(specResources))]; res != "" {
 		extra = append(extra, res)
 	}
+	for _, l := range []string{specCompaction[r.IntN(len(specCompaction))], specQuota[r.IntN(len(specQuota))]} {
+		if l != "" {
+			extra = append(extra, l)
+		}
+	}
 	c := convergenceCase{desired: etcdSpec(t, sizes[r.IntN(len(sizes))], etcdVersions[r.IntN(len(etcdVersions))], extra...)}
 	if r.IntN(5) > 0 {
 		n := 1 + r.IntN(7)
 		c.observed = etcdLive(n, etcdVersions[r.IntN(len(etcdVersions))], r.IntN(n))
 		c.observed.Storage = storages[r.IntN(len(storages))]
 		c.observed.StatefulSet.Resources = liveResources[r.IntN(len(liveResources))]
+		c.observed.Compaction = liveCompaction[r.IntN(len(liveCompaction))]
+		c.observed.SpaceQuota = liveQuota[r.IntN(len(liveQuota))]
 	}
 	return c
 }
@@ -236,6 +250,15 @@ func checkConverged(t *testing.T, desired spec.Cluster, c *live.Cluster) {
 	// in a later step's pull request.
 	if !spec.SameResources(c.StatefulSet.Resources, want.Resources.Contract()) {
 		t.Errorf("converged with resources %+v, want %+v", c.StatefulSet.Resources, want.Resources.Contract())
+	}
+	if e, ok := desired.(*spec.EtcdCluster); ok {
+		cp := e.Spec.CompactionPolicy()
+		if c.Compaction == nil || c.Compaction.Mode != cp.Mode || c.Compaction.Retention != string(cp.Retention) {
+			t.Errorf("converged with compaction %+v, want %+v", c.Compaction, cp)
+		}
+		if renderedQuota(c) != e.Spec.QuotaBytes() {
+			t.Errorf("converged with space quota %q, want %d", c.SpaceQuota, e.Spec.QuotaBytes())
+		}
 	}
 	if pg, ok := desired.(*spec.PostgresCluster); ok && !maps.Equal(c.Parameters, pg.Spec.RenderedParameters()) {
 		t.Errorf("converged with parameters %v, want %v", c.Parameters, pg.Spec.RenderedParameters())

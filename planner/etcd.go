@@ -39,6 +39,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	}
 	refuseShrink(&r, c, obs)
 	refuseStorageClass(&r, c, obs)
+	refuseQuotaBelowData(&r, c, obs)
 	reverting := etcdReverting(obs, c.Spec.Version.Parse())
 	cur, ok := c.Spec.Version.Parse(), true
 	if !reverting {
@@ -51,7 +52,10 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 			r.refuse(RuleEtcdDowngrade, "spec.version", "%v; the cluster runs %s (keep %s.x or newer; going back needs a snapshot restore into a new cluster)", err, cur, fmt.Sprintf("%d.%d", cur.Major, cur.Minor))
 		}
 	}
-	if len(r.Refusals) > 0 || etcdWaits(&r, obs, leavingFrom(obs, size)) {
+	if len(r.Refusals) == 0 && etcdRecover(&r, c, obs) {
+		return r
+	}
+	if len(r.Refusals) > 0 || etcdAlarms(&r, c, obs, env.Images) || etcdWaits(&r, obs, leavingFrom(obs, size)) {
 		growWhileWaiting(&r, c, obs)
 		return r
 	}
@@ -59,6 +63,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	m.version = cur
 	etcdFinish(&r, obs, &m, reverting)
 	backupStep(&r, c, obs)
+	compactionStep(&r, c, obs)
 	storageStep(&r, c, obs)
 	etcdResize(&r, &m, upgradeSize(m.size, size, 3))
 	etcdUpgrade(&r, c, obs, &m, path)
@@ -149,7 +154,7 @@ func etcdWaits(r *Result, obs *live.Cluster, going int) bool {
 			return true
 		}
 		r.wait(gate(plan.GateClusterHealthy, plan.Before, fmt.Sprintf(
-			"quorum is lost (%d of %d voters healthy): cairn takes no automatic action; bring members back or restore from the latest snapshot (docs/etcd-recovery.md)", healthy, voters)))
+			"quorum is lost (%d of %d voters healthy): cairn takes no automatic action; bring members back, or, if it stays lost, review the recovery step cairn proposes (docs/etcd-recovery.md)", healthy, voters)))
 		return true
 	}
 	if settle(r, obs) {

@@ -15,15 +15,20 @@ import (
 func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdModel, images map[string]string) {
 	res, changed := resourcesChange(c, obs)
 	newImages, imagesText := imagesChange(r, obs, images)
+	quota, quotaChanged := quotaChange(c, obs)
 	var rs *restart
-	if changed || newImages != nil {
-		t := &plan.TemplateChange{Resources: res, Revision: contract.TemplateRevisionOf(derefResources(res), revisionInputs(nil, newImages))}
+	if changed || newImages != nil || quotaChanged {
+		t := &plan.TemplateChange{Resources: res, SpaceQuota: quota,
+			Revision: contract.TemplateRevisionOf(derefResources(res), revisionInputs(quotaInputs(c), newImages))}
 		var what []string
 		if changed {
 			what = append(what, "resources "+resourcesText(res))
 		}
 		if newImages != nil {
 			what = append(what, imagesText)
+		}
+		if quotaChanged {
+			what = append(what, quotaText(obs, quota))
 		}
 		rs = newRestart(obs, m.size, t, strings.Join(what, "; "))
 	} else {

@@ -61,7 +61,9 @@ func indent(lines []string) string {
 // ordinal leader.
 func etcdLive(n int, version string, leader int) *live.Cluster {
 	c := &live.Cluster{Kind: spec.EtcdKind, Name: "e", Storage: "8Gi",
-		StatefulSet: live.StatefulSet{Replicas: n, Version: version}}
+		StatefulSet: live.StatefulSet{Replicas: n, Version: version},
+		// The default compaction, as a cluster created with it runs it.
+		Compaction: &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
 	for i := range n {
 		role := live.RoleFollower
 		if i == leader {

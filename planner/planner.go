@@ -142,7 +142,16 @@ func baseline(obs *live.Cluster) *plan.Baseline {
 		TemplateRevision:    obs.StatefulSet.TemplateRevision,
 		Parameters:          obs.Parameters,
 		ConfigRevision:      obs.ConfigRevision,
+		Compaction:          observedCompaction(obs.Compaction),
+		SpaceQuota:          obs.SpaceQuota,
 	}
+}
+
+func observedCompaction(c *live.Compaction) *plan.CompactionSettings {
+	if c == nil {
+		return nil
+	}
+	return &plan.CompactionSettings{Mode: c.Mode, Retention: c.Retention}
 }
 
 // orphan is the plan for a cluster that runs but whose spec was removed:

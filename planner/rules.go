@@ -77,3 +77,12 @@ const (
 // last member of an etcd minor upgrade): contract.BackupFreshFor, past
 // which the observer reports the newest backup stale.
 const PreStepBackupMaxAge = MajorUpgradeBackupMaxAge
+
+// Rules of etcd's space.
+const (
+	// RuleEtcdSpaceQuotaBelowData: a lower spec.spaceQuota that the data
+	// in use does not fit below with the runtime's margin
+	// (contract.EtcdDisarmBelowPercent): the members would raise NOSPACE
+	// as they restart and the runtime could not disarm it.
+	RuleEtcdSpaceQuotaBelowData = "etcd-space-quota-below-data"
+)

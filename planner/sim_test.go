@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -65,6 +66,11 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 			out.Backup = &live.Backup{Schedule: b.Schedule, TimeZone: b.TimeZone, StorageLocation: b.StorageLocation, RetentionCount: b.RetentionCount, RetentionMaxAge: b.RetentionMaxAge}
 		}
 		out.StatefulSet.Resources, out.StatefulSet.StorageClass = desired.Common().Resources.Contract(), desired.Common().StorageClass
+		if e, ok := desired.(*spec.EtcdCluster); ok {
+			cp := e.Spec.CompactionPolicy()
+			out.Compaction = &live.Compaction{Mode: cp.Mode, Retention: string(cp.Retention), Applied: true}
+			out.SpaceQuota = strconv.FormatInt(e.Spec.QuotaBytes(), 10)
+		}
 		if pg, ok := desired.(*spec.PostgresCluster); ok {
 			out.SynchronousStandbys = pg.Spec.SynchronousStandbys
 			if out.Parameters = pg.Spec.RenderedParameters(); out.Parameters != nil {
@@ -80,6 +86,9 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 	out.Bootstrap = "existing" // every step after the create step seals it
 	switch p := s.Params; s.Kind {
 	case plan.SealBootstrap:
+	case plan.EtcdConfigureCompaction:
+		to := p.EtcdConfigureCompaction.To
+		out.Compaction = &live.Compaction{Mode: to.Mode, Retention: to.Retention, Applied: true}
 	case plan.ConfigureBackup:
 		out.Backup = nil
 		if b := p.ConfigureBackup.To; b != nil {
@@ -313,6 +322,9 @@ func restartTemplate(out *live.Cluster, rm *plan.RestartMemberParams) {
 		return
 	}
 	out.StatefulSet.TemplateRevision, out.StatefulSet.Resources = t.Revision, t.Resources
+	if t.SpaceQuota != "" {
+		out.SpaceQuota = t.SpaceQuota
+	}
 	if pc := t.Parameters; pc != nil {
 		out.Parameters, out.ConfigRevision = pc.To, pc.Revision
 		for i := range out.Members {

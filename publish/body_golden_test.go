@@ -31,7 +31,8 @@ func decodeSpec(t *testing.T, doc string) spec.Cluster {
 
 func etcdCluster(name string, n int, version string) *live.Cluster {
 	c := &live.Cluster{Kind: spec.EtcdKind, Name: name, Storage: "8Gi", ClusterVersion: version[:strings.LastIndexByte(version, '.')],
-		StatefulSet: live.StatefulSet{Replicas: n, Version: version}}
+		StatefulSet: live.StatefulSet{Replicas: n, Version: version},
+		Compaction:  &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
 	for i := range n {
 		role := live.RoleFollower
 		if i == 0 {

@@ -65,6 +65,8 @@ func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
 		return impact{true, nil, fmt.Sprintf("the volume claims grow from %s to %s in place; the step restarts no pod", md(pa.ExpandStorage.From), md(pa.ExpandStorage.To))}
 	case pa.ConfigureBackup != nil:
 		return impact{true, nil, "none: the runtime changes its backup policy"}
+	case pa.EtcdConfigureCompaction != nil:
+		return impact{true, nil, "none: the runtime changes how it compacts etcd's history (each compaction is a short pause of the members' writes)"}
 	case pa.TakeBackup != nil:
 		return impact{true, nil, "none: the runtime takes a backup"}
 	case pa.PostgresSynchronousStandbys != nil:

@@ -21,6 +21,7 @@ import (
 //	backup.*             the backup policy the runtime runs
 //	restore.*            the backup the create step starts the cluster from
 //	request.*            one-shot requests of merged steps, by step ID
+//	recover.*            etcd: a merged recovery, by step ID
 //
 // kindKeys are the keys only the cluster's kind writes.
 func cairnConfig(n names, s Settings, token string, initial int, kindKeys map[string]string) Object {
@@ -48,6 +49,7 @@ func cairnConfig(n names, s Settings, token string, initial int, kindKeys map[st
 			data[k] = v
 		}
 	}
+	addRecover(data, r.RecoverID, r.Recover)
 	return Object{File: "cairn-config.yaml", Obj: &corev1.ConfigMap{
 		TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: n.meta(contract.ConfigMap(n.cluster), "config"), Data: data,
 	}}
@@ -65,5 +67,21 @@ func addBackup(data map[string]string, b *plan.BackupSettings) {
 	}
 	if b.RetentionMaxAge != "" {
 		data[contract.KeyBackupRetentionMaxAge] = b.RetentionMaxAge
+	}
+}
+
+// addRecover writes a merged EtcdRecover step's recovery.
+func addRecover(data map[string]string, id string, p *plan.EtcdRecoverParams) {
+	if p == nil {
+		return
+	}
+	data[contract.KeyRecoverID] = id
+	data[contract.KeyRecoverMode] = p.Mode
+	data[contract.KeyRecoverSeed] = p.Seed
+	if p.Mode == contract.EtcdRecoverFromSnapshot {
+		data[contract.KeyRecoverToken] = p.Token
+		data[contract.KeyRecoverStorageLocation] = p.StorageLocation
+		data[contract.KeyRecoverCluster] = p.Cluster
+		data[contract.KeyRecoverBackup] = p.Backup
 	}
 }

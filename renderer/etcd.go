@@ -42,7 +42,7 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 				Selector:     selector(n),
 			},
 		}},
-		cairnConfig(n, s, token, initial, nil),
+		cairnConfig(n, s, token, initial, etcdConfigKeys(s)),
 	}
 	objs = append(objs, grownVolumes(n, s)...)
 	return append(objs, runtimeObjects(n, o, etcdRuntimeRules(n))...), nil
@@ -131,4 +131,18 @@ func etcdStatefulSet(n names, s Settings, image string, res corev1.ResourceRequi
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{templateClaim(n, s)},
 		},
 	}}
+}
+
+// etcdConfigKeys are the etcd keys of the ConfigMap <cluster>-cairn: the
+// compaction policy the runtime runs and the space quota the instance
+// managers start the members with.
+func etcdConfigKeys(s Settings) map[string]string {
+	out := map[string]string{}
+	if c := s.Compaction; c != nil {
+		out[contract.KeyEtcdCompactionMode], out[contract.KeyEtcdCompactionRetention] = c.Mode, c.Retention
+	}
+	if s.SpaceQuota != "" {
+		out[contract.KeyEtcdQuotaBackendBytes] = s.SpaceQuota
+	}
+	return out
 }

@@ -1,7 +1,10 @@
 package renderer
 
 import (
+	"strconv"
+
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
@@ -50,7 +53,13 @@ func (etcdKind) Objects(c spec.Cluster, in Input) ([]Object, error) {
 	return etcdObjects(c.(*spec.EtcdCluster), in.Settings, in.Options, in.Token, in.InitialMembers)
 }
 
-func (etcdKind) Created(_ spec.Cluster, s Settings) Settings { return s }
+func (etcdKind) Created(c spec.Cluster, s Settings) Settings {
+	e := c.(*spec.EtcdCluster)
+	p := e.Spec.CompactionPolicy()
+	s.Compaction = &plan.CompactionSettings{Mode: p.Mode, Retention: string(p.Retention)}
+	s.SpaceQuota = strconv.FormatInt(e.Spec.QuotaBytes(), 10)
+	return s
+}
 
 type postgresKind struct{}
 

@@ -58,7 +58,7 @@ func fill(tmpl string, kv ...string) string {
 
 func etcdLiveYAML(n int, version string, leader int) string {
 	var b strings.Builder
-	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\", " + etcdLiveResources + "}\nmembers:\n")
+	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\n" + etcdLiveCompaction + "\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\", " + etcdLiveResources + "}\nmembers:\n")
 	for i := range n {
 		role := "follower"
 		if i == leader {
@@ -68,6 +68,10 @@ func etcdLiveYAML(n int, version string, leader int) string {
 	}
 	return b.String()
 }
+
+// etcdLiveCompaction is the default compaction policy as the rendered
+// config of a cluster created with it sets it.
+const etcdLiveCompaction = "compaction: {mode: periodic, retention: 1h, applied: true}"
 
 // etcdLiveResources are etcdSpecYAML's resources as the API server
 // writes them back.
@@ -119,6 +123,12 @@ var renderCases = []renderCase{
 	{"pg-configure-backup", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), strings.Replace(pgLiveYAML(3, "14.5", 0, ""), "0 2 * * *", "0 4 * * *", 1), "configure-backup"},
 	{"etcd-restart-resources", strings.Replace(fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), "{requests: {cpu: 500m, memory: 1Gi}, limits: {memory: 2Gi}}", "{requests: {cpu: '1', memory: 2Gi}, limits: {memory: 4Gi}}", 1),
 		etcdLiveYAML(3, "3.5.21", 0), "restart-2-49179632284c"},
+	// A cluster rendered before compaction was planned gets the default
+	// policy as a step of its own; a space quota is a rolling restart.
+	{"etcd-configure-compaction", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""),
+		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), etcdLiveCompaction+"\n", "", 1), "configure-compaction"},
+	{"etcd-restart-space-quota", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", "  spaceQuota: 4Gi"),
+		etcdLiveYAML(3, "3.5.21", 0), "restart-2-7b679b0179ed"},
 	{"pg-restart-resources", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  resources: {requests: {cpu: '2', memory: 4Gi}}"), pgLiveYAML(3, "14.5", 0, ""), "restart-2-11096792589d"},
 	{"pg-reload-parameters", strings.Replace(fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "shared_buffers: 256MB}", "shared_buffers: 256MB, work_mem: 16MB}", 1), pgLiveYAML(3, "14.5", 0, ""), "reload-parameters-d958d05b660d"},
 	{"pg-converged", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 2, ""), ""},
@@ -240,10 +250,12 @@ var allowedChanges = map[plan.Kind][]string{
 	plan.TakeBackup:                  {"cairn-config.patch.yaml /data/request.backup.id"},
 	plan.PostgresSynchronousStandbys: {"cairn-config.patch.yaml /data/synchronous-standbys"},
 	plan.ConfigureBackup:             {"cairn-config.patch.yaml /data/backup."},
+	plan.EtcdConfigureCompaction:     {"cairn-config.patch.yaml /data/etcd.compaction."},
 	plan.ExpandStorage:               {"pvc-"},
 	plan.SealBootstrap:               {"cairn-config.patch.yaml /data/bootstrap"},
 	plan.RestartMember: {"statefulset.patch.yaml /spec/template/metadata/annotations", "statefulset.patch.yaml /spec/template/spec/containers/0/resources",
-		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "postgres-config.patch.yaml /data/postgresql.conf", "cairn-config.patch.yaml /data/postgres.config-revision"},
+		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "postgres-config.patch.yaml /data/postgresql.conf", "cairn-config.patch.yaml /data/postgres.config-revision",
+		"cairn-config.patch.yaml /data/etcd.quota-backend-bytes"},
 	plan.PostgresReloadParameters: {"postgres-config.patch.yaml /data/postgresql.conf", "cairn-config.patch.yaml /data/postgres.config-revision"},
 	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1"},

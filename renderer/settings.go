@@ -46,6 +46,11 @@ type Settings struct {
 	// ConfigRevision their revision ("" renders none).
 	Parameters     map[string]string
 	ConfigRevision string
+	// Compaction is the etcd compaction policy the runtime runs (nil
+	// renders none: it does not compact); SpaceQuota etcd's space quota in
+	// bytes ("" renders none: etcd's default).
+	Compaction *plan.CompactionSettings
+	SpaceQuota string
 }
 
 // requests are the runtime's instructions from merged steps. Each is keyed
@@ -57,6 +62,9 @@ type Requests struct {
 	RemoveID     string
 	RemoveMember string
 	BackupID     string
+	// Recover is a merged EtcdRecover step's recovery, with the step's ID.
+	RecoverID string
+	Recover   *plan.EtcdRecoverParams
 }
 
 // baseSettings are the Settings of the running cluster, or nil when the
@@ -72,6 +80,7 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 		Sync: b.SynchronousStandbys, Bootstrap: contract.BootstrapExisting, UpgradeFrom: b.UpgradeFrom,
 		Resources: b.Resources, StorageClass: b.StorageClass, TemplateRevision: b.TemplateRevision, Images: b.Images,
 		Parameters: b.Parameters, ConfigRevision: b.ConfigRevision,
+		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota,
 	}
 }
 
@@ -143,9 +152,17 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 			if t.Parameters != nil {
 				next.Parameters, next.ConfigRevision = t.Parameters.To, t.Parameters.Revision
 			}
+			if t.SpaceQuota != "" {
+				next.SpaceQuota = t.SpaceQuota
+			}
 		}
 	case plan.PostgresReloadParameters:
 		next.Parameters, next.ConfigRevision = p.PostgresReloadParameters.To, p.PostgresReloadParameters.Revision
+	case plan.EtcdConfigureCompaction:
+		to := p.EtcdConfigureCompaction.To
+		next.Compaction = &to
+	case plan.EtcdRecover:
+		next.Requests.RecoverID, next.Requests.Recover = s.ID, p.EtcdRecover
 	case plan.SealBootstrap:
 		// bootstrap is "existing" after any step but a create
 	default:

@@ -13,10 +13,12 @@ func EtcdSpec(size int, version, extra string) string {
 
 // EtcdLive is the live state of etcd cluster e: n members at version, e-0
 // leading; the highest removed from the membership when removedTop; extra
-// lines for the cluster (each "  key: value\n").
+// lines for the cluster (each "  key: value\n"). The rendered config sets
+// the default compaction (EtcdLiveCompaction), as a cluster cairn created
+// has it.
 func EtcdLive(n int, version string, removedTop bool, extra string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n%s  statefulSet: {replicas: %d, version: %q}\n  members:\n", extra, n, version)
+	fmt.Fprintf(&b, "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n  %s\n%s  statefulSet: {replicas: %d, version: %q}\n  members:\n", EtcdLiveCompaction, extra, n, version)
 	for i := range n {
 		role, ready := "follower", true
 		if i == 0 {
@@ -29,6 +31,11 @@ func EtcdLive(n int, version string, removedTop bool, extra string) string {
 	}
 	return b.String()
 }
+
+// EtcdLiveCompaction is the default compaction policy in a live state,
+// as the rendered config of a cluster created with it sets it and the
+// runtime reports running it.
+const EtcdLiveCompaction = "compaction: {mode: periodic, retention: 1h, applied: true}"
 
 // NoLive is a live state in which nothing runs.
 const NoLive = "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters: []\n"

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,9 @@ import (
 type liveSource struct {
 	file, kubeconfig, context, namespace string
 	inCluster                            bool
+	// recoverAfter is how long an etcd cluster's quorum must have been
+	// lost before a recovery step is proposed.
+	recoverAfter time.Duration
 }
 
 func (l *liveSource) flags(f *pflag.FlagSet) {
@@ -29,6 +33,7 @@ func (l *liveSource) flags(f *pflag.FlagSet) {
 	f.StringVar(&l.context, "context", "", "with --kubeconfig: the kubeconfig context to use (default: its current context)")
 	f.BoolVar(&l.inCluster, "in-cluster", false, "observe the Kubernetes cluster cairn runs in, through its ServiceAccount")
 	f.StringVar(&l.namespace, "namespace", "", "the namespace of clusters whose spec names none (default: the kubeconfig context's, or the pod's)")
+	f.DurationVar(&l.recoverAfter, "etcd-recover-after", contract.EtcdRecoverAfter, "how long an etcd cluster's quorum must have been lost before cairn proposes a recovery step (docs/etcd-recovery.md)")
 }
 
 // read returns the observed state of clusters; nil when no source is
@@ -97,7 +102,7 @@ func (l liveSource) observer() (*observe.Observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observe.Observer{Client: client, Namespace: ns, Kinds: observeKinds()}, nil
+	return &observe.Observer{Client: client, Namespace: ns, Kinds: observeKinds(), RecoverAfter: l.recoverAfter}, nil
 }
 
 // postgresLags are the lag classes the PostgreSQL clusters' runtimes last

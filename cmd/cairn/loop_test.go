@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,6 +52,8 @@ type loop struct {
 	pg      *pgbed.Bed
 	merged  time.Time
 	timings []string
+	// within bounds each converge; zero means 3 minutes.
+	within time.Duration
 }
 
 // etcdSpec is an EtcdCluster spec file at etcd 3.7.3 with extra lines
@@ -67,7 +70,9 @@ func etcdSpecAt(name string, size int, version string, extra ...string) map[stri
 	return map[string]string{"clusters/" + name + ".yaml": doc}
 }
 
-func newLoop(t *testing.T, specs map[string]string) *loop {
+// newLoop starts the loop's servers with specs on main; opts change how
+// the reconciler observes the clusters.
+func newLoop(t *testing.T, specs map[string]string, opts ...func(*liveSource)) *loop {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	l := &loop{t: t, ctx: ctx}
@@ -110,6 +115,9 @@ func newLoop(t *testing.T, specs map[string]string) *loop {
 	remote := remoteOptions{repo: srv.HTTPAddress() + "/org/gitops.git", base: "main", tokenFile: gitToken}
 	gh := githubOptions{repo: "org/gitops", api: l.gh.URL + "/", tokenFile: ghToken}
 	src := liveSource{kubeconfig: l.cp.Kubeconfig(t), namespace: l.ns}
+	for _, o := range opts {
+		o(&src)
+	}
 	rec, cleanup, err := newReconciler(ctx, remote, gh, src, specsFlag{dir: "clusters"}, renderer.Options{}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +199,8 @@ func (l *loop) converge(cluster string, afterEach func(step string)) []string {
 	t := l.t
 	var steps []string
 	var o publish.Outcome
-	deadline := time.Now().Add(3 * time.Minute)
+	within := cmp.Or(l.within, 3*time.Minute)
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		o = l.pass()[cluster]
 		switch {
@@ -210,7 +219,7 @@ func (l *loop) converge(cluster string, afterEach func(step string)) []string {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("%s did not converge in 3m; steps so far %v; last outcome %+v", cluster, steps, o)
+	t.Fatalf("%s did not converge in %s; steps so far %v; last outcome %+v", cluster, within, steps, o)
 	return nil
 }
 

@@ -41,6 +41,15 @@ type EtcdStatus struct {
 	// RemoveDone is the ID of the last remove-member request (a merged
 	// EtcdRemoveMember step) carried out; it is not acted on again.
 	RemoveDone string `json:"removeDone,omitempty"`
+	// QuorumRevision is the highest store revision a healthy member
+	// reported while the cluster last had quorum: what a recovery is
+	// measured against.
+	QuorumRevision int64 `json:"quorumRevision,omitempty"`
+	// RecoverDone is the ID of the last recovery request (a merged
+	// EtcdRecover step) whose members the runtime restarted; RecoverRefused
+	// is one it refused (quorum had come back), with why in Message.
+	RecoverDone    string `json:"recoverDone,omitempty"`
+	RecoverRefused string `json:"recoverRefused,omitempty"`
 }
 
 // EtcdMember is one member as etcd lists it, with what its own etcd
@@ -94,6 +103,9 @@ type BackupDone struct {
 	Finished time.Time `json:"finished"`
 	Size     int64     `json:"size"`
 	Source   string    `json:"source"`
+	// Revision is an etcd snapshot's store revision: it holds every write
+	// up to it.
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // BackupFailure is the last failed attempt.

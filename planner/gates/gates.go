@@ -37,6 +37,12 @@ func After(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Resu
 			out = append(out, r)
 			continue
 		}
+		if g.Kind == plan.GateCompactionApplied && s.Params.EtcdConfigureCompaction != nil && obs != nil {
+			r := Result{Gate: g}
+			r.Pass, r.Reason = compactionApplied(&s.Params.EtcdConfigureCompaction.To, c, obs)
+			out = append(out, r)
+			continue
+		}
 		out = append(out, Evaluate(g, c, obs, now))
 	}
 	return out
@@ -120,6 +126,16 @@ func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool,
 		return m != nil && m.Ready && m.TemplateRevision == g.Revision, fmt.Sprintf("%s has not restarted with template revision %s", g.Member, g.Revision)
 	case plan.GateConfigApplied:
 		return configApplied(obs, g)
+	case plan.GateCompactionApplied:
+		return compactionApplied(nil, c, obs)
+	case plan.GateQuorumLost:
+		return obs.QuorumLost != nil, "the cluster has quorum"
+	case plan.GateRecoveryStarted:
+		switch obs.RecoverRefused {
+		case g.Revision:
+			return false, "the runtime refused it: quorum had come back"
+		}
+		return obs.RecoverDone == g.Revision, fmt.Sprintf("the runtime has not restarted the members for %s", g.Revision)
 	}
 	return false, fmt.Sprintf("cairn cannot check %s gates against the observed state", g.Kind)
 }

@@ -47,6 +47,15 @@ func TestEvaluate(t *testing.T) {
 		{"other version", plan.Gate{Kind: plan.GateMemberVersion, Member: "e-0", Version: "3.6.16"}, etcd(leader), false},
 		{"learner is no voter", plan.Gate{Kind: plan.GateMemberVoter, Member: "e-2"}, etcd(leader, follower, learner), false},
 		{"removed", plan.Gate{Kind: plan.GateMemberRemoved, Member: "e-2"}, etcd(leader, follower), true},
+		{"quorum still lost", plan.Gate{Kind: plan.GateQuorumLost}, func() *live.Cluster {
+			o := etcd(notReady)
+			o.QuorumLost = &live.QuorumLoss{Since: "2026-11-30T11:00:00Z"}
+			return o
+		}(), true},
+		{"quorum back", plan.Gate{Kind: plan.GateQuorumLost}, etcd(leader, follower), false},
+		{"recovery started", plan.Gate{Kind: plan.GateRecoveryStarted, Revision: "r1"}, func() *live.Cluster { o := etcd(leader); o.RecoverDone = "r1"; return o }(), true},
+		{"an older recovery started", plan.Gate{Kind: plan.GateRecoveryStarted, Revision: "r2"}, func() *live.Cluster { o := etcd(leader); o.RecoverDone = "r1"; return o }(), false},
+		{"recovery refused", plan.Gate{Kind: plan.GateRecoveryStarted, Revision: "r1"}, func() *live.Cluster { o := etcd(leader); o.RecoverRefused = "r1"; return o }(), false},
 		{"still a member", plan.Gate{Kind: plan.GateMemberRemoved, Member: "e-1"}, etcd(leader, follower), false},
 		{"cluster version", plan.Gate{Kind: plan.GateClusterVersion, Version: "3.5"}, etcd(leader), true},
 		{"storage", plan.Gate{Kind: plan.GateStorageCapacity, Quantity: "16Gi"}, etcd(leader), false},

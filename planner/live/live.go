@@ -60,6 +60,15 @@ type Cluster struct {
 	SynchronousStandbys int `json:"synchronousStandbys,omitempty"`
 	// ClusterVersion is etcd's cluster version ("3.4"), as etcd reports it.
 	ClusterVersion string `json:"clusterVersion,omitempty"`
+	// Compaction is the etcd compaction policy the rendered config sets;
+	// nil when it sets none (the runtime does not compact).
+	Compaction *Compaction `json:"compaction,omitempty"`
+	// SpaceQuota is the etcd space quota the rendered config sets, in
+	// bytes; empty when it sets none (etcd's default, 2 GiB).
+	SpaceQuota string `json:"spaceQuota,omitempty"`
+	// Alarms are the alarms etcd raised (NOSPACE, CORRUPT), as the
+	// runtime last reported them.
+	Alarms []Alarm `json:"alarms,omitempty"`
 	// Bootstrap is the bootstrap mode of the rendered config the cluster
 	// runs with: "new" until a step after the create step is synced.
 	Bootstrap string `json:"bootstrap,omitempty"`
@@ -69,6 +78,32 @@ type Cluster struct {
 	// ConfigRevision is the revision of that rendered config
 	// (contract.KeyConfigRevision); empty before the first one.
 	ConfigRevision string `json:"configRevision,omitempty"`
+	// QuorumLost is set while the runtime reports an etcd cluster's
+	// quorum lost.
+	QuorumLost *QuorumLoss `json:"quorumLost,omitempty"`
+	// RecoverDone is the ID of the last recovery request (an EtcdRecover
+	// step) the runtime carried out, RecoverRefused the last one it
+	// refused because quorum had come back.
+	RecoverDone    string `json:"recoverDone,omitempty"`
+	RecoverRefused string `json:"recoverRefused,omitempty"`
+	// Recovering is the recovery ID the rendered config carries (a merged
+	// EtcdRecover step's, until a later step renders the config again).
+	Recovering string `json:"recovering,omitempty"`
+}
+
+// QuorumLoss is an etcd cluster's lost quorum, as the runtime reports it.
+type QuorumLoss struct {
+	// Since is when the runtime saw quorum lost.
+	Since Timestamp `json:"since"`
+	// Long: when observed, it had been lost for longer than the observer's
+	// recovery delay (contract.EtcdRecoverAfter unless configured), after
+	// which the planner proposes a recovery step. Observed once rather
+	// than as a running age, so the observed state changes once.
+	Long bool `json:"long,omitempty"`
+	// Revision is the highest store revision the runtime recorded while
+	// the cluster had quorum: every write a recovery could lose is at or
+	// below it.
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // StatefulSet is the part of a StatefulSet the planner reads.
@@ -139,6 +174,19 @@ type Member struct {
 	// PendingRestart lists the parameters the member has read from its
 	// config file but applies only at a restart.
 	PendingRestart []string `json:"pendingRestart,omitempty"`
+	// DBSize is an etcd member's database file size in bytes, DBSizeInUse
+	// the part that holds data (the rest a defragmentation gives back),
+	// as the runtime last reported them; 0 when unknown.
+	DBSize      int64 `json:"dbSize,omitempty"`
+	DBSizeInUse int64 `json:"dbSizeInUse,omitempty"`
+	// SpaceQuota is the space quota an etcd member reports running with
+	// (etcd 3.6 on), in bytes; 0 when it does not say.
+	SpaceQuota int64 `json:"spaceQuota,omitempty"`
+	// Revision is an etcd member's store revision as it last reported it
+	// to the runtime, observed only while quorum is lost (when it says
+	// whose data is newest and does not move); 0 otherwise and when it did
+	// not answer.
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // Ordinal returns the member's StatefulSet ordinal, parsed from its name.
@@ -166,12 +214,35 @@ type Backup struct {
 	// LastRequest is the ID of the last on-demand backup request (a
 	// TakeBackup step) the runtime completed.
 	LastRequest string `json:"lastRequest,omitempty"`
+	// LastID is the newest complete backup's ID, and LastRevision its
+	// store revision when it is an etcd snapshot.
+	LastID       string `json:"lastID,omitempty"`
+	LastRevision int64  `json:"lastRevision,omitempty"`
 	// Stale: when observed, LastSuccessful was more than
 	// contract.BackupFreshFor ago, too old for a step whose rollback
 	// restores it. The planner then asks for a new backup (a TakeBackup
 	// step under a new request ID) instead of waiting on the step's
 	// freshness gate.
 	Stale bool `json:"stale,omitempty"`
+}
+
+// Compaction is an etcd compaction policy: Mode periodic with Retention
+// a duration, or revision with Retention a number of revisions.
+type Compaction struct {
+	Mode      string `json:"mode"`
+	Retention string `json:"retention"`
+	// Applied: the runtime reports that it runs this policy.
+	Applied bool `json:"applied,omitempty"`
+}
+
+// Alarm is one alarm etcd raised on a member.
+type Alarm struct {
+	// Member names the member; empty when the runtime could not tell.
+	Member string `json:"member,omitempty"`
+	// Alarm is NOSPACE, CORRUPT or another name etcd gives.
+	Alarm string `json:"alarm"`
+	// Since is when the runtime first saw it.
+	Since Timestamp `json:"since,omitempty"`
 }
 
 // Timestamp is an RFC 3339 time as written.

@@ -31,12 +31,46 @@ func (etcdKind) Status(status map[string]string, out *live.Cluster) (MemberFunc,
 		}
 		legacyHealth(raw, st)
 		out.ClusterVersion = st.ClusterVersion
+		out.QuorumLost = quorumLoss(st)
+		out.RecoverDone, out.RecoverRefused = st.RecoverDone, st.RecoverRefused
+	}
+	space, err := etcdMaintenanceStatus(status[contract.StatusKeyEtcdMaintenance], out)
+	if err != nil {
+		return nil, err
 	}
 	return func(pod *corev1.Pod, m *live.Member) {
+		m.DBSize, m.DBSizeInUse, m.SpaceQuota = space[pod.Name].DBSize, space[pod.Name].DBSizeInUse, space[pod.Name].Quota
 		m.Role = etcdRole(pod, st)
 		m.Version = etcdVersion(pod.Name, m.Version, st)
 		m.DataLost = st != nil && slices.Contains(st.Replacing, pod.Name)
+		m.Revision = etcdRevision(pod.Name, st)
 	}, nil
+}
+
+// quorumLoss is the status's lost quorum; the Observer says whether it is
+// Long.
+func quorumLoss(st *contract.EtcdStatus) *live.QuorumLoss {
+	if st.Quorum || st.QuorumLostAt == "" {
+		return nil
+	}
+	if _, err := time.Parse(time.RFC3339, st.QuorumLostAt); err != nil {
+		return nil
+	}
+	return &live.QuorumLoss{Since: live.Timestamp(st.QuorumLostAt), Revision: st.QuorumRevision}
+}
+
+// etcdRevision is the store revision the member last reported, while
+// quorum is lost; 0 when it did not answer the runtime.
+func etcdRevision(name string, st *contract.EtcdStatus) int64 {
+	if st == nil || st.Quorum {
+		return 0
+	}
+	for _, m := range st.Members {
+		if m.Name == name {
+			return m.Revision
+		}
+	}
+	return 0
 }
 
 // etcdRole is a pod's member role in the runtime's status. A voter that

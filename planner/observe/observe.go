@@ -28,6 +28,10 @@ type Observer struct {
 	// Kinds read what is particular to each kind (cmd/cairn's table of
 	// kinds wires them); a cluster of another kind is an error.
 	Kinds []Kind
+	// RecoverAfter is how long a cluster's quorum must have been lost for
+	// the planner to propose a recovery (live.QuorumLoss.Long);
+	// contract.EtcdRecoverAfter when zero.
+	RecoverAfter time.Duration
 }
 
 // Observe returns the observed state of the given clusters; those with no
@@ -89,6 +93,13 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 	member, err := k.Status(status, out)
 	if err != nil {
 		return nil, fmt.Errorf("runtime status: %w", err)
+	}
+	if q := out.QuorumLost; q != nil {
+		after := o.RecoverAfter
+		if after <= 0 {
+			after = contract.EtcdRecoverAfter
+		}
+		q.Long = now().Sub(q.Since.Time()) >= after
 	}
 	if out.Members, err = o.members(ctx, ns, ref.Name, sts, k.Container(), member); err != nil {
 		return nil, err
@@ -183,6 +194,8 @@ func applyConfig(out *live.Cluster, data map[string]string) {
 	out.Bootstrap = data[contract.KeyBootstrap]
 	out.ConfigRevision = data[contract.KeyConfigRevision]
 	out.SynchronousStandbys, _ = strconv.Atoi(data[contract.KeySynchronousStandbys])
+	etcdMaintenanceConfig(out, data)
+	out.Recovering = data[contract.KeyRecoverID]
 	if data[contract.KeyBackupSchedule] == "" {
 		return
 	}

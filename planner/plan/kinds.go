@@ -51,17 +51,27 @@ const (
 	// PostgresReloadParameters changes PostgreSQL parameters that take
 	// effect on a reload; the runtime reloads every member and confirms.
 	PostgresReloadParameters Kind = "PostgresReloadParameters"
+	// EtcdConfigureCompaction changes how the runtime compacts etcd's
+	// history; no member restarts.
+	EtcdConfigureCompaction Kind = "EtcdConfigureCompaction"
 	// SealBootstrap ends a cluster's creation: its rendered config stops
 	// allowing members to bootstrap, so one that loses its data rejoins.
 	SealBootstrap Kind = "SealBootstrap"
+	// EtcdRecover brings an etcd cluster that lost quorum back as a new
+	// cluster, from a snapshot or from the member whose data is newest;
+	// the other members rejoin it with empty data.
+	EtcdRecover Kind = "EtcdRecover"
 )
 
 // Irreversible reports whether every step of kind k is irreversible: a
 // storage expansion (volumes never shrink) and a PostgreSQL major upgrade
 // (pg_upgrade rewrites the data directory). Steps of other kinds may be
 // irreversible one at a time (Step.Reversible), such as the member that
-// completes an etcd minor upgrade.
-func (k Kind) Irreversible() bool { return k == ExpandStorage || k == PostgresMajorUpgrade }
+// completes an etcd minor upgrade. An etcd recovery is irreversible too:
+// the members' old data is set aside and the cluster starts anew.
+func (k Kind) Irreversible() bool {
+	return k == ExpandStorage || k == PostgresMajorUpgrade || k == EtcdRecover
+}
 
 // Params holds the parameters of a step: exactly the one field that
 // matches the step's Kind is set.
@@ -81,6 +91,8 @@ type Params struct {
 	SealBootstrap               *SealBootstrapParams               `json:"sealBootstrap,omitempty"`
 	RestartMember               *RestartMemberParams               `json:"restartMember,omitempty"`
 	PostgresReloadParameters    *ParameterChange                   `json:"postgresReloadParameters,omitempty"`
+	EtcdConfigureCompaction     *EtcdConfigureCompactionParams     `json:"etcdConfigureCompaction,omitempty"`
+	EtcdRecover                 *EtcdRecoverParams                 `json:"etcdRecover,omitempty"`
 }
 
 // kinds is the one list of the step kinds, each with whether a Params
@@ -105,6 +117,8 @@ var kinds = []struct {
 	{SealBootstrap, func(p Params) bool { return p.SealBootstrap != nil }},
 	{RestartMember, func(p Params) bool { return p.RestartMember != nil }},
 	{PostgresReloadParameters, func(p Params) bool { return p.PostgresReloadParameters != nil }},
+	{EtcdConfigureCompaction, func(p Params) bool { return p.EtcdConfigureCompaction != nil }},
+	{EtcdRecover, func(p Params) bool { return p.EtcdRecover != nil }},
 }
 
 // Kinds are every step kind, in the order they are declared.
@@ -285,6 +299,9 @@ type TemplateChange struct {
 	// Parameters is the PostgreSQL parameter change the restart brings;
 	// nil when the parameters stay.
 	Parameters *ParameterChange `json:"parameters,omitempty"`
+	// SpaceQuota is etcd's space quota in bytes after the change
+	// (--quota-backend-bytes); empty when the restart leaves it.
+	SpaceQuota string `json:"spaceQuota,omitempty"`
 }
 
 // ParameterChange changes the spec's PostgreSQL parameters in the
@@ -297,4 +314,43 @@ type ParameterChange struct {
 	// Restart lists the changed parameters that take effect only when a
 	// member restarts, sorted; empty for a reload-only change.
 	Restart []string `json:"restart,omitempty"`
+}
+
+// EtcdRecoverParams: bring an etcd cluster that lost quorum back. Seed
+// starts the new cluster: in mode contract.EtcdRecoverFromSnapshot it
+// restores Backup (from StorageLocation, of Cluster) with Token as a new
+// cluster; in mode contract.EtcdRecoverFromMember it keeps its own data
+// and drops every other member. The other members move their data aside
+// and rejoin one at a time.
+type EtcdRecoverParams struct {
+	Mode            string `json:"mode"`
+	Seed            string `json:"seed"`
+	Backup          string `json:"backup,omitempty"`
+	StorageLocation string `json:"storageLocation,omitempty"`
+	Cluster         string `json:"cluster,omitempty"`
+	Token           string `json:"token,omitempty"`
+	// Revision is the store revision the cluster comes back at;
+	// QuorumRevision the highest the runtime recorded while it had quorum
+	// (0 when unknown); SnapshotRevision the snapshot's.
+	Revision         int64 `json:"revision"`
+	QuorumRevision   int64 `json:"quorumRevision,omitempty"`
+	SnapshotRevision int64 `json:"snapshotRevision,omitempty"`
+	// Members is how many members the cluster has again once every one
+	// has rejoined.
+	Members int `json:"members"`
+}
+
+// CompactionSettings is an etcd compaction policy as the runtime runs it:
+// Mode contract.EtcdCompactionPeriodic with Retention a duration, or
+// contract.EtcdCompactionRevision with Retention a number of revisions.
+type CompactionSettings struct {
+	Mode      string `json:"mode"`
+	Retention string `json:"retention"`
+}
+
+// EtcdConfigureCompactionParams: change the compaction policy. From is
+// nil when the runtime did not compact.
+type EtcdConfigureCompactionParams struct {
+	From *CompactionSettings `json:"from,omitempty"`
+	To   CompactionSettings  `json:"to"`
 }

@@ -89,6 +89,11 @@ type Baseline struct {
 	// as written there; ConfigRevision that config's revision.
 	Parameters     map[string]string `json:"parameters,omitempty"`
 	ConfigRevision string            `json:"configRevision,omitempty"`
+	// Compaction is the etcd compaction policy the rendered config sets;
+	// nil when it sets none. SpaceQuota is the etcd space quota it sets,
+	// in bytes; empty when it sets none (etcd's default).
+	Compaction *CompactionSettings `json:"compaction,omitempty"`
+	SpaceQuota string              `json:"spaceQuota,omitempty"`
 }
 
 // Refusal is a spec change a rule forbids.

@@ -79,6 +79,14 @@ const (
 	// has loaded PostgreSQL config revision Revision and nothing waits for
 	// a restart.
 	GateConfigApplied GateKind = "ConfigApplied"
+	// GateCompactionApplied: the etcd runtime reports that it runs the
+	// compaction policy of the step (or of the spec).
+	GateCompactionApplied GateKind = "CompactionApplied"
+	// GateQuorumLost: the etcd cluster's quorum is still lost.
+	GateQuorumLost GateKind = "QuorumLost"
+	// GateRecoveryStarted: the runtime restarted the members for the
+	// recovery request Revision (a merged EtcdRecover step's ID).
+	GateRecoveryStarted GateKind = "RecoveryStarted"
 )
 
 // Gate is a condition on the live state.

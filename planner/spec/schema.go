@@ -116,6 +116,8 @@ func scalarTypes() map[reflect.Type]scalarType {
 			note: "One line of at most 1024 characters."},
 		reflect.TypeFor[PostgresVersion](): {name: "PostgreSQL version", node: postgresVersionNode,
 			note: "Supported: " + PostgresSupported() + "."},
+		reflect.TypeFor[CompactionRetention](): {name: "compaction retention", node: func() *schemaNode { return &schemaNode{Type: []string{"string", "integer"}} },
+			note: "A duration in periodic mode, a number of revisions in revision mode."},
 		reflect.TypeFor[EtcdVersion](): {name: "etcd version", node: etcdVersionNode,
 			note: "Supported: " + EtcdSupported() + ", except " + etcdBlocked() + "."},
 	}

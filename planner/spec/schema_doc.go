@@ -15,6 +15,8 @@ var validateOnly = []struct{ ID, Rule string }{
 	{"resources-limit-below-request", "Each of `spec.resources.limits` is at least its request: the quantities are compared by value."},
 	{"retention-max-age", "`spec.backup.retention.maxAge` is at least 1h."},
 	{"window-duration", "`spec.maintenanceWindow.duration` is at most 7d."},
+	{"etcd-space-quota", "`spec.spaceQuota` is 1Mi to 10Gi and, when written, at most half of `spec.storage`."},
+	{"compaction-retention", "A periodic `spec.compaction.retention` is at least 1m; a revision one as a string (`\"10000\"`) is at most 1000000000."},
 	{"duration-value", "A Go-syntax duration is not zero (`0s`) and does not overflow (`9999999999h`), nor does the one of a cron `@every`."},
 	{"cron-range-order", "A cron range does not start after its end (`30-10`)."},
 	{"location-escaped-dots", "A storage location's path holds no percent-encoded `.` or `..` segment (`%2e%2e`)."},

@@ -59,6 +59,8 @@ func (g *schemaGen) refine(path string, n *schemaNode) {
 		*n = *parametersNode(n.Description)
 	case "spec.backup.timeZone", "spec.maintenanceWindow.timeZone":
 		n.Ref, n.Type = "#/$defs/timeZone", nil
+	case "spec.compaction.mode":
+		n.Enum = anys([]string{contract.EtcdCompactionPeriodic, contract.EtcdCompactionRevision})
 	case "spec.backup.retention.count":
 		n.Minimum = num(0) // 0 is not set; the retention's anyOf wants count or maxAge
 	case "spec.restoreFrom.cluster":
@@ -87,11 +89,31 @@ func (g *schemaGen) refineObject(path string, n *schemaNode) {
 			{Required: []string{"maxAge"}, Properties: map[string]*schemaNode{"maxAge": {Type: "string"}}},
 		}
 		n.ErrorMessage = "set count (1 or more) and/or maxAge, or leave retention out to keep every backup"
+	case path == "spec.compaction":
+		n.AllOf = compactionRules()
 	case path == "spec" && g.kind == PostgresKind:
 		n.AllOf = append([]*schemaNode{{
 			If:   &schemaNode{Required: []string{"synchronousStandbys"}, Properties: map[string]*schemaNode{"synchronousStandbys": {Type: "integer", Minimum: num(1)}}},
 			Then: &schemaNode{AllOf: synchronousStandbysRules()},
 		}}, parameterVersionRules()...)
+	}
+}
+
+// compactionRules say what the retention is in each compaction mode: a
+// duration (periodic), a number of revisions (revision).
+func compactionRules() []*schemaNode {
+	mode := func(m string) *schemaNode {
+		return &schemaNode{Required: []string{"mode"}, Properties: map[string]*schemaNode{"mode": {Const: m}}}
+	}
+	periodic := durationNode()
+	periodic.PatternErrorMessage = "in periodic mode, a duration such as 1h or 1d"
+	revisions := &schemaNode{AnyOf: []*schemaNode{
+		{Type: "integer", Minimum: num(1), Maximum: num(MaxEtcdRevisionRetention)},
+		{Type: "string", Pattern: revisionsRE.String()},
+	}, ErrorMessage: "in revision mode, a number of revisions such as 10000"}
+	return []*schemaNode{
+		{If: mode(contract.EtcdCompactionPeriodic), Then: &schemaNode{Properties: map[string]*schemaNode{"retention": periodic}}},
+		{If: mode(contract.EtcdCompactionRevision), Then: &schemaNode{Properties: map[string]*schemaNode{"retention": revisions}}},
 	}
 }
 

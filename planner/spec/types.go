@@ -101,6 +101,14 @@ type EtcdSpec struct {
 	Backup            *Backup            `json:"backup,omitempty" desc:"Scheduled snapshots, taken by the cairn runtime."`
 	RestoreFrom       *RestoreFrom       `json:"restoreFrom,omitempty" desc:"Create the cluster from a snapshot instead of empty (every member of the create step restores it). Read only by the create step."`
 	MaintenanceWindow *MaintenanceWindow `json:"maintenanceWindow,omitempty" desc:"When disruptive steps may start. Without it they may start any time after review."`
+	Compaction        *EtcdCompaction    `json:"compaction,omitempty" desc:"How the cairn runtime compacts etcd's history (revisions older than the retention are dropped; their space is reused, and defragmentation gives it back). Default: periodic, keeping 1h. etcd itself never compacts unless told to, so without compaction every revision of every key is kept and the database grows until it reaches spaceQuota and etcd stops taking writes; one hour keeps enough history for a watch that reconnects within the hour to resume without a full re-list. A change is a step of its own that changes only the runtime's config: no member restarts."`
+	SpaceQuota        Quantity           `json:"spaceQuota,omitempty" desc:"etcd's space quota (--quota-backend-bytes), a Kubernetes quantity: once a member's database file reaches it, etcd raises the NOSPACE alarm and takes no writes until the runtime has compacted, defragmented and disarmed it. Default 2Gi, etcd's own default. 1Mi to 10Gi (etcd suggests at most 8Gi and warns above it; beyond 10Gi, the memory map etcd opens its database with, growing the file blocks reads and writes); when written, at most half of storage, since defragmentation writes a copy of the database beside it. A change is a rolling restart, one member at a time."`
+}
+
+// EtcdCompaction is how etcd's history is compacted.
+type EtcdCompaction struct {
+	Mode      string              `json:"mode" schema:"required" desc:"periodic keeps the revisions of the last retention (a duration); revision keeps the last retention revisions (a number)."`
+	Retention CompactionRetention `json:"retention" schema:"required" desc:"periodic: a duration of at least 1m, such as 1h or 1d; the runtime records the store's revision every tenth of it and compacts to the newest one recorded at least a retention ago, so a retention of history, and at most a tenth more, is kept. revision: a number of revisions, 1 to 1000000000, such as 10000; the runtime compacts to the newest revision minus it once the store has moved on by a tenth of it."`
 }
 
 // Resources are a container's compute requests and limits.

@@ -55,6 +55,7 @@ func (c *PostgresCluster) validate(v *validator) {
 func (c *EtcdCluster) validate(v *validator) {
 	v.meta(c.Metadata)
 	v.common(c.Common(), c.Spec.Resources)
+	v.etcdMaintenance(c.Spec)
 	if r := c.Spec.RestoreFrom; r != nil && (r.Backup == "" || r.Backup == contract.RestoreLatest) {
 		// Every member restores on its own: "latest" could name a
 		// different backup for each.

@@ -206,6 +206,9 @@ func (b *Backups) take(ctx context.Context, p backup.Policy, req request) {
 	b.Metrics.succeeded(m, b.clock().Sub(start))
 	b.logger().Info("backup complete", "cluster", b.Cluster, "id", m.ID, "bytes", m.Size, "source", m.Source, "pruned", len(deleted))
 	done := &BackupDone{ID: m.ID, Location: p.Location, Started: m.Started, Finished: m.Finished, Size: m.Size, Source: m.Source}
+	if m.Etcd != nil {
+		done.Revision = m.Etcd.Revision
+	}
 	if err := b.updateStatus(ctx, func(s *BackupStatus) {
 		s.LastSuccessful = done
 		switch {

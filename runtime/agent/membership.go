@@ -57,7 +57,7 @@ func (m *Membership) Pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read statefulset: %w", err)
 	}
-	req, err := m.request(ctx, prev)
+	req, recoverID, err := m.request(ctx, prev)
 	if err != nil {
 		return err
 	}
@@ -65,6 +65,19 @@ func (m *Membership) Pass(ctx context.Context) error {
 	claims, err := m.claims(ctx, seen)
 	if err != nil {
 		return err
+	}
+	if r := decideRecovery(recoverID, prev, seen); r != recoverNothing {
+		// A merged recovery step is all this pass does.
+		st := nextStatus(prev, seen, claims, req, action{}, false, m.clock())
+		ev, err := m.recover(ctx, sts, recoverID, r, &st)
+		if err != nil {
+			return err
+		}
+		if err := writeEtcdStatus(ctx, m.Client, m.Namespace, m.statusName(), prev, st); err != nil {
+			return err
+		}
+		m.Metrics.observe(st, action{}, false)
+		return m.emit(ctx, sts, append(events(prev, st, seen, action{}, false), *ev))
 	}
 	act := decide(m.view(ctx, sts, seen, prev, claims, req))
 	changed, actErr := m.act(ctx, cli, seen, act)
@@ -89,22 +102,24 @@ func (m *Membership) clock() time.Time {
 	return time.Now()
 }
 
-// request reads the remove-member request of a merged EtcdRemoveMember
-// step from the rendered ConfigMap <cluster>-cairn; one already carried
-// out is no request.
-func (m *Membership) request(ctx context.Context, prev *etcdStatus) (removeRequest, error) {
+// request reads the requests of merged steps from the rendered ConfigMap
+// <cluster>-cairn: the remove-member request of an EtcdRemoveMember step
+// (one already carried out is no request) and the recovery ID of an
+// EtcdRecover step (decideRecovery says whether it is still to act on).
+func (m *Membership) request(ctx context.Context, prev *etcdStatus) (removeRequest, string, error) {
 	cm, err := m.Client.CoreV1().ConfigMaps(m.Namespace).Get(ctx, contract.ConfigMap(m.Cluster), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return removeRequest{}, nil
+		return removeRequest{}, "", nil
 	}
 	if err != nil {
-		return removeRequest{}, fmt.Errorf("read config: %w", err)
+		return removeRequest{}, "", fmt.Errorf("read config: %w", err)
 	}
+	recoverID := cm.Data[contract.KeyRecoverID]
 	r := removeRequest{ID: cm.Data[contract.KeyRequestRemoveMemberID], Member: cm.Data[contract.KeyRequestRemoveMember]}
 	if r.ID == "" || r.Member == "" || prev != nil && prev.RemoveDone == r.ID {
-		return removeRequest{}, nil
+		return removeRequest{}, recoverID, nil
 	}
-	return r, nil
+	return r, recoverID, nil
 }
 
 // claims reads the UID of each named member's volume claim,

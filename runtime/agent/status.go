@@ -60,7 +60,18 @@ func nextStatus(prev *etcdStatus, seen etcdLook, claims map[string]string, req r
 	}
 	st.Replacing = replacing(prev, st.Members, a, changed)
 	if prev != nil {
-		st.RemoveDone = prev.RemoveDone
+		st.RemoveDone, st.RecoverDone, st.RecoverRefused = prev.RemoveDone, prev.RecoverDone, prev.RecoverRefused
+		st.QuorumRevision = prev.QuorumRevision
+	}
+	if st.Quorum {
+		// Today's, not the highest ever: a cluster recovered from an older
+		// snapshot starts lower.
+		st.QuorumRevision = 0
+		for _, s := range seen.members {
+			if s.healthy() {
+				st.QuorumRevision = max(st.QuorumRevision, s.revision)
+			}
+		}
 	}
 	if req.ID != "" && seen.listed && !slices.ContainsFunc(st.Members, func(m etcdMember) bool { return m.Name == req.Member }) {
 		st.RemoveDone = req.ID
@@ -163,7 +174,7 @@ func writeEtcdStatus(ctx context.Context, c kubernetes.Interface, ns, name strin
 // revisions, which move with every write.
 func sameStatus(a, b etcdStatus) bool {
 	strip := func(s etcdStatus) string {
-		s.ObservedAt = ""
+		s.ObservedAt, s.QuorumRevision = "", 0
 		s.Members = slices.Clone(s.Members)
 		for i := range s.Members {
 			s.Members[i].Revision = 0

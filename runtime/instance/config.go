@@ -30,6 +30,9 @@ type Config struct {
 	// Restore is the backup a create step starts the cluster from; nil
 	// starts it empty.
 	Restore *Restore
+	// Recover is a merged EtcdRecover step's recovery; nil when there is
+	// none.
+	Recover *Recover
 }
 
 // Restore names a backup (the contract.KeyRestore* keys).
@@ -85,6 +88,9 @@ func ReadConfig(dir string) (Config, error) {
 		if err == nil && c.Restore.Cluster == "" {
 			err = fmt.Errorf("config %s: missing beside %s", contract.KeyRestoreCluster, contract.KeyRestoreStorageLocation)
 		}
+	}
+	if err == nil {
+		c.Recover, err = readRecover(read)
 	}
 	return c, err
 }

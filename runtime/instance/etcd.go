@@ -69,6 +69,9 @@ func (e *Etcd) Args(ctx context.Context) ([]string, error) {
 		defer cli.Close()
 	}
 	reachable := err == nil
+	if args, ok, err := e.recoverArgs(ctx, hasData, cli, members, reachable); err != nil || ok {
+		return args, err
+	}
 	if !hasData && !reachable && e.Config.Bootstrap == contract.BootstrapNew && e.Config.Restore != nil && ord < e.Config.InitialMembers {
 		// A create step from a snapshot: every member it creates restores
 		// the same snapshot and starts from that data. A member that comes

@@ -35,17 +35,26 @@ type Bed struct {
 	log  *slog.Logger
 	// Addresses give each member its own loopback address.
 	*testbed.Addresses
+
+	// running are the members started, by pod name (faults.go).
+	mu      sync.Mutex
+	running map[string]*member
+	held    map[string]bool
 }
 
 // New returns a bed for namespace ns of cp.
 func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *Bed {
 	t.Helper()
 	bins := map[string]string{"3.7": testbed.Bin(t, "etcd")}
-	if p, err := testbed.FindBin("etcd-3.6"); err == nil {
-		bins["3.6"] = p
+	// The older minors, for the upgrade chain and downgrades: 3.4 from
+	// Debian's package, 3.5 and 3.6 built like 3.7 (make testbin).
+	for _, minor := range olderMinors {
+		if p, err := testbed.FindBin("etcd-" + minor); err == nil {
+			bins[minor] = p
+		}
 	}
 	return &Bed{
-		client: cp.Client(t), ns: ns, bins: bins, dir: t.TempDir(), log: log, Addresses: testbed.NewAddresses(),
+		client: cp.Client(t), ns: ns, bins: bins, dir: debugDir(t), log: log, Addresses: testbed.NewAddresses(),
 	}
 }
 
@@ -94,9 +103,10 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 	}
 	ip := b.IP(cluster, ord)
 	e.ListenPeerURL, e.ListenClientURL = "http://"+ip+peerPort, b.ClientURL(cluster, ord)
-	m := &member{bed: b, etcd: e, bin: bin, done: make(chan struct{})}
+	m := &member{bed: b, etcd: e, bin: bin, done: make(chan struct{}), pod: pod.Name}
 	mctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	b.track(m)
 	go m.run(mctx)
 	return testbed.Running{IP: ip, Ready: m.ready, Exited: m.exited, Stop: m.stop}, true, nil
 }
@@ -120,6 +130,10 @@ func (b *Bed) binary(pod *corev1.Pod) (string, error) {
 	}
 	return "", fmt.Errorf("pod %s has no etcd container", pod.Name)
 }
+
+// olderMinors are the etcd minors before 3.7 a bed runs when their
+// binary is at .cache/bin/etcd-<minor>.
+var olderMinors = []string{"3.4", "3.5", "3.6"}
 
 // peerPort is the members' peer port, as a URL's suffix.
 var peerPort = ":" + strconv.Itoa(contract.EtcdPeerPort)
@@ -161,6 +175,7 @@ type member struct {
 	bed    *Bed
 	etcd   *instance.Etcd
 	bin    string
+	pod    string
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -175,7 +190,9 @@ func (m *member) run(ctx context.Context) {
 	var args []string
 	for {
 		var err error
-		if args, err = m.etcd.Args(ctx); err == nil {
+		if m.bed.isHeld(m.pod) {
+			err = errHeld
+		} else if args, err = m.etcd.Args(ctx); err == nil {
 			break
 		}
 		m.etcd.Log.Info("member cannot start yet", "err", err.Error())
@@ -249,4 +266,13 @@ func (m *member) ready(ctx context.Context) bool {
 	}
 	defer resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// DEBUG-TEMP
+func debugDir(t testing.TB) string {
+	if d := os.Getenv("CAIRN_DEBUG_BED"); d != "" {
+		_ = os.MkdirAll(d, 0o755)
+		return d
+	}
+	return t.TempDir()
 }

@@ -1,0 +1,121 @@
+package etcdbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/testbed"
+)
+
+// errHeld: the test holds the pod's member from starting (Destroy).
+var errHeld = errors.New("held by the test")
+
+func (b *Bed) track(m *member) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.running == nil {
+		b.running = map[string]*member{}
+	}
+	b.running[m.pod] = m
+}
+
+func (b *Bed) isHeld(pod string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held[pod]
+}
+
+func (b *Bed) hold(pod string, on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held == nil {
+		b.held = map[string]bool{}
+	}
+	b.held[pod] = on
+}
+
+func (b *Bed) member(pod string) (*member, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := b.running[pod]
+	if m == nil {
+		return nil, fmt.Errorf("pod %s has no member running", pod)
+	}
+	return m, nil
+}
+
+// Freeze stops the etcd process of cluster's member ord (SIGSTOP) as a
+// hung host would: it keeps its sockets and its data, answers nothing.
+// Thaw lets it go on.
+func (b *Bed) Freeze(cluster string, ord int) error { return b.signal(cluster, ord, syscall.SIGSTOP) }
+
+// Thaw undoes Freeze.
+func (b *Bed) Thaw(cluster string, ord int) error { return b.signal(cluster, ord, syscall.SIGCONT) }
+
+func (b *Bed) signal(cluster string, ord int, sig syscall.Signal) error {
+	m, err := b.member(contract.MemberName(cluster, ord))
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return fmt.Errorf("member %s has no etcd process", m.pod)
+	}
+	return syscall.Kill(-cmd.Process.Pid, sig)
+}
+
+// Destroy loses the data of cluster's member ord for good, as a lost disk
+// would: it holds the pod's member from starting, kills its etcd, empties
+// its volume (the data directory and whatever else the volume held), and
+// lets the pod start again on the empty volume.
+func (b *Bed) Destroy(ctx context.Context, t testing.TB, cluster string, ord int) {
+	t.Helper()
+	pod := contract.MemberName(cluster, ord)
+	b.hold(pod, true)
+	defer b.hold(pod, false)
+	m, err := b.member(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	select {
+	case <-m.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("member %s did not stop", pod)
+	}
+	claim, err := b.client.CoreV1().PersistentVolumeClaims(b.ns).Get(ctx, contract.DataClaim(pod), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	volume := filepath.Join(b.dir, string(claim.UID))
+	if err := os.RemoveAll(volume); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(volume, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The node restarts the exited container; held until now, it finds
+	// the empty volume.
+	testbed.Eventually(t, "a new start of "+pod, func() error {
+		if cur, err := b.member(pod); err != nil || cur == m {
+			return fmt.Errorf("not restarted yet")
+		}
+		return nil
+	})
+}
