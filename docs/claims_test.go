@@ -68,7 +68,6 @@ var claims = []claim{
 	{file: "backups.md", text: "Tablespaces outside the data directory are refused", absent: []probe{absent("../runtime/backup", `(?i)tablespace map|TablespaceMap`)}},
 	{file: "backups.md", text: "Backups are not encrypted by cairn", absent: []probe{absent("../runtime/backup", `crypto/cipher|crypto/aes`)}},
 	{file: "backups.md", text: "A pin is recorded on the first backup to complete while a request is", checked: "the pin is taken when a backup completes under a named request (runtime/backup/pin.go), not tied to the request's start"},
-	{file: "etcd-recovery.md", text: "cairn does not propose this recovery as a step yet", absent: []probe{absent("../planner", `(?i)force.?new.?cluster|EtcdRecover`)}},
 }
 
 // notClaims are lines with a trigger word that say nothing about what
