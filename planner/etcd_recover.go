@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -42,7 +43,11 @@ func etcdRecover(r *Result, c *spec.EtcdCluster, obs *live.Cluster) bool {
 		}
 	}
 	b := obs.Backup
-	haveSnapshot := b != nil && b.LastID != "" && b.StorageLocation != "" && b.LastRevision > 0
+	var location string
+	if b != nil {
+		location = cmp.Or(b.LastLocation, b.StorageLocation)
+	}
+	haveSnapshot := b != nil && b.LastID != "" && location != "" && b.LastRevision > 0
 	members := len(obs.Members)
 	p := &plan.EtcdRecoverParams{Members: members, QuorumRevision: q.Revision}
 	switch {
@@ -50,7 +55,7 @@ func etcdRecover(r *Result, c *spec.EtcdCluster, obs *live.Cluster) bool {
 		p.Mode, p.Seed, p.Revision = contract.EtcdRecoverFromMember, seed.Name, seed.Revision
 	case haveSnapshot:
 		p.Mode, p.Seed, p.Revision = contract.EtcdRecoverFromSnapshot, contract.MemberName(c.Metadata.Name, 0), b.LastRevision
-		p.Backup, p.StorageLocation, p.Cluster = b.LastID, b.StorageLocation, c.Metadata.Name
+		p.Backup, p.StorageLocation, p.Cluster = b.LastID, location, c.Metadata.Name
 		p.Token = c.Metadata.Name + "-" + id
 	default:
 		r.wait(gate(plan.GateClusterHealthy, plan.Before, fmt.Sprintf(

@@ -43,10 +43,9 @@ func TestEtcdQuorumLossRecoversFromTheSnapshot(t *testing.T) {
 	cli := l.client(kv, 3)
 	before := clusterID(t, l, cli)
 	put(t, l, cli, "a", 30)
-	// lost-0 hangs: the others keep quorum and take writes it never sees.
-	if err := l.bed.Freeze(kv, 0); err != nil {
-		t.Fatal(err)
-	}
+	// lost-0 goes away: the others keep quorum and take writes it never
+	// sees.
+	l.bed.Down(t, kv, 0)
 	l.podNotReady(kv + "-0")
 	others, err := clientv3.New(clientv3.Config{Endpoints: l.bed.Endpoints(kv, 3)[1:], DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
@@ -60,15 +59,14 @@ func TestEtcdQuorumLossRecoversFromTheSnapshot(t *testing.T) {
 	// than the snapshot.
 	l.bed.Destroy(l.ctx, t, kv, 1)
 	l.bed.Destroy(l.ctx, t, kv, 2)
-	if err := l.bed.Thaw(kv, 0); err != nil {
-		t.Fatal(err)
-	}
+	l.bed.Up(kv, 0)
 
 	steps := l.converge(kv, nil)
 	if len(steps) != 1 || !strings.HasPrefix(steps[0], "etcd-recover-") {
 		t.Fatalf("steps %v, want the one recovery step", steps)
 	}
 	body := l.mergedBody(kv, steps[0])
+	t.Logf("the recovery step: %s", summaryLine(body))
 	for _, want := range []string{"restores snapshot " + snap, fmt.Sprintf("revision %d", snapRev), "new cluster ID", "set their data aside"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the recovery's pull request does not say %q:\n%s", want, body)
@@ -124,6 +122,7 @@ func TestEtcdQuorumLossKeepsTheNewerMember(t *testing.T) {
 		t.Fatalf("steps %v, want the one recovery step", steps)
 	}
 	body := l.mergedBody(kv, steps[0])
+	t.Logf("the recovery step: %s", summaryLine(body))
 	for _, want := range []string{"kept-0 keeps its data", fmt.Sprintf("%d revisions newer than the newest snapshot", head.Header.Revision-snapRev), "keeps its cluster ID"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the recovery's pull request does not say %q:\n%s", want, body)
@@ -148,15 +147,18 @@ func snapshotPolicy(t *testing.T) []string {
 	return []string{"backup:", `  schedule: "0 3 1 1 *"`, `  storageLocation: "file://` + t.TempDir() + `"`}
 }
 
+// put writes keys <prefix>-000 and on, each until it is acknowledged (a
+// leader lost just before is a wait, not a failure).
 func put(t *testing.T, l *loop, cli *clientv3.Client, prefix string, n int) {
 	t.Helper()
 	for i := range n {
-		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
-		_, err := cli.Put(ctx, fmt.Sprintf("%s-%03d", prefix, i), "v")
-		cancel()
-		if err != nil {
-			t.Fatalf("put %s-%03d: %v", prefix, i, err)
-		}
+		key := fmt.Sprintf("%s-%03d", prefix, i)
+		testbed.Eventually(t, "put "+key, func() error {
+			ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
+			defer cancel()
+			_, err := cli.Put(ctx, key, "v")
+			return err
+		})
 	}
 }
 
@@ -235,4 +237,15 @@ func (l *loop) mergedBody(cluster, step string) string {
 	}
 	l.t.Fatalf("no merged pull request for %s/%s", cluster, step)
 	return ""
+}
+
+// summaryLine is the line of a recovery pull request's body that says
+// what it does.
+func summaryLine(body string) string {
+	for _, l := range strings.Split(body, "\n") {
+		if strings.Contains(l, "whose quorum has been lost since") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return "(no summary line)"
 }

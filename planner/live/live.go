@@ -214,9 +214,11 @@ type Backup struct {
 	// LastRequest is the ID of the last on-demand backup request (a
 	// TakeBackup step) the runtime completed.
 	LastRequest string `json:"lastRequest,omitempty"`
-	// LastID is the newest complete backup's ID, and LastRevision its
+	// LastID is the newest complete backup's ID, LastLocation where it is
+	// (the policy's location when it was taken), and LastRevision its
 	// store revision when it is an etcd snapshot.
 	LastID       string `json:"lastID,omitempty"`
+	LastLocation string `json:"lastLocation,omitempty"`
 	LastRevision int64  `json:"lastRevision,omitempty"`
 	// Stale: when observed, LastSuccessful was more than
 	// contract.BackupFreshFor ago, too old for a step whose rollback

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +137,31 @@ func TestNextStatus(t *testing.T) {
 	// A remove request is done once its member is gone.
 	if done := nextStatus(&st, gone, claims, removeRequest{"etcd-remove-2", "e-2"}, action{}, false, now); done.RemoveDone != "etcd-remove-2" {
 		t.Fatalf("remove done %q", done.RemoveDone)
+	}
+	// The revision with quorum is today's while there is quorum (a cluster
+	// recovered from an older snapshot starts lower), kept while it is
+	// lost; a recovery's ID is kept across passes.
+	if st.QuorumRevision != 9 || lost.QuorumRevision != 9 || still.QuorumRevision != 9 {
+		t.Fatalf("quorum revision %d, %d, %d, want 9", st.QuorumRevision, lost.QuorumRevision, still.QuorumRevision)
+	}
+	lower := look(true, true, true)
+	for i := range lower.members {
+		lower.members[i].revision = 4
+	}
+	recovered := nextStatus(&etcdStatus{Quorum: false, QuorumRevision: 9, RecoverDone: "r1", RecoverRefused: "r0"}, lower, claims, removeRequest{}, action{}, false, now)
+	if recovered.QuorumRevision != 4 || recovered.RecoverDone != "r1" || recovered.RecoverRefused != "r0" {
+		t.Fatalf("after a recovery: %+v", recovered)
+	}
+	moved := func(s etcdStatus) etcdStatus {
+		s.QuorumRevision++
+		s.Members = slices.Clone(s.Members)
+		s.Members[0].Revision++
+		return s
+	}
+	if !sameStatus(st, moved(st)) {
+		t.Error("with quorum, moved revisions alone rewrite the status")
+	}
+	if sameStatus(lost, moved(lost)) {
+		t.Error("without quorum, a member's revision that moved (it came back) is not written")
 	}
 }

@@ -170,14 +170,18 @@ func writeEtcdStatus(ctx context.Context, c kubernetes.Interface, ns, name strin
 	return wrapStatus(err)
 }
 
-// sameStatus compares two statuses but for when they were taken and the
-// revisions, which move with every write.
+// sameStatus compares two statuses but for when they were taken and, with
+// quorum, the revisions, which move with every write. Without quorum
+// nothing is written and a revision moves only when a member comes back
+// or goes: that is news, what a recovery weighs.
 func sameStatus(a, b etcdStatus) bool {
 	strip := func(s etcdStatus) string {
 		s.ObservedAt, s.QuorumRevision = "", 0
 		s.Members = slices.Clone(s.Members)
 		for i := range s.Members {
-			s.Members[i].Revision = 0
+			if s.Quorum {
+				s.Members[i].Revision = 0
+			}
 		}
 		out, _ := json.Marshal(s)
 		return string(out)

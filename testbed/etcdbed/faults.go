@@ -75,15 +75,13 @@ func (b *Bed) signal(cluster string, ord int, sig syscall.Signal) error {
 	return syscall.Kill(-cmd.Process.Pid, sig)
 }
 
-// Destroy loses the data of cluster's member ord for good, as a lost disk
-// would: it holds the pod's member from starting, kills its etcd, empties
-// its volume (the data directory and whatever else the volume held), and
-// lets the pod start again on the empty volume.
-func (b *Bed) Destroy(ctx context.Context, t testing.TB, cluster string, ord int) {
+// Down kills the etcd of cluster's member ord, as a host that went away
+// would, and keeps it from starting again until Up: unlike Freeze,
+// nothing it was sent meanwhile reaches it later.
+func (b *Bed) Down(t testing.TB, cluster string, ord int) {
 	t.Helper()
 	pod := contract.MemberName(cluster, ord)
 	b.hold(pod, true)
-	defer b.hold(pod, false)
 	m, err := b.member(pod)
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +97,24 @@ func (b *Bed) Destroy(ctx context.Context, t testing.TB, cluster string, ord int
 	case <-time.After(30 * time.Second):
 		t.Fatalf("member %s did not stop", pod)
 	}
+}
+
+// Up lets a member Down took away start again, from its data.
+func (b *Bed) Up(cluster string, ord int) { b.hold(contract.MemberName(cluster, ord), false) }
+
+// Destroy loses the data of cluster's member ord for good, as a lost disk
+// would: it holds the pod's member from starting, kills its etcd, empties
+// its volume (the data directory and whatever else the volume held), and
+// lets the pod start again on the empty volume.
+func (b *Bed) Destroy(ctx context.Context, t testing.TB, cluster string, ord int) {
+	t.Helper()
+	pod := contract.MemberName(cluster, ord)
+	m, err := b.member(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Down(t, cluster, ord)
+	defer b.Up(cluster, ord)
 	claim, err := b.client.CoreV1().PersistentVolumeClaims(b.ns).Get(ctx, contract.DataClaim(pod), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
