@@ -53,31 +53,9 @@ func (b *Bed) member(pod string) (*member, error) {
 	return m, nil
 }
 
-// Freeze stops the etcd process of cluster's member ord (SIGSTOP) as a
-// hung host would: it keeps its sockets and its data, answers nothing.
-// Thaw lets it go on.
-func (b *Bed) Freeze(cluster string, ord int) error { return b.signal(cluster, ord, syscall.SIGSTOP) }
-
-// Thaw undoes Freeze.
-func (b *Bed) Thaw(cluster string, ord int) error { return b.signal(cluster, ord, syscall.SIGCONT) }
-
-func (b *Bed) signal(cluster string, ord int, sig syscall.Signal) error {
-	m, err := b.member(contract.MemberName(cluster, ord))
-	if err != nil {
-		return err
-	}
-	m.mu.Lock()
-	cmd := m.cmd
-	m.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
-		return fmt.Errorf("member %s has no etcd process", m.pod)
-	}
-	return syscall.Kill(-cmd.Process.Pid, sig)
-}
-
 // Down kills the etcd of cluster's member ord, as a host that went away
-// would, and keeps it from starting again until Up: unlike Freeze,
-// nothing it was sent meanwhile reaches it later.
+// would, and keeps it from starting again until Up: unlike a
+// frozen process (SIGSTOP), it gets nothing sent to it meanwhile later.
 func (b *Bed) Down(t testing.TB, cluster string, ord int) {
 	t.Helper()
 	pod := contract.MemberName(cluster, ord)
