@@ -148,6 +148,18 @@ func TestBodyGolden(t *testing.T) {
 			pl := planOf(t, doc, etcdOld)
 			return BodyInput{Plan: pl, SpecCommit: specSHA, Head: headSHA, Live: etcdOld, WebURL: web}
 		}},
+		{"etcd-recover-from-snapshot", func(t *testing.T) BodyInput {
+			lost := etcdCluster("e", 3, "3.5.21")
+			for i := range lost.Members {
+				lost.Members[i].Role, lost.Members[i].Ready = live.RoleUnknown, false
+			}
+			lost.Members[0].Revision = 880
+			lost.QuorumLost = &live.QuorumLoss{Since: "2026-01-01T03:00:00Z", Long: true, Revision: 1200}
+			lost.Backup = &live.Backup{Schedule: "0 2 * * *", StorageLocation: "s3://backups/etcd", LastSuccessful: "2026-01-01T02:00:09Z",
+				LastID: "20260101T020000Z-5c1e2a", LastLocation: "s3://backups/etcd", LastRevision: 1100}
+			doc := strings.Replace(etcdSpecDoc("e", 3, "3.5.21"), `"3.5.21"}`, `"3.5.21", backup: {schedule: '0 2 * * *', storageLocation: 's3://backups/etcd'}}`, 1)
+			return BodyInput{Plan: planOf(t, doc, lost), SpecCommit: specSHA, Head: headSHA, Live: lost, WebURL: web}
+		}},
 		{"live-not-planned-against", func(t *testing.T) BodyInput {
 			// A live state other than the plan's is neither shown nor
 			// used for roles.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -23,7 +24,8 @@ type impact struct {
 // stepImpact derives a step's impact. Only UpgradeMember and
 // RestartMember (the update partition moves to one member's ordinal)
 // and PostgresMajorUpgrade (the StatefulSet keeps one pod, restarted)
-// restart pods; the other kinds change a ConfigMap the runtime reads, add
+// restart pods through the manifests (an EtcdRecover step's runtime
+// restarts every member, which its effect says); the other kinds change a ConfigMap the runtime reads, add
 // or remove a pod, or grow volumes (renderer/settings.go).
 func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
 	pa := s.Params
@@ -75,6 +77,16 @@ func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
 		return impact{true, nil, "none: every member reloads its configuration"}
 	case pa.SealBootstrap != nil:
 		return impact{true, nil, "none: the rendered config switches from bootstrap to join"}
+	case pa.EtcdRecover != nil:
+		r := pa.EtcdRecover
+		var all []string
+		if cluster, ok := contract.MemberCluster(r.Seed); ok {
+			for i := range r.Members {
+				all = append(all, contract.MemberName(cluster, i))
+			}
+		}
+		return impact{true, all, fmt.Sprintf("the cluster serves nothing now (quorum is lost); the runtime restarts every member pod, %s starts the new cluster, "+
+			"and it serves again once it is up; the other members rejoin one at a time", md(r.Seed))}
 	}
 	return impact{}
 }
