@@ -28,15 +28,23 @@ unit: testbin testbin-kube testbin-pg13 testbin-crds
 	@echo "unit: the PostgreSQL suites again, on PostgreSQL 13"
 	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin $(GO) test -count=1 $(PG_PKGS)
 
-## testbin: the real servers the tests run, built through the Go module proxy.
-## etcd 3.7.3, and 3.6 for the upgrade walkthrough (under a minute each).
-testbin: .cache/bin/etcd .cache/bin/etcd-3.6
+## testbin: the real etcd servers the tests run: 3.7.3, and 3.6.16 and
+## 3.5.35 for the upgrade walkthrough and chain, built through the Go module
+## proxy (under a minute each); 3.4.23 from Debian 12's etcd-server package
+## (.ci/fetch-etcd34: apt-get download and dpkg -x, never installed).
+testbin: .cache/bin/etcd .cache/bin/etcd-3.6 .cache/bin/etcd-3.5 .cache/bin/etcd-3.4
 
 .cache/bin/etcd: .ci/etcd/go.mod .ci/etcd/go.sum .ci/etcd/main.go
 	cd .ci/etcd && $(GO) build -o ../../.cache/bin/etcd .
 
 .cache/bin/etcd-3.6: .ci/etcd36/go.mod .ci/etcd36/go.sum .ci/etcd36/main.go
 	cd .ci/etcd36 && $(GO) build -o ../../.cache/bin/etcd-3.6 .
+
+.cache/bin/etcd-3.5: .ci/etcd35/go.mod .ci/etcd35/go.sum .ci/etcd35/main.go
+	cd .ci/etcd35 && $(GO) build -o ../../.cache/bin/etcd-3.5 .
+
+.cache/bin/etcd-3.4: .ci/fetch-etcd34
+	.ci/fetch-etcd34
 
 ## fuzz: short, bounded runs of the spec decoder, postgresql.conf writer
 ## (checked by PostgreSQL 15's postgres -C when it is installed) and policy

@@ -127,8 +127,10 @@ func expectedRefusals(c convergenceCase) []string {
 			}
 			have, _ := spec.ParseRelease(o.StatefulSet.Version, 3)
 			want := d.Spec.Version.Parse()
+			floor, hasFloor := spec.EtcdUpgradeFloor(want)
+			downgrade := have.Minor >= downgradeFloorMinor && want.Minor == have.Minor-1 && (!hasFloor || want.Compare(floor.Floor) >= 0)
 			switch {
-			case want.Minor < have.Minor:
+			case want.Minor < have.Minor && !downgrade:
 				rules = append(rules, RuleEtcdDowngrade)
 			case want.Minor > have.Minor && d.Spec.Backup == nil && len(rules) == 0:
 				rules = append(rules, RuleEtcdMinorNeedsBackup)

@@ -46,7 +46,8 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 		cur, ok = etcdCurrentVersion(&r, obs)
 	}
 	var path []spec.Version
-	if ok {
+	down := ok && etcdDowngradeAsked(&r, c, obs, cur) // etcd_downgrade.go
+	if ok && !down {
 		var err error
 		if path, err = spec.EtcdUpgradePath(cur, c.Spec.Version.Parse()); err != nil {
 			r.refuse(RuleEtcdDowngrade, "spec.version", "%v; the cluster runs %s (keep %s.x or newer; going back needs a snapshot restore into a new cluster)", err, cur, fmt.Sprintf("%d.%d", cur.Major, cur.Minor))
@@ -66,6 +67,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	compactionStep(&r, c, obs)
 	storageStep(&r, c, obs)
 	etcdResize(&r, &m, upgradeSize(m.size, size, 3))
+	etcdDowngrade(&r, c, obs, &m, down)
 	etcdUpgrade(&r, c, obs, &m, path)
 	etcdTemplate(&r, c, obs, &m, env.Images)
 	etcdResize(&r, &m, size)
@@ -101,9 +103,10 @@ func etcdCurrentVersion(r *Result, obs *live.Cluster) (spec.Version, bool) {
 		}
 		for i, v := range versions {
 			switch {
-			case v.Major == t.Major && v.Minor == t.Minor+1 && obs.Members[i].Ordinal() < obs.StatefulSet.UpdatePartition && obs.ClusterVersion == minorOf(t):
+			case v.Major == t.Major && v.Minor == t.Minor+1 && (obs.Members[i].Ordinal() < obs.StatefulSet.UpdatePartition || etcdDowngradingTo(obs, t)) && obs.ClusterVersion == minorOf(t):
 				// A member an upgrade reverted mid-way still has to move
-				// back; etcd has not raised its cluster version.
+				// back; etcd has not raised its cluster version. During a
+				// downgrade, the member restarting has yet to move too.
 				continue
 			case v.Major != t.Major || v.Minor > t.Minor:
 				r.refuse(RuleEtcdDowngrade, "", "member %s runs %s but the StatefulSet's template %s: etcd cannot go back across minor versions", obs.Members[i].Name, v, t)
@@ -197,7 +200,7 @@ func etcdWaits(r *Result, obs *live.Cluster, going int) bool {
 // version to the minor every member runs (it does so shortly after the
 // last member of a minor upgrade restarts).
 func clusterVersionWait(r *Result, obs *live.Cluster) {
-	if obs.ClusterVersion == "" || len(obs.Members) == 0 {
+	if obs.ClusterVersion == "" || len(obs.Members) == 0 || etcdDowngradeUnderway(obs) {
 		return
 	}
 	cv, err := spec.ParseRelease(obs.ClusterVersion, 2)
@@ -262,8 +265,10 @@ func etcdFinish(r *Result, obs *live.Cluster, m *etcdModel, reverting bool) {
 // etcdReverting: a rolling upgrade is under way (the partition above 0)
 // and the spec names the version every member below the partition still
 // runs: the same minor, or the minor before while etcd has not raised its
-// cluster version. The members at or above the partition run the
-// template's version, or are restarting to the spec's.
+// cluster version; or, a downgrade being reverted (etcdDowngradeRevert),
+// the minor after the template's while the cluster version is still the
+// template's. The members at or above the partition run the template's
+// version, or are restarting to the spec's.
 func etcdReverting(obs *live.Cluster, want spec.Version) bool {
 	if obs == nil || obs.StatefulSet.Version == "" {
 		return false
@@ -273,7 +278,7 @@ func etcdReverting(obs *live.Cluster, want spec.Version) bool {
 	switch {
 	case err != nil || k == 0 || t == want || t.Major != want.Major:
 		return false
-	case !t.SameMinor(want) && (t.Minor != want.Minor+1 || obs.ClusterVersion != minorOf(want)):
+	case !t.SameMinor(want) && (t.Minor != want.Minor+1 || obs.ClusterVersion != minorOf(want)) && !etcdDowngradeRevert(obs, t, want):
 		return false
 	}
 	for i, m := range obs.Members {
@@ -522,7 +527,8 @@ func etcdLastOfMinorRollback(from, to spec.Version, backup string) string {
 	if backup != "" {
 		snapshot = fmt.Sprintf("the snapshot from step %s into a new cluster at %s; the runtime keeps that snapshot pinned, whatever the retention, until it is released with cairn backup release", backup, minorOf(from))
 	}
-	return fmt.Sprintf("Not reversible: with every member at %s etcd raises its cluster version to %s and %s members can no longer join. Going back means restoring %s.", to, minorOf(to), minorOf(from), snapshot)
+	return fmt.Sprintf("Not reversible: with every member at %s etcd raises its cluster version to %s and %s members can no longer join. Going back means restoring %s", to, minorOf(to), minorOf(from), snapshot) +
+		etcdDowngradeInstead(from, to) + "."
 }
 
 func minorOf(v spec.Version) string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }

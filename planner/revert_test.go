@@ -42,8 +42,11 @@ func TestRevertingIsARollback(t *testing.T) {
 				c.ClusterVersion, c.Members[1].Version = "3.5", "3.6.16"
 			}), nil),
 			steps: []string{"upgrade-1-to-3.5.35"}},
-		{name: "etcd: once the cluster version is raised there is no going back",
-			plan:     kinds.PlanCluster(etcdSpec(t, 3, "3.5.35"), with(rolledOut(etcdLive(3, "3.6.16", 0), "3.6.16", 0), func(c *live.Cluster) { c.ClusterVersion = "3.6" }), nil),
+		{name: "etcd: once the cluster version is raised, going back is a downgrade (etcd 3.6 and later)",
+			plan:  kinds.PlanCluster(etcdSpec(t, 3, "3.5.35"), with(rolledOut(etcdLive(3, "3.6.16", 0), "3.6.16", 0), func(c *live.Cluster) { c.ClusterVersion = "3.6" }), nil),
+			steps: []string{"etcd-downgrade-to-3.5", "downgrade-2-to-3.5.35", "downgrade-1-to-3.5.35", "downgrade-0-to-3.5.35"}},
+		{name: "etcd: once the cluster version is raised to 3.5 there is no going back",
+			plan:     kinds.PlanCluster(etcdSpec(t, 3, "3.4.37"), with(rolledOut(etcdLive(3, "3.5.35", 0), "3.5.35", 0), func(c *live.Cluster) { c.ClusterVersion = "3.5" }), nil),
 			refusals: []string{RuleEtcdDowngrade}},
 	}
 	for _, tc := range cases {

@@ -27,6 +27,10 @@ func clone(c *live.Cluster) *live.Cluster {
 		b := *c.Backup
 		out.Backup = &b
 	}
+	if c.Downgrade != nil {
+		d := *c.Downgrade
+		out.Downgrade = &d
+	}
 	return &out
 }
 
@@ -107,6 +111,14 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		for ord := u.Partition; ord < len(out.Members); ord++ {
 			member(out, ord).Version = u.To
 		}
+		endDowngrade(out)
+	case plan.EtcdDowngrade:
+		d := p.EtcdDowngrade
+		out.Downgrade = &live.EtcdDowngrade{Done: s.ID}
+		if d.Action == contract.EtcdDowngradeEnable {
+			out.Downgrade.Enabled, out.Downgrade.Target, out.Downgrade.StorageMigrated = true, d.To, true
+			out.ClusterVersion = d.To
+		}
 	case plan.ScaleIn:
 		out.StatefulSet.Replicas = p.ScaleIn.Replicas
 		out.Members = out.Members[:p.ScaleIn.Replicas]
@@ -161,6 +173,21 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		t.Fatalf("simulator cannot apply %s", s.Kind)
 	}
 	return out
+}
+
+// endDowngrade plays etcd's leader: with every member at the target
+// minor of the enabled downgrade, it ends the downgrade.
+func endDowngrade(c *live.Cluster) {
+	target, on := c.DowngradeEnabled()
+	if !on {
+		return
+	}
+	for _, m := range c.Members {
+		if v, _ := spec.ParseRelease(m.Version, 3); minorOf(v) != target {
+			return
+		}
+	}
+	c.Downgrade.Enabled = false
 }
 
 // applyPartial is the state right after a step's manifests were synced and
@@ -260,7 +287,9 @@ func checkEtcd(before *live.Cluster, s plan.Step, after *live.Cluster) error {
 	if u := s.Params.UpgradeMember; u != nil {
 		from, _ := spec.ParseRelease(u.From, 3)
 		to, _ := spec.ParseRelease(u.To, 3)
-		if to.Major != from.Major || to.Minor < from.Minor || to.Minor > from.Minor+1 {
+		target, down := before.DowngradeEnabled()
+		down = down && minorOf(to) == target && to.Minor == from.Minor-1
+		if !down && (to.Major != from.Major || to.Minor < from.Minor || to.Minor > from.Minor+1) {
 			return fmt.Errorf("step %s moves %s -> %s: not along one minor", s.ID, u.From, u.To)
 		}
 	}

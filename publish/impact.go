@@ -71,6 +71,8 @@ func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
 		return impact{true, nil, "none: the runtime changes how it compacts etcd's history (each compaction is a short pause of the members' writes)"}
 	case pa.TakeBackup != nil:
 		return impact{true, nil, "none: the runtime takes a backup"}
+	case pa.EtcdDowngrade != nil:
+		return impact{true, nil, etcdDowngradeEffect(pa.EtcdDowngrade)}
 	case pa.PostgresSynchronousStandbys != nil:
 		return impact{true, nil, fmt.Sprintf("none expected: the synchronous standbys go from %d to %d", pa.PostgresSynchronousStandbys.From, pa.PostgresSynchronousStandbys.To)}
 	case pa.PostgresReloadParameters != nil:

@@ -50,6 +50,7 @@ func cairnConfig(n names, s Settings, token string, initial int, kindKeys map[st
 		}
 	}
 	addRecover(data, r.RecoverID, r.Recover)
+	addDowngrade(data, r.DowngradeID, r.Downgrade)
 	return Object{File: "cairn-config.yaml", Obj: &corev1.ConfigMap{
 		TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: n.meta(contract.ConfigMap(n.cluster), "config"), Data: data,
 	}}

@@ -129,6 +129,9 @@ var renderCases = []renderCase{
 		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), etcdLiveCompaction+"\n", "", 1), "configure-compaction"},
 	{"etcd-restart-space-quota", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", "  spaceQuota: 4Gi"),
 		etcdLiveYAML(3, "3.5.21", 0), "restart-2-7b679b0179ed"},
+	// A downgrade from 3.6 on: the step that asks the runtime to enable it.
+	{"etcd-downgrade-enable", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.6.16", "%STORAGE%", "8Gi", "%EXTRA%", ""),
+		strings.Replace(etcdLiveYAML(3, "3.7.3", 0), "members:\n", "clusterVersion: \"3.7\"\nmembers:\n", 1), "etcd-downgrade-to-3.6"},
 	{"pg-restart-resources", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  resources: {requests: {cpu: '2', memory: 4Gi}}"), pgLiveYAML(3, "14.5", 0, ""), "restart-2-11096792589d"},
 	{"pg-reload-parameters", strings.Replace(fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "shared_buffers: 256MB}", "shared_buffers: 256MB, work_mem: 16MB}", 1), pgLiveYAML(3, "14.5", 0, ""), "reload-parameters-d958d05b660d"},
 	{"pg-converged", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 2, ""), ""},
@@ -251,6 +254,7 @@ var allowedChanges = map[plan.Kind][]string{
 	plan.PostgresSynchronousStandbys: {"cairn-config.patch.yaml /data/synchronous-standbys"},
 	plan.ConfigureBackup:             {"cairn-config.patch.yaml /data/backup."},
 	plan.EtcdConfigureCompaction:     {"cairn-config.patch.yaml /data/etcd.compaction."},
+	plan.EtcdDowngrade:               {"cairn-config.patch.yaml /data/request.etcd-downgrade."},
 	plan.ExpandStorage:               {"pvc-"},
 	plan.SealBootstrap:               {"cairn-config.patch.yaml /data/bootstrap"},
 	plan.RestartMember: {"statefulset.patch.yaml /spec/template/metadata/annotations", "statefulset.patch.yaml /spec/template/spec/containers/0/resources",

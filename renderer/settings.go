@@ -65,6 +65,9 @@ type Requests struct {
 	// Recover is a merged EtcdRecover step's recovery, with the step's ID.
 	RecoverID string
 	Recover   *plan.EtcdRecoverParams
+	// Downgrade is a merged EtcdDowngrade step's request, with its ID.
+	DowngradeID string
+	Downgrade   *plan.EtcdDowngradeParams
 }
 
 // baseSettings are the Settings of the running cluster, or nil when the
@@ -163,6 +166,8 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 		next.Compaction = &to
 	case plan.EtcdRecover:
 		next.Requests.RecoverID, next.Requests.Recover = s.ID, p.EtcdRecover
+	case plan.EtcdDowngrade:
+		next.Requests.DowngradeID, next.Requests.Downgrade = s.ID, p.EtcdDowngrade
 	case plan.SealBootstrap:
 		// bootstrap is "existing" after any step but a create
 	default:

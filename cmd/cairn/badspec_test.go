@@ -32,6 +32,7 @@ clusters:
     statefulSet: {replicas: 3, updatePartition: 0, version: "3.7.3"}
     storage: 8Gi
     clusterVersion: "3.7"
+    compaction: {mode: periodic, retention: 1h, applied: true}
     bootstrap: existing
     members:
       - {name: kv-0, version: "3.7.3", ready: true, role: leader}

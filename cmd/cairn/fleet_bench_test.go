@@ -128,7 +128,10 @@ func runFleet(b *testing.B, n int, bin *cairnBinary) fleetFigures {
 	})
 	out := r.timedPass(b, rec, "merge", &f.merge)
 	f.mergeOthers = r.checkNext(b, out, target, step)
-	f.render = coldRender(b, fl)
+	var rendered int
+	if f.render, rendered = coldRender(b, fl); rendered != fl.Planned() {
+		b.Fatalf("rendered %d clusters, want the %d planned", rendered, fl.Planned())
+	}
 	if fits {
 		f.rssMB, f.propose = bin.propose(b, r)
 	} else {
@@ -326,11 +329,33 @@ func changedBy(out []publish.Outcome) []string {
 	return changed
 }
 
+// BenchmarkColdRender times only the cold render of BenchmarkFleet
+// (coldRender) at each N, without the git server and the passes before
+// it:
+//
+//	go test ./cmd/cairn -run '^$' -bench '^BenchmarkColdRender$' -benchtime 1x
+func BenchmarkColdRender(b *testing.B) {
+	for _, n := range fleetSizes {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			skipAbove(b, n)
+			fl := fleet.New(n, fleetSeed)
+			fleetLimits(b, fl)
+			var d time.Duration
+			rendered := 0
+			for b.Loop() {
+				d, rendered = coldRender(b, fl)
+			}
+			b.ReportMetric(d.Seconds(), "render-s")
+			b.ReportMetric(float64(rendered), "clusters")
+		})
+	}
+}
+
 // coldRender loads, plans and renders (with its builds) each planned
 // cluster's first step, as a pass does, with a fresh renderer and the
 // loop's own Plan and Render (loopConfig): the cost of a pass with
-// nothing cached.
-func coldRender(b *testing.B, fl *fleet.Fleet) time.Duration {
+// nothing cached. It returns the time and how many clusters it rendered.
+func coldRender(b *testing.B, fl *fleet.Fleet) (time.Duration, int) {
 	dir := b.TempDir()
 	for p, c := range fl.Files() {
 		full := filepath.Join(dir, filepath.FromSlash(p))
@@ -342,6 +367,7 @@ func coldRender(b *testing.B, fl *fleet.Fleet) time.Duration {
 	// What ran before the merge: the same fleet, drawn again.
 	liveFile := filepath.Join(b.TempDir(), "live.yaml")
 	writeFleetFile(b, liveFile, fleet.New(len(fl.Clusters), fleetSeed).Live())
+	defer profilePass(b, fmt.Sprintf("render-%d", len(fl.Clusters)))()
 	start := time.Now()
 	rend, err := newRenderer(renderer.Options{})
 	if err != nil {
@@ -377,11 +403,8 @@ func coldRender(b *testing.B, fl *fleet.Fleet) time.Duration {
 		rendered++
 	}
 	d := time.Since(start)
-	if rendered != fl.Planned() {
-		b.Fatalf("rendered %d clusters, want the %d planned", rendered, fl.Planned())
-	}
-	b.Logf("N=%d: cold render %s, of which load and plan %s", len(fl.Clusters), d.Round(time.Millisecond), planned.Round(time.Millisecond))
-	return d
+	b.Logf("N=%d: cold render of %d clusters %s, of which load and plan %s", len(fl.Clusters), rendered, d.Round(time.Millisecond), planned.Round(time.Millisecond))
+	return d, rendered
 }
 
 // cairnBinary is cairn's binary, built once into dir when first needed.

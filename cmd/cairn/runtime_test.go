@@ -82,8 +82,9 @@ func TestRuntimeMetricsOfItsKind(t *testing.T) {
 		leaderOnly []string
 		notPrefix  string
 	}{
-		{spec.EtcdKind, []string{"cairn_etcd_membership_changes_total"},
-			[]string{"cairn_etcd_members", "cairn_etcd_quorum", "cairn_etcd_has_leader"}, "cairn_postgres_"},
+		{spec.EtcdKind, []string{"cairn_etcd_membership_changes_total", "cairn_etcd_maintenance_total"},
+			[]string{"cairn_etcd_members", "cairn_etcd_quorum", "cairn_etcd_has_leader", "cairn_etcd_alarms", "cairn_etcd_db_size_bytes",
+				"cairn_etcd_db_size_in_use_bytes", "cairn_etcd_space_quota_bytes"}, "cairn_postgres_"},
 		{spec.PostgresKind, []string{"cairn_postgres_failovers_total"},
 			[]string{"cairn_postgres_last_failover_seconds", "cairn_postgres_primary", "cairn_postgres_replica_lag_bytes"}, "cairn_etcd_"},
 	} {

@@ -70,8 +70,9 @@ const (
 // EtcdMaintenanceStatus is what the runtime reports of an etcd cluster's
 // space: each member's database, the alarms raised, the compaction it
 // runs and the defragmentation under way. The runtime rewrites it when
-// something but the sizes changed, and at least once a minute (the sizes
-// are as of that write).
+// something changed, and at least once a minute; a member's sizes change
+// in it only once they moved by a twentieth (or 1 MiB at small sizes), so
+// that a steady cluster's report, and the observed state, stay the same.
 type EtcdMaintenanceStatus struct {
 	// ObservedAt is when the runtime last looked (RFC 3339).
 	ObservedAt string            `json:"observedAt"`
@@ -101,6 +102,8 @@ type EtcdMemberSpace struct {
 	// Quota is the space quota the member runs with, as it reports it
 	// (etcd 3.6 on); 0 when it does not say.
 	Quota int64 `json:"quota,omitempty"`
+	// Defragmented is when the runtime last defragmented it (RFC 3339).
+	Defragmented string `json:"defragmented,omitempty"`
 }
 
 // EtcdAlarm is one alarm etcd raised.

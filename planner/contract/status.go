@@ -50,6 +50,9 @@ type EtcdStatus struct {
 	// is one it refused (quorum had come back), with why in Message.
 	RecoverDone    string `json:"recoverDone,omitempty"`
 	RecoverRefused string `json:"recoverRefused,omitempty"`
+	// Downgrade is etcd's downgrade as the runtime sees and requests it
+	// (etcd_downgrade.go); nil when none was ever enabled or asked for.
+	Downgrade *EtcdDowngrade `json:"downgrade,omitempty"`
 }
 
 // EtcdMember is one member as etcd lists it, with what its own etcd

@@ -130,6 +130,8 @@ func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool,
 		return compactionApplied(nil, c, obs)
 	case plan.GateQuorumLost:
 		return obs.QuorumLost != nil, "the cluster has quorum"
+	case plan.GateEtcdDowngrade:
+		return etcdDowngrade(obs, g.Version)
 	case plan.GateRecoveryStarted:
 		switch obs.RecoverRefused {
 		case g.Revision:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -123,6 +124,7 @@ func (c *checker) cluster(cl *Cluster, path string) {
 			}
 		}
 	}
+	c.etcdSpace(cl, path)
 	ordinals := map[int]bool{}
 	for j, m := range cl.Members {
 		mp := fmt.Sprintf("%s.members[%d]", path, j)
@@ -140,4 +142,22 @@ func (c *checker) cluster(cl *Cluster, path string) {
 		}
 	}
 	slices.SortFunc(cl.Members, func(a, b Member) int { return a.Ordinal() - b.Ordinal() })
+}
+
+// etcdSpace checks an etcd cluster's space: a quota in bytes, named
+// alarms, sizes that are not negative.
+func (c *checker) etcdSpace(cl *Cluster, path string) {
+	if n, err := strconv.ParseInt(cl.SpaceQuota, 10, 64); cl.SpaceQuota != "" && (err != nil || n <= 0) {
+		c.fail(path+".spaceQuota", "must be a number of bytes greater than zero, got %s", strictyaml.Quote(cl.SpaceQuota))
+	}
+	for i, a := range cl.Alarms {
+		if a.Alarm == "" {
+			c.fail(fmt.Sprintf("%s.alarms[%d].alarm", path, i), "names the alarm, such as NOSPACE or CORRUPT")
+		}
+	}
+	for j, m := range cl.Members {
+		if m.DBSize < 0 || m.DBSizeInUse < 0 || m.SpaceQuota < 0 || m.DBSizeInUse > m.DBSize {
+			c.fail(fmt.Sprintf("%s.members[%d]", path, j), "dbSize, dbSizeInUse and spaceQuota are bytes, not negative, and dbSizeInUse is at most dbSize")
+		}
+	}
 }

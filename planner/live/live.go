@@ -60,6 +60,9 @@ type Cluster struct {
 	SynchronousStandbys int `json:"synchronousStandbys,omitempty"`
 	// ClusterVersion is etcd's cluster version ("3.4"), as etcd reports it.
 	ClusterVersion string `json:"clusterVersion,omitempty"`
+	// Downgrade is etcd's downgrade, as the runtime reports it; nil when
+	// it reports none.
+	Downgrade *EtcdDowngrade `json:"downgrade,omitempty"`
 	// Compaction is the etcd compaction policy the rendered config sets;
 	// nil when it sets none (the runtime does not compact).
 	Compaction *Compaction `json:"compaction,omitempty"`

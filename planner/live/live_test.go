@@ -58,3 +58,26 @@ func TestMembersAreSortedByOrdinal(t *testing.T) {
 		t.Errorf("%+v", s.Clusters[0].Members)
 	}
 }
+
+func TestEtcdSpaceIsChecked(t *testing.T) {
+	doc := func(extra, member string) string {
+		return "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n" + extra +
+			"  statefulSet: {replicas: 1, version: \"3.7.3\"}\n  members:\n  - {name: e-0, version: \"3.7.3\", ready: true, role: leader" + member + "}\n"
+	}
+	s, err := Decode("live.yaml", []byte(doc("  compaction: {mode: revision, retention: \"1000\", applied: true}\n  spaceQuota: \"4194304\"\n  alarms: [{member: e-0, alarm: NOSPACE, since: \"2026-11-30T02:00:00Z\"}]\n", ", dbSize: 4000000, dbSizeInUse: 1000000")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Clusters[0]; c.Compaction == nil || !c.Compaction.Applied || c.SpaceQuota != "4194304" || len(c.Alarms) != 1 || c.Members[0].DBSizeInUse != 1000000 {
+		t.Errorf("decoded %+v", c)
+	}
+	for _, bad := range []struct{ extra, member, want string }{
+		{"  spaceQuota: 4Mi\n", "", "spaceQuota: must be a number of bytes"},
+		{"  alarms: [{member: e-0}]\n", "", "alarms[0].alarm"},
+		{"", ", dbSize: 10, dbSizeInUse: 20", "dbSizeInUse is at most dbSize"},
+	} {
+		if _, err := Decode("live.yaml", []byte(doc(bad.extra, bad.member))); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q %q: %v, want %q", bad.extra, bad.member, err, bad.want)
+		}
+	}
+}

@@ -31,6 +31,7 @@ func (etcdKind) Status(status map[string]string, out *live.Cluster) (MemberFunc,
 		}
 		legacyHealth(raw, st)
 		out.ClusterVersion = st.ClusterVersion
+		out.Downgrade = etcdDowngrade(st.Downgrade)
 		out.QuorumLost = quorumLoss(st)
 		out.RecoverDone, out.RecoverRefused = st.RecoverDone, st.RecoverRefused
 	}

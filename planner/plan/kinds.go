@@ -61,6 +61,10 @@ const (
 	// cluster, from a snapshot or from the member whose data is newest;
 	// the other members rejoin it with empty data.
 	EtcdRecover Kind = "EtcdRecover"
+	// EtcdDowngrade asks the runtime to enable etcd's downgrade of the
+	// cluster version to the minor before (etcd 3.6 and later), or to
+	// cancel one; the members then move one at a time (UpgradeMember).
+	EtcdDowngrade Kind = "EtcdDowngrade"
 )
 
 // Irreversible reports whether every step of kind k is irreversible: a
@@ -93,6 +97,7 @@ type Params struct {
 	PostgresReloadParameters    *ParameterChange                   `json:"postgresReloadParameters,omitempty"`
 	EtcdConfigureCompaction     *EtcdConfigureCompactionParams     `json:"etcdConfigureCompaction,omitempty"`
 	EtcdRecover                 *EtcdRecoverParams                 `json:"etcdRecover,omitempty"`
+	EtcdDowngrade               *EtcdDowngradeParams               `json:"etcdDowngrade,omitempty"`
 }
 
 // kinds is the one list of the step kinds, each with whether a Params
@@ -119,6 +124,7 @@ var kinds = []struct {
 	{PostgresReloadParameters, func(p Params) bool { return p.PostgresReloadParameters != nil }},
 	{EtcdConfigureCompaction, func(p Params) bool { return p.EtcdConfigureCompaction != nil }},
 	{EtcdRecover, func(p Params) bool { return p.EtcdRecover != nil }},
+	{EtcdDowngrade, func(p Params) bool { return p.EtcdDowngrade != nil }},
 }
 
 // Kinds are every step kind, in the order they are declared.
@@ -353,4 +359,13 @@ type CompactionSettings struct {
 type EtcdConfigureCompactionParams struct {
 	From *CompactionSettings `json:"from,omitempty"`
 	To   CompactionSettings  `json:"to"`
+}
+
+// EtcdDowngradeParams: Action (contract.EtcdDowngradeEnable or
+// contract.EtcdDowngradeCancel) etcd's downgrade of the cluster version
+// from minor From to minor To ("3.7" to "3.6").
+type EtcdDowngradeParams struct {
+	Action string `json:"action"`
+	From   string `json:"from"`
+	To     string `json:"to"`
 }

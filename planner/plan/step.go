@@ -87,6 +87,10 @@ const (
 	// GateRecoveryStarted: the runtime restarted the members for the
 	// recovery request Revision (a merged EtcdRecover step's ID).
 	GateRecoveryStarted GateKind = "RecoveryStarted"
+	// GateEtcdDowngrade: etcd reports a downgrade of its cluster version
+	// to Version (major.minor) enabled, with every member's storage
+	// migrated to it; with Version empty, no downgrade enabled.
+	GateEtcdDowngrade GateKind = "EtcdDowngrade"
 )
 
 // Gate is a condition on the live state.

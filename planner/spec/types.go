@@ -94,7 +94,7 @@ type EtcdCluster struct {
 // EtcdSpec is the wanted state of an etcd cluster.
 type EtcdSpec struct {
 	Size              int                `json:"size" schema:"required" desc:"Number of voting members. The planner accepts odd sizes 1..7 (even sizes only as a step in between) and changes membership one member at a time, adding each new member as a learner from etcd 3.4 on."`
-	Version           EtcdVersion        `json:"version" schema:"required" desc:"etcd version, quoted, for example \"3.5.21\". Upgrades move one minor version at a time (3.2 -> 3.3 -> ... -> 3.7) and one member at a time; downgrades across minors are refused."`
+	Version           EtcdVersion        `json:"version" schema:"required" desc:"etcd version, quoted, for example \"3.5.21\". Upgrades move one minor version at a time (3.2 -> 3.3 -> ... -> 3.7) and one member at a time. From 3.6 on, one minor down (3.7 -> 3.6, 3.6 -> 3.5) is planned through etcd's downgrade protocol; older downgrades across minors are refused."`
 	Storage           Quantity           `json:"storage,omitempty" desc:"Volume size of each member, a Kubernetes quantity. Default 8Gi. It can grow but never shrink."`
 	StorageClass      string             `json:"storageClass,omitempty" desc:"StorageClass of the members' volumes; empty uses the cluster default."`
 	Resources         *Resources         `json:"resources,omitempty" desc:"CPU and memory requests and limits of each member's etcd container."`

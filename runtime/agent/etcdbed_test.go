@@ -57,13 +57,18 @@ type etcdBed struct {
 	passes  atomic.Int64
 	mu      sync.Mutex
 	errs    []error
+	// quota is the members' space quota; 0 leaves etcd's default.
+	quota int64
 }
 
 const maxMembers = 5
 
-func newEtcdBed(t *testing.T, size int) *etcdBed {
+func newEtcdBed(t *testing.T, size int, opts ...func(*etcdBed)) *etcdBed {
 	b := &etcdBed{t: t, ctx: context.Background(), bin: testbed.Bin(t, "etcd"), initial: size,
 		ip: map[string]string{}, peer: map[string]int{}, cli: map[string]int{}, procs: map[string]*exec.Cmd{}}
+	for _, o := range opts {
+		o(b)
+	}
 	dir, err := os.MkdirTemp("", "cairn-etcd-")
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +164,7 @@ func (b *etcdBed) passErrors() []error {
 
 func (b *etcdBed) manager(name string, bootstrap string) *instance.Etcd {
 	return &instance.Etcd{Name: name, DataDir: filepath.Join(b.dir, name),
-		Config:  instance.Config{Bootstrap: bootstrap, InitialMembers: b.initial, Token: "t", RemoveMember: b.removeRequest()},
+		Config:  instance.Config{Bootstrap: bootstrap, InitialMembers: b.initial, Token: "t", RemoveMember: b.removeRequest(), SpaceQuota: b.quota},
 		PeerURL: func(m string) string { return b.url(b.ip[m], b.peer[m]) }, ClientURL: func(m string) string { return b.url(b.ip[m], b.cli[m]) },
 		ListenPeerURL: b.url(b.ip[name], b.peer[name]), ListenClientURL: b.url(b.ip[name], b.cli[name]),
 		Endpoints: b.clientURLs(), DialTimeout: 2 * time.Second, Log: b.log}

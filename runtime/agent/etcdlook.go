@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -37,10 +38,20 @@ type lookedMember struct {
 	revision         int64
 	noErrors         bool
 	leads, following bool
+
+	// dbSize, dbSizeInUse and quota are its database's (etcdmaint.go);
+	// quota is 0 before etcd 3.6, which does not report it.
+	dbSize, dbSizeInUse, quota int64
+	// storageVersion and downgrade are what etcd 3.6 and later report of
+	// its storage and of a downgrade (etcddowngrade.go); empty and nil
+	// before.
+	storageVersion string
+	downgrade      *etcdserverpb.DowngradeInfo
 }
 
-// healthy: the member answers, reports no errors and follows a leader
-// that, by the highest term any member reports, is the leader.
+// healthy: the member answers, reports no errors (an alarm it lists, such
+// as NOSPACE, is no error of the member's) and follows a leader that, by
+// the highest term any member reports, is the leader.
 func (m lookedMember) healthy() bool { return m.answered && m.noErrors && m.following }
 
 const callTimeout = 3 * time.Second
@@ -108,7 +119,9 @@ func askStatus(ctx context.Context, cli *clientv3.Client, m *lookedMember) {
 		return
 	}
 	m.answered, m.version, m.leader, m.term = true, s.Version, s.Leader, s.RaftTerm
-	m.applied, m.noErrors = s.RaftAppliedIndex, len(s.Errors) == 0
+	m.applied, m.noErrors = s.RaftAppliedIndex, !slices.ContainsFunc(s.Errors, func(e string) bool { return !isAlarmError(e) })
+	m.dbSize, m.dbSizeInUse, m.quota = s.DbSize, s.DbSizeInUse, s.DbSizeQuota
+	m.storageVersion, m.downgrade = s.StorageVersion, s.DowngradeInfo
 	if s.Header != nil {
 		m.revision = s.Header.Revision
 	}

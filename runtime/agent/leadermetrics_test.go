@@ -55,6 +55,9 @@ func TestMetricsOfStandbyAndLeader(t *testing.T) {
 	etcdPass := func(k Keeper) {
 		k.(*Membership).Metrics.observe(etcdStatus{Quorum: true, Members: []contract.EtcdMember{
 			{Name: "m-0", Leader: true, Healthy: true}, {Name: "m-1", Healthy: true}, {Name: "m-2", Learner: true}}}, action{}, false)
+		k.(*Membership).Metrics.observeMaint(contract.EtcdMaintenanceStatus{
+			Members: []contract.EtcdMemberSpace{{Name: "m-0", DBSize: 100, DBSizeInUse: 50}},
+			Alarms:  []contract.EtcdAlarm{{Member: "m-0", ID: "1", Alarm: contract.EtcdAlarmNoSpace}}}, 2<<30, maintAction{}, maintResult{})
 	}
 	pgPass := func(k Keeper) {
 		primary := pgMember{Name: "m-0", Probe: pgProbe{Reach: reachUp, Received: 300, Replayed: 300}}
@@ -74,12 +77,20 @@ func TestMetricsOfStandbyAndLeader(t *testing.T) {
 			`cairn_etcd_membership_changes_total{change="remove",cluster="m"}`:      0,
 			`cairn_etcd_membership_changes_total{change="replace",cluster="m"}`:     0,
 			`cairn_etcd_membership_changes_total{change="move-leader",cluster="m"}`: 0,
+			`cairn_etcd_maintenance_total{action="compact",cluster="m"}`:            0,
+			`cairn_etcd_maintenance_total{action="defrag",cluster="m"}`:             0,
+			`cairn_etcd_maintenance_total{action="disarm",cluster="m"}`:             0,
 			`cairn_backup_failures_total` + backupLabels:                            0,
 		}, map[string]float64{
-			`cairn_etcd_members{cluster="m",role="voter"}`:   2,
-			`cairn_etcd_members{cluster="m",role="learner"}`: 1,
-			`cairn_etcd_quorum{cluster="m"}`:                 1,
-			`cairn_etcd_has_leader{cluster="m"}`:             1,
+			`cairn_etcd_members{cluster="m",role="voter"}`:              2,
+			`cairn_etcd_members{cluster="m",role="learner"}`:            1,
+			`cairn_etcd_quorum{cluster="m"}`:                            1,
+			`cairn_etcd_has_leader{cluster="m"}`:                        1,
+			`cairn_etcd_alarms{alarm="NOSPACE",cluster="m"}`:            1,
+			`cairn_etcd_alarms{alarm="CORRUPT",cluster="m"}`:            0,
+			`cairn_etcd_db_size_bytes{cluster="m",member="m-0"}`:        100,
+			`cairn_etcd_db_size_in_use_bytes{cluster="m",member="m-0"}`: 50,
+			`cairn_etcd_space_quota_bytes{cluster="m"}`:                 2 << 30,
 		}},
 		{spec.PostgresKind, scripted(Postgres, pgPass), map[string]float64{
 			`cairn_runtime_leader{cluster="m",kind="PostgresCluster"}`: 0,

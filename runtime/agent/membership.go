@@ -40,6 +40,9 @@ type Membership struct {
 	interval time.Duration
 	// now is the clock; time.Now when nil.
 	now func() time.Time
+	// onDefrag, when set, is called as a defragmentation of member starts
+	// (running) and ends: tests watch that no two overlap.
+	onDefrag func(member string, running bool)
 }
 
 // Pass makes one pass: look, decide, act, report.
@@ -86,11 +89,13 @@ func (m *Membership) Pass(ctx context.Context) error {
 		now = look(ctx, cli, prev) // report the membership as it is now
 	}
 	st := nextStatus(prev, now, claims, req, act, changed, m.clock())
+	downgradeEvents := m.downgrade(ctx, cli, now, prev, &st, changed) // etcddowngrade.go
 	if err := writeEtcdStatus(ctx, m.Client, m.Namespace, m.statusName(), prev, st); err != nil {
 		return errors.Join(actErr, err)
 	}
 	m.Metrics.observe(st, act, changed)
-	return errors.Join(actErr, m.emit(ctx, sts, events(prev, st, seen, act, changed)))
+	evErr := m.emit(ctx, sts, append(events(prev, st, seen, act, changed), downgradeEvents...))
+	return errors.Join(actErr, evErr, m.maintain(ctx, cli, sts, now, busyWith(act, changed)))
 }
 
 func (m *Membership) statusName() string { return contract.StatusConfigMap(m.Cluster) }

@@ -20,6 +20,8 @@ type EtcdMetrics struct {
 	// they have no series before the first observation.
 	quorum, leader *prometheus.GaugeVec
 	changes        *prometheus.CounterVec
+	// maint are the maintenance metrics (etcdmaintmetrics.go).
+	maint *etcdMaintMetrics
 }
 
 // NewEtcdMetrics registers the etcd metrics of cluster's runtime with reg.
@@ -37,6 +39,11 @@ func NewEtcdMetrics(reg prometheus.Registerer, cluster string) (*EtcdMetrics, er
 	for _, c := range []string{"promote", "remove", "replace", "move-leader"} {
 		m.changes.WithLabelValues(c)
 	}
+	maint, err := newEtcdMaintMetrics(reg, labels)
+	if err != nil {
+		return nil, err
+	}
+	m.maint = maint
 	return m, nil
 }
 
@@ -77,6 +84,7 @@ func (m *EtcdMetrics) forget() {
 	m.members.Reset()
 	m.quorum.Reset()
 	m.leader.Reset()
+	m.maint.forget()
 }
 
 // register registers every collector with reg.

@@ -61,6 +61,7 @@ func nextStatus(prev *etcdStatus, seen etcdLook, claims map[string]string, req r
 	st.Replacing = replacing(prev, st.Members, a, changed)
 	if prev != nil {
 		st.RemoveDone, st.RecoverDone, st.RecoverRefused = prev.RemoveDone, prev.RecoverDone, prev.RecoverRefused
+		st.Downgrade = prev.Downgrade // the downgrade's pass updates it (etcddowngrade.go)
 		st.QuorumRevision = prev.QuorumRevision
 	}
 	if st.Quorum {

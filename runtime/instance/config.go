@@ -30,6 +30,8 @@ type Config struct {
 	// Restore is the backup a create step starts the cluster from; nil
 	// starts it empty.
 	Restore *Restore
+	// SpaceQuota is etcd's --quota-backend-bytes; 0 leaves etcd's default.
+	SpaceQuota int64
 	// Recover is a merged EtcdRecover step's recovery; nil when there is
 	// none.
 	Recover *Recover
@@ -78,6 +80,7 @@ func ReadConfig(dir string) (Config, error) {
 	set(contract.KeyInitialClusterToken, func(v string) error { c.Token = v; return nil })
 	set(contract.KeySynchronousStandbys, func(v string) (e error) { c.SynchronousStandbys, e = strconv.Atoi(v); return })
 	set(contract.KeyRequestRemoveMember, func(v string) error { c.RemoveMember = v; return nil })
+	set(contract.KeyEtcdQuotaBackendBytes, func(v string) (e error) { c.SpaceQuota, e = parseQuota(v); return })
 	set(contract.KeyRestoreStorageLocation, func(v string) error {
 		c.Restore = &Restore{Location: v, Backup: contract.RestoreLatest}
 		return nil
@@ -93,4 +96,13 @@ func ReadConfig(dir string) (Config, error) {
 		c.Recover, err = readRecover(read)
 	}
 	return c, err
+}
+
+// parseQuota reads a space quota in bytes: a positive integer.
+func parseQuota(v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("must be a number of bytes greater than zero, got %q", v)
+	}
+	return n, nil
 }

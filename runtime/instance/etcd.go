@@ -48,7 +48,10 @@ type Etcd struct {
 	Endpoints []string
 	// DialTimeout bounds each attempt to reach the cluster.
 	DialTimeout time.Duration
-	Log         *slog.Logger
+	// Version is the version of the etcd binary the member runs
+	// (EtcdBinaryVersion); empty when unknown.
+	Version string
+	Log     *slog.Logger
 }
 
 // Args decides how the member starts and returns the etcd flags for it:
@@ -102,7 +105,7 @@ func (e *Etcd) Args(ctx context.Context) ([]string, error) {
 		return e.join(ctx, cli, members)
 	case hasData:
 		e.Log.Info("starting from data", "member", e.Name)
-		return e.baseArgs(), nil
+		return append(e.baseArgs(), e.logArgs()...), nil
 	case reachable:
 		return e.join(ctx, cli, members)
 	case e.Config.Bootstrap == contract.BootstrapNew && ord < e.Config.InitialMembers:
@@ -218,7 +221,7 @@ func (e *Etcd) supportsLearners(ctx context.Context, cli *clientv3.Client) (bool
 }
 
 func (e *Etcd) baseArgs() []string {
-	return []string{
+	args := []string{
 		"--name", e.Name,
 		"--data-dir", e.DataDir,
 		"--listen-peer-urls", e.ListenPeerURL,
@@ -226,6 +229,11 @@ func (e *Etcd) baseArgs() []string {
 		"--advertise-client-urls", e.ClientURL(e.Name),
 		"--initial-advertise-peer-urls", e.PeerURL(e.Name),
 	}
+	if q := e.Config.SpaceQuota; q > 0 {
+		// The rendered spec.spaceQuota; without it etcd's default.
+		args = append(args, "--quota-backend-bytes", strconv.FormatInt(q, 10))
+	}
+	return args
 }
 
 // bootstrapArgs start one of the create step's members: all of them start

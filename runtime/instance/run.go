@@ -19,17 +19,22 @@ const retryDelay = 5 * time.Second
 // RunEtcd decides how the member starts, waiting while it cannot, and then
 // replaces this process with etcd, so etcd receives the pod's signals.
 func RunEtcd(ctx context.Context, e *Etcd) error {
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		return fmt.Errorf("etcd binary: %w", err)
+	}
+	if e.Version == "" {
+		if e.Version, err = EtcdBinaryVersion(ctx, bin); err != nil {
+			e.Log.Warn("the etcd binary's version is unknown", "err", err.Error())
+		}
+	}
 	var args []string
-	err := retry(ctx, e.Log.Info, func() (err error) {
+	err = retry(ctx, e.Log.Info, func() (err error) {
 		args, err = e.Args(ctx)
 		return err
 	})
 	if err != nil {
 		return err
-	}
-	bin, err := exec.LookPath("etcd")
-	if err != nil {
-		return fmt.Errorf("etcd binary: %w", err)
 	}
 	return syscall.Exec(bin, append([]string{"etcd"}, args...), childEnv())
 }

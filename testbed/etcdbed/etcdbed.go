@@ -54,7 +54,7 @@ func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *B
 		}
 	}
 	return &Bed{
-		client: cp.Client(t), ns: ns, bins: bins, dir: debugDir(t), log: log, Addresses: testbed.NewAddresses(),
+		client: cp.Client(t), ns: ns, bins: bins, dir: t.TempDir(), log: log, Addresses: testbed.NewAddresses(),
 	}
 }
 
@@ -94,12 +94,17 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 	if err != nil {
 		return testbed.Running{}, false, err
 	}
+	// As RunEtcd asks the pod's etcd binary.
+	version, err := instance.EtcdBinaryVersion(ctx, bin)
+	if err != nil {
+		return testbed.Running{}, false, err
+	}
 	e := &instance.Etcd{
 		Name: pod.Name, DataDir: filepath.Join(b.dir, string(claim.UID), "data"), Config: cfg,
 		PeerURL:   func(m string) string { return "http://" + b.IP(cluster, ordinalOf(m)) + peerPort },
 		ClientURL: func(m string) string { return b.ClientURL(cluster, ordinalOf(m)) },
 		Endpoints: b.endpoints(ctx, cluster, pod.Name), DialTimeout: 2 * time.Second,
-		Log: b.log.With("pod", pod.Name),
+		Log: b.log.With("pod", pod.Name), Version: version,
 	}
 	ip := b.IP(cluster, ord)
 	e.ListenPeerURL, e.ListenClientURL = "http://"+ip+peerPort, b.ClientURL(cluster, ord)
@@ -266,13 +271,4 @@ func (m *member) ready(ctx context.Context) bool {
 	}
 	defer resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// DEBUG-TEMP
-func debugDir(t testing.TB) string {
-	if d := os.Getenv("CAIRN_DEBUG_BED"); d != "" {
-		_ = os.MkdirAll(d, 0o755)
-		return d
-	}
-	return t.TempDir()
 }
