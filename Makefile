@@ -24,9 +24,9 @@ vet:
 	$(GO) vet $(PKGS)
 
 unit: testbin testbin-kube testbin-pg13 testbin-crds
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout 40m $(PKGS)
 	@echo "unit: the PostgreSQL suites again, on PostgreSQL 13"
-	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin $(GO) test -count=1 $(PG_PKGS)
+	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin $(GO) test -count=1 -timeout 40m $(PG_PKGS)
 
 ## testbin: the real etcd servers the tests run: 3.7.3, and 3.6.16 and
 ## 3.5.35 for the upgrade walkthrough and chain, built through the Go module

@@ -227,6 +227,14 @@ func TestFailedBackupIsReported(t *testing.T) {
 		}
 		return nil
 	})
+	// The Event is recorded after the status is written.
+	testbed.Eventually(t, "the failure's Event", func() error {
+		evs, err := b.c.CoreV1().Events(b.ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(evs.Items) == 0 {
+			return fmt.Errorf("events %+v %v", evs, err)
+		}
+		return nil
+	})
 	evs, err := b.c.CoreV1().Events(b.ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(evs.Items) == 0 || evs.Items[0].Reason != "BackupFailed" || strings.Contains(evs.Items[0].Message, secret) {
 		t.Fatalf("events %+v %v", evs, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // Kind is a cluster's kind, as specs and the live state name it.
@@ -256,7 +257,7 @@ func (c Cluster) writeLive(b *strings.Builder) {
 	s := c.running
 	fmt.Fprintf(b, "- kind: %s\n  name: %s\n  storage: %s\n  capacity: %s\n", c.Kind, c.Name, s.storage, s.storage)
 	if c.Kind == Etcd {
-		fmt.Fprintf(b, "  clusterVersion: %q\n", s.version[:strings.LastIndex(s.version, ".")])
+		fmt.Fprintf(b, "  clusterVersion: %q\n  %s\n", s.version[:strings.LastIndex(s.version, ".")], testbed.EtcdLiveCompaction)
 	}
 	if s.bootstrap != "" {
 		fmt.Fprintf(b, "  bootstrap: %s\n", s.bootstrap)
