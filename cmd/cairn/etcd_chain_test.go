@@ -28,12 +28,7 @@ func TestEtcdUpgradeChain(t *testing.T) {
 	needEtcd(t, "etcd-3.4", "etcd-3.5", "etcd-3.6")
 	policy := []string{"backup:", `  schedule: "0 3 * * *"`, `  storageLocation: "file://` + t.TempDir() + `"`}
 	l := newLoop(t, etcdSpecAt(kv, 3, "3.4.23", policy...))
-	l.converge(kv, func(step string) {
-		if step == "create" {
-			l.runRuntime(kv)
-		}
-	})
-	testbed.Eventually(t, "3 healthy voters at 3.4", l.voters(kv, 3))
+	l.createEtcd(kv, 3)
 	l.wantMembersAt(kv, "3.4.23")
 	if cv := l.clusterVersion(kv, 0); cv != "3.4" {
 		t.Fatalf("a new 3.4.23 cluster reports cluster version %q", cv)

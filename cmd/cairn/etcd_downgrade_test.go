@@ -22,12 +22,7 @@ func TestEtcdDowngradeFrom37To36(t *testing.T) {
 	needEtcd(t, "etcd-3.6")
 	policy := []string{"backup:", `  schedule: "0 3 * * *"`, `  storageLocation: "file://` + t.TempDir() + `"`}
 	l := newLoop(t, etcdSpecAt(kv, 3, "3.6.16", policy...))
-	l.converge(kv, func(step string) {
-		if step == "create" {
-			l.runRuntime(kv)
-		}
-	})
-	testbed.Eventually(t, "3 healthy voters at 3.6", l.voters(kv, 3))
+	l.createEtcd(kv, 3)
 	w := startWriter(l.ctx, l.client(kv, 3))
 
 	l.editSpec(etcdSpecAt(kv, 3, "3.7.3", policy...))

@@ -34,12 +34,7 @@ func recoverSoon(s *liveSource) { s.recoverAfter = 3 * time.Second }
 func TestEtcdQuorumLossRecoversFromTheSnapshot(t *testing.T) {
 	const kv = "lost"
 	l := newLoop(t, etcdSpec(kv, 3, snapshotPolicy(t)...), recoverSoon)
-	l.converge(kv, func(step string) {
-		if step == "create" {
-			l.runRuntime(kv)
-		}
-	})
-	testbed.Eventually(t, "3 healthy voters", l.voters(kv, 3))
+	l.createEtcd(kv, 3)
 	cli := l.client(kv, 3)
 	before := clusterID(t, l, cli)
 	put(t, l, cli, "a", 30)
@@ -91,12 +86,7 @@ func TestEtcdQuorumLossRecoversFromTheSnapshot(t *testing.T) {
 func TestEtcdQuorumLossKeepsTheNewerMember(t *testing.T) {
 	const kv = "kept"
 	l := newLoop(t, etcdSpec(kv, 3, snapshotPolicy(t)...), recoverSoon)
-	l.converge(kv, func(step string) {
-		if step == "create" {
-			l.runRuntime(kv)
-		}
-	})
-	testbed.Eventually(t, "3 healthy voters", l.voters(kv, 3))
+	l.createEtcd(kv, 3)
 	cli := l.client(kv, 3)
 	before := clusterID(t, l, cli)
 	put(t, l, cli, "a", 30)

@@ -163,6 +163,17 @@ func (l *loop) runRuntime(cluster string) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
+// createEtcd merges an etcd cluster's create steps, runs its runtime once
+// its ServiceAccount exists, and waits for n healthy voters.
+func (l *loop) createEtcd(cluster string, n int) {
+	l.converge(cluster, func(step string) {
+		if step == "create" {
+			l.runRuntime(cluster)
+		}
+	})
+	testbed.Eventually(l.t, fmt.Sprintf("%d healthy voters of %s", n, cluster), l.voters(cluster, n))
+}
+
 // pass is one reconcile pass; it returns each cluster's outcome and
 // checks that no cluster ever has two cairn pull requests open.
 func (l *loop) pass() map[string]publish.Outcome {
@@ -473,12 +484,7 @@ func TestEtcdUpgradeAcrossMinors(t *testing.T) {
 	// a snapshot its rollback restores, so the spec configures backups.
 	policy := []string{"backup:", `  schedule: "0 3 * * *"`, `  storageLocation: "file://` + t.TempDir() + `"`}
 	l := newLoop(t, etcdSpecAt(kv, 3, "3.6.16", policy...))
-	l.converge(kv, func(step string) {
-		if step == "create" {
-			l.runRuntime(kv)
-		}
-	})
-	testbed.Eventually(t, "3 healthy voters at 3.6", l.voters(kv, 3))
+	l.createEtcd(kv, 3)
 	w := startWriter(l.ctx, l.client(kv, 3))
 	l.editSpec(etcdSpecAt(kv, 3, "3.7.3", policy...))
 	steps := l.converge(kv, nil)

@@ -19,19 +19,7 @@ import (
 func TestEtcdRecoveryIsMootWhileTheClusterHasQuorum(t *testing.T) {
 	ctx := context.Background()
 	b := newEtcdBed(t, 3)
-	for _, m := range []string{"e-0", "e-1", "e-2"} {
-		args, err := b.manager(m, "new").Args(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.start(m, args)
-	}
-	for _, m := range []string{"e-0", "e-1", "e-2"} {
-		eventually(t, 30*time.Second, m+" serving", func(ctx context.Context) error {
-			_, err := b.client().Status(ctx, url(b.host(m), b.cli[m]))
-			return err
-		})
-	}
+	b.bootstrap(ctx, "e-0", "e-1", "e-2")
 	recovery := &Recover{ID: "etcd-recover-x", Mode: contract.EtcdRecoverFromMember, Seed: "e-0"}
 	for _, m := range []string{"e-0", "e-2"} {
 		b.procs[m].kill(15)

@@ -157,24 +157,32 @@ func TestEtcdBootstrapJoinAsLearnerAndRejoin(t *testing.T) {
 	}
 }
 
-func TestEtcdRemovedMemberKeepsItsDataAsideAndRejoins(t *testing.T) {
-	ctx := context.Background()
-	b := newEtcdBed(t, 3)
-	for _, m := range []string{"e-0", "e-1", "e-2"} {
+// bootstrap starts members as a create step does and waits until each
+// serves.
+func (b *etcdBed) bootstrap(ctx context.Context, members ...string) {
+	for _, m := range members {
 		args, err := b.manager(m, "new").Args(ctx)
 		if err != nil {
-			t.Fatal(err)
+			b.t.Fatal(err)
 		}
 		b.start(m, args)
 	}
-	eventually(t, 30*time.Second, "three-member cluster", func(ctx context.Context) error {
+	eventually(b.t, 30*time.Second, "the new cluster", func(ctx context.Context) error {
 		_, err := b.client().Put(ctx, "k", "v")
 		return err
 	})
-	eventually(t, 30*time.Second, "e-2 serving", func(ctx context.Context) error {
-		_, err := b.client().Status(ctx, url(b.host("e-2"), b.cli["e-2"]))
-		return err
-	})
+	for _, m := range members {
+		eventually(b.t, 30*time.Second, m+" serving", func(ctx context.Context) error {
+			_, err := b.client().Status(ctx, url(b.host(m), b.cli[m]))
+			return err
+		})
+	}
+}
+
+func TestEtcdRemovedMemberKeepsItsDataAsideAndRejoins(t *testing.T) {
+	ctx := context.Background()
+	b := newEtcdBed(t, 3)
+	b.bootstrap(ctx, "e-0", "e-1", "e-2")
 	// e-2 is stopped and removed (a scale-in), keeping its volume.
 	b.procs["e-2"].kill(15)
 	delete(b.procs, "e-2")
