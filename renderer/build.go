@@ -11,33 +11,27 @@ import (
 )
 
 // buildMu serialises kustomize builds: concurrent builds can panic
-// (kubernetes-sigs/kustomize#3659), as Flux and Kargo also found.
+// (kubernetes-sigs/kustomize#3659), as Flux and Kargo also found. It is
+// held for krusty's Run, which reads the filesystem and kustomize's
+// process-wide state; writing a built result out as YAML (resourcesYAML)
+// reads only that result, and runs outside it.
 var buildMu sync.Mutex
 
 // Build runs kustomize build on dir of tree (a path of the tree, such as
 // "rendered/db/steps/01-create") in memory and returns the YAML stream.
 func Build(tree Tree, dir string) ([]byte, error) {
-	resMap, err := run(tree, dir)
+	fs, err := memFS(tree)
 	if err != nil {
 		return nil, err
 	}
-	out, err := resMap.AsYaml()
-	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
-	}
-	return out, nil
+	return build(fs, dir)
 }
 
-// check runs kustomize build on dir of tree as Build does, without
-// writing the output out.
-func check(tree Tree, dir string) error {
-	_, err := run(tree, dir)
-	return err
-}
-
-func run(tree Tree, dir string) (resmap.ResMap, error) {
+// memFS is an in-memory filesystem holding the files of t at their
+// paths under "/". kustomize only reads it, so builds may share one.
+func memFS(t Tree) (filesys.FileSystem, error) {
 	fs := filesys.MakeFsInMemory()
-	for p, data := range tree {
+	for p, data := range t {
 		if err := fs.MkdirAll(path.Dir("/" + p)); err != nil {
 			return nil, err
 		}
@@ -45,6 +39,23 @@ func run(tree Tree, dir string) (resmap.ResMap, error) {
 			return nil, err
 		}
 	}
+	return fs, nil
+}
+
+// build runs kustomize build on dir of fs and returns the YAML stream.
+func build(fs filesys.FileSystem, dir string) ([]byte, error) {
+	resMap, err := run(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	out, err := resourcesYAML(resMap)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+	}
+	return out, nil
+}
+
+func run(fs filesys.FileSystem, dir string) (resmap.ResMap, error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn/planner/plan"
@@ -37,18 +38,21 @@ type Built struct {
 // (and building the entry point does when it selects the last); only when
 // that fails are the folders built in order, to name the step at fault.
 // The last overlay's output is not needed, so it is checked, not written
-// out as YAML.
+// out as YAML. The builds share one in-memory copy of the tree.
 func buildAll(t Tree, root string, dirs []string, entry string) (Built, error) {
+	mem, err := memFS(t)
+	if err != nil {
+		return Built{}, err
+	}
 	if last := dirs[len(dirs)-1]; last != entry {
-		if err := check(t, path.Join(root, last)); err != nil {
-			return Built{}, stepAtFault(t, root, dirs, err)
+		if _, err := run(mem, path.Join(root, last)); err != nil {
+			return Built{}, stepAtFault(mem, root, dirs, err)
 		}
 	}
 	var b Built
-	var err error
-	if b.Selected, err = Build(t, root); err != nil {
+	if b.Selected, err = build(mem, root); err != nil {
 		if entry == dirs[len(dirs)-1] {
-			return Built{}, stepAtFault(t, root, dirs, fmt.Errorf("entry point: %w", err))
+			return Built{}, stepAtFault(mem, root, dirs, fmt.Errorf("entry point: %w", err))
 		}
 		return Built{}, fmt.Errorf("entry point: %w", err)
 	}
@@ -57,7 +61,7 @@ func buildAll(t Tree, root string, dirs []string, entry string) (Built, error) {
 	case entry == baseDir:
 		b.Base = b.Selected
 	default:
-		if b.Base, err = Build(t, path.Join(root, baseDir)); err != nil {
+		if b.Base, err = build(mem, path.Join(root, baseDir)); err != nil {
 			return Built{}, fmt.Errorf("step base: %w", err)
 		}
 	}
@@ -66,9 +70,9 @@ func buildAll(t Tree, root string, dirs []string, entry string) (Built, error) {
 
 // stepAtFault builds the folders in order to name the first that does
 // not build; err when each does.
-func stepAtFault(t Tree, root string, dirs []string, err error) error {
+func stepAtFault(mem filesys.FileSystem, root string, dirs []string, err error) error {
 	for _, d := range dirs {
-		if cerr := check(t, path.Join(root, d)); cerr != nil {
+		if _, cerr := run(mem, path.Join(root, d)); cerr != nil {
 			return fmt.Errorf("step %s: %w", strings.TrimPrefix(d, "steps/"), cerr)
 		}
 	}

@@ -61,6 +61,11 @@ func toMap(obj any) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return jsonToMap(data)
+}
+
+// jsonToMap is toMap of the object whose JSON data is.
+func jsonToMap(data []byte) (map[string]any, error) {
 	var m map[string]any
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err

@@ -1,8 +1,10 @@
 package renderer
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -100,13 +102,13 @@ func (r *Renderer) renderDirs(c spec.Cluster, p plan.Plan) (Tree, []string, erro
 	var dirs []string
 	cur := baseSettings(c, p)
 	var prevDir string
-	var prevFiles map[string]map[string]any
+	var prevFiles map[string]object
 	if cur != nil {
-		files, err := r.files(c, p, *cur)
+		files, err := r.files(c, p, *cur, nil)
 		if err != nil {
 			return nil, nil, fmt.Errorf("base: %w", err)
 		}
-		if err := putFull(t, root+"/base", c, files); err != nil {
+		if err := putFull(t, root+"/base", c, dataOf(files)); err != nil {
 			return nil, nil, err
 		}
 		prevDir, prevFiles = "base", files
@@ -117,13 +119,13 @@ func (r *Renderer) renderDirs(c spec.Cluster, p plan.Plan) (Tree, []string, erro
 		if err != nil {
 			return nil, nil, err
 		}
-		files, err := r.files(c, p, next)
+		files, err := r.files(c, p, next, prevFiles)
 		if err != nil {
 			return nil, nil, fmt.Errorf("step %s: %w", s.ID, err)
 		}
 		dir := StepDir(s.ID)
 		if s.Kind == plan.CreateCluster {
-			err = putFull(t, root+"/"+dir, c, files)
+			err = putFull(t, root+"/"+dir, c, dataOf(files))
 		} else {
 			err = putOverlay(t, root+"/"+dir, relPath(dir, prevDir), c.Ref().Namespace, prevFiles, files)
 		}
@@ -150,8 +152,26 @@ func (r *Renderer) next(c spec.Cluster, cur *Settings, s plan.Step) (Settings, e
 	return cur.apply(k, c, s)
 }
 
+// object is a rendered object as plain data (toMap), and the JSON of the
+// typed object it was made from.
+type object struct {
+	data map[string]any
+	json []byte
+}
+
+func dataOf(files map[string]object) map[string]map[string]any {
+	out := make(map[string]map[string]any, len(files))
+	for f, o := range files {
+		out[f] = o.data
+	}
+	return out
+}
+
 // files renders the objects of the cluster at Settings s, by file name.
-func (r *Renderer) files(c spec.Cluster, p plan.Plan, s Settings) (map[string]map[string]any, error) {
+// An object whose JSON is that of the same file in prev (the state
+// before) is prev's, not decoded again: the data is a function of the
+// JSON, and is never written to once made.
+func (r *Renderer) files(c spec.Cluster, p plan.Plan, s Settings, prev map[string]object) (map[string]object, error) {
 	initial, token := 0, ""
 	if len(p.Steps) > 0 && p.Steps[0].Kind == plan.CreateCluster {
 		initial, token = p.Steps[0].Params.CreateCluster.Members, clusterToken(c.Ref())
@@ -164,13 +184,21 @@ func (r *Renderer) files(c spec.Cluster, p plan.Plan, s Settings) (map[string]ma
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]map[string]any, len(objs))
+	out := make(map[string]object, len(objs))
 	for _, o := range objs {
-		m, err := toMap(o.Obj)
+		raw, err := json.Marshal(o.Obj)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", o.File, err)
 		}
-		out[o.File] = m
+		if old, ok := prev[o.File]; ok && bytes.Equal(old.json, raw) {
+			out[o.File] = old
+			continue
+		}
+		m, err := jsonToMap(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.File, err)
+		}
+		out[o.File] = object{data: m, json: raw}
 	}
 	return out, nil
 }
@@ -223,7 +251,7 @@ func putKustomization(t Tree, dir string, k kustomization) error {
 func putFull(t Tree, dir string, c spec.Cluster, files map[string]map[string]any) error {
 	k := kustomization{Namespace: c.Ref().Namespace}
 	for _, f := range slices.Sorted(maps.Keys(files)) {
-		data, err := yaml.Marshal(files[f])
+		data, err := marshalYAMLData(files[f])
 		if err != nil {
 			return err
 		}
@@ -235,15 +263,16 @@ func putFull(t Tree, dir string, c spec.Cluster, files map[string]map[string]any
 
 // putOverlay writes an overlay of prev that holds only the changes to
 // reach next: new objects as resources, changed objects as JSON patches,
-// and removed objects as delete patches.
-func putOverlay(t Tree, dir, prevDir, namespace string, prev, next map[string]map[string]any) error {
+// and removed objects as delete patches. An object whose JSON is the same
+// has no patch (diff of equal data is empty).
+func putOverlay(t Tree, dir, prevDir, namespace string, prev, next map[string]object) error {
 	// The namespace is set again: objects new in this overlay (grown
 	// volumes) must land beside those of the base.
 	k := kustomization{Namespace: namespace, Resources: []string{prevDir}}
 	for _, f := range slices.Sorted(maps.Keys(next)) {
 		old, ok := prev[f]
 		if !ok {
-			data, err := yaml.Marshal(next[f])
+			data, err := marshalYAMLData(next[f].data)
 			if err != nil {
 				return err
 			}
@@ -251,7 +280,10 @@ func putOverlay(t Tree, dir, prevDir, namespace string, prev, next map[string]ma
 			k.Resources = append(k.Resources, f)
 			continue
 		}
-		ops := diff(old, next[f])
+		if bytes.Equal(old.json, next[f].json) {
+			continue
+		}
+		ops := diff(old.data, next[f].data)
 		if len(ops) == 0 {
 			continue
 		}
@@ -261,13 +293,13 @@ func putOverlay(t Tree, dir, prevDir, namespace string, prev, next map[string]ma
 		}
 		name := strings.TrimSuffix(f, ".yaml") + ".patch.yaml"
 		t[dir+"/"+name] = data
-		k.Patches = append(k.Patches, patch{Path: name, Target: targetOf(next[f])})
+		k.Patches = append(k.Patches, patch{Path: name, Target: targetOf(next[f].data)})
 	}
 	for _, f := range slices.Sorted(maps.Keys(prev)) {
 		if _, ok := next[f]; ok {
 			continue
 		}
-		data, err := yaml.Marshal(deletePatch(prev[f]))
+		data, err := marshalYAMLData(deletePatch(prev[f].data))
 		if err != nil {
 			return err
 		}
