@@ -76,7 +76,7 @@ func etcdRecover(r *Result, c *spec.EtcdCluster, obs *live.Cluster) bool {
 	r.add(plan.Step{
 		ID:         id,
 		Kind:       plan.EtcdRecover,
-		Summary:    recoverSummary(c.Metadata.Name, obs, q, p),
+		Summary:    recoverSummary(c.Metadata.Name, seed, q, p),
 		Reversible: false,
 		Rollback: "Not reversible: the members start a new cluster. Nothing is deleted: every member's old data stays on its volume, renamed to data.stale-<time>, " +
 			"and the snapshot stays in the backup location; going back to the old data means stopping the cluster and putting a member's old data back by hand (docs/etcd-recovery.md). " +
@@ -95,7 +95,9 @@ func recoverID(since live.Timestamp) string {
 }
 
 // recoverSummary says what the recovery keeps and loses, in numbers.
-func recoverSummary(cluster string, obs *live.Cluster, q *live.QuorumLoss, p *plan.EtcdRecoverParams) string {
+// survivor is the member with the newest data among those that answer;
+// nil when none does.
+func recoverSummary(cluster string, survivor *live.Member, q *live.QuorumLoss, p *plan.EtcdRecoverParams) string {
 	var others []string
 	for i := range p.Members {
 		if name := contract.MemberName(cluster, i); name != p.Seed {
@@ -113,8 +115,8 @@ func recoverSummary(cluster string, obs *live.Cluster, q *live.QuorumLoss, p *pl
 		fmt.Fprintf(&b, ") and starts once with --force-new-cluster as the only member; the cluster keeps its cluster ID")
 	default:
 		fmt.Fprintf(&b, "%s restores snapshot %s (revision %d) as a new cluster; clients see a new cluster ID", p.Seed, p.Backup, p.Revision)
-		if rev := newestAnswering(obs); rev > 0 {
-			fmt.Fprintf(&b, "; the newest data of a member that still answers is at revision %d and is set aside", rev)
+		if survivor != nil {
+			fmt.Fprintf(&b, "; the newest data of a member that still answers is at revision %d and is set aside", survivor.Revision)
 		}
 	}
 	fmt.Fprintf(&b, ". %s set their data aside (renamed, not deleted) and rejoin one at a time as learners. The cluster comes back at revision %d", strings.Join(others, ", "), p.Revision)
@@ -128,14 +130,6 @@ func recoverSummary(cluster string, obs *live.Cluster, q *live.QuorumLoss, p *pl
 	}
 	b.WriteString(".")
 	return b.String()
-}
-
-func newestAnswering(obs *live.Cluster) int64 {
-	var rev int64
-	for _, m := range obs.Members {
-		rev = max(rev, m.Revision)
-	}
-	return rev
 }
 
 // recoveryUnderWay waits while the members of a recovery the runtime

@@ -293,18 +293,7 @@ func (b *etcdBed) replaceClaim(name string) string {
 // the ConfigMap e-cairn.
 func (b *etcdBed) requestRemoval(id, member string) {
 	b.t.Helper()
-	cms := b.kube.CoreV1().ConfigMaps(b.ns)
-	data := map[string]string{contract.KeyBootstrap: contract.BootstrapExisting, contract.KeyRequestRemoveMemberID: id, contract.KeyRequestRemoveMember: member}
-	cm, err := cms.Get(b.ctx, contract.ConfigMap("e"), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = cms.Create(b.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("e")}, Data: data}, metav1.CreateOptions{})
-	} else if err == nil {
-		cm.Data = data
-		_, err = cms.Update(b.ctx, cm, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		b.t.Fatal(err)
-	}
+	b.config(map[string]string{contract.KeyBootstrap: contract.BootstrapExisting, contract.KeyRequestRemoveMemberID: id, contract.KeyRequestRemoveMember: member})
 }
 
 func (b *etcdBed) removeRequest() string {

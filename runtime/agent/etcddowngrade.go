@@ -7,8 +7,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 )
@@ -114,11 +112,8 @@ func decideDowngrade(req downgradeRequest, prev *contract.EtcdDowngrade, seen do
 // pass made no other change) and reports etcd's downgrade in st; it
 // returns the pass's Events about it. A request etcd refuses is tried
 // again each pass, its error in the status.
-func (m *Membership) downgrade(ctx context.Context, cli *clientv3.Client, l etcdLook, prev *etcdStatus, st *etcdStatus, changed bool) []event {
-	req, err := m.downgradeRequest(ctx)
-	if err != nil {
-		m.logger().Warn("cannot read the downgrade request", "err", err.Error())
-	}
+func (m *Membership) downgrade(ctx context.Context, cli *clientv3.Client, config map[string]string, l etcdLook, prev *etcdStatus, st *etcdStatus, changed bool) []event {
+	req := downgradeRequestOf(config)
 	var before *contract.EtcdDowngrade
 	if prev != nil {
 		before = prev.Downgrade
@@ -183,18 +178,11 @@ func askDowngrade(ctx context.Context, cli *clientv3.Client, step downgradeStep,
 	return nil
 }
 
-// downgradeRequest reads a merged EtcdDowngrade step's request from the
-// rendered ConfigMap <cluster>-cairn; none when there is none.
-func (m *Membership) downgradeRequest(ctx context.Context) (downgradeRequest, error) {
-	cm, err := m.Client.CoreV1().ConfigMaps(m.Namespace).Get(ctx, contract.ConfigMap(m.Cluster), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return downgradeRequest{}, nil
-	}
-	if err != nil {
-		return downgradeRequest{}, fmt.Errorf("read config: %w", err)
-	}
-	return downgradeRequest{ID: cm.Data[contract.KeyRequestEtcdDowngradeID], Action: cm.Data[contract.KeyRequestEtcdDowngradeAction],
-		To: cm.Data[contract.KeyRequestEtcdDowngradeTo]}, nil
+// downgradeRequestOf is a merged EtcdDowngrade step's request in the
+// rendered config; none when there is none.
+func downgradeRequestOf(config map[string]string) downgradeRequest {
+	return downgradeRequest{ID: config[contract.KeyRequestEtcdDowngradeID], Action: config[contract.KeyRequestEtcdDowngradeAction],
+		To: config[contract.KeyRequestEtcdDowngradeTo]}
 }
 
 // minorOf is a version's major.minor ("3.6.0" -> "3.6"); "" when it has

@@ -25,8 +25,8 @@ import (
 // etcdmaint.go): look, decide, act, report. seen is the membership as it
 // is after the membership pass; busy says why no member may be
 // defragmented now ("" when one may).
-func (m *Membership) maintain(ctx context.Context, cli *clientv3.Client, sts *appsv1.StatefulSet, seen etcdLook, busy string) error {
-	v, ok, err := m.maintView(ctx, cli, seen, busy)
+func (m *Membership) maintain(ctx context.Context, cli *clientv3.Client, sts *appsv1.StatefulSet, config map[string]string, seen etcdLook, busy string) error {
+	v, ok, err := m.maintView(ctx, cli, config, seen, busy)
 	if err != nil || !ok {
 		return err
 	}
@@ -41,17 +41,11 @@ func (m *Membership) maintain(ctx context.Context, cli *clientv3.Client, sts *ap
 // maintView reads what decideMaint needs: the rendered policy and quota,
 // the last report, the members' databases and the alarms. ok is false
 // when there is nothing to report into yet (no status ConfigMap).
-func (m *Membership) maintView(ctx context.Context, cli *clientv3.Client, seen etcdLook, busy string) (maintView, bool, error) {
+func (m *Membership) maintView(ctx context.Context, cli *clientv3.Client, config map[string]string, seen etcdLook, busy string) (maintView, bool, error) {
 	v := maintView{Now: m.clock(), Quota: contract.EtcdDefaultQuotaBytes, Busy: busy}
-	cm, err := m.Client.CoreV1().ConfigMaps(m.Namespace).Get(ctx, contract.ConfigMap(m.Cluster), metav1.GetOptions{})
-	switch {
-	case err == nil:
-		v.Policy = compactionPolicy{Mode: cm.Data[contract.KeyEtcdCompactionMode], Retention: cm.Data[contract.KeyEtcdCompactionRetention]}
-		if q, err := strconv.ParseInt(cm.Data[contract.KeyEtcdQuotaBackendBytes], 10, 64); err == nil && q > 0 {
-			v.Quota = q
-		}
-	case !apierrors.IsNotFound(err):
-		return v, false, fmt.Errorf("read config: %w", err)
+	v.Policy = compactionPolicy{Mode: config[contract.KeyEtcdCompactionMode], Retention: config[contract.KeyEtcdCompactionRetention]}
+	if q, err := strconv.ParseInt(config[contract.KeyEtcdQuotaBackendBytes], 10, 64); err == nil && q > 0 {
+		v.Quota = q
 	}
 	status, err := m.Client.CoreV1().ConfigMaps(m.Namespace).Get(ctx, m.statusName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -60,10 +60,11 @@ func (m *Membership) Pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read statefulset: %w", err)
 	}
-	req, recoverID, err := m.request(ctx, prev)
+	config, err := m.renderedConfig(ctx)
 	if err != nil {
 		return err
 	}
+	req, recoverID := requests(config, prev)
 	seen := look(ctx, cli, prev)
 	claims, err := m.claims(ctx, seen)
 	if err != nil {
@@ -89,13 +90,13 @@ func (m *Membership) Pass(ctx context.Context) error {
 		now = look(ctx, cli, prev) // report the membership as it is now
 	}
 	st := nextStatus(prev, now, claims, req, act, changed, m.clock())
-	downgradeEvents := m.downgrade(ctx, cli, now, prev, &st, changed) // etcddowngrade.go
+	downgradeEvents := m.downgrade(ctx, cli, config, now, prev, &st, changed) // etcddowngrade.go
 	if err := writeEtcdStatus(ctx, m.Client, m.Namespace, m.statusName(), prev, st); err != nil {
 		return errors.Join(actErr, err)
 	}
 	m.Metrics.observe(st, act, changed)
 	evErr := m.emit(ctx, sts, append(events(prev, st, seen, act, changed), downgradeEvents...))
-	return errors.Join(actErr, evErr, m.maintain(ctx, cli, sts, now, busyWith(act, changed)))
+	return errors.Join(actErr, evErr, m.maintain(ctx, cli, sts, config, now, busyWith(act, changed)))
 }
 
 func (m *Membership) statusName() string { return contract.StatusConfigMap(m.Cluster) }
@@ -107,24 +108,31 @@ func (m *Membership) clock() time.Time {
 	return time.Now()
 }
 
-// request reads the requests of merged steps from the rendered ConfigMap
-// <cluster>-cairn: the remove-member request of an EtcdRemoveMember step
-// (one already carried out is no request) and the recovery ID of an
-// EtcdRecover step (decideRecovery says whether it is still to act on).
-func (m *Membership) request(ctx context.Context, prev *etcdStatus) (removeRequest, string, error) {
+// renderedConfig reads the rendered ConfigMap <cluster>-cairn, once a
+// pass: the merged steps' requests and the maintenance policy; nil when
+// there is none yet.
+func (m *Membership) renderedConfig(ctx context.Context) (map[string]string, error) {
 	cm, err := m.Client.CoreV1().ConfigMaps(m.Namespace).Get(ctx, contract.ConfigMap(m.Cluster), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return removeRequest{}, "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return removeRequest{}, "", fmt.Errorf("read config: %w", err)
+		return nil, fmt.Errorf("read config: %w", err)
 	}
-	recoverID := cm.Data[contract.KeyRecoverID]
-	r := removeRequest{ID: cm.Data[contract.KeyRequestRemoveMemberID], Member: cm.Data[contract.KeyRequestRemoveMember]}
+	return cm.Data, nil
+}
+
+// requests reads the requests of merged steps from the rendered config:
+// the remove-member request of an EtcdRemoveMember step (one already
+// carried out is no request) and the recovery ID of an EtcdRecover step
+// (decideRecovery says whether it is still to act on).
+func requests(config map[string]string, prev *etcdStatus) (removeRequest, string) {
+	recoverID := config[contract.KeyRecoverID]
+	r := removeRequest{ID: config[contract.KeyRequestRemoveMemberID], Member: config[contract.KeyRequestRemoveMember]}
 	if r.ID == "" || r.Member == "" || prev != nil && prev.RemoveDone == r.ID {
-		return removeRequest{}, recoverID, nil
+		return removeRequest{}, recoverID
 	}
-	return r, recoverID, nil
+	return r, recoverID
 }
 
 // claims reads the UID of each named member's volume claim,
