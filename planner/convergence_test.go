@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -95,8 +96,16 @@ func genPostgres(t testing.TB, r *rand.Rand) convergenceCase {
 		c.observed = pgLive(m, pgVersions[r.IntN(len(pgVersions))], r.IntN(m))
 		c.observed.Storage = storages[r.IntN(len(storages))]
 		c.observed.StatefulSet.Resources = liveResources[r.IntN(len(liveResources))]
+		// Some clusters were rendered before TLS (off), or stopped half way.
+		switch tls := contract.TLSModes[r.IntN(len(contract.TLSModes))]; tls {
+		case contract.TLSOff, contract.TLSAccept:
+			c.observed.TLS = strings.TrimPrefix(tls, contract.TLSOff)
+			for i := range c.observed.Members {
+				c.observed.Members[i].TLS = contract.TLSOn(tls)
+			}
+		}
 		if params := liveParameters[r.IntN(len(liveParameters))]; params != nil {
-			c.observed.Parameters, c.observed.ConfigRevision = params, contract.ConfigRevisionOf(params)
+			c.observed.Parameters, c.observed.ConfigRevision = params, contract.ConfigRevisionWithTLS(params, c.observed.TLS)
 			for i := range c.observed.Members {
 				c.observed.Members[i].ConfigRevision = c.observed.ConfigRevision
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -77,14 +78,16 @@ func etcdLive(n int, version string, leader int) *live.Cluster {
 // pgLive is a settled PostgreSQL cluster "pg" of n members at version with
 // the primary at ordinal primary.
 func pgLive(n int, version string, primary int) *live.Cluster {
-	c := &live.Cluster{Kind: spec.PostgresKind, Name: "pg", Storage: "10Gi",
+	// A cluster cairn created: it requires TLS (pgtls_test.go plans the
+	// way there for one rendered before TLS).
+	c := &live.Cluster{Kind: spec.PostgresKind, Name: "pg", Storage: "10Gi", TLS: contract.TLSRequire,
 		StatefulSet: live.StatefulSet{Replicas: n, Version: version}}
 	for i := range n {
 		role := live.RoleReplica
 		if i == primary {
 			role = live.RolePrimary
 		}
-		c.Members = append(c.Members, live.Member{Name: fmt.Sprintf("pg-%d", i), Version: version, Ready: true, Role: role})
+		c.Members = append(c.Members, live.Member{Name: fmt.Sprintf("pg-%d", i), Version: version, Ready: true, Role: role, TLS: true})
 	}
 	return c
 }

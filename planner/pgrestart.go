@@ -36,7 +36,7 @@ func pgTemplate(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgMode
 	}
 	pc := &plan.ParameterChange{From: from, To: to}
 	if len(changed) > 0 {
-		pc.Revision = contract.ConfigRevisionOf(to)
+		pc.Revision = contract.ConfigRevisionWithTLS(to, obs.TLS)
 		for _, k := range changed {
 			if spec.ParameterNeedsRestart(k, m.version.Major) {
 				pc.Restart = append(pc.Restart, k)

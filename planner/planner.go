@@ -144,6 +144,7 @@ func baseline(obs *live.Cluster) *plan.Baseline {
 		ConfigRevision:      obs.ConfigRevision,
 		Compaction:          observedCompaction(obs.Compaction),
 		SpaceQuota:          obs.SpaceQuota,
+		TLS:                 obs.TLS,
 	}
 }
 

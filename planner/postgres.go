@@ -90,6 +90,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 		pgResize(&r, &m, n)
 	}
 	pgSync(&r, &m, c.Spec.SynchronousStandbys, "as the spec asks")
+	pgTLS(&r, obs)
 	sayImages(&r, obs, env.Images, contract.PostgresContainer)
 	sealStep(&r, obs)
 	return r

@@ -86,3 +86,10 @@ const (
 	// as they restart and the runtime could not disarm it.
 	RuleEtcdSpaceQuotaBelowData = "etcd-space-quota-below-data"
 )
+
+// Rules of PostgreSQL's TLS.
+const (
+	// RulePostgresUnknownTLS: the rendered config names a TLS mode cairn
+	// does not know; a person must look before cairn changes it.
+	RulePostgresUnknownTLS = "postgres-unknown-tls-mode"
+)

@@ -76,12 +76,12 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 			out.SpaceQuota = strconv.FormatInt(e.Spec.QuotaBytes(), 10)
 		}
 		if pg, ok := desired.(*spec.PostgresCluster); ok {
-			out.SynchronousStandbys = pg.Spec.SynchronousStandbys
+			out.SynchronousStandbys, out.TLS = pg.Spec.SynchronousStandbys, contract.TLSRequire
 			if out.Parameters = pg.Spec.RenderedParameters(); out.Parameters != nil {
-				out.ConfigRevision = contract.ConfigRevisionOf(out.Parameters)
+				out.ConfigRevision = contract.ConfigRevisionWithTLS(out.Parameters, out.TLS)
 			}
 			for i := range out.Members {
-				out.Members[i].ConfigRevision = out.ConfigRevision
+				out.Members[i].ConfigRevision, out.Members[i].TLS = out.ConfigRevision, true
 			}
 		}
 		return out
@@ -140,7 +140,7 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 			out.StatefulSet.Version, out.StatefulSet.UpdatePartition = a.Version, a.Partition
 		}
 		out.Members = append(out.Members, live.Member{Name: a.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleReplica,
-			TemplateRevision: out.StatefulSet.TemplateRevision, ConfigRevision: out.ConfigRevision})
+			TemplateRevision: out.StatefulSet.TemplateRevision, ConfigRevision: out.ConfigRevision, TLS: contract.TLSOn(out.TLS)})
 	case plan.PostgresSwitchover:
 		for i := range out.Members {
 			switch out.Members[i].Name {
@@ -154,9 +154,15 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		sts := out.StatefulSet
 		out.StatefulSet = live.StatefulSet{Replicas: 1, Version: p.PostgresMajorUpgrade.To, Resources: sts.Resources, StorageClass: sts.StorageClass, TemplateRevision: sts.TemplateRevision}
 		out.Members = []live.Member{{Name: p.PostgresMajorUpgrade.Primary, Version: p.PostgresMajorUpgrade.To, Ready: true, Role: live.RolePrimary,
-			TemplateRevision: sts.TemplateRevision, ConfigRevision: out.ConfigRevision}}
+			TemplateRevision: sts.TemplateRevision, ConfigRevision: out.ConfigRevision, TLS: contract.TLSOn(out.TLS)}}
 	case plan.PostgresSynchronousStandbys:
 		out.SynchronousStandbys = p.PostgresSynchronousStandbys.To
+	case plan.PostgresConfigureTLS:
+		t := p.PostgresConfigureTLS
+		out.TLS, out.ConfigRevision = t.To, t.Revision
+		for i := range out.Members {
+			out.Members[i].ConfigRevision, out.Members[i].TLS = t.Revision, contract.TLSOn(t.To)
+		}
 	case plan.PostgresReloadParameters:
 		pc := p.PostgresReloadParameters
 		out.Parameters, out.ConfigRevision = pc.To, pc.Revision

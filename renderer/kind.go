@@ -72,8 +72,10 @@ func (postgresKind) Objects(c spec.Cluster, in Input) ([]Object, error) {
 func (postgresKind) Created(c spec.Cluster, s Settings) Settings {
 	pg := c.(*spec.PostgresCluster)
 	s.Sync = pg.Spec.SynchronousStandbys
+	// A new cluster serves and requires TLS from its first start.
+	s.TLS = contract.TLSRequire
 	if s.Parameters = pg.Spec.RenderedParameters(); s.Parameters != nil {
-		s.ConfigRevision = contract.ConfigRevisionOf(s.Parameters)
+		s.ConfigRevision = contract.ConfigRevisionWithTLS(s.Parameters, s.TLS)
 	}
 	return s
 }

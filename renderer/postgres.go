@@ -51,8 +51,8 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 		cairnConfig(n, s, "", initial, pgConfigKeys(s)),
 	}
 	objs = append(objs, grownVolumes(n, s)...)
-	objs = append(objs, memberObjects(n)...)
-	return append(objs, runtimeObjects(n, o, postgresRuntimeRules(n))...), nil
+	objs = append(objs, memberObjects(n, s.TLS)...)
+	return append(objs, runtimeObjects(n, o, postgresRuntimeRules(n, s.TLS))...), nil
 }
 
 // pgService selects the cluster's pods, narrowed by the runtime's role
@@ -102,17 +102,68 @@ func postgresConfig(n names, s Settings) Object {
 	if s.ConfigRevision != "" {
 		fmt.Fprintf(&conf, "%s = '%s'\n", contract.ConfigRevisionParameter, s.ConfigRevision)
 	}
-	hba := "# Rendered by cairn; do not edit here.\n" +
-		"local   all          postgres                 peer\n" +
-		"local   all          all                      scram-sha-256\n" +
-		"host    replication  replicator  0.0.0.0/0    scram-sha-256\n" +
-		"host    replication  replicator  ::/0         scram-sha-256\n" +
-		"host    all          all         0.0.0.0/0    scram-sha-256\n" +
-		"host    all          all         ::/0         scram-sha-256\n"
+	if contract.TLSOn(s.TLS) {
+		writeTLSSettings(&conf)
+	}
+	hba := pgHBA(s.TLS)
 	return Object{File: "postgres-config.yaml", Obj: &corev1.ConfigMap{
 		TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: n.meta(contract.PostgresConfig(n.cluster), "config"),
 		Data: map[string]string{contract.PostgresConfFile: conf.String(), contract.PostgresHBAFile: hba},
 	}}
+}
+
+// writeTLSSettings has the server serve TLS with the certificates the
+// instance manager writes from the runtime's Secrets (PostgreSQL loads
+// them again at a reload, so a renewed certificate needs no restart),
+// and check client certificates against the cluster's CA.
+func writeTLSSettings(conf *strings.Builder) {
+	file := func(name string) string { return "'" + contract.PostgresTLSDir + "/" + name + "'" }
+	for _, kv := range [][2]string{
+		{"ssl", "on"},
+		{"ssl_cert_file", file(contract.PostgresTLSServerCert)},
+		{"ssl_key_file", file(contract.PostgresTLSServerKey)},
+		{"ssl_ca_file", file(contract.PostgresTLSCA)},
+		{"ssl_min_protocol_version", "'TLSv1.2'"},
+	} {
+		fmt.Fprintf(conf, "%s = %s\n", kv[0], kv[1])
+	}
+}
+
+// pgHBA is pg_hba.conf for a TLS mode. Off: SCRAM passwords from any
+// address. Accept: the superuser over TLS only by its client certificate
+// (cert: the certificate's CN must be postgres, signed by the cluster's
+// CA), everything else as before. Require: nothing but TLS from the
+// network; the superuser by certificate alone, replication and every
+// other user by SCRAM over TLS. The local socket admits the superuser by
+// peer (the server's own OS user) in every mode.
+func pgHBA(tls string) string {
+	var b strings.Builder
+	b.WriteString("# Rendered by cairn; do not edit here.\n")
+	line := func(typ, db, user, addr, method string) {
+		fmt.Fprintf(&b, "%-8s%-13s%-12s%-13s%s\n", typ, db, user, addr, method)
+	}
+	line("local", "all", "postgres", "", "peer")
+	line("local", "all", "all", "", "scram-sha-256")
+	nets := []string{"0.0.0.0/0", "::/0"}
+	if contract.TLSOn(tls) {
+		for _, a := range nets {
+			line("hostssl", "all", "postgres", a, "cert")
+		}
+	}
+	typ := "host"
+	if tls == contract.TLSRequire {
+		typ = "hostssl"
+	}
+	for _, db := range []string{"replication", "all"} {
+		user := "all"
+		if db == "replication" {
+			user = contract.PostgresReplicationUser
+		}
+		for _, a := range nets {
+			line(typ, db, user, a, "scram-sha-256")
+		}
+	}
+	return b.String()
 }
 
 // postgresEnv is the database container's environment: the passwords
@@ -210,13 +261,21 @@ func memberAccount(n names) string { return contract.MemberAccount(n.cluster) }
 // may do: get the cluster's member pods (by name, no other pod), so a
 // primary's instance manager confirms its own role label through the API
 // server (and stops when it cannot, or is fenced).
-func memberObjects(n names) []Object {
+//
+// With TLS on, it may also get the certificate Secrets the runtime keeps
+// (by name): the server's, and the superuser's client certificate with
+// which members reach each other.
+func memberObjects(n names, tls string) []Object {
 	name := memberAccount(n)
 	meta := n.meta(name, "database")
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"get"}}}
+	if contract.TLSOn(tls) {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
+			ResourceNames: []string{contract.ServerTLSSecret(n.cluster), contract.ClientTLSSecret(n.cluster)}, Verbs: []string{"get"}})
+	}
 	return []Object{
 		{File: "member-serviceaccount.yaml", Obj: &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta}},
-		{File: "member-role.yaml", Obj: &rbacv1.Role{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta,
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"get"}}}}},
+		{File: "member-role.yaml", Obj: &rbacv1.Role{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta, Rules: rules}},
 		{File: "member-rolebinding.yaml", Obj: &rbacv1.RoleBinding{
 			TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta,
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
@@ -246,6 +305,9 @@ func pgUpgradeContainer(o Options, from, to int, env []corev1.EnvVar) corev1.Con
 // pgConfigKeys are the PostgreSQL keys of the cairn ConfigMap.
 func pgConfigKeys(s Settings) map[string]string {
 	keys := map[string]string{contract.KeySynchronousStandbys: strconv.Itoa(s.Sync)}
+	if contract.TLSOn(s.TLS) {
+		keys[contract.KeyTLS] = s.TLS
+	}
 	if s.ConfigRevision != "" {
 		keys[contract.KeyConfigRevision] = s.ConfigRevision
 	}

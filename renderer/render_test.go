@@ -79,18 +79,22 @@ const etcdLiveResources = "resources: {requests: {cpu: 500m, memory: 1Gi}, limit
 
 // pgLiveParameters are pgSpecYAML's parameters as the rendered
 // postgresql.conf holds them.
+// pgLiveTLS: the live clusters were created by cairn, with TLS required;
+// the pg-tls-* cases start from clusters rendered before TLS.
+const pgLiveTLS = "tls: require\n"
+
 const pgLiveParameters = `parameters: {max_connections: "'200'", shared_buffers: "'256MB'"}`
 
 func pgLiveYAML(n int, version string, primary int, extra string) string {
 	var b strings.Builder
-	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\n" + pgLiveParameters + "\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
+	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\n" + pgLiveTLS + pgLiveParameters + "\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
 	b.WriteString("backup: {schedule: \"0 2 * * *\", timeZone: UTC, storageLocation: \"s3://bkp/pg\", retentionCount: 7}\n" + extra + "members:\n")
 	for i := range n {
 		role := "replica"
 		if i == primary {
 			role = "primary"
 		}
-		b.WriteString("- {name: pg-" + itoa(i) + ", version: \"" + version + "\", ready: true, role: " + role + "}\n")
+		b.WriteString("- {name: pg-" + itoa(i) + ", version: \"" + version + "\", ready: true, role: " + role + ", tls: true}\n")
 	}
 	return b.String()
 }
@@ -112,6 +116,11 @@ var renderCases = []renderCase{
 		strings.Replace(strings.Replace(etcdLiveYAML(5, "3.5.21", 0), "storage: 8Gi", "storage: 16Gi", 1), "updatePartition: 0,", "updatePartition: 0, volumeClaimStorage: 8Gi,", 1), "scale-in-4"},
 	{"etcd-converged", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.5.21", 0), ""},
 	{"pg-create", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "", "create"},
+	// A cluster rendered before TLS moves to it in two reloads.
+	{"pg-tls-accept", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
+		strings.Replace(strings.ReplaceAll(pgLiveYAML(3, "14.5", 0, ""), ", tls: true", ""), pgLiveTLS, "", 1), "tls-accept"},
+	{"pg-tls-require", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
+		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), pgLiveTLS, "tls: accept\n", 1), "tls-require"},
 	{"pg-add-replica", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(2, "14.5", 0, ""), "pg-add-2"},
 	{"pg-scale-in", fill(pgSpecYAML, "%SIZE%", "2", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "scale-in-2"},
 	{"pg-upgrade-replica", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.9", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "upgrade-2-to-14.9"},
@@ -133,7 +142,7 @@ var renderCases = []renderCase{
 	{"etcd-downgrade-enable", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.6.16", "%STORAGE%", "8Gi", "%EXTRA%", ""),
 		strings.Replace(etcdLiveYAML(3, "3.7.3", 0), "members:\n", "clusterVersion: \"3.7\"\nmembers:\n", 1), "etcd-downgrade-to-3.6"},
 	{"pg-restart-resources", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  resources: {requests: {cpu: '2', memory: 4Gi}}"), pgLiveYAML(3, "14.5", 0, ""), "restart-2-11096792589d"},
-	{"pg-reload-parameters", strings.Replace(fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "shared_buffers: 256MB}", "shared_buffers: 256MB, work_mem: 16MB}", 1), pgLiveYAML(3, "14.5", 0, ""), "reload-parameters-d958d05b660d"},
+	{"pg-reload-parameters", strings.Replace(fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "shared_buffers: 256MB}", "shared_buffers: 256MB, work_mem: 16MB}", 1), pgLiveYAML(3, "14.5", 0, ""), "reload-parameters-c3326b47d0d0"},
 	{"pg-converged", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 2, ""), ""},
 }
 
@@ -261,6 +270,9 @@ var allowedChanges = map[plan.Kind][]string{
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "postgres-config.patch.yaml /data/postgresql.conf", "cairn-config.patch.yaml /data/postgres.config-revision",
 		"cairn-config.patch.yaml /data/etcd.quota-backend-bytes"},
 	plan.PostgresReloadParameters: {"postgres-config.patch.yaml /data/postgresql.conf", "cairn-config.patch.yaml /data/postgres.config-revision"},
+	plan.PostgresConfigureTLS: {"postgres-config.patch.yaml /data/postgresql.conf", "postgres-config.patch.yaml /data/pg_hba.conf",
+		"cairn-config.patch.yaml /data/postgres.config-revision", "cairn-config.patch.yaml /data/tls",
+		"member-role.patch.yaml /rules", "runtime-role.patch.yaml /rules"},
 	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1"},
 }

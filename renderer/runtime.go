@@ -92,10 +92,20 @@ func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
 // role and the replication Secret to take base backups, the StatefulSet
 // (its Events' object) and the rendered config (synchronous standbys, a
 // merged step's switchover request, the backup policy); keeping its
-// status ConfigMap (backups patch their own key); recording Events.
-func postgresRuntimeRules(n names) []rbacv1.PolicyRule {
+// status ConfigMap (backups patch their own key); recording Events. With
+// TLS on, it keeps the cluster's CA and certificate Secrets: creating a
+// Secret cannot be narrowed by name, reading and renewing them is.
+func postgresRuntimeRules(n names, tls string) []rbacv1.PolicyRule {
 	status := contract.StatusConfigMap(n.cluster)
-	return append(commonRuntimeRules(n),
+	var certs []rbacv1.PolicyRule
+	if contract.TLSOn(tls) {
+		certs = []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{
+				contract.CASecret(n.cluster), contract.ServerTLSSecret(n.cluster), contract.ClientTLSSecret(n.cluster)}, Verbs: []string{"get", "update"}},
+		}
+	}
+	return append(append(commonRuntimeRules(n), certs...),
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"patch"}},

@@ -51,6 +51,10 @@ type Settings struct {
 	// bytes ("" renders none: etcd's default).
 	Compaction *plan.CompactionSettings
 	SpaceQuota string
+	// TLS is PostgreSQL's TLS mode (contract.TLSModes; "" is off): what
+	// the servers serve, what pg_hba admits, and the certificate Secrets
+	// the members and the runtime may read.
+	TLS string
 }
 
 // requests are the runtime's instructions from merged steps. Each is keyed
@@ -83,7 +87,7 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 		Sync: b.SynchronousStandbys, Bootstrap: contract.BootstrapExisting, UpgradeFrom: b.UpgradeFrom,
 		Resources: b.Resources, StorageClass: b.StorageClass, TemplateRevision: b.TemplateRevision, Images: b.Images,
 		Parameters: b.Parameters, ConfigRevision: b.ConfigRevision,
-		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota,
+		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota, TLS: b.TLS,
 	}
 }
 
@@ -161,6 +165,9 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 		}
 	case plan.PostgresReloadParameters:
 		next.Parameters, next.ConfigRevision = p.PostgresReloadParameters.To, p.PostgresReloadParameters.Revision
+	case plan.PostgresConfigureTLS:
+		t := p.PostgresConfigureTLS
+		next.TLS, next.ConfigRevision = t.To, t.Revision
 	case plan.EtcdConfigureCompaction:
 		to := p.EtcdConfigureCompaction.To
 		next.Compaction = &to

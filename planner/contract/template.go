@@ -68,6 +68,9 @@ type PostgresMemberConfig struct {
 	// PendingRestart lists the parameters whose file value waits for a
 	// restart (pg_settings.pending_restart), sorted.
 	PendingRestart []string `json:"pendingRestart,omitempty"`
+	// TLS: the runtime reached the member over TLS and the member proved
+	// itself with the cluster's server certificate (verify-full).
+	TLS bool `json:"tls,omitempty"`
 }
 
 // ParsePostgresConfigStatus reads the status ConfigMap's key; empty data
@@ -87,6 +90,16 @@ func ParsePostgresConfigStatus(data string) (PostgresConfigStatus, error) {
 // value as rendered): a short hash, the same for the same parameters.
 func ConfigRevisionOf(params map[string]string) string {
 	return revision("config", params)
+}
+
+// ConfigRevisionWithTLS is the config revision of parameters rendered
+// with TLS mode tls: ConfigRevisionOf(params) while TLS is off, so
+// configs rendered before TLS keep their revision.
+func ConfigRevisionWithTLS(params map[string]string, tls string) string {
+	if !TLSOn(tls) {
+		return ConfigRevisionOf(params)
+	}
+	return revision("config", params, map[string]string{KeyTLS: tls})
 }
 
 // TemplateRevisionOf is the template revision of a rolling restart that

@@ -126,6 +126,8 @@ func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool,
 		return m != nil && m.Ready && m.TemplateRevision == g.Revision, fmt.Sprintf("%s has not restarted with template revision %s", g.Member, g.Revision)
 	case plan.GateConfigApplied:
 		return configApplied(obs, g)
+	case plan.GateTLSServed:
+		return tlsServed(obs)
 	case plan.GateCompactionApplied:
 		return compactionApplied(nil, c, obs)
 	case plan.GateQuorumLost:
@@ -163,6 +165,20 @@ func configApplied(obs *live.Cluster, g plan.Gate) (bool, string) {
 		}
 	}
 	return g.Member == "", fmt.Sprintf("%s is not observed", g.Member)
+}
+
+// tlsServed checks that every member served TLS with the cluster's
+// certificate when the runtime last checked.
+func tlsServed(obs *live.Cluster) (bool, string) {
+	if len(obs.Members) == 0 {
+		return false, "no member is observed"
+	}
+	for _, m := range obs.Members {
+		if !m.TLS {
+			return false, fmt.Sprintf("%s has not served TLS with the cluster's certificate", m.Name)
+		}
+	}
+	return true, ""
 }
 
 func member(obs *live.Cluster, name string) *live.Member {

@@ -147,6 +147,9 @@ func (c *checker) cluster(cl *Cluster, path string) {
 // etcdSpace checks an etcd cluster's space: a quota in bytes, named
 // alarms, sizes that are not negative.
 func (c *checker) etcdSpace(cl *Cluster, path string) {
+	if _, ok := contract.TLSMode(cl.TLS); !ok {
+		c.fail(path+".tls", "must be one of %s, got %s", strings.Join(contract.TLSModes, ", "), strictyaml.Quote(cl.TLS))
+	}
 	if n, err := strconv.ParseInt(cl.SpaceQuota, 10, 64); cl.SpaceQuota != "" && (err != nil || n <= 0) {
 		c.fail(path+".spaceQuota", "must be a number of bytes greater than zero, got %s", strictyaml.Quote(cl.SpaceQuota))
 	}

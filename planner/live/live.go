@@ -69,6 +69,9 @@ type Cluster struct {
 	// SpaceQuota is the etcd space quota the rendered config sets, in
 	// bytes; empty when it sets none (etcd's default, 2 GiB).
 	SpaceQuota string `json:"spaceQuota,omitempty"`
+	// TLS is the PostgreSQL TLS mode the rendered config sets
+	// (contract.TLSModes); empty when it sets none (off).
+	TLS string `json:"tls,omitempty"`
 	// Alarms are the alarms etcd raised (NOSPACE, CORRUPT), as the
 	// runtime last reported them.
 	Alarms []Alarm `json:"alarms,omitempty"`
@@ -177,6 +180,9 @@ type Member struct {
 	// PendingRestart lists the parameters the member has read from its
 	// config file but applies only at a restart.
 	PendingRestart []string `json:"pendingRestart,omitempty"`
+	// TLS: a PostgreSQL member served TLS with its cluster's server
+	// certificate when the runtime last checked its config.
+	TLS bool `json:"tls,omitempty"`
 	// DBSize is an etcd member's database file size in bytes, DBSizeInUse
 	// the part that holds data (the rest a defragmentation gives back),
 	// as the runtime last reported them; 0 when unknown.

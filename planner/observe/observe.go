@@ -196,6 +196,7 @@ func applyConfig(out *live.Cluster, data map[string]string) {
 	out.SynchronousStandbys, _ = strconv.Atoi(data[contract.KeySynchronousStandbys])
 	etcdMaintenanceConfig(out, data)
 	out.Recovering = data[contract.KeyRecoverID]
+	out.TLS = observedTLS(data[contract.KeyTLS])
 	if data[contract.KeyBackupSchedule] == "" {
 		return
 	}
@@ -203,6 +204,18 @@ func applyConfig(out *live.Cluster, data map[string]string) {
 		StorageLocation: data[contract.KeyBackupStorageLocation], RetentionMaxAge: data[contract.KeyBackupRetentionMaxAge]}
 	b.RetentionCount, _ = strconv.Atoi(data[contract.KeyBackupRetentionCount])
 	out.Backup = b
+}
+
+// observedTLS is the rendered TLS mode: "" for off (as configs rendered
+// before TLS have no key), the mode when it is another known one, and an
+// unknown value as it is, for the planner to refuse.
+func observedTLS(v string) string {
+	if mode, ok := contract.TLSMode(v); ok && contract.TLSOn(mode) {
+		return mode
+	} else if ok {
+		return ""
+	}
+	return v
 }
 
 func (o *Observer) members(ctx context.Context, ns, cluster string, sts *appsv1.StatefulSet, container string, member MemberFunc) ([]live.Member, error) {

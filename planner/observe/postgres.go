@@ -27,7 +27,7 @@ func (postgresKind) Status(status map[string]string, _ *live.Cluster) (MemberFun
 			m.Role = live.Role(r)
 		}
 		if mc, ok := conf.Members[m.Name]; ok {
-			m.ConfigRevision, m.PendingRestart = mc.Revision, mc.PendingRestart
+			m.ConfigRevision, m.PendingRestart, m.TLS = mc.Revision, mc.PendingRestart, mc.TLS
 		}
 	}, nil
 }

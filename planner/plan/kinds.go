@@ -65,6 +65,10 @@ const (
 	// cluster version to the minor before (etcd 3.6 and later), or to
 	// cancel one; the members then move one at a time (UpgradeMember).
 	EtcdDowngrade Kind = "EtcdDowngrade"
+	// PostgresConfigureTLS moves a PostgreSQL cluster one TLS mode on
+	// (contract.TLSModes: off, accept, require): servers serve TLS, then
+	// pg_hba admits only TLS. A reload, no restart.
+	PostgresConfigureTLS Kind = "PostgresConfigureTLS"
 )
 
 // Irreversible reports whether every step of kind k is irreversible: a
@@ -98,6 +102,7 @@ type Params struct {
 	EtcdConfigureCompaction     *EtcdConfigureCompactionParams     `json:"etcdConfigureCompaction,omitempty"`
 	EtcdRecover                 *EtcdRecoverParams                 `json:"etcdRecover,omitempty"`
 	EtcdDowngrade               *EtcdDowngradeParams               `json:"etcdDowngrade,omitempty"`
+	PostgresConfigureTLS        *PostgresConfigureTLSParams        `json:"postgresConfigureTLS,omitempty"`
 }
 
 // kinds is the one list of the step kinds, each with whether a Params
@@ -125,6 +130,7 @@ var kinds = []struct {
 	{EtcdConfigureCompaction, func(p Params) bool { return p.EtcdConfigureCompaction != nil }},
 	{EtcdRecover, func(p Params) bool { return p.EtcdRecover != nil }},
 	{EtcdDowngrade, func(p Params) bool { return p.EtcdDowngrade != nil }},
+	{PostgresConfigureTLS, func(p Params) bool { return p.PostgresConfigureTLS != nil }},
 }
 
 // Kinds are every step kind, in the order they are declared.
@@ -320,6 +326,15 @@ type ParameterChange struct {
 	// Restart lists the changed parameters that take effect only when a
 	// member restarts, sorted; empty for a reload-only change.
 	Restart []string `json:"restart,omitempty"`
+}
+
+// PostgresConfigureTLSParams: move the cluster's TLS mode From one mode
+// To the next (contract.TLSModes). Revision is the config revision the
+// step renders, which every member must load.
+type PostgresConfigureTLSParams struct {
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Revision string `json:"revision"`
 }
 
 // EtcdRecoverParams: bring an etcd cluster that lost quorum back. Seed

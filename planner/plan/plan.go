@@ -94,6 +94,9 @@ type Baseline struct {
 	// in bytes; empty when it sets none (etcd's default).
 	Compaction *CompactionSettings `json:"compaction,omitempty"`
 	SpaceQuota string              `json:"spaceQuota,omitempty"`
+	// TLS is the PostgreSQL TLS mode the rendered config sets
+	// (contract.TLSModes); empty for off.
+	TLS string `json:"tls,omitempty"`
 }
 
 // Refusal is a spec change a rule forbids.

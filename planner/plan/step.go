@@ -91,6 +91,9 @@ const (
 	// to Version (major.minor) enabled, with every member's storage
 	// migrated to it; with Version empty, no downgrade enabled.
 	GateEtcdDowngrade GateKind = "EtcdDowngrade"
+	// GateTLSServed: every PostgreSQL member serves TLS with its
+	// cluster's server certificate, as the runtime verified it.
+	GateTLSServed GateKind = "TLSServed"
 )
 
 // Gate is a condition on the live state.
