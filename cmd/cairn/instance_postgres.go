@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/certs"
 	"github.com/cairn-dev/cairn/runtime/instance"
 )
 
@@ -56,6 +57,8 @@ func newInstancePostgres() *cobra.Command {
 				return err
 			}
 			p.Confirm = instance.APIRoleLabel(client, env.namespace, env.name)
+			// and get the certificate Secrets the runtime keeps.
+			p.Certs = &certs.Files{Client: client, Namespace: env.namespace, Cluster: env.cluster, Dir: p.TLSDir, Uid: -1, Gid: -1}
 			ctx, cancel := signalContext()
 			defer cancel()
 			return instance.RunPostgres(ctx, p, cmd.ErrOrStderr())
@@ -87,9 +90,10 @@ func postgresInPod(env podEnv, cfg instance.Config, fl pgFlags, log *slog.Logger
 			fmt.Sprintf("%s.%s.svc%s", fl.primaryService, env.namespace, port),
 			fmt.Sprintf("%s.%s.%s.svc%s", contract.MemberName(env.cluster, 0), fl.peerService, env.namespace, port),
 		},
-		Peers:        instance.HeadlessPeers(fmt.Sprintf("%s.%s.svc", fl.peerService, env.namespace), contract.PostgresPort),
-		RoleLabel:    instance.RoleLabelFile(contract.PodInfoLabels),
-		Config:       cfg,
+		Peers:     instance.HeadlessPeers(fmt.Sprintf("%s.%s.svc", fl.peerService, env.namespace), contract.PostgresPort),
+		RoleLabel: instance.RoleLabelFile(contract.PodInfoLabels),
+		Config:    cfg,
+		Namespace: env.namespace, TLSDir: contract.PostgresTLSDir, TLSMode: instance.TLSModeFile(fl.configDir),
 		ConfirmEvery: fl.confirmEvery, LeaseTTL: fl.leaseTTL,
 		Log: log,
 	}

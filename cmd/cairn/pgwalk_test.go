@@ -13,9 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish"
-	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/testbed"
-	"github.com/cairn-dev/cairn/testbed/pgbed"
 )
 
 const pgSuper = "walkthrough-super"
@@ -83,9 +81,7 @@ func (l *loop) pgConn(cluster, pod string) (context.Context, *pgx.Conn, func(), 
 	var o int
 	fmt.Sscan(pod[strings.LastIndexByte(pod, '-')+1:], &o)
 	ctx, cancel := context.WithTimeout(l.ctx, 3*time.Second)
-	cfg, _ := pgx.ParseConfig("")
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = l.pg.IP(cluster, o), pgbed.Port, instance.Superuser, pgSuper, "postgres"
-	c, err := pgx.ConnectConfig(ctx, cfg)
+	c, err := l.pg.Conn(ctx, cluster, o)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err

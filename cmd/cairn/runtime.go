@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/runtime/agent"
+	"github.com/cairn-dev/cairn/runtime/pki"
 	"github.com/cairn-dev/cairn/version"
 )
 
@@ -29,6 +30,7 @@ type runtimeOptions struct {
 	kind, cluster, kubeconfig, metricsAddr string
 	port                                   int
 	failover                               agent.FailoverSettings
+	certLifetime                           time.Duration
 }
 
 func newRuntime() *cobra.Command {
@@ -67,6 +69,7 @@ POD_NAMESPACE and POD_NAME set from the downward API.`,
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", ":9090", "where to serve Prometheus metrics (/metrics); empty serves none")
 	cmd.Flags().DurationVar(&o.failover.After, "failover-after", 2*time.Second, "PostgreSQL: fail over from a primary that is down (refuses connections, pod or container gone) for this long")
 	cmd.Flags().DurationVar(&o.failover.AfterTimeouts, "failover-after-timeouts", 10*time.Second, "PostgreSQL: fail over from a primary that only does not answer in time for this long")
+	cmd.Flags().DurationVar(&o.certLifetime, "cert-lifetime", pki.LeafLifetime, "PostgreSQL with TLS on: the lifetime of the certificates the runtime issues; it renews them past two thirds of it")
 	cmd.Flags().DurationVar(&o.failover.LeaseTTL, "lease-ttl", 30*time.Second, "PostgreSQL: the members' --lease-ttl; a fenced primary that does not answer is replaced only after it plus 3s")
 	_ = cmd.MarkFlagRequired("kind")
 	_ = cmd.MarkFlagRequired("cluster")
@@ -99,7 +102,7 @@ func (o *runtimeOptions) run(cmd *cobra.Command) error {
 		return &exitError{exitUsage, fmt.Errorf("cairn runtime: --cluster: %w", err)}
 	}
 	a, reg, err := newRuntimeAgent(k, agent.Config{Cluster: o.cluster, Namespace: ns, Identity: id, PostgresPort: o.port,
-		Log: log, Failover: o.failover}, client)
+		Log: log, Failover: o.failover, CertLifetime: o.certLifetime}, client)
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,9 @@ type Config struct {
 	// Failover are the failover timings.
 	PostgresPort int
 	Failover     FailoverSettings
+	// CertLifetime is the lifetime of the TLS certificates the PostgreSQL
+	// runtime issues (pki.LeafLifetime when zero).
+	CertLifetime time.Duration
 }
 
 // Agent is the runtime of one cluster: a leader election, the keeper of

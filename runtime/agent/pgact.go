@@ -127,7 +127,7 @@ func (p *pgPass) promote(ctx context.Context, a pgAction) error {
 		p.r.hook(ctx, "labelled")
 	}
 	ip := p.pods[a.To].Status.PodIP
-	if err := p.sql(ctx, ip, "SELECT pg_promote(true, 60) WHERE pg_is_in_recovery()",
+	if err := p.sql(ctx, a.To, "SELECT pg_promote(true, 60) WHERE pg_is_in_recovery()",
 		"ALTER SYSTEM RESET default_transaction_read_only", "SELECT pg_reload_conf()"); err != nil {
 		return fmt.Errorf("promote %s: %w", a.To, err)
 	}
@@ -158,7 +158,21 @@ func (p *pgPass) finish(ctx context.Context, a pgAction) error {
 	return err
 }
 
-var conninfoHost = regexp.MustCompile(`\bhost=(\S+)`)
+// conninfoAddr finds the address a primary_conninfo reaches: hostaddr
+// when it has one (with TLS, host is then the name verified), else host.
+var conninfoAddr = regexp.MustCompile(`(?:^|\s)(hostaddr|host)=(\S+)`)
+
+// upstreamAddr is the address key and value of a replica's
+// primary_conninfo: hostaddr when set, else host.
+func upstreamAddr(conninfo string) (key, value string, ok bool) {
+	for _, m := range conninfoAddr.FindAllStringSubmatch(conninfo, -1) {
+		if m[1] == "hostaddr" {
+			return m[1], m[2], true
+		}
+		key, value, ok = m[1], m[2], true
+	}
+	return key, value, ok
+}
 
 // follow points the answering replicas that stream from a pod address
 // at the new primary. Those that follow the -rw Service (in pods) follow
@@ -168,12 +182,12 @@ func (p *pgPass) follow(ctx context.Context, to, ip string) {
 		if m.Name == to || !m.replica() {
 			continue
 		}
-		host := conninfoHost.FindStringSubmatch(m.Probe.Upstream)
-		if host == nil || net.ParseIP(host[1]) == nil || host[1] == ip {
+		key, addr, ok := upstreamAddr(m.Probe.Upstream)
+		if !ok || net.ParseIP(addr) == nil || addr == ip {
 			continue
 		}
-		conninfo := strings.Replace(m.Probe.Upstream, host[0], "host="+ip, 1)
-		err := p.sql(ctx, p.pods[m.Name].Status.PodIP, "ALTER SYSTEM SET primary_conninfo = "+quoteLiteral(conninfo), "SELECT pg_reload_conf()")
+		conninfo := strings.Replace(m.Probe.Upstream, key+"="+addr, key+"="+ip, 1)
+		err := p.sql(ctx, m.Name, "ALTER SYSTEM SET primary_conninfo = "+quoteLiteral(conninfo), "SELECT pg_reload_conf()")
 		if err != nil {
 			p.r.logger().Warn("replica not pointed at the new primary", "member", m.Name, "err", err.Error())
 		}
@@ -181,10 +195,14 @@ func (p *pgPass) follow(ctx context.Context, to, ip string) {
 }
 
 // sql runs statements on a member, one connection, as the superuser.
-func (p *pgPass) sql(ctx context.Context, ip string, stmts ...string) error {
+func (p *pgPass) sql(ctx context.Context, member string, stmts ...string) error {
 	cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	conn, err := connectMember(cctx, ip, p.r.Port, p.password)
+	pod := p.pods[member]
+	if pod == nil {
+		return fmt.Errorf("member %s is not listed", member)
+	}
+	conn, err := p.connect(cctx, member, pod.Status.PodIP)
 	if err != nil {
 		return err
 	}
@@ -212,8 +230,7 @@ func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''
 
 // setSync keeps synchronous_standby_names on the primary.
 func (p *pgPass) setSync(ctx context.Context, a pgAction) (bool, error) {
-	ip := p.pods[a.Member].Status.PodIP
-	if err := p.sql(ctx, ip, "ALTER SYSTEM SET synchronous_standby_names = "+quoteLiteral(a.Sync), "SELECT pg_reload_conf()"); err != nil {
+	if err := p.sql(ctx, a.Member, "ALTER SYSTEM SET synchronous_standby_names = "+quoteLiteral(a.Sync), "SELECT pg_reload_conf()"); err != nil {
 		return false, fmt.Errorf("set synchronous_standby_names on %s: %w", a.Member, err)
 	}
 	p.r.logger().Info("synchronous standbys set", "member", a.Member, "synchronous_standby_names", a.Sync)

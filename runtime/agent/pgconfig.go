@@ -31,12 +31,17 @@ const configEvery = 5 * time.Second
 
 const configSQL = `SELECT COALESCE(current_setting('` + contract.ConfigRevisionParameter + `', true), ''),
   COALESCE((SELECT setting FROM pg_file_settings WHERE name = '` + contract.ConfigRevisionParameter + `' AND error IS NULL ORDER BY seqno DESC LIMIT 1), ''),
-  COALESCE((SELECT string_agg(name, ',' ORDER BY name) FROM pg_settings WHERE pending_restart), '')`
+  COALESCE((SELECT string_agg(name, ',' ORDER BY name) FROM pg_settings WHERE pending_restart), ''),
+  COALESCE((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)`
 
 // memberConfig is what one member's config check found.
 type memberConfig struct {
 	loaded, file string
 	pending      []string
+	// tls: this check's connection is TLS; the runtime verified the
+	// member's certificate when it connected (tlsConfig), so the member
+	// serves TLS with the cluster's certificate.
+	tls bool
 }
 
 // configPass checks the members that answered the probe, reloads those
@@ -54,20 +59,22 @@ func (p *pgPass) configPass(ctx context.Context, pods []corev1.Pod, want string)
 		if p.probe(pod.Name).Reach != reachUp {
 			continue
 		}
-		mc, err := p.memberConfig(ctx, pod.Status.PodIP)
+		mc, err := p.memberConfig(ctx, pod.Name, pod.Status.PodIP)
 		if err != nil {
 			r.logger().Warn("config check failed", "member", pod.Name, "error", err.Error())
 			continue
 		}
 		if want != "" && mc.file == want && mc.loaded != want {
-			if err := p.sql(ctx, pod.Status.PodIP, "SELECT pg_reload_conf()"); err != nil {
+			if err := p.sql(ctx, pod.Name, "SELECT pg_reload_conf()"); err != nil {
 				r.logger().Warn("config reload failed", "member", pod.Name, "error", err.Error())
 			} else {
 				r.logger().Info("config reloaded", "member", pod.Name, "revision", want)
 				r.configAt = time.Time{} // look again next pass: the reload is asynchronous
 			}
 		}
-		st.Members[pod.Name] = contract.PostgresMemberConfig{Revision: mc.loaded, PendingRestart: mc.pending}
+		// A member reached by the accept mode's plain fallback serves no
+		// verified TLS.
+		st.Members[pod.Name] = contract.PostgresMemberConfig{Revision: mc.loaded, PendingRestart: mc.pending, TLS: mc.tls && p.auth.material != nil}
 	}
 	return st
 }
@@ -81,17 +88,17 @@ func (p *pgPass) probe(name string) pgProbe {
 	return pgProbe{Reach: reachDown}
 }
 
-func (p *pgPass) memberConfig(ctx context.Context, ip string) (memberConfig, error) {
+func (p *pgPass) memberConfig(ctx context.Context, member, ip string) (memberConfig, error) {
 	cctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	conn, err := connectMember(cctx, ip, p.r.Port, p.password)
+	conn, err := p.connect(cctx, member, ip)
 	if err != nil {
 		return memberConfig{}, err
 	}
 	defer conn.Close(context.Background())
 	var mc memberConfig
 	var pending string
-	if err := conn.QueryRow(cctx, configSQL).Scan(&mc.loaded, &mc.file, &pending); err != nil {
+	if err := conn.QueryRow(cctx, configSQL).Scan(&mc.loaded, &mc.file, &pending, &mc.tls); err != nil {
 		return memberConfig{}, err
 	}
 	if pending != "" {
@@ -103,7 +110,7 @@ func (p *pgPass) memberConfig(ctx context.Context, ip string) (memberConfig, err
 // sameConfigStatus compares two reports but for when they were made.
 func sameConfigStatus(a, b contract.PostgresConfigStatus) bool {
 	return maps.EqualFunc(a.Members, b.Members, func(x, y contract.PostgresMemberConfig) bool {
-		return x.Revision == y.Revision && slices.Equal(x.PendingRestart, y.PendingRestart)
+		return x.Revision == y.Revision && slices.Equal(x.PendingRestart, y.PendingRestart) && x.TLS == y.TLS
 	})
 }
 

@@ -26,7 +26,7 @@ const postgresInterval = 500 * time.Millisecond
 // metrics.
 func Postgres(client kubernetes.Interface, cfg Config) (Keeper, error) {
 	r := &Roles{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, Port: cmp.Or(cfg.PostgresPort, contract.PostgresPort),
-		Identity: cfg.Identity, Settings: cfg.Failover, Log: cfg.Log, interval: cfg.Interval}
+		Identity: cfg.Identity, Settings: cfg.Failover, Log: cfg.Log, interval: cfg.Interval, CertLifetime: cfg.CertLifetime}
 	if cfg.Metrics != nil {
 		metrics, err := NewPostgresMetrics(cfg.Metrics, cfg.Cluster)
 		if err != nil {
@@ -62,6 +62,10 @@ func (r *Roles) BackupSource(ctx context.Context) (backup.Source, string, error)
 	if err != nil {
 		return nil, "", fmt.Errorf("read the replication password: %w", err)
 	}
+	tc, err := r.lastAuth().tlsConfig(contract.PostgresMemberServerName(r.Cluster, r.Namespace, pick.Name))
+	if err != nil {
+		return nil, "", fmt.Errorf("back up %s over TLS: %w", pick.Name, err)
+	}
 	return backup.PostgresSource{Member: pick.Name, Host: pick.Status.PodIP, Port: cmp.Or(r.Port, contract.PostgresPort),
-		User: contract.PostgresReplicationUser, Password: string(secret.Data[contract.SecretKeyPassword])}, spec.PostgresKind, nil
+		User: contract.PostgresReplicationUser, Password: string(secret.Data[contract.SecretKeyPassword]), TLS: tc}, spec.PostgresKind, nil
 }

@@ -59,7 +59,7 @@ const staleAfter = 5 * time.Second
 type pgPass struct {
 	r        *Roles
 	store    *pgStatusStore
-	password string
+	auth     pgAuth
 	pods     map[string]*corev1.Pod
 	view     pgView
 	// config is the members' config to report; nil when not checked.
@@ -122,24 +122,38 @@ func failoverTarget(st pgStatus) string {
 	return st.Failover.To
 }
 
-// request reads the rendered ConfigMap <cluster>-cairn: the number of
-// synchronous standbys, a merged step's switchover request and the
-// PostgreSQL config revision.
-func (r *Roles) request(ctx context.Context) (pgRequest, int, string, error) {
+// pgRendered is what the runtime reads of the rendered ConfigMap
+// <cluster>-cairn: a merged step's switchover request, the number of
+// synchronous standbys, the PostgreSQL config revision and TLS mode.
+type pgRendered struct {
+	req       pgRequest
+	sync      int
+	configRev string
+	tls       string
+}
+
+// request reads the rendered config.
+func (r *Roles) request(ctx context.Context) (pgRendered, error) {
 	cm, err := r.Client.CoreV1().ConfigMaps(r.Namespace).Get(ctx, contract.ConfigMap(r.Cluster), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return pgRequest{}, 0, "", nil
+		return pgRendered{tls: contract.TLSOff}, nil
 	}
 	if err != nil {
-		return pgRequest{}, 0, "", fmt.Errorf("read the rendered config: %w", err)
+		return pgRendered{}, fmt.Errorf("read the rendered config: %w", err)
 	}
-	sync := 0
+	out := pgRendered{req: pgRequest{ID: cm.Data[contract.KeyRequestSwitchoverID], To: cm.Data[contract.KeyRequestSwitchoverTo]},
+		configRev: cm.Data[contract.KeyConfigRevision]}
 	if v := cm.Data[contract.KeySynchronousStandbys]; v != "" {
-		if sync, err = strconv.Atoi(v); err != nil {
-			return pgRequest{}, 0, "", fmt.Errorf("rendered config %s: %w", contract.KeySynchronousStandbys, err)
+		if out.sync, err = strconv.Atoi(v); err != nil {
+			return pgRendered{}, fmt.Errorf("rendered config %s: %w", contract.KeySynchronousStandbys, err)
 		}
 	}
-	return pgRequest{ID: cm.Data[contract.KeyRequestSwitchoverID], To: cm.Data[contract.KeyRequestSwitchoverTo]}, sync, cm.Data[contract.KeyConfigRevision], nil
+	mode, ok := contract.TLSMode(cm.Data[contract.KeyTLS])
+	if !ok {
+		return pgRendered{}, fmt.Errorf("rendered config %s: %q is no TLS mode cairn knows", contract.KeyTLS, cm.Data[contract.KeyTLS])
+	}
+	out.tls = mode
+	return out, nil
 }
 
 // report records the pass: the status (written when it changed or is a

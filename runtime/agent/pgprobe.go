@@ -67,7 +67,7 @@ const probeSQL = `SELECT pg_is_in_recovery(),
 // probeMembers asks every pod's member at once; a pod without an address,
 // being deleted, or whose postgres container Kubernetes reports stopped is
 // down without asking.
-func probeMembers(ctx context.Context, pods []corev1.Pod, port int, password string) map[string]pgProbe {
+func probeMembers(ctx context.Context, pods []corev1.Pod, cluster, namespace string, port int, auth pgAuth) map[string]pgProbe {
 	out := make(map[string]pgProbe, len(pods))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -79,7 +79,13 @@ func probeMembers(ctx context.Context, pods []corev1.Pod, port int, password str
 		wg.Add(1)
 		go func(name, ip string) {
 			defer wg.Done()
-			pr := probe(ctx, ip, port, password)
+			cfg, err := auth.memberConfig(cluster, namespace, name, ip, port, probeTimeout)
+			pr := pgProbe{Reach: reachTimeout}
+			if err == nil {
+				pr = probe(ctx, cfg)
+			} else {
+				pr.Err = err.Error()
+			}
 			mu.Lock()
 			out[name] = pr
 			mu.Unlock()
@@ -103,10 +109,10 @@ func containerStopped(p *corev1.Pod) bool {
 	return false
 }
 
-func probe(ctx context.Context, ip string, port int, password string) pgProbe {
+func probe(ctx context.Context, cfg *pgx.ConnConfig) pgProbe {
 	cctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	conn, err := connectMember(cctx, ip, port, password)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {
 		return pgProbe{Reach: classify(err), Err: err.Error()}
 	}
@@ -125,14 +131,12 @@ func probe(ctx context.Context, ip string, port int, password string) pgProbe {
 	return pr
 }
 
-func connectMember(ctx context.Context, ip string, port int, password string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig("")
+// connect connects to a member as the superuser.
+func (p *pgPass) connect(ctx context.Context, member, ip string) (*pgx.Conn, error) {
+	cfg, err := p.auth.memberConfig(p.r.Cluster, p.r.Namespace, member, ip, p.r.Port, probeTimeout)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = ip, uint16(port), contract.PostgresSuperuser, password, contract.PostgresDatabase
-	cfg.ConnectTimeout = probeTimeout
-	cfg.RuntimeParams["application_name"] = contract.AppRuntime
 	return pgx.ConnectConfig(ctx, cfg)
 }
 

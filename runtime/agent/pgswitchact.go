@@ -20,7 +20,7 @@ func (p *pgPass) actSwitchover(ctx context.Context, a pgAction) (bool, error) {
 			fmt.Sprintf("switching over from %s to %s (%s): %s is read-only until %s has replayed its WAL", a.Member, a.To, st.Switchover.ID, a.Member, a.To)}); err != nil {
 			return false, err
 		}
-		err := p.sql(ctx, p.pods[a.Member].Status.PodIP, "ALTER SYSTEM SET default_transaction_read_only = on", "SELECT pg_reload_conf()",
+		err := p.sql(ctx, a.Member, "ALTER SYSTEM SET default_transaction_read_only = on", "SELECT pg_reload_conf()",
 			"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'")
 		if err != nil {
 			return false, fmt.Errorf("make %s read-only: %w", a.Member, err)
@@ -39,7 +39,7 @@ func (p *pgPass) actSwitchover(ctx context.Context, a pgAction) (bool, error) {
 		return false, err
 	case pgSwitchAbort:
 		if a.GiveBack {
-			if err := p.sql(ctx, p.pods[a.Member].Status.PodIP, "ALTER SYSTEM RESET default_transaction_read_only", "SELECT pg_reload_conf()"); err != nil {
+			if err := p.sql(ctx, a.Member, "ALTER SYSTEM RESET default_transaction_read_only", "SELECT pg_reload_conf()"); err != nil {
 				return false, fmt.Errorf("give %s its writes back: %w", a.Member, err)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/certs"
 )
 
 // Roles keeps a PostgreSQL cluster's primary: it keeps the role labels
@@ -42,13 +44,25 @@ type Roles struct {
 	// time of the last config check (configPass).
 	configWant string
 	configAt   time.Time
+	// CertLifetime is the lifetime of the certificates the runtime
+	// issues; zero is pki.LeafLifetime (tests shorten it to see them
+	// renewed).
+	CertLifetime time.Duration
+	// rendered is what the last pass read of the rendered config;
+	// material and certsAt the client certificate and when the
+	// certificate Secrets were last checked (pgtls.go).
+	// authMu guards them: backups read them beside the passes.
+	authMu   sync.Mutex
+	rendered pgRendered
+	material *certs.Material
+	certsAt  time.Time
 }
 
 // Pass looks at every member, then decides and acts until there is
 // nothing more to do at once, and reports in the status, metrics and
 // Events.
 func (r *Roles) Pass(ctx context.Context) error {
-	password, err := r.password(ctx)
+	auth, err := r.auth(ctx)
 	if err != nil {
 		return err
 	}
@@ -63,13 +77,9 @@ func (r *Roles) Pass(ctx context.Context) error {
 		return err
 	}
 	r.warnIgnored(ignored)
-	req, sync, configRev, err := r.request(ctx)
-	if err != nil {
-		return err
-	}
-	probes := probeMembers(ctx, pods, r.Port, password)
-	p := &pgPass{r: r, store: store, password: password, pods: podsByName(pods)}
-	p.view = r.view(pods, probes, st, req, sync)
+	probes := probeMembers(ctx, pods, r.Cluster, r.Namespace, r.Port, auth)
+	p := &pgPass{r: r, store: store, auth: auth, pods: podsByName(pods)}
+	p.view = r.view(pods, probes, st, r.rendered.req, r.rendered.sync)
 	for range 8 {
 		a := decidePostgres(p.view)
 		again, err := p.act(ctx, a)
@@ -81,7 +91,7 @@ func (r *Roles) Pass(ctx context.Context) error {
 			break
 		}
 	}
-	p.config = p.configPass(ctx, pods, configRev)
+	p.config = p.configPass(ctx, pods, r.rendered.configRev)
 	return p.report(ctx, prev)
 }
 func (r *Roles) logger() *slog.Logger {
@@ -117,6 +127,24 @@ func (r *Roles) fieldManager() string {
 		return contract.FieldManager
 	}
 	return contract.FieldManager + "/" + r.Identity
+}
+
+// auth reads the rendered config and how to reach the members: the
+// superuser's password, and the cluster's certificates while TLS is on.
+func (r *Roles) auth(ctx context.Context) (pgAuth, error) {
+	rendered, err := r.request(ctx)
+	if err != nil {
+		return pgAuth{}, err
+	}
+	r.authMu.Lock()
+	r.rendered = rendered
+	r.authMu.Unlock()
+	password, err := r.password(ctx)
+	if err != nil {
+		return pgAuth{}, err
+	}
+	auth := pgAuth{password: password}
+	return auth, r.tlsAuth(ctx, &auth)
 }
 
 func (r *Roles) password(ctx context.Context) (string, error) {

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,6 +26,10 @@ type PostgresSource struct {
 	Port         int
 	// User must have the REPLICATION attribute; Password is never logged.
 	User, Password string
+	// TLS, when set, is the only way the member is reached: its
+	// certificate verified, no plain fallback. Nil connects as libpq's
+	// sslmode=prefer does.
+	TLS *tls.Config
 }
 
 // Stream implements Source.
@@ -34,6 +39,9 @@ func (s PostgresSource) Stream(ctx context.Context, w io.Writer, m *Manifest) er
 		return err
 	}
 	cfg.Host, cfg.Port, cfg.User, cfg.Password = s.Host, uint16(s.Port), s.User, s.Password
+	if s.TLS != nil {
+		cfg.TLSConfig, cfg.Fallbacks = s.TLS, nil
+	}
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connect to %s for a base backup: %w", s.Member, err)

@@ -35,6 +35,8 @@ type Config struct {
 	// Recover is a merged EtcdRecover step's recovery; nil when there is
 	// none.
 	Recover *Recover
+	// TLS is PostgreSQL's TLS mode (contract.TLSModes).
+	TLS string
 }
 
 // Restore names a backup (the contract.KeyRestore* keys).
@@ -46,7 +48,7 @@ type Restore struct {
 // defaults: bootstrap contract.BootstrapExisting, which can never create a
 // second cluster.
 func ReadConfig(dir string) (Config, error) {
-	c := Config{Bootstrap: contract.BootstrapExisting}
+	c := Config{Bootstrap: contract.BootstrapExisting, TLS: contract.TLSOff}
 	read := func(key string) (string, bool, error) {
 		data, err := os.ReadFile(filepath.Join(dir, key))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -80,6 +82,14 @@ func ReadConfig(dir string) (Config, error) {
 	set(contract.KeyInitialClusterToken, func(v string) error { c.Token = v; return nil })
 	set(contract.KeySynchronousStandbys, func(v string) (e error) { c.SynchronousStandbys, e = strconv.Atoi(v); return })
 	set(contract.KeyRequestRemoveMember, func(v string) error { c.RemoveMember = v; return nil })
+	set(contract.KeyTLS, func(v string) error {
+		mode, ok := contract.TLSMode(v)
+		if !ok {
+			return fmt.Errorf("must be one of %s, got %q", strings.Join(contract.TLSModes, ", "), v)
+		}
+		c.TLS = mode
+		return nil
+	})
 	set(contract.KeyEtcdQuotaBackendBytes, func(v string) (e error) { c.SpaceQuota, e = parseQuota(v); return })
 	set(contract.KeyRestoreStorageLocation, func(v string) error {
 		c.Restore = &Restore{Location: v, Backup: contract.RestoreLatest}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
 
@@ -30,7 +29,7 @@ func (p *Postgres) clone(ctx context.Context, primary string) error {
 	}
 	p.Log.Info("cloning from the primary", "member", p.Name, "primary", primary)
 	err = p.run(ctx, []string{"PGPASSWORD=" + p.ReplicationPassword}, "pg_basebackup",
-		"-h", host, "-p", strconv.Itoa(port), "-U", ReplicationUser, "-D", tmp,
+		"-d", p.conninfo(host, port, ReplicationUser), "-D", tmp,
 		"-X", "stream", "--checkpoint=fast", "--no-password")
 	if err != nil {
 		return fmt.Errorf("clone from %s: %w", primary, err)

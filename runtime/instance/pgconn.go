@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // The connections a member makes to itself and to the other members, as
@@ -56,17 +54,22 @@ func (p *Postgres) exec(ctx context.Context, hostport, sql string) error {
 	return err
 }
 
+// Ping connects to this member's own server as the instance manager
+// does, over TLS while it is on, and runs a query: a readiness check.
+func (p *Postgres) Ping(ctx context.Context) error {
+	_, err := p.query(ctx, p.Host+":"+strconv.Itoa(p.Port), "SELECT true")
+	return err
+}
+
 func (p *Postgres) connect(ctx context.Context, hostport string) (*pgx.Conn, error) {
 	host, port, err := splitHostPort(hostport)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgx.ParseConfig("")
+	cfg, err := p.superuserConfig(host, port)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = host, uint16(port), Superuser, p.SuperuserPassword, contract.PostgresDatabase
-	cfg.ConnectTimeout = 3 * time.Second
 	return pgx.ConnectConfig(ctx, cfg)
 }
 

@@ -27,7 +27,7 @@ func (p *Postgres) rewind(ctx context.Context, primary string) error {
 	if err := p.exec(ctx, primary, "CHECKPOINT"); err != nil {
 		return fmt.Errorf("checkpoint on %s before pg_rewind: %w", primary, err)
 	}
-	src := fmt.Sprintf("host=%s port=%d user=%s dbname=%s", host, port, Superuser, contract.PostgresDatabase)
+	src := p.conninfo(host, port, Superuser) + " dbname=" + contract.PostgresDatabase
 	if err := p.linkConfig(); err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (p *Postgres) follow(primary string) error {
 	if err := p.writeOwned(pass, fmt.Sprintf("*:*:*:%s:%s\n", ReplicationUser, pgpassEscape(p.ReplicationPassword))); err != nil {
 		return err
 	}
-	conninfo := fmt.Sprintf("host=%s port=%d user=%s passfile=%s application_name=%s", host, port, ReplicationUser, pass, p.Name)
+	conninfo := p.conninfo(host, port, ReplicationUser) + " passfile=" + conninfoValue(pass) + " application_name=" + conninfoValue(p.Name)
 	auto := filepath.Join(p.PGData, "postgresql.auto.conf")
 	old, err := os.ReadFile(auto)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -120,7 +120,10 @@ func (u *PgUpgrade) upgrade(ctx context.Context) error {
 	}
 	work := filepath.Dir(u.PGData)
 	args := []string{"--old-bindir", u.OldBin, "--new-bindir", u.NewBin,
-		"--old-datadir", u.PGData, "--new-datadir", next, "--username", Superuser, "--link"}
+		"--old-datadir", u.PGData, "--new-datadir", next, "--username", Superuser, "--link",
+		// pg_upgrade's servers take no connections but its own, over the
+		// socket: they need no certificates (the init container has none).
+		"--old-options", "-c ssl=off", "--new-options", "-c ssl=off"}
 	// --check first: it changes neither cluster, so an upgrade it refuses
 	// (an extension missing from the new major, a data type it cannot
 	// carry) leaves the old data directory as it was.

@@ -85,6 +85,17 @@ type Postgres struct {
 	Config       Config
 	// SuperuserPassword and ReplicationPassword come from the Secrets.
 	SuperuserPassword, ReplicationPassword string
+	// Namespace is the pod's: the names certificates are verified under
+	// hold it.
+	Namespace string
+	// TLSDir holds the member's certificates (contract.PostgresTLSDir in
+	// a pod), Certs keeps them current from the runtime's Secrets every
+	// CertsEvery (a minute when 0), and TLSMode reads the cluster's TLS
+	// mode now (nil: Config.TLS). See pgtls.go.
+	TLSDir     string
+	Certs      CertSync
+	CertsEvery time.Duration
+	TLSMode    func() string
 	// Credential runs the PostgreSQL programs as another user (when the
 	// manager itself runs as root, as in tests); nil in a pod.
 	Credential *syscall.Credential
@@ -120,6 +131,11 @@ func (p *Postgres) linkConfigIn(dir string) error {
 func (p *Postgres) prepare(ctx context.Context) (role string, initialised bool, err error) {
 	ord, err := contract.PodOrdinal(p.Name)
 	if err != nil {
+		return "", false, err
+	}
+	// With TLS on, the server cannot start without its certificates, and
+	// the other members admit this one only over TLS.
+	if _, err := p.syncCerts(ctx); err != nil {
 		return "", false, err
 	}
 	hasData, err := p.openData()

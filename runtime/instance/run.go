@@ -84,6 +84,7 @@ func runPostgresOnce(ctx context.Context, p *Postgres, out io.Writer) error {
 	if role == StartPrimary {
 		go p.analyzeAfterUpgrade(ctx)
 	}
+	go p.keepCerts(ctx, s)
 	err = p.watchdog(ctx, s)
 	switch {
 	case errors.Is(err, errDemoted):
@@ -108,6 +109,8 @@ func retry(ctx context.Context, logf func(msg string, args ...any), fn func() er
 		switch {
 		case errors.Is(err, ErrNoCluster), errors.Is(err, ErrNoPrimary):
 			reason = "waiting for the cluster"
+		case errors.Is(err, ErrNoCerts):
+			reason = "waiting for the runtime to issue the cluster's certificates"
 		case errors.Is(err, ErrDataLost):
 			reason = "waiting for the runtime to replace this member"
 		case errors.Is(err, ErrRemoving):

@@ -139,6 +139,16 @@ func (s *Server) stopWithin(grace time.Duration) {
 	}
 }
 
+// reload asks the server to read its configuration and certificates
+// again (SIGHUP, as pg_ctl reload).
+func (s *Server) reload() {
+	select {
+	case <-s.done:
+	default:
+		_ = s.cmd.Process.Signal(syscall.SIGHUP)
+	}
+}
+
 // Kill stops the server at once, as a crash would.
 func (s *Server) Kill() {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)

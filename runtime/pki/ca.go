@@ -22,7 +22,8 @@ const (
 )
 
 // skew is how long before now a certificate's validity starts, for peers
-// whose clocks are a little behind.
+// whose clocks are a little behind: an hour, or a tenth of a shorter
+// lifetime (tests issue certificates of seconds to see them renewed).
 const skew = time.Hour
 
 // PEM block types.
@@ -119,7 +120,8 @@ func newKey() (*ecdsa.PrivateKey, error) {
 }
 
 // template is what every certificate shares: a random serial, validity
-// from skew before now to notAfter, and a subject key id.
+// from skew (at most a tenth of the lifetime) before now to notAfter, and
+// a subject key id.
 func template(now, notAfter time.Time, pub *ecdsa.PublicKey) (*x509.Certificate, error) {
 	serial, err := newSerial()
 	if err != nil {
@@ -131,7 +133,7 @@ func template(now, notAfter time.Time, pub *ecdsa.PublicKey) (*x509.Certificate,
 	}
 	return &x509.Certificate{
 		SerialNumber: serial,
-		NotBefore:    now.Add(-skew),
+		NotBefore:    now.Add(-min(skew, notAfter.Sub(now)/10)),
 		NotAfter:     notAfter,
 		SubjectKeyId: skid,
 	}, nil

@@ -13,6 +13,7 @@ package pgbed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,14 +26,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/certs"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/testbed"
+	"github.com/jackc/pgx/v5"
 )
 
 // Port is the members' port, on each pod's own address.
@@ -62,6 +64,7 @@ func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *B
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { logTails(t, dir) }) // before the folder goes
 	return &Bed{client: cp.Client(t), ns: ns, bin: bin, dir: dir, cred: testbed.PostgresCredential(t, dir), log: log,
 		Addresses: testbed.NewAddresses(), running: map[string]*member{}}
 }
@@ -141,10 +144,24 @@ func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord 
 	if err != nil {
 		return nil, err
 	}
+	// The member's certificates, as the pod's /dev/shm holds them: the
+	// server reads them from the -c settings, which rule over the
+	// rendered file's.
+	tlsDir := filepath.Join(home, "tls")
+	settings := map[string]string{"listen_addresses": ip, "port": strconv.Itoa(Port), "unix_socket_directories": home}
+	for k, f := range map[string]string{"ssl_cert_file": contract.PostgresTLSServerCert, "ssl_key_file": contract.PostgresTLSServerKey, "ssl_ca_file": contract.PostgresTLSCA} {
+		settings[k] = filepath.Join(tlsDir, f)
+	}
+	uid, gid := -1, -1
+	if b.cred != nil {
+		uid, gid = int(b.cred.Uid), int(b.cred.Gid)
+	}
 	return &instance.Postgres{
 		Name: pod.Name, PGData: filepath.Join(home, "pgdata"), BinDir: bin, ConfigFile: conf,
-		Settings: map[string]string{"listen_addresses": ip, "port": strconv.Itoa(Port), "unix_socket_directories": home},
-		Host:     ip, Port: Port, Candidates: peers[:ord+1], Config: cfg,
+		Settings:  settings,
+		Namespace: b.ns, TLSDir: tlsDir, CertsEvery: CertsEvery, TLSMode: b.tlsMode(cluster),
+		Certs: &certs.Files{Client: b.client, Namespace: b.ns, Cluster: cluster, Dir: tlsDir, Uid: uid, Gid: gid},
+		Host:  ip, Port: Port, Candidates: peers[:ord+1], Config: cfg,
 		Peers:             func(context.Context) []string { return peers },
 		RoleLabel:         b.roleLabel(pod.Name),
 		Confirm:           instance.APIRoleLabel(b.client, b.ns, pod.Name),
@@ -255,6 +272,33 @@ func (b *Bed) password(ctx context.Context, secret string) (string, error) {
 	return string(s.Data[contract.SecretKeyPassword]), nil
 }
 
+// CertsEvery is how often a bed's members check their certificates: a
+// second, so a test sees a renewed certificate served at once.
+const CertsEvery = time.Second
+
+// tlsMode reads the cluster's TLS mode from its rendered ConfigMap, as
+// the pod's mounted file would give it, at most once a second.
+func (b *Bed) tlsMode(cluster string) func() string {
+	var mu sync.Mutex
+	var mode string
+	var at time.Time
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(at) < time.Second {
+			return mode
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		cm, err := b.client.CoreV1().ConfigMaps(b.ns).Get(ctx, contract.ConfigMap(cluster), metav1.GetOptions{})
+		if err != nil {
+			return mode
+		}
+		mode, at = cm.Data[contract.KeyTLS], time.Now()
+		return mode
+	}
+}
+
 // roleLabel reads the pod's role label, as the downward API's file
 // would give it.
 func (b *Bed) roleLabel(pod string) func() string {
@@ -326,19 +370,56 @@ func (m *member) stop() {
 	}
 }
 
-// ready is the readiness probe: the server takes connections.
+// ready is the readiness probe: the server takes connections (over TLS
+// with the member's certificates while TLS is on).
 func (m *member) ready(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
+	return m.p.Ping(ctx) == nil
+}
+
+// Conn connects to member ord of cluster as the superuser, as a person
+// with the cluster's Secrets would: with the superuser's client
+// certificate, verifying the member's, once the runtime has issued them;
+// by password before (a cluster without TLS).
+func (b *Bed) Conn(ctx context.Context, cluster string, ord int) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig("")
 	if err != nil {
-		return false
+		return nil, err
 	}
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = m.p.Host, uint16(m.p.Port), instance.Superuser, m.p.SuperuserPassword, contract.PostgresDatabase
-	c, err := pgx.ConnectConfig(ctx, cfg)
+	super, err := b.password(ctx, contract.SuperuserSecret(cluster))
 	if err != nil {
-		return false
+		return nil, err
 	}
-	defer c.Close(context.Background())
-	return c.Ping(ctx) == nil
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = b.IP(cluster, ord), Port, instance.Superuser, super, contract.PostgresDatabase
+	f := &certs.Files{Client: b.client, Namespace: b.ns, Cluster: cluster}
+	m, err := f.Material(ctx)
+	switch {
+	case errors.Is(err, certs.ErrNotIssued):
+		return pgx.ConnectConfig(ctx, cfg)
+	case err != nil:
+		return nil, err
+	}
+	tc, err := m.ClientConfig(contract.PostgresMemberServerName(cluster, b.ns, contract.MemberName(cluster, ord)))
+	if err != nil {
+		return nil, err
+	}
+	cfg.TLSConfig, cfg.Fallbacks = tc, nil
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// logTails logs the end of every member's log when the test failed.
+func logTails(t testing.TB, dir string) {
+	if !t.Failed() {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, f := range logs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		t.Logf("%s (tail):\n%s", filepath.Base(f), strings.Join(lines[max(0, len(lines)-25):], "\n"))
+	}
 }

@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/certs"
+)
+
+// The runtime's side of PostgreSQL's TLS. While the rendered config turns
+// TLS on (contract.KeyTLS), the leader keeps the cluster's CA and
+// certificate Secrets (certs.Keeper: issued when missing, renewed past
+// two thirds of their lifetime) and reaches every member as the superuser
+// by the cluster's client certificate, verifying the member's server
+// certificate under the member's own name (verify-full). Under accept, a
+// member that does not serve TLS yet is reached as before TLS; under
+// require, never.
+
+// certsEvery is how often the leader checks the certificate Secrets when
+// nothing failed: renewal happens weeks before expiry, and a check is
+// three reads.
+const certsEvery = 30 * time.Second
+
+// pgAuth is how a pass reaches the members.
+type pgAuth struct {
+	password string
+	// tls is the cluster's TLS mode; material the client certificate and
+	// CA while it is on (nil if not available yet under accept).
+	tls      string
+	material *certs.Material
+}
+
+// tlsAuth adds the cluster's certificates to a pass's auth when TLS is
+// on, checking the Secrets every certsEvery.
+func (r *Roles) tlsAuth(ctx context.Context, auth *pgAuth) error {
+	auth.tls = r.rendered.tls
+	if !contract.TLSOn(auth.tls) {
+		return nil
+	}
+	r.authMu.Lock()
+	defer r.authMu.Unlock()
+	now := r.clock()
+	if r.material == nil || now.Sub(r.certsAt) >= certsEvery {
+		k := &certs.Keeper{Client: r.Client, Namespace: r.Namespace, Cluster: r.Cluster, Lifetime: r.CertLifetime, Now: r.now, Log: r.Log}
+		m, wrote, err := k.Ensure(ctx)
+		switch {
+		case err != nil && r.material == nil && auth.tls == contract.TLSRequire:
+			return fmt.Errorf("the cluster requires TLS and its certificates are not ready: %w", err)
+		case err != nil:
+			r.logger().Warn("certificates not checked", "error", err.Error())
+		default:
+			r.material, r.certsAt = &m, now
+			if len(wrote) > 0 {
+				r.logger().Info("certificates issued", "secrets", fmt.Sprint(wrote))
+			}
+		}
+	}
+	auth.material = r.material
+	return nil
+}
+
+// lastAuth is the TLS side of the last pass's auth, for backups, which
+// run beside the passes: the mode and the client certificate.
+func (r *Roles) lastAuth() pgAuth {
+	r.authMu.Lock()
+	defer r.authMu.Unlock()
+	return pgAuth{tls: r.rendered.tls, material: r.material}
+}
+
+// memberConfig is the connection to member at ip as the superuser.
+func (a pgAuth) memberConfig(cluster, namespace, member, ip string, port int, timeout time.Duration) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = ip, uint16(port), contract.PostgresSuperuser, a.password, contract.PostgresDatabase
+	cfg.ConnectTimeout = timeout
+	cfg.RuntimeParams["application_name"] = contract.AppRuntime
+	tc, err := a.tlsConfig(contract.PostgresMemberServerName(cluster, namespace, member))
+	if err != nil || tc == nil {
+		return cfg, err
+	}
+	cfg.TLSConfig, cfg.Fallbacks = tc, nil
+	if a.tls == contract.TLSAccept {
+		cfg.Fallbacks = []*pgconn.FallbackConfig{{Host: ip, Port: uint16(port)}}
+	}
+	return cfg, nil
+}
+
+// tlsConfig is the client TLS config for a server that must prove name;
+// nil when TLS is off (connections stay as before TLS: libpq's prefer).
+func (a pgAuth) tlsConfig(name string) (*tls.Config, error) {
+	switch {
+	case !contract.TLSOn(a.tls):
+		return nil, nil
+	case a.material == nil && a.tls == contract.TLSAccept:
+		return nil, nil
+	case a.material == nil:
+		return nil, fmt.Errorf("the cluster requires TLS and the runtime has no client certificate")
+	}
+	return a.material.ClientConfig(name)
+}

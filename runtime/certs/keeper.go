@@ -1,0 +1,199 @@
+package certs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/pki"
+)
+
+// Keeper keeps the certificate Secrets of one PostgreSQL cluster; the
+// runtime's leader calls Ensure on its passes.
+type Keeper struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Cluster   string
+	// Lifetime of issued leaves; 0 means pki.LeafLifetime. Ensure refuses
+	// a lifetime so short that a new leaf would be due at once (leaves are
+	// valid from an hour before they are made, so about half an hour or
+	// less), which would have it issue again on every pass.
+	Lifetime time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	Log *slog.Logger // may be nil
+}
+
+// Ensure makes the three Secrets exist and be current, and returns the
+// client Material and the names of the Secrets it wrote (sorted; empty
+// when nothing changed):
+//   - the CA Secret is created with a new CA when missing; when it exists
+//     but holds no usable CA, Ensure fails and leaves it alone (replacing
+//     it would cut every member off, so a person must look);
+//   - the server and client Secrets are created when missing, and updated
+//     (with the resourceVersion read, so a concurrent writer makes a
+//     conflict error) when pki.Due says their leaf is due or their ca.crt
+//     is not pki.Bundle's;
+//   - a create that loses a race with another replica reads the winner's
+//     Secret back and goes on;
+//   - a Secret of one of those names that the runtime did not make is an
+//     error, and is never written.
+//
+// Errors wrap the API's and name the Secret.
+func (k *Keeper) Ensure(ctx context.Context) (Material, []string, error) {
+	now := k.now()
+	ca, wrote, err := k.ensureCA(ctx, now)
+	if err != nil {
+		return Material{}, nil, err
+	}
+	var written []string
+	if wrote {
+		written = append(written, contract.CASecret(k.Cluster))
+	}
+	var client *corev1.Secret
+	for _, l := range k.leaves() {
+		s, wrote, err := k.ensureLeaf(ctx, ca, l, now)
+		if err != nil {
+			return Material{}, nil, err
+		}
+		if wrote {
+			written = append(written, l.name)
+		}
+		if l.want.Client {
+			client = s
+		}
+	}
+	slices.Sort(written)
+	return Material{
+		CA:         client.Data[contract.TLSKeyCA],
+		ClientCert: client.Data[contract.TLSKeyCert],
+		ClientKey:  client.Data[contract.TLSKeyKey],
+	}, written, nil
+}
+
+// ensureCA reads the cluster's CA, creating its Secret when there is none;
+// wrote reports whether it did.
+func (k *Keeper) ensureCA(ctx context.Context, now time.Time) (ca *pki.CA, wrote bool, err error) {
+	name := contract.CASecret(k.Cluster)
+	s, err := k.get(ctx, name)
+	if err != nil {
+		return nil, false, err
+	}
+	if s == nil {
+		ca, err := pki.NewCA(k.caName(), now, pki.CALifetime)
+		if err != nil {
+			return nil, false, fmt.Errorf("secret %s: %w", k.ref(name), err)
+		}
+		data := map[string][]byte{contract.TLSKeyCert: ca.CertPEM, contract.TLSKeyKey: ca.KeyPEM}
+		s, wrote, err = k.createOrRead(ctx, k.secret(name, corev1.SecretTypeOpaque, data))
+		if err != nil {
+			return nil, false, err
+		}
+		if wrote {
+			k.log().Info("created the cluster's CA", "secret", name, "commonName", ca.Cert.Subject.CommonName,
+				"notAfter", ca.Cert.NotAfter)
+			return ca, true, nil
+		}
+	}
+	if err := k.owned(s); err != nil {
+		return nil, false, err
+	}
+	ca, err = pki.ParseCA(s.Data[contract.TLSKeyCert], s.Data[contract.TLSKeyKey])
+	if err != nil {
+		return nil, false, fmt.Errorf("secret %s holds no usable CA in %s and %s, and is left as it is "+
+			"(a new CA would cut every member off): %w", k.ref(name), contract.TLSKeyCert, contract.TLSKeyKey, err)
+	}
+	return ca, false, nil
+}
+
+// get reads Secret name; a missing Secret is nil, nil.
+func (k *Keeper) get(ctx context.Context, name string) (*corev1.Secret, error) {
+	s, err := k.secrets().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read secret %s: %w", k.ref(name), err)
+	}
+	return s, nil
+}
+
+// createOrRead creates s; when another writer created it first, it reads
+// theirs back instead. created reports whether s is what is stored.
+func (k *Keeper) createOrRead(ctx context.Context, s *corev1.Secret) (stored *corev1.Secret, created bool, err error) {
+	out, err := k.secrets().Create(ctx, s, metav1.CreateOptions{FieldManager: contract.FieldManager})
+	if err == nil {
+		return out, true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, false, fmt.Errorf("create secret %s: %w", k.ref(s.Name), err)
+	}
+	out, err = k.secrets().Get(ctx, s.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, false, fmt.Errorf("read secret %s back after another writer created it: %w", k.ref(s.Name), err)
+	}
+	return out, false, nil
+}
+
+// owned fails unless s carries the labels the runtime gives its Secrets.
+func (k *Keeper) owned(s *corev1.Secret) error {
+	for key, want := range k.labels() {
+		if got := s.Labels[key]; got != want {
+			return fmt.Errorf("secret %s was not made by cairn's runtime (label %s is %q, not %q) and is left as it is",
+				k.ref(s.Name), key, got, want)
+		}
+	}
+	return nil
+}
+
+// secret is a new Secret of the runtime's.
+func (k *Keeper) secret(name string, typ corev1.SecretType, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace, Labels: k.labels()},
+		Type:       typ,
+		Data:       data,
+	}
+}
+
+// labels mark the runtime's Secrets of the cluster.
+func (k *Keeper) labels() map[string]string {
+	return map[string]string{contract.LabelManagedBy: contract.ManagedByRuntime, contract.LabelInstance: k.Cluster}
+}
+
+func (k *Keeper) secrets() typedcorev1.SecretInterface {
+	return k.Client.CoreV1().Secrets(k.Namespace)
+}
+
+func (k *Keeper) ref(name string) string { return k.Namespace + "/" + name }
+
+func (k *Keeper) caName() string { return "cairn " + k.Namespace + "/" + k.Cluster + " CA" }
+
+func (k *Keeper) now() time.Time {
+	if k.Now == nil {
+		return time.Now()
+	}
+	return k.Now()
+}
+
+func (k *Keeper) lifetime() time.Duration {
+	if k.Lifetime == 0 {
+		return pki.LeafLifetime
+	}
+	return k.Lifetime
+}
+
+func (k *Keeper) log() *slog.Logger {
+	if k.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return k.Log
+}

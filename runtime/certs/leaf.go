@@ -1,0 +1,114 @@
+package certs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/pki"
+)
+
+// leaf is one of the cluster's leaf Secrets: its name, what its
+// certificate must be, and how to issue one.
+type leaf struct {
+	name  string
+	want  pki.Want
+	issue func(ca *pki.CA, now time.Time, lifetime time.Duration) (pki.Leaf, error)
+}
+
+// leaves are the server Secret, then the client Secret.
+func (k *Keeper) leaves() []leaf {
+	names := contract.PostgresServerNames(k.Cluster, k.Namespace)
+	return []leaf{{
+		name: contract.ServerTLSSecret(k.Cluster),
+		want: pki.Want{DNSNames: names},
+		issue: func(ca *pki.CA, now time.Time, lifetime time.Duration) (pki.Leaf, error) {
+			return ca.IssueServer(names, now, lifetime)
+		},
+	}, {
+		name: contract.ClientTLSSecret(k.Cluster),
+		want: pki.Want{CommonName: contract.PostgresSuperuser, Client: true},
+		issue: func(ca *pki.CA, now time.Time, lifetime time.Duration) (pki.Leaf, error) {
+			return ca.IssueClient(contract.PostgresSuperuser, now, lifetime)
+		},
+	}}
+}
+
+// ensureLeaf makes leaf l's Secret current: created when missing, updated
+// when its data is not what next says. wrote reports whether it wrote.
+func (k *Keeper) ensureLeaf(ctx context.Context, ca *pki.CA, l leaf, now time.Time) (s *corev1.Secret, wrote bool, err error) {
+	s, err = k.get(ctx, l.name)
+	if err != nil {
+		return nil, false, err
+	}
+	if s == nil {
+		data, reason, err := k.next(ca, l, nil, now)
+		if err != nil {
+			return nil, false, err
+		}
+		s, wrote, err = k.createOrRead(ctx, k.secret(l.name, corev1.SecretTypeTLS, data))
+		if err != nil {
+			return nil, false, err
+		}
+		if wrote {
+			k.log().Info("issued a certificate", "secret", l.name, "reason", reason)
+			return s, true, nil
+		}
+	}
+	if err := k.owned(s); err != nil {
+		return nil, false, err
+	}
+	if s.Type != corev1.SecretTypeTLS {
+		return nil, false, fmt.Errorf("secret %s is of type %s, not %s, and is left as it is", k.ref(l.name), s.Type, corev1.SecretTypeTLS)
+	}
+	data, reason, err := k.next(ca, l, s.Data, now)
+	if err != nil || data == nil {
+		return s, false, err
+	}
+	upd := s.DeepCopy()
+	upd.Data = data
+	maps.Copy(upd.Labels, k.labels())
+	out, err := k.secrets().Update(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
+	if err != nil {
+		return nil, false, fmt.Errorf("update secret %s (%s): %w", k.ref(l.name), reason, err)
+	}
+	k.log().Info("issued a certificate", "secret", l.name, "reason", reason)
+	return out, true, nil
+}
+
+// next is the data leaf l's Secret must hold instead of old (nil when
+// missing), and why; nil, "" when old is current. The leaf is issued again
+// when pki.Due says so; ca.crt becomes pki.Bundle of old's.
+func (k *Keeper) next(ca *pki.CA, l leaf, old map[string][]byte, now time.Time) (map[string][]byte, string, error) {
+	bundle := pki.Bundle(ca, old[contract.TLSKeyCA], now)
+	due, reason := pki.Due(old[contract.TLSKeyCert], old[contract.TLSKeyKey], ca, l.want, now)
+	if !due {
+		if bytes.Equal(bundle, old[contract.TLSKeyCA]) {
+			return nil, "", nil
+		}
+		return map[string][]byte{
+			contract.TLSKeyCert: old[contract.TLSKeyCert],
+			contract.TLSKeyKey:  old[contract.TLSKeyKey],
+			contract.TLSKeyCA:   bundle,
+		}, "CA bundle differs", nil
+	}
+	issued, err := l.issue(ca, now, k.lifetime())
+	if err != nil {
+		return nil, "", fmt.Errorf("secret %s: %w", k.ref(l.name), err)
+	}
+	// A leaf due as soon as it is made would be made again every pass.
+	if again, why := pki.Due(issued.CertPEM, issued.KeyPEM, ca, l.want, now); again {
+		return nil, "", fmt.Errorf("secret %s: a certificate issued with lifetime %s is due at once (%s)", k.ref(l.name), k.lifetime(), why)
+	}
+	return map[string][]byte{
+		contract.TLSKeyCert: issued.CertPEM,
+		contract.TLSKeyKey:  issued.KeyPEM,
+		contract.TLSKeyCA:   bundle,
+	}, reason, nil
+}
