@@ -57,11 +57,11 @@ const staleAfter = 5 * time.Second
 
 // pgPass is one pass's state: what it saw and what it changed so far.
 type pgPass struct {
-	r        *Roles
-	store    *pgStatusStore
-	auth     pgAuth
-	pods     map[string]*corev1.Pod
-	view     pgView
+	r     *Roles
+	store *pgStatusStore
+	auth  pgAuth
+	pods  map[string]*corev1.Pod
+	view  pgView
 	// config is the members' config to report; nil when not checked.
 	config *contract.PostgresConfigStatus
 }
