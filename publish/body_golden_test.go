@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -44,13 +45,14 @@ func etcdCluster(name string, n int, version string) *live.Cluster {
 }
 
 func pgCluster(name string, n int, version string, primary int) *live.Cluster {
-	c := &live.Cluster{Kind: spec.PostgresKind, Name: name, Storage: "100Gi", StatefulSet: live.StatefulSet{Replicas: n, Version: version}}
+	// Created by cairn: it requires TLS.
+	c := &live.Cluster{Kind: spec.PostgresKind, Name: name, Storage: "100Gi", TLS: contract.TLSRequire, StatefulSet: live.StatefulSet{Replicas: n, Version: version}}
 	for i := range n {
 		role := live.RoleReplica
 		if i == primary {
 			role = live.RolePrimary
 		}
-		c.Members = append(c.Members, live.Member{Name: fmt.Sprintf("%s-%d", name, i), Version: version, Ready: true, Role: role})
+		c.Members = append(c.Members, live.Member{Name: fmt.Sprintf("%s-%d", name, i), Version: version, Ready: true, Role: role, TLS: true})
 	}
 	return c
 }

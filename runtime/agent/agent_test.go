@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -16,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -44,6 +44,10 @@ type pgMembers struct {
 	cred *syscall.Credential
 	// bin is the PostgreSQL the members run (testbed.PostgresBin).
 	bin string
+	// tls, when set, is the TLS config to reach member ord as the
+	// superuser (pgtls_test.go); nil, or a nil answer, connects by
+	// password as before TLS.
+	tls func(ord int) *tls.Config
 }
 
 func newMembers(t testing.TB) *pgMembers {
@@ -112,9 +116,7 @@ func (m *pgMembers) start(ord int, bootstrap string, candidates ...int) *instanc
 
 func (m *pgMembers) exec(ord int, sql string) {
 	m.t.Helper()
-	cfg, _ := pgx.ParseConfig("")
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = m.ip(ord), uint16(m.port), "postgres", superPW, "postgres"
-	c, err := pgx.ConnectConfig(context.Background(), cfg)
+	c, err := m.dial(context.Background(), ord)
 	if err != nil {
 		m.t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -43,6 +44,12 @@ type pgCluster struct {
 	interval time.Duration
 	// metrics are the runtime replicas' metrics.
 	metrics []*prometheus.Registry
+	// tls, when set, gives members their certificates from the
+	// runtime's Secrets and the TLS mode of the rendered config
+	// (pgtls_test.go).
+	tls func(nd *instance.Postgres)
+	// certLifetime is the runtime's (0: its default).
+	certLifetime time.Duration
 }
 
 // pgNode is one member's instance manager.
@@ -97,6 +104,9 @@ func (pc *pgCluster) run(ord int, bootstrap string) {
 		},
 		LeaseTTL: pc.ttl,
 		Log:      slog.New(slog.NewTextHandler(pc.out(), nil)).With("member", name)}
+	if pc.tls != nil {
+		pc.tls(nd.p)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	nd.cancel = cancel
 	pc.nodes[ord] = nd
@@ -204,7 +214,7 @@ func (pc *pgCluster) runtime(ctx context.Context, id string, s FailoverSettings,
 	reg := prometheus.NewRegistry()
 	pc.metrics = append(pc.metrics, reg)
 	a, err := New(Config{Cluster: "pg", Namespace: pc.ns, Identity: id, PostgresPort: pc.m.port, Interval: pc.interval,
-		Failover: s, Metrics: reg, Log: slog.New(slog.NewTextHandler(pc.out(), nil)).With("runtime", id)}, pc.c, Postgres)
+		Failover: s, CertLifetime: pc.certLifetime, Metrics: reg, Log: slog.New(slog.NewTextHandler(pc.out(), nil)).With("runtime", id)}, pc.c, Postgres)
 	if err != nil {
 		pc.t.Fatal(err)
 	}
@@ -226,6 +236,12 @@ func (m *pgMembers) dial(ctx context.Context, ord int) (*pgx.Conn, error) {
 	cfg, _ := pgx.ParseConfig("")
 	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = m.ip(ord), uint16(m.port), "postgres", superPW, "postgres"
 	cfg.ConnectTimeout = time.Second
+	if m.tls != nil {
+		if tc := m.tls(ord); tc != nil {
+			// TLS first; a member that does not serve it yet by password.
+			cfg.TLSConfig, cfg.Fallbacks = tc, []*pgconn.FallbackConfig{{Host: cfg.Host, Port: cfg.Port}}
+		}
+	}
 	return pgx.ConnectConfig(ctx, cfg)
 }
 

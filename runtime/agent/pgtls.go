@@ -24,7 +24,8 @@ import (
 
 // certsEvery is how often the leader checks the certificate Secrets when
 // nothing failed: renewal happens weeks before expiry, and a check is
-// three reads.
+// three reads. A lifetime shorter than six times it is checked six times
+// a lifetime.
 const certsEvery = 30 * time.Second
 
 // pgAuth is how a pass reaches the members.
@@ -46,7 +47,12 @@ func (r *Roles) tlsAuth(ctx context.Context, auth *pgAuth) error {
 	r.authMu.Lock()
 	defer r.authMu.Unlock()
 	now := r.clock()
-	if r.material == nil || now.Sub(r.certsAt) >= certsEvery {
+	every := certsEvery
+	if r.CertLifetime > 0 {
+		// Short lifetimes (tests) are checked often enough to renew.
+		every = min(every, r.CertLifetime/6)
+	}
+	if r.material == nil || now.Sub(r.certsAt) >= every {
 		k := &certs.Keeper{Client: r.Client, Namespace: r.Namespace, Cluster: r.Cluster, Lifetime: r.CertLifetime, Now: r.now, Log: r.Log}
 		m, wrote, err := k.Ensure(ctx)
 		switch {

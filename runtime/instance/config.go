@@ -48,7 +48,7 @@ type Restore struct {
 // defaults: bootstrap contract.BootstrapExisting, which can never create a
 // second cluster.
 func ReadConfig(dir string) (Config, error) {
-	c := Config{Bootstrap: contract.BootstrapExisting, TLS: contract.TLSOff}
+	c := Config{Bootstrap: contract.BootstrapExisting}
 	read := func(key string) (string, bool, error) {
 		data, err := os.ReadFile(filepath.Join(dir, key))
 		if errors.Is(err, fs.ErrNotExist) {

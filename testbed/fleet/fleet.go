@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/testbed"
 )
@@ -256,8 +257,14 @@ func (f *Fleet) Live() []byte {
 func (c Cluster) writeLive(b *strings.Builder) {
 	s := c.running
 	fmt.Fprintf(b, "- kind: %s\n  name: %s\n  storage: %s\n  capacity: %s\n", c.Kind, c.Name, s.storage, s.storage)
-	if c.Kind == Etcd {
+	memberTLS := ""
+	switch c.Kind {
+	case Etcd:
 		fmt.Fprintf(b, "  clusterVersion: %q\n  %s\n", s.version[:strings.LastIndex(s.version, ".")], testbed.EtcdLiveCompaction)
+	case Postgres:
+		// Created by cairn: TLS required, every member serving it.
+		fmt.Fprintf(b, "  tls: %s\n", contract.TLSRequire)
+		memberTLS = ", tls: true"
 	}
 	if s.bootstrap != "" {
 		fmt.Fprintf(b, "  bootstrap: %s\n", s.bootstrap)
@@ -268,6 +275,6 @@ func (c Cluster) writeLive(b *strings.Builder) {
 	}
 	b.WriteString("  members:\n")
 	for i, m := range s.members {
-		fmt.Fprintf(b, "  - {name: %s-%d, version: %q, ready: true, role: %s}\n", c.Name, i, m.version, m.role)
+		fmt.Fprintf(b, "  - {name: %s-%d, version: %q, ready: true, role: %s%s}\n", c.Name, i, m.version, m.role, memberTLS)
 	}
 }

@@ -1,0 +1,285 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/certs"
+	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/testbed"
+)
+
+// hbaFor is pg_hba.conf as the renderer writes it for a TLS mode (the
+// renderer's golden files hold the same lines).
+func hbaFor(mode string) string {
+	var b strings.Builder
+	b.WriteString("local all postgres peer\n")
+	if contract.TLSOn(mode) {
+		b.WriteString("hostssl all postgres 0.0.0.0/0 cert\n")
+	}
+	typ := "host"
+	if mode == contract.TLSRequire {
+		typ = "hostssl"
+	}
+	fmt.Fprintf(&b, "%s replication replicator 0.0.0.0/0 scram-sha-256\n%s all all 0.0.0.0/0 scram-sha-256\n", typ, typ)
+	return b.String()
+}
+
+// tlsCluster is a cluster rendered before TLS, with members that take
+// their certificates from the runtime's Secrets as in pods.
+type tlsCluster struct {
+	*pgCluster
+	conf string // postgresql.conf as rendered before TLS
+}
+
+func newTLSCluster(t *testing.T, cp *testbed.ControlPlane) *tlsCluster {
+	ns := cp.Namespace(t, "tls")
+	pc := newPgCluster(t, cp, ns, 2, 30*time.Second)
+	_, err := pc.c.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("pg")},
+		Data: map[string]string{contract.KeyBootstrap: contract.BootstrapExisting}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(filepath.Join(pc.m.dir, "postgresql.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := modeReader(pc)
+	pc.tls = func(p *instance.Postgres) {
+		p.Namespace, p.TLSDir, p.CertsEvery, p.TLSMode = ns, filepath.Join(filepath.Dir(p.PGData), "tls"), 300*time.Millisecond, mode
+		uid, gid := -1, -1
+		if pc.m.cred != nil {
+			uid, gid = int(pc.m.cred.Uid), int(pc.m.cred.Gid)
+		}
+		p.Certs = &certs.Files{Client: pc.c, Namespace: ns, Cluster: "pg", Dir: p.TLSDir, Uid: uid, Gid: gid}
+		for k, f := range map[string]string{"ssl_cert_file": contract.PostgresTLSServerCert, "ssl_key_file": contract.PostgresTLSServerKey, "ssl_ca_file": contract.PostgresTLSCA} {
+			p.Settings[k] = filepath.Join(p.TLSDir, f)
+		}
+	}
+	// The test reaches members as a person with the cluster's Secrets
+	// would: with the superuser's client certificate once it exists.
+	pc.m.tls = func(ord int) *tls.Config {
+		m, err := (&certs.Files{Client: pc.c, Namespace: ns, Cluster: "pg"}).Material(context.Background())
+		if err != nil {
+			return nil
+		}
+		tc, err := m.ClientConfig(contract.PostgresMemberServerName("pg", ns, fmt.Sprintf("pg-%d", ord)))
+		if err != nil {
+			return nil
+		}
+		return tc
+	}
+	return &tlsCluster{pgCluster: pc, conf: string(conf)}
+}
+
+// modeReader reads the TLS mode from the rendered config, as the pod's
+// mounted file gives it.
+func modeReader(pc *pgCluster) func() string {
+	return func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		cm, err := pc.c.CoreV1().ConfigMaps(pc.ns).Get(ctx, contract.ConfigMap("pg"), metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return cm.Data[contract.KeyTLS]
+	}
+}
+
+// setMode is what merging a PostgresConfigureTLS step does: the rendered
+// config, postgresql.conf and pg_hba.conf of the mode, at a new config
+// revision the runtime reloads every member to.
+func (tc *tlsCluster) setMode(mode, revision string) {
+	t := tc.t
+	conf := tc.conf + "ssl = on\nssl_min_protocol_version = 'TLSv1.2'\n" + contract.ConfigRevisionParameter + " = '" + revision + "'\n"
+	if err := os.WriteFile(filepath.Join(tc.m.dir, "pg_hba.conf"), []byte(hbaFor(mode)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tc.m.dir, "postgresql.conf"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cm, err := tc.c.CoreV1().ConfigMaps(tc.ns).Get(ctx, contract.ConfigMap("pg"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[contract.KeyTLS], cm.Data[contract.KeyConfigRevision] = mode, revision
+	if _, err := tc.c.CoreV1().ConfigMaps(tc.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// applied waits until the runtime reports every member at revision and,
+// with tls, serving TLS with the cluster's certificate.
+func (tc *tlsCluster) applied(revision string, tlsServed bool) {
+	tc.waitFor("every member at "+revision, func() error {
+		cm, err := tc.c.CoreV1().ConfigMaps(tc.ns).Get(context.Background(), contract.StatusConfigMap("pg"), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		st, err := contract.ParsePostgresConfigStatus(cm.Data[contract.StatusKeyPostgresConfig])
+		if err != nil {
+			return err
+		}
+		for i := range tc.n {
+			m := st.Members[fmt.Sprintf("pg-%d", i)]
+			if m.Revision != revision || m.TLS != tlsServed {
+				return fmt.Errorf("config status %+v", st.Members)
+			}
+		}
+		return nil
+	})
+}
+
+// servedSerial is the serial of the certificate member ord serves.
+func (tc *tlsCluster) servedSerial(ord int) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := tc.m.dial(ctx, ord)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close(context.Background())
+	conn, ok := c.PgConn().Conn().(*tls.Conn)
+	if !ok {
+		return "", errors.New("not a TLS connection")
+	}
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
+}
+
+// phaseWriter writes through the primary every 20ms and counts the
+// writes that failed in each phase.
+type phaseWriter struct {
+	mu     sync.Mutex
+	phase  string
+	ok     map[string]int
+	failed map[string][]string
+	next   atomic.Int64
+}
+
+func (tc *tlsCluster) write(ctx context.Context) *phaseWriter {
+	w := &phaseWriter{phase: "off", ok: map[string]int{}, failed: map[string][]string{}}
+	go func() {
+		for ctx.Err() == nil {
+			id := int(w.next.Add(1))
+			err := tc.pgCluster.write(ctx, id)
+			w.mu.Lock()
+			if err == nil {
+				w.ok[w.phase]++
+			} else if ctx.Err() == nil {
+				w.failed[w.phase] = append(w.failed[w.phase], err.Error())
+			}
+			w.mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+func (w *phaseWriter) enter(phase string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.phase = phase
+}
+
+// A cluster rendered before TLS moves to it as the two planned steps do,
+// with writes running: accept (the servers serve TLS with the runtime's
+// certificates, plain connections still admitted), then require (only
+// TLS). Then its certificates are renewed, and a failover and the old
+// primary's rewind run over TLS. No write fails but in the failover; a
+// plain connection is refused at the end.
+func TestPostgresMovesToTLSWithWritesRunning(t *testing.T) {
+	cp := testbed.Start(t)
+	tc := newTLSCluster(t, cp)
+	tc.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Renewed every ~10s: the test sees one renewal of each.
+	tc.certLifetime = 15 * time.Second
+	tc.runtime(ctx, "runtime-a", FailoverSettings{}, nil)
+	tc.waitFor("healthy", tc.healthy)
+	tc.m.exec(tc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	w := tc.write(ctx)
+	time.Sleep(time.Second)
+
+	w.enter(contract.TLSAccept)
+	tc.setMode(contract.TLSAccept, "rev-accept")
+	tc.applied("rev-accept", true)
+
+	w.enter(contract.TLSRequire)
+	tc.setMode(contract.TLSRequire, "rev-require")
+	tc.applied("rev-require", true)
+	tc.waitFor("healthy over TLS", tc.healthy)
+
+	w.enter("renewal")
+	before := map[int]string{}
+	for i := range tc.n {
+		s, err := tc.servedSerial(i)
+		if err != nil {
+			t.Fatalf("pg-%d: %v", i, err)
+		}
+		before[i] = s
+	}
+	tc.waitFor("both members serving a renewed certificate", func() error {
+		for i := range tc.n {
+			s, err := tc.servedSerial(i)
+			if err != nil || s == before[i] {
+				return fmt.Errorf("pg-%d serves %s (was %s): %v", i, s, before[i], err)
+			}
+		}
+		return nil
+	})
+
+	w.enter("failover")
+	old := tc.primary()
+	tc.kill9(old)
+	tc.waitFor("a new primary", func() error {
+		if p := tc.primary(); p < 0 || p == old {
+			return fmt.Errorf("primary %d", p)
+		}
+		return nil
+	})
+	tc.run(old, contract.BootstrapExisting)
+	tc.waitFor("the old primary rewound and streaming over TLS", tc.healthy)
+	w.enter("after")
+	time.Sleep(time.Second)
+	cancel()
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("writes acknowledged by phase %v; failed in the failover: %d", w.ok, len(w.failed["failover"]))
+	for phase, errs := range w.failed {
+		if phase != "failover" && len(errs) > 0 {
+			t.Errorf("%d writes failed while %s, first: %s", len(errs), phase, errs[0])
+		}
+	}
+	for _, phase := range []string{"off", contract.TLSAccept, contract.TLSRequire, "renewal", "after"} {
+		if w.ok[phase] == 0 {
+			t.Errorf("no write acknowledged while %s", phase)
+		}
+	}
+	// Nothing but TLS is admitted now.
+	cfg, _ := pgx.ParseConfig("")
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = tc.m.ip(0), uint16(tc.m.port), "postgres", superPW, "postgres"
+	cfg.TLSConfig, cfg.Fallbacks = nil, nil
+	if c, err := pgx.ConnectConfig(context.Background(), cfg); err == nil {
+		c.Close(context.Background())
+		t.Error("a plain connection was admitted under require")
+	} else if !strings.Contains(err.Error(), "no pg_hba.conf entry") {
+		t.Errorf("a plain connection refused with %v", err)
+	}
+}
