@@ -55,6 +55,9 @@ func pgTLS(r *Result, obs *live.Cluster) {
 		Kind: plan.PostgresConfigureTLS,
 		Summary: "Require TLS: pg_hba admits only TLS connections from the network (hostssl), and cairn verifies every member's certificate (sslmode=verify-full); " +
 			"clients that connect without TLS are refused from now on (a reload, no restart)",
+		// Clients still connecting in plain text fail from here: the
+		// maintenance window holds it, and it says so.
+		Disruptive: true,
 		Reversible: true,
 		Rollback:   "Revert this pull request: plain connections are admitted again at the next reload.",
 		Gates: []plan.Gate{healthyBefore(),

@@ -75,6 +75,11 @@ func TestPostgresTLSPlans(t *testing.T) {
 				if id == "tls-require" && !hasGate(s, plan.GateTLSServed, plan.Before) {
 					t.Errorf("tls-require has no TLSServed before-gate: %+v", s.Gates)
 				}
+				// Plain clients fail from tls-require on: a maintenance
+				// window holds it; tls-accept breaks none.
+				if s.Disruptive != (id == "tls-require") {
+					t.Errorf("%s: disruptive %v", id, s.Disruptive)
+				}
 				if id == "tls-accept" && !hasGate(s, plan.GateTLSServed, plan.After) {
 					t.Errorf("tls-accept has no TLSServed after-gate: %+v", s.Gates)
 				}

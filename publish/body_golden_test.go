@@ -137,6 +137,14 @@ func TestBodyGolden(t *testing.T) {
 			return BodyInput{Plan: pl, Current: len(pl.Steps) - 1, SpecCommit: specSHA, Head: headSHA, Live: pgBig, WebURL: web,
 				Previous: &PullRequest{Number: 99999, Branch: Branch(longName, pl.Steps[len(pl.Steps)-2].ID), State: Merged}}
 		}},
+		{"pg-tls-require", func(t *testing.T) BodyInput {
+			// A cluster rendered before TLS, half way: the step that
+			// refuses plain connections says so.
+			pgAccept := pgCluster("my-production-db", 3, "14.5", 0)
+			pgAccept.TLS = contract.TLSAccept
+			pl := planOf(t, pgSpecDoc("my-production-db", 3, "14.5"), pgAccept)
+			return BodyInput{Plan: pl, Current: stepOf(t, pl, plan.PostgresConfigureTLS), SpecCommit: specSHA, Head: headSHA, Live: pgAccept, WebURL: web}
+		}},
 		{"pg-major-upgrade", func(t *testing.T) BodyInput {
 			pg13 := pgCluster("my-production-db", 3, "13.14", 0)
 			pg13.Backup = &live.Backup{Schedule: "0 2 * * *", StorageLocation: "s3://backups/pg", LastSuccessful: "2026-01-01T02:00:00Z"}

@@ -77,6 +77,18 @@ func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
 		return impact{true, nil, fmt.Sprintf("none expected: the synchronous standbys go from %d to %d", pa.PostgresSynchronousStandbys.From, pa.PostgresSynchronousStandbys.To)}
 	case pa.PostgresReloadParameters != nil:
 		return impact{true, nil, "none: every member reloads its configuration"}
+	case pa.PostgresConfigureTLS != nil:
+		if pa.PostgresConfigureTLS.To == contract.TLSRequire {
+			secret := contract.ServerTLSSecret("<cluster>")
+			if c != nil {
+				secret = contract.ServerTLSSecret(c.Name)
+			}
+			return impact{true, nil, "every member reloads its configuration; from then on the servers refuse every connection without TLS: " +
+				"clients that connect in plain text fail until they use TLS (libpq's sslmode=verify-full with the CA in the Secret " +
+				md(secret) + ", key " + md(contract.TLSKeyCA) + ")"}
+		}
+		return impact{true, nil, "every member reloads its configuration and starts offering TLS; plain connections are still admitted, " +
+			"except the superuser's, which over TLS needs the cluster's client certificate"}
 	case pa.SealBootstrap != nil:
 		return impact{true, nil, "none: the rendered config switches from bootstrap to join"}
 	case pa.EtcdRecover != nil:
