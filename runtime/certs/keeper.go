@@ -24,9 +24,8 @@ type Keeper struct {
 	Namespace string
 	Cluster   string
 	// Lifetime of issued leaves; 0 means pki.LeafLifetime. Ensure refuses
-	// a lifetime so short that a new leaf would be due at once (leaves are
-	// valid from an hour before they are made, so about half an hour or
-	// less), which would have it issue again on every pass.
+	// a lifetime so short that a new leaf would be due at once (which
+	// would have it issue again on every pass).
 	Lifetime time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time

@@ -2,18 +2,19 @@
 // TLS: the cluster's own certificate authority, the members' server
 // certificate and the superuser's client certificate.
 //
-// The runtime's agent keeps them in the Secrets planner/contract names
-// (CASecret, ServerTLSSecret, ClientTLSSecret): on each pass it reads the
+// runtime/certs keeps them in the Secrets planner/contract names
+// (CASecret, ServerTLSSecret, ClientTLSSecret): on each check it reads the
 // CA back with ParseCA (or makes one with NewCA when there is none), asks
 // Due of each leaf whether it must be issued again, issues it with
 // IssueServer or IssueClient when it must, and writes Bundle's output as
-// the CA certificates the members trust. Storing the bytes is the agent's
-// work: this package only makes and checks PEM, and does no I/O besides
-// reading crypto/rand.
+// the CA certificates the members trust. Storing the bytes is that
+// package's work: this one only makes and checks PEM, and does no I/O
+// besides reading crypto/rand.
 //
 // Keys are ECDSA P-256, written as PKCS#8 ("PRIVATE KEY"); serials are
 // random 128-bit numbers. Every certificate is valid from an hour before
-// it is made (for clocks a little behind) to CALifetime (ten years) or
+// it is made (for clocks a little behind; a tenth of its lifetime when
+// that is shorter than ten hours, as in tests) to CALifetime (ten years) or
 // LeafLifetime (90 days) after, and a leaf never outlives the CA that
 // signed it.
 //
@@ -21,9 +22,9 @@
 // past two thirds of its lifetime (day 60 of 90 for a fresh leaf), or
 // whenever it is missing, unreadable, not yet or no longer valid, not
 // signed by the cluster's CA, or not what it should be (names, common
-// name, usage). Replacing the CA itself is a rarer move: while it goes on,
-// Bundle keeps the replaced CA's certificate next to the new one, so peers
-// still trust the leaves it signed until they are issued again.
+// name, usage). Bundle keeps a replaced CA's certificate next to the new
+// one while it is valid, so peers would still trust the leaves it signed
+// until they are issued again; nothing replaces a CA yet (security.md).
 //
 // Imports: the standard library only.
 package pki
