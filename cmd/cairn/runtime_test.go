@@ -86,7 +86,8 @@ func TestRuntimeMetricsOfItsKind(t *testing.T) {
 			[]string{"cairn_etcd_members", "cairn_etcd_quorum", "cairn_etcd_has_leader", "cairn_etcd_alarms", "cairn_etcd_db_size_bytes",
 				"cairn_etcd_db_size_in_use_bytes", "cairn_etcd_space_quota_bytes"}, "cairn_postgres_"},
 		{spec.PostgresKind, []string{"cairn_postgres_failovers_total"},
-			[]string{"cairn_postgres_last_failover_seconds", "cairn_postgres_primary", "cairn_postgres_replica_lag_bytes"}, "cairn_etcd_"},
+			[]string{"cairn_postgres_last_failover_seconds", "cairn_postgres_primary", "cairn_postgres_replica_lag_bytes",
+				"cairn_postgres_certificate_expiry_timestamp_seconds"}, "cairn_etcd_"},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			families, err := runtimeRegistry(t, c.kind, "c").Gather()

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,6 +14,8 @@ import (
 //	cairn_postgres_last_failover_seconds     how long its last one took, recorded to promoted
 //	cairn_postgres_primary{member}           1 for the member that is primary, 0 for the others
 //	cairn_postgres_replica_lag_bytes{member} the primary's WAL position less what the replica replayed
+//	cairn_postgres_certificate_expiry_timestamp_seconds{secret}
+//	                                         when the certificate in each of the cluster's certificate Secrets ends (TLS on)
 //
 // The gauges are what the leading replica observed or did: they have no
 // series until it has, and lose them when it stops leading (forget). The
@@ -24,6 +27,7 @@ type PostgresMetrics struct {
 	last    *prometheus.GaugeVec
 	primary *prometheus.GaugeVec
 	lag     *prometheus.GaugeVec
+	expiry  *prometheus.GaugeVec
 
 	mu sync.Mutex
 	// members are the members the gauges have series of.
@@ -39,9 +43,11 @@ func NewPostgresMetrics(reg prometheus.Registerer, cluster string) (*PostgresMet
 		last:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_last_failover_seconds", Help: "Seconds the last failover of the leading runtime took, from recorded to promoted.", ConstLabels: labels}, nil),
 		primary:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_primary", Help: "1 for the member that answers as the one primary, 0 for the others, as the leading runtime last saw them.", ConstLabels: labels}, []string{"member"}),
 		lag:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_replica_lag_bytes", Help: "Bytes of the primary's WAL a replica has not replayed, as the leading runtime last saw them.", ConstLabels: labels}, []string{"member"}),
-		members:   map[string]bool{},
+		expiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_certificate_expiry_timestamp_seconds",
+			Help: "When the certificate in each of the cluster's certificate Secrets ends (Unix seconds), as the leading runtime last checked them; the runtime renews leaves past two thirds of their lifetime.", ConstLabels: labels}, []string{"secret"}),
+		members: map[string]bool{},
 	}
-	if err := register(reg, m.failovers, m.last, m.primary, m.lag); err != nil {
+	if err := register(reg, m.failovers, m.last, m.primary, m.lag, m.expiry); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -75,6 +81,18 @@ func (m *PostgresMetrics) observe(members, primaries []pgMember) {
 	m.members = seen
 }
 
+// certificates records when the cluster's certificates end, by Secret;
+// nil ends (TLS off, or not checked) leave the series as they are.
+func (m *PostgresMetrics) certificates(ends map[string]time.Time) {
+	if m == nil || ends == nil {
+		return
+	}
+	m.expiry.Reset()
+	for secret, end := range ends {
+		m.expiry.WithLabelValues(secret).Set(float64(end.Unix()))
+	}
+}
+
 func (m *PostgresMetrics) failedOver(seconds float64) {
 	if m == nil {
 		return
@@ -93,5 +111,6 @@ func (m *PostgresMetrics) forget() {
 	m.last.Reset()
 	m.primary.Reset()
 	m.lag.Reset()
+	m.expiry.Reset()
 	m.members = map[string]bool{}
 }

@@ -62,6 +62,7 @@ func (r *Roles) tlsAuth(ctx context.Context, auth *pgAuth) error {
 			r.logger().Warn("certificates not checked", "error", err.Error())
 		default:
 			r.material, r.certsAt = &m, now
+			r.Metrics.certificates(m.NotAfter)
 			if len(wrote) > 0 {
 				r.logger().Info("certificates issued", "secrets", fmt.Sprint(wrote))
 			}

@@ -244,6 +244,36 @@ func TestPostgresMovesToTLSWithWritesRunning(t *testing.T) {
 		return nil
 	})
 
+	// The leader exports when each certificate ends.
+	tc.waitFor("the certificates' expiry exported", func() error {
+		ends := map[string]float64{}
+		for _, reg := range tc.metrics {
+			families, err := reg.Gather()
+			if err != nil {
+				return err
+			}
+			for _, f := range families {
+				if f.GetName() != "cairn_postgres_certificate_expiry_timestamp_seconds" {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "secret" {
+							ends[l.GetValue()] = m.GetGauge().GetValue()
+						}
+					}
+				}
+			}
+		}
+		now := float64(time.Now().Unix())
+		for _, secret := range []string{contract.CASecret("pg"), contract.ServerTLSSecret("pg"), contract.ClientTLSSecret("pg")} {
+			if ends[secret] <= now {
+				return fmt.Errorf("expiry by secret %v", ends)
+			}
+		}
+		return nil
+	})
+
 	w.enter("failover")
 	old := tc.primary()
 	tc.kill9(old)

@@ -59,6 +59,7 @@ func (k *Keeper) Ensure(ctx context.Context) (Material, []string, error) {
 		written = append(written, contract.CASecret(k.Cluster))
 	}
 	var client *corev1.Secret
+	ends := map[string]time.Time{contract.CASecret(k.Cluster): ca.Cert.NotAfter}
 	for _, l := range k.leaves() {
 		s, wrote, err := k.ensureLeaf(ctx, ca, l, now)
 		if err != nil {
@@ -70,12 +71,16 @@ func (k *Keeper) Ensure(ctx context.Context) (Material, []string, error) {
 		if l.want.Client {
 			client = s
 		}
+		if end, ok := notAfter(s.Data[contract.TLSKeyCert]); ok {
+			ends[l.name] = end
+		}
 	}
 	slices.Sort(written)
 	return Material{
 		CA:         client.Data[contract.TLSKeyCA],
 		ClientCert: client.Data[contract.TLSKeyCert],
 		ClientKey:  client.Data[contract.TLSKeyKey],
+		NotAfter:   ends,
 	}, written, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -75,6 +76,11 @@ func testEnsureCreates(t *testing.T, b *bed) {
 	want := Material{CA: client.Data["ca.crt"], ClientCert: client.Data["tls.crt"], ClientKey: client.Data["tls.key"]}
 	if !sameMaterial(m, want) {
 		t.Error("Ensure's Material is not the client Secret's")
+	}
+	// When each certificate ends, for the runtime's expiry metric.
+	wantEnds := map[string]time.Time{"pg-ca": parseCert(t, ca.Data["tls.crt"]).NotAfter, "pg-server-tls": leaf.NotAfter, "pg-superuser-tls": cl.NotAfter}
+	if !maps.EqualFunc(m.NotAfter, wantEnds, time.Time.Equal) {
+		t.Errorf("NotAfter %v, want %v", m.NotAfter, wantEnds)
 	}
 
 	before := versions(t, b, "pg")

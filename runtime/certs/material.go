@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/pki"
@@ -20,6 +21,24 @@ var ErrNotIssued = errors.New("the runtime has not issued the cluster's certific
 type Material struct {
 	CA                    []byte // PEM bundle
 	ClientCert, ClientKey []byte // PEM
+	// NotAfter is when the certificate of each of the cluster's
+	// certificate Secrets ends, by Secret name (the CA's, the server's,
+	// the client's), as Keeper.Ensure leaves them; nil from Files.
+	NotAfter map[string]time.Time
+}
+
+// notAfter is the end of the first certificate in certPEM; false when
+// there is none.
+func notAfter(certPEM []byte) (time.Time, bool) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return time.Time{}, false
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return cert.NotAfter, true
 }
 
 // ClientConfig is a *tls.Config for reaching a server of the cluster:
