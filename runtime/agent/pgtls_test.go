@@ -5,8 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +24,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/certs"
 	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/pki"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -312,4 +317,146 @@ func TestPostgresMovesToTLSWithWritesRunning(t *testing.T) {
 	} else if !strings.Contains(err.Error(), "no pg_hba.conf entry") {
 		t.Errorf("a plain connection refused with %v", err)
 	}
+}
+
+// impostor is a server at a member's address that speaks PostgreSQL's
+// TLS negotiation with a certificate of its own: it counts the TLS
+// handshakes begun, those completed, and the bytes a client sent it after
+// one (a startup message, a password).
+type impostor struct {
+	l                          net.Listener
+	begun, completed, appBytes atomic.Int32
+}
+
+func startImpostor(t *testing.T, addr string, cert tls.Certificate) *impostor {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := &impostor{l: l}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go im.serve(conn, cert)
+		}
+	}()
+	return im
+}
+
+func (im *impostor) serve(conn net.Conn, cert tls.Certificate) {
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	req := make([]byte, 8) // SSLRequest: length 8, code 80877103
+	if _, err := io.ReadFull(conn, req); err != nil {
+		return
+	}
+	if _, err := conn.Write([]byte("S")); err != nil {
+		return
+	}
+	im.begun.Add(1)
+	tc := tls.Server(conn, &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err := tc.Handshake(); err != nil {
+		return
+	}
+	im.completed.Add(1)
+	buf := make([]byte, 4096)
+	for {
+		n, err := tc.Read(buf)
+		im.appBytes.Add(int32(n))
+		if err != nil {
+			return
+		}
+	}
+}
+
+// A server at a member's address that cannot prove itself with the
+// cluster's certificate gets nothing from the runtime under require: no
+// startup message, no password, no role label. Whether its certificate
+// comes from another CA or from the cluster's CA for another cluster's
+// names, the runtime ends the TLS handshake before sending a byte.
+func TestAServerWithoutTheClustersCertificateGetsNothing(t *testing.T) {
+	cp := testbed.Start(t)
+	c := cp.Client(t)
+	clusterCA := func(t *testing.T, ns string) *pki.CA {
+		s, err := c.CoreV1().Secrets(ns).Get(context.Background(), contract.CASecret("pg"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca, err := pki.ParseCA(s.Data[contract.TLSKeyCert], s.Data[contract.TLSKeyKey])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ca
+	}
+	for i, tc := range []struct {
+		name string
+		cert func(t *testing.T, ns string) tls.Certificate
+		// trusted: the control, a server holding the cluster's own
+		// certificate, which the runtime does talk to.
+		trusted bool
+	}{
+		{"another CA", func(t *testing.T, ns string) tls.Certificate {
+			ca, err := pki.NewCA("impostor CA", time.Now(), time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return leafPair(t, ca, contract.PostgresServerNames("pg", ns))
+		}, false},
+		{"the cluster's CA, another cluster's names", func(t *testing.T, ns string) tls.Certificate {
+			return leafPair(t, clusterCA(t, ns), contract.PostgresServerNames("other", ns))
+		}, false},
+		{"control: the cluster's own certificate", func(t *testing.T, ns string) tls.Certificate {
+			return leafPair(t, clusterCA(t, ns), contract.PostgresServerNames("pg", ns))
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := cp.Namespace(t, fmt.Sprintf("impostor%d", i))
+			m := newMembers(t)
+			pods(t, c, ns, m, 1)
+			if _, err := c.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("pg")},
+				Data: map[string]string{contract.KeyBootstrap: contract.BootstrapExisting, contract.KeyTLS: contract.TLSRequire}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			r := &Roles{Client: c, Namespace: ns, Cluster: "pg", Port: m.port, Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}
+			// The first pass issues the cluster's certificates.
+			if err := r.Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			im := startImpostor(t, net.JoinHostPort(m.ip(0), strconv.Itoa(m.port)), tc.cert(t, ns))
+			for range 3 {
+				if err := r.Pass(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if im.begun.Load() == 0 {
+				t.Fatal("the runtime never tried the member's address")
+			}
+			n, b := im.completed.Load(), im.appBytes.Load()
+			switch {
+			case tc.trusted && (n == 0 || b == 0):
+				t.Errorf("the control: %d handshakes completed, %d bytes received; the runtime should have talked to it", n, b)
+			case !tc.trusted && (n != 0 || b != 0):
+				t.Errorf("the impostor completed %d handshakes and received %d bytes", n, b)
+			}
+			if got := labels(t, c, ns)["pg-0"]; got != "" {
+				t.Errorf("the impostor's pod is labelled %q", got)
+			}
+		})
+	}
+}
+
+func leafPair(t *testing.T, ca *pki.CA, names []string) tls.Certificate {
+	leaf, err := ca.IssueServer(names, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
 }
