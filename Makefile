@@ -86,12 +86,23 @@ testbin-pg13: .cache/pg13/bin/postgres
 ## by a real kube-apiserver.
 PROM_OPERATOR := v0.88.0
 CRDS := .cache/crds/monitoring.coreos.com_podmonitors.yaml .cache/crds/monitoring.coreos.com_prometheusrules.yaml
-testbin-crds: $(CRDS)
+CERT_MANAGER := v1.16.2
+CERT_MANAGER_CRD := .cache/crds/cert-manager.io_certificates.yaml
+testbin-crds: $(CRDS) $(CERT_MANAGER_CRD)
 
 $(CRDS): Makefile
 	mkdir -p .cache/crds
 	dir=$$(cd "$$(mktemp -d)" && GOFLAGS= $(GO) mod download -json github.com/prometheus-operator/prometheus-operator@$(PROM_OPERATOR) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
 	test -n "$$dir" && install -m 0644 "$$dir/example/prometheus-operator-crd/$(notdir $@)" $@
+
+## cert-manager's Certificate CRD, from its module (pinned), so that the
+## Certificates rendered for spec.tls.issuerRef are checked by a real
+## kube-apiserver; the Helm chart's label lines (templates, not label
+## values) are left out.
+$(CERT_MANAGER_CRD): Makefile
+	mkdir -p .cache/crds
+	dir=$$(cd "$$(mktemp -d)" && GOFLAGS= $(GO) mod download -json github.com/cert-manager/cert-manager@$(CERT_MANAGER) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+	test -n "$$dir" && sed -e '/^  labels:$$/d' -e "/: '{{/d" "$$dir/deploy/crds/crd-certificates.yaml" > $@.tmp && mv $@.tmp $@
 
 ## testbin-kube: kube-apiserver and kube-controller-manager built from
 ## k8s.io/kubernetes through the Go module proxy (about 8 minutes on 2 cores

@@ -50,10 +50,9 @@ var (
 var claims = []claim{
 	{file: "README.md", text: "not yet: a `pg_upgrade --check` pre-flight step", absent: noUpgradeCheck},
 	{file: "planner-rules.md", text: "Not built yet: a `pg_upgrade --check` pre-flight step", absent: noUpgradeCheck},
-	{file: "README.md", text: "partly: no etcd TLS, cert-manager issuer, NetworkPolicy or admission policy yet", absent: append([]probe{
+	{file: "README.md", text: "partly: no etcd TLS, NetworkPolicy or admission policy yet", absent: append([]probe{
 		absent("../renderer", `networkingv1\.NetworkPolicy`),
 		absent("../renderer", `ValidatingAdmissionPolicy`),
-		absent("../renderer", `cert-manager\.io`),
 	}, noEtcdTLS...)},
 	{file: "README.md", text: "what is not rendered yet", checked: "points at rendering.md's \"Not yet\" section, whose claims are tied below"},
 	{file: "rendering.md", text: "## Not yet", checked: "a heading: its bullets are tied below"},
@@ -63,7 +62,6 @@ var claims = []claim{
 	{file: "security.md", text: "not built yet (see the last section)", absent: noEtcdTLS},
 	{file: "security.md", text: "**No etcd TLS yet.**", absent: noEtcdTLS},
 	{file: "security.md", text: "etcd members are proven by ownership, not yet by", absent: noEtcdTLS},
-	{file: "security.md", text: "**No cert-manager issuer yet.**", absent: []probe{absent("../renderer", `cert-manager\.io`)}},
 	{file: "security.md", text: "but nothing does that yet", absent: []probe{absent("../runtime/certs", `(?i)rotateCA|replaceCA|newCA.*previous`)}},
 	{file: "backups.md", text: "## Not built yet", checked: "a heading: its bullets are tied below"},
 	{file: "backups.md", text: "Point-in-time recovery (continuous WAL archiving)", absent: noArchiving},

@@ -1,11 +1,13 @@
 package planner
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 // pgTLS moves a running cluster to TLS one mode at a time, each a step
@@ -21,7 +23,7 @@ import (
 //
 // A cluster created by cairn requires TLS from its first start, and no
 // step goes back: the spec has no way to ask for less.
-func pgTLS(r *Result, obs *live.Cluster) {
+func pgTLS(r *Result, c *spec.PostgresCluster, obs *live.Cluster) {
 	cur, ok := contract.TLSMode(obs.TLS)
 	if !ok {
 		r.refuse(RulePostgresUnknownTLS, "", "the rendered config sets TLS mode %q, which cairn does not know (it knows %s); fix the cluster's %s ConfigMap first",
@@ -42,7 +44,7 @@ func pgTLS(r *Result, obs *live.Cluster) {
 				{Kind: plan.GateConfigApplied, When: plan.After, Revision: rev, Description: "every member has loaded config revision " + rev},
 				{Kind: plan.GateTLSServed, When: plan.After, Description: "every member serves TLS with the cluster's server certificate, verified by the runtime"},
 				healthyAfter()},
-			Params: plan.Params{PostgresConfigureTLS: &plan.PostgresConfigureTLSParams{From: cur, To: contract.TLSAccept, Revision: rev}},
+			Params: plan.Params{PostgresConfigureTLS: &plan.PostgresConfigureTLSParams{From: cur, To: contract.TLSAccept, Revision: rev, Issuer: c.Spec.Issuer()}},
 		})
 		cur = contract.TLSAccept
 	}
@@ -66,6 +68,41 @@ func pgTLS(r *Result, obs *live.Cluster) {
 			healthyAfter()},
 		Params: plan.Params{PostgresConfigureTLS: &plan.PostgresConfigureTLSParams{From: cur, To: contract.TLSRequire, Revision: rev}},
 	})
+}
+
+// refuseIssuerNamespace: a cert-manager issuer's server certificate
+// names the cluster's Services in its namespace, which must be known.
+func refuseIssuerNamespace(r *Result, c *spec.PostgresCluster) {
+	if c.Spec.Issuer() != nil && c.Metadata.Namespace == "" {
+		r.refuse(RulePostgresTLSIssuerNamespace, "spec.tls.issuerRef",
+			"a cert-manager issuer's server certificate names the cluster's Services in its namespace (%s.<namespace>.svc), and this spec names none; set metadata.namespace",
+			contract.PrimaryService(c.Metadata.Name))
+	}
+}
+
+// refuseIssuerChange: the issuer of a cluster serving TLS stays. Its
+// members and clients trust the CA that signed the certificates they
+// hold; certificates from another CA would cut them off. A cluster
+// rendered before TLS takes the spec's issuer with its tls-accept step.
+func refuseIssuerChange(r *Result, c *spec.PostgresCluster, obs *live.Cluster) {
+	mode, _ := contract.TLSMode(obs.TLS)
+	if !contract.TLSOn(mode) {
+		return
+	}
+	want, have := c.Spec.Issuer(), obs.TLSIssuer
+	if want == nil && have == nil || want != nil && have != nil && *want == *have {
+		return
+	}
+	r.refuse(RulePostgresTLSIssuerChange, "spec.tls.issuerRef",
+		"the cluster serves TLS with certificates from %s; moving to %s would give its members and clients certificates of a CA they do not trust. Keep the issuer, or create a new cluster with it and restore a backup into it (spec.restoreFrom)",
+		issuerText(have), issuerText(want))
+}
+
+func issuerText(i *contract.IssuerRef) string {
+	if i == nil {
+		return "the cairn runtime's own CA"
+	}
+	return fmt.Sprintf("the cert-manager %s %s (%s)", i.Kind, i.Name, i.Group)
 }
 
 // paramsAfter are the PostgreSQL parameters rendered once the steps

@@ -7,6 +7,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 // A cluster rendered before TLS moves to it in two reviewed steps, each a
@@ -114,5 +115,66 @@ func TestConfigRevisionWithTLS(t *testing.T) {
 			t.Fatalf("%s and %s share revision %s", mode, prev, rev)
 		}
 		seen[rev] = mode
+	}
+}
+
+// pgSpecIn is pgSpec in namespace ns (a cert-manager issuer needs one).
+func pgSpecIn(t *testing.T, ns string, extra ...string) spec.Cluster {
+	doc := "apiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata: {name: pg, namespace: " + ns + "}\nspec:\n  version: \"14.5\"\n  instances: 3\n  storage: 10Gi\n" + indent(extra)
+	return decodeOne(t, doc)
+}
+
+// A cert-manager issuer: taken at create and by tls-accept, refused
+// without a namespace, and never changed on a cluster that serves TLS.
+func TestPostgresTLSIssuer(t *testing.T) {
+	issuer := "tls: {issuerRef: {name: company-ca, kind: ClusterIssuer}}"
+	company := &contract.IssuerRef{Name: "company-ca", Kind: contract.ClusterIssuerKind, Group: contract.CertManagerGroup}
+	other := &contract.IssuerRef{Name: "other-ca", Kind: contract.IssuerKind, Group: contract.CertManagerGroup}
+	cases := []struct {
+		name     string
+		spec     spec.Cluster
+		obs      *live.Cluster
+		wantRule string
+		check    func(t *testing.T, p plan.Plan)
+	}{
+		{name: "no namespace", spec: pgSpec(t, 3, "14.5", issuer), wantRule: RulePostgresTLSIssuerNamespace},
+		{name: "create", spec: pgSpecIn(t, "db", issuer), check: func(t *testing.T, p plan.Plan) {
+			if got := stepIDs(p); len(got) == 0 || got[0] != "create" {
+				t.Fatalf("steps %v", got)
+			}
+		}},
+		{name: "rendered before TLS: tls-accept takes the issuer", spec: pgSpecIn(t, "db", issuer),
+			obs: with(pgLive(3, "14.5", 0), func(c *live.Cluster) { c.TLS = "" }), check: func(t *testing.T, p plan.Plan) {
+				if got := step(t, p, "tls-accept").Params.PostgresConfigureTLS.Issuer; got == nil || *got != *company {
+					t.Fatalf("tls-accept issuer %+v", got)
+				}
+			}},
+		{name: "the same issuer", spec: pgSpecIn(t, "db", issuer),
+			obs: with(pgLive(3, "14.5", 0), func(c *live.Cluster) { c.TLSIssuer = company }), check: func(t *testing.T, p plan.Plan) {
+				if len(p.Steps) != 0 {
+					t.Fatalf("steps %v", stepIDs(p))
+				}
+			}},
+		{name: "the runtime's CA to an issuer", spec: pgSpecIn(t, "db", issuer), obs: pgLive(3, "14.5", 0), wantRule: RulePostgresTLSIssuerChange},
+		{name: "another issuer", spec: pgSpecIn(t, "db", issuer),
+			obs: with(pgLive(3, "14.5", 0), func(c *live.Cluster) { c.TLSIssuer = other }), wantRule: RulePostgresTLSIssuerChange},
+		{name: "an issuer to the runtime's CA", spec: pgSpecIn(t, "db"),
+			obs: with(pgLive(3, "14.5", 0), func(c *live.Cluster) { c.TLSIssuer = company }), wantRule: RulePostgresTLSIssuerChange},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := kinds.PlanCluster(tc.spec, tc.obs, nil)
+			got := refusalRules(p)
+			if tc.wantRule != "" {
+				if !slices.Contains(got, tc.wantRule) {
+					t.Fatalf("refusals %v, want %s", got, tc.wantRule)
+				}
+				return
+			}
+			if len(got) > 0 {
+				t.Fatalf("refused: %v", p.Refusals)
+			}
+			tc.check(t, p)
+		})
 	}
 }

@@ -145,6 +145,7 @@ func baseline(obs *live.Cluster) *plan.Baseline {
 		Compaction:          observedCompaction(obs.Compaction),
 		SpaceQuota:          obs.SpaceQuota,
 		TLS:                 obs.TLS,
+		TLSIssuer:           obs.TLSIssuer,
 	}
 }
 

@@ -41,6 +41,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 		}
 		r.refuse(RulePostgresInstancesRange, "spec.instances", "instances must be 1 to %d, got %d: %s", MaxPostgresInstances, n, why)
 	}
+	refuseIssuerNamespace(&r, c)
 	if obs == nil {
 		if len(r.Refusals) == 0 {
 			r.add(pgCreateStep(c, n))
@@ -48,6 +49,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 		}
 		return r
 	}
+	refuseIssuerChange(&r, c, obs)
 	refuseShrink(&r, c, obs)
 	refuseStorageClass(&r, c, obs)
 	want := c.Spec.Version.Parse()
@@ -90,7 +92,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 		pgResize(&r, &m, n)
 	}
 	pgSync(&r, &m, c.Spec.SynchronousStandbys, "as the spec asks")
-	pgTLS(&r, obs)
+	pgTLS(&r, c, obs)
 	sayImages(&r, obs, env.Images, contract.PostgresContainer)
 	sealStep(&r, obs)
 	return r

@@ -92,4 +92,12 @@ const (
 	// RulePostgresUnknownTLS: the rendered config names a TLS mode cairn
 	// does not know; a person must look before cairn changes it.
 	RulePostgresUnknownTLS = "postgres-unknown-tls-mode"
+	// RulePostgresTLSIssuerNamespace: spec.tls.issuerRef without
+	// metadata.namespace; the server certificate must name the Services
+	// in the cluster's namespace.
+	RulePostgresTLSIssuerNamespace = "postgres-tls-issuer-needs-namespace"
+	// RulePostgresTLSIssuerChange: spec.tls.issuerRef changed on a
+	// cluster that serves TLS: members and clients trust the CA of the
+	// certificates they have, and moving to another CA would cut them off.
+	RulePostgresTLSIssuerChange = "postgres-tls-issuer-change"
 )

@@ -73,7 +73,7 @@ func (postgresKind) Created(c spec.Cluster, s Settings) Settings {
 	pg := c.(*spec.PostgresCluster)
 	s.Sync = pg.Spec.SynchronousStandbys
 	// A new cluster serves and requires TLS from its first start.
-	s.TLS = contract.TLSRequire
+	s.TLS, s.TLSIssuer = contract.TLSRequire, pg.Spec.Issuer()
 	if s.Parameters = pg.Spec.RenderedParameters(); s.Parameters != nil {
 		s.ConfigRevision = contract.ConfigRevisionWithTLS(s.Parameters, s.TLS)
 	}

@@ -51,8 +51,11 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 		cairnConfig(n, s, "", initial, pgConfigKeys(s)),
 	}
 	objs = append(objs, grownVolumes(n, s)...)
+	if contract.TLSOn(s.TLS) && s.TLSIssuer != nil {
+		objs = append(objs, certificateObjects(n, *s.TLSIssuer)...)
+	}
 	objs = append(objs, memberObjects(n, s.TLS)...)
-	return append(objs, runtimeObjects(n, o, postgresRuntimeRules(n, s.TLS))...), nil
+	return append(objs, runtimeObjects(n, o, postgresRuntimeRules(n, s))...), nil
 }
 
 // pgService selects the cluster's pods, narrowed by the runtime's role
@@ -90,6 +93,11 @@ func postgresConfig(n names, s Settings) Object {
 	} {
 		fmt.Fprintf(&conf, "%s = %s\n", kv[0], kv[1])
 	}
+	// cairn's own settings come before the spec's parameters, which the
+	// observer reads back from the header on.
+	if contract.TLSOn(s.TLS) {
+		writeTLSSettings(&conf)
+	}
 	if len(s.Parameters) > 0 {
 		conf.WriteString(contract.PostgresParametersHeader + "\n")
 		// Names were checked by the spec and values quoted
@@ -101,9 +109,6 @@ func postgresConfig(n names, s Settings) Object {
 	}
 	if s.ConfigRevision != "" {
 		fmt.Fprintf(&conf, "%s = '%s'\n", contract.ConfigRevisionParameter, s.ConfigRevision)
-	}
-	if contract.TLSOn(s.TLS) {
-		writeTLSSettings(&conf)
 	}
 	hba := pgHBA(s.TLS)
 	return Object{File: "postgres-config.yaml", Obj: &corev1.ConfigMap{
@@ -307,6 +312,9 @@ func pgConfigKeys(s Settings) map[string]string {
 	keys := map[string]string{contract.KeySynchronousStandbys: strconv.Itoa(s.Sync)}
 	if contract.TLSOn(s.TLS) {
 		keys[contract.KeyTLS] = s.TLS
+		if i := s.TLSIssuer; i != nil {
+			keys[contract.KeyTLSIssuerName], keys[contract.KeyTLSIssuerKind], keys[contract.KeyTLSIssuerGroup] = i.Name, i.Kind, i.Group
+		}
 	}
 	if s.ConfigRevision != "" {
 		keys[contract.KeyConfigRevision] = s.ConfigRevision

@@ -121,6 +121,9 @@ var renderCases = []renderCase{
 		strings.Replace(strings.ReplaceAll(pgLiveYAML(3, "14.5", 0, ""), ", tls: true", ""), pgLiveTLS, "", 1), "tls-accept"},
 	{"pg-tls-require", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
 		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), pgLiveTLS, "tls: accept\n", 1), "tls-require"},
+	// Certificates from a cert-manager issuer instead of the runtime's CA.
+	{"pg-create-cert-manager", strings.Replace(fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  tls: {issuerRef: {name: company-ca, kind: ClusterIssuer}}"),
+		"metadata: {name: pg}", "metadata: {name: pg, namespace: db}", 1), "", "create"},
 	{"pg-add-replica", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(2, "14.5", 0, ""), "pg-add-2"},
 	{"pg-scale-in", fill(pgSpecYAML, "%SIZE%", "2", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "scale-in-2"},
 	{"pg-upgrade-replica", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.9", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "upgrade-2-to-14.9"},

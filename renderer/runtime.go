@@ -94,11 +94,16 @@ func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
 // merged step's switchover request, the backup policy); keeping its
 // status ConfigMap (backups patch their own key); recording Events. With
 // TLS on, it keeps the cluster's CA and certificate Secrets: creating a
-// Secret cannot be narrowed by name, reading and renewing them is.
-func postgresRuntimeRules(n names, tls string) []rbacv1.PolicyRule {
+// Secret cannot be narrowed by name, reading and renewing them is; with a
+// cert-manager issuer, it only reads the superuser's certificate.
+func postgresRuntimeRules(n names, s Settings) []rbacv1.PolicyRule {
 	status := contract.StatusConfigMap(n.cluster)
 	var certs []rbacv1.PolicyRule
-	if contract.TLSOn(tls) {
+	switch {
+	case contract.TLSOn(s.TLS) && s.TLSIssuer != nil:
+		certs = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
+			ResourceNames: []string{contract.ClientTLSSecret(n.cluster)}, Verbs: []string{"get"}}}
+	case contract.TLSOn(s.TLS):
 		certs = []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{

@@ -55,6 +55,9 @@ type Settings struct {
 	// the servers serve, what pg_hba admits, and the certificate Secrets
 	// the members and the runtime may read.
 	TLS string
+	// TLSIssuer is the cert-manager issuer of the certificates; nil while
+	// the runtime issues them.
+	TLSIssuer *contract.IssuerRef
 }
 
 // requests are the runtime's instructions from merged steps. Each is keyed
@@ -87,7 +90,7 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 		Sync: b.SynchronousStandbys, Bootstrap: contract.BootstrapExisting, UpgradeFrom: b.UpgradeFrom,
 		Resources: b.Resources, StorageClass: b.StorageClass, TemplateRevision: b.TemplateRevision, Images: b.Images,
 		Parameters: b.Parameters, ConfigRevision: b.ConfigRevision,
-		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota, TLS: b.TLS,
+		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota, TLS: b.TLS, TLSIssuer: b.TLSIssuer,
 	}
 }
 
@@ -168,6 +171,9 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 	case plan.PostgresConfigureTLS:
 		t := p.PostgresConfigureTLS
 		next.TLS, next.ConfigRevision = t.To, t.Revision
+		if t.From == contract.TLSOff {
+			next.TLSIssuer = t.Issuer
+		}
 	case plan.EtcdConfigureCompaction:
 		to := p.EtcdConfigureCompaction.To
 		next.Compaction = &to

@@ -24,6 +24,7 @@ import (
 // change reaches a running cluster except through a step of its own.
 func TestTheBaseIsWhatRuns(t *testing.T) {
 	cp := testbed.Start(t)
+	cp.InstallCRD(t, "cert-manager.io_certificates.yaml")
 	c := cp.Client(t)
 	pl := newPlanner()
 	rd, err := newRenderer(renderer.Options{})
@@ -96,6 +97,14 @@ func baseCase(t *testing.T, r *rand.Rand, i int) (spec.Cluster, *live.Cluster) {
 			obs.StatefulSet.Images[contract.PostgresContainer] = "registry.example/postgres:15.4"
 		}
 		obs.SynchronousStandbys = r.IntN(n)
+		// Rendered before TLS, moving to it, or requiring it, with the
+		// runtime's CA or a cert-manager issuer.
+		if tls := contract.TLSModes[r.IntN(len(contract.TLSModes))]; contract.TLSOn(tls) {
+			obs.TLS = tls
+			if r.IntN(2) == 0 {
+				obs.TLSIssuer = &contract.IssuerRef{Name: "company-ca", Kind: contract.ClusterIssuerKind, Group: contract.CertManagerGroup}
+			}
+		}
 		if p := baseParameters[r.IntN(len(baseParameters))]; p != nil {
 			obs.Parameters = p
 			if r.IntN(2) == 0 {
@@ -130,6 +139,8 @@ func runsDiff(want, got *live.Cluster) string {
 		return fmt.Sprintf("class/revision/claim %q/%q/%q, live %q/%q/%q", g.StorageClass, g.TemplateRevision, g.VolumeClaimStorage, w.StorageClass, w.TemplateRevision, w.VolumeClaimStorage)
 	case !maps.Equal(want.Parameters, got.Parameters) || want.ConfigRevision != got.ConfigRevision:
 		return fmt.Sprintf("parameters %v (%q), live %v (%q)", got.Parameters, got.ConfigRevision, want.Parameters, want.ConfigRevision)
+	case want.TLS != got.TLS || (want.TLSIssuer == nil) != (got.TLSIssuer == nil) || want.TLSIssuer != nil && *want.TLSIssuer != *got.TLSIssuer:
+		return fmt.Sprintf("TLS %q %+v, live %q %+v", got.TLS, got.TLSIssuer, want.TLS, want.TLSIssuer)
 	case want.SynchronousStandbys != got.SynchronousStandbys || want.Bootstrap != got.Bootstrap:
 		return fmt.Sprintf("sync/bootstrap %d/%s, live %d/%s", got.SynchronousStandbys, got.Bootstrap, want.SynchronousStandbys, want.Bootstrap)
 	case (want.Backup == nil) != (got.Backup == nil) || want.Backup != nil && (want.Backup.Schedule != got.Backup.Schedule || want.Backup.StorageLocation != got.Backup.StorageLocation || want.Backup.RetentionCount != got.Backup.RetentionCount):

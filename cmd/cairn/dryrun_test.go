@@ -24,6 +24,9 @@ func TestRenderedOverlaysPassServerSideDryRun(t *testing.T) {
 	// The monitoring goldens' PodMonitor, checked against the Prometheus
 	// Operator's own schema.
 	cp.InstallCRD(t, "monitoring.coreos.com_podmonitors.yaml")
+	// The Certificates of a cluster whose spec names a cert-manager
+	// issuer, checked against cert-manager's own schema.
+	cp.InstallCRD(t, "cert-manager.io_certificates.yaml")
 	root := "../../renderer/testdata"
 	cases, err := os.ReadDir(root)
 	if err != nil {
@@ -57,6 +60,7 @@ func TestRenderedOverlaysPassServerSideDryRun(t *testing.T) {
 // succeeds: no step changes a field Kubernetes does not let change.
 func TestStepsApplyInOrder(t *testing.T) {
 	cp := testbed.Start(t)
+	cp.InstallCRD(t, "cert-manager.io_certificates.yaml")
 	root := "../../renderer/testdata"
 	cases, err := os.ReadDir(root)
 	if err != nil {

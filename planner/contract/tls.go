@@ -62,6 +62,32 @@ const (
 	TLSKeyCA   = "ca.crt"
 )
 
+// Keys of the ConfigMap <cluster>-cairn naming the cert-manager issuer of
+// the cluster's certificates (spec.tls.issuerRef). Without them, the
+// runtime keeps the cluster's own CA and issues the certificates itself.
+const (
+	KeyTLSIssuerName  = "tls.issuer.name"
+	KeyTLSIssuerKind  = "tls.issuer.kind"
+	KeyTLSIssuerGroup = "tls.issuer.group"
+)
+
+// IssuerRef names a cert-manager issuer.
+type IssuerRef struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Group string `json:"group"`
+}
+
+// cert-manager's names: the issuer kinds and group, and the Certificate
+// kind and API version the renderer writes.
+const (
+	IssuerKind            = "Issuer"
+	ClusterIssuerKind     = "ClusterIssuer"
+	CertManagerGroup      = "cert-manager.io"
+	CertificateKind       = "Certificate"
+	CertificateAPIVersion = CertManagerGroup + "/v1"
+)
+
 // PostgresTLSDir is where a PostgreSQL member's instance manager writes
 // its certificates, on the memory-backed /dev/shm every member pod
 // mounts: the key never reaches a disk. The files are named by the
@@ -81,11 +107,15 @@ const (
 // carries: every member under the headless Service (a wildcard, so one
 // certificate serves members added later), and the -rw, -ro and -r
 // Services, each as a short name, with the namespace, and fully
-// qualified. Names are checked by the spec (DNS labels), so none holds
-// a dot or a wildcard of its own.
+// qualified (without a namespace, only the short names). Names are
+// checked by the spec (DNS labels), so none holds a dot or a wildcard of
+// its own.
 func PostgresServerNames(cluster, namespace string) []string {
 	var out []string
 	forms := func(name string) []string {
+		if namespace == "" {
+			return []string{name}
+		}
 		return []string{name, name + "." + namespace, name + "." + namespace + ".svc", name + "." + namespace + ".svc.cluster.local"}
 	}
 	for _, f := range forms(HeadlessService(cluster)) {

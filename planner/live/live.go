@@ -72,6 +72,10 @@ type Cluster struct {
 	// TLS is the PostgreSQL TLS mode the rendered config sets
 	// (contract.TLSModes); empty when it sets none (off).
 	TLS string `json:"tls,omitempty"`
+	// TLSIssuer is the cert-manager issuer the rendered config names
+	// (contract.KeyTLSIssuer*); nil when the runtime issues the
+	// certificates.
+	TLSIssuer *contract.IssuerRef `json:"tlsIssuer,omitempty"`
 	// Alarms are the alarms etcd raised (NOSPACE, CORRUPT), as the
 	// runtime last reported them.
 	Alarms []Alarm `json:"alarms,omitempty"`

@@ -197,6 +197,9 @@ func applyConfig(out *live.Cluster, data map[string]string) {
 	etcdMaintenanceConfig(out, data)
 	out.Recovering = data[contract.KeyRecoverID]
 	out.TLS = observedTLS(data[contract.KeyTLS])
+	if name := data[contract.KeyTLSIssuerName]; name != "" {
+		out.TLSIssuer = &contract.IssuerRef{Name: name, Kind: data[contract.KeyTLSIssuerKind], Group: data[contract.KeyTLSIssuerGroup]}
+	}
 	if data[contract.KeyBackupSchedule] == "" {
 		return
 	}

@@ -335,6 +335,9 @@ type PostgresConfigureTLSParams struct {
 	From     string `json:"from"`
 	To       string `json:"to"`
 	Revision string `json:"revision"`
+	// Issuer, when moving from off, is the cert-manager issuer of the
+	// spec (nil: the runtime issues the certificates).
+	Issuer *contract.IssuerRef `json:"issuer,omitempty"`
 }
 
 // EtcdRecoverParams: bring an etcd cluster that lost quorum back. Seed

@@ -97,6 +97,9 @@ type Baseline struct {
 	// TLS is the PostgreSQL TLS mode the rendered config sets
 	// (contract.TLSModes); empty for off.
 	TLS string `json:"tls,omitempty"`
+	// TLSIssuer is the cert-manager issuer of the certificates; nil when
+	// the runtime issues them.
+	TLSIssuer *contract.IssuerRef `json:"tlsIssuer,omitempty"`
 }
 
 // Refusal is a spec change a rule forbids.

@@ -63,6 +63,14 @@ func (g *schemaGen) refine(path string, n *schemaNode) {
 		n.Enum = anys([]string{contract.EtcdCompactionPeriodic, contract.EtcdCompactionRevision})
 	case "spec.backup.retention.count":
 		n.Minimum = num(0) // 0 is not set; the retention's anyOf wants count or maxAge
+	case "spec.tls.issuerRef.name":
+		n.Pattern, n.MaxLength = "^"+dnsSubdomain+"$", 253
+		n.PatternErrorMessage = "an issuer name: lowercase letters, digits, '-' and '.'"
+	case "spec.tls.issuerRef.kind":
+		n.Enum = anys([]string{contract.IssuerKind, contract.ClusterIssuerKind})
+	case "spec.tls.issuerRef.group":
+		n.Pattern, n.MaxLength = "^("+dnsSubdomain+")?$", 253
+		n.PatternErrorMessage = "an API group: lowercase letters, digits, '-' and '.'"
 	case "spec.restoreFrom.cluster":
 		n.Pattern, n.MaxLength = "^("+dnsLabel+")?$", MaxNameLength
 		n.PatternErrorMessage = "a cluster name: lowercase letters, digits and '-'"

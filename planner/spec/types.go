@@ -1,6 +1,9 @@
 package spec
 
-import "github.com/cairn-dev/cairn/planner/spec/strictyaml"
+import (
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/planner/spec/strictyaml"
+)
 
 // The apiVersions and kinds cairn serves.
 const (
@@ -74,6 +77,36 @@ type PostgresSpec struct {
 	Backup              *Backup            `json:"backup,omitempty" desc:"Scheduled base backups, taken by the cairn runtime. A major upgrade needs it."`
 	RestoreFrom         *RestoreFrom       `json:"restoreFrom,omitempty" desc:"Create the cluster from a base backup instead of empty (its first member restores it; the others clone from it). Read only by the create step."`
 	MaintenanceWindow   *MaintenanceWindow `json:"maintenanceWindow,omitempty" desc:"When disruptive steps may start. Without it they may start any time after review."`
+	TLS                 *PostgresTLS       `json:"tls,omitempty" desc:"Where the cluster's TLS certificates come from. Every cluster requires TLS; without this, the cairn runtime keeps a CA of the cluster's own and issues and renews the certificates itself."`
+}
+
+// PostgresTLS says where a cluster's TLS certificates come from.
+type PostgresTLS struct {
+	IssuerRef *IssuerRef `json:"issuerRef,omitempty" desc:"A cert-manager issuer that issues the members' server certificate and the superuser's client certificate instead of the runtime: cairn renders two cert-manager Certificates, whose Secrets (<name>-server-tls, <name>-superuser-tls) the members and the runtime read. The issuer must write its CA into each Secret's ca.crt (a CA or Vault issuer does). Needs metadata.namespace, since the server certificate names the cluster's Services in it. It takes effect when the cluster is created, or with the step that moves a cluster rendered before TLS to it; changing it on a cluster that serves TLS is refused."`
+}
+
+// IssuerRef names a cert-manager issuer.
+type IssuerRef struct {
+	Name  string `json:"name" schema:"required" desc:"The issuer's name."`
+	Kind  string `json:"kind,omitempty" desc:"Issuer (in the cluster's namespace; the default) or ClusterIssuer."`
+	Group string `json:"group,omitempty" desc:"The issuer's API group; default cert-manager.io."`
+}
+
+// Issuer is the issuer spec.tls names, with its defaults; nil when the
+// runtime issues the certificates.
+func (s PostgresSpec) Issuer() *contract.IssuerRef {
+	if s.TLS == nil || s.TLS.IssuerRef == nil {
+		return nil
+	}
+	r := s.TLS.IssuerRef
+	out := &contract.IssuerRef{Name: r.Name, Kind: r.Kind, Group: r.Group}
+	if out.Kind == "" {
+		out.Kind = contract.IssuerKind
+	}
+	if out.Group == "" {
+		out.Group = contract.CertManagerGroup
+	}
+	return out
 }
 
 // PostgreSQLConfig holds postgresql.conf settings.

@@ -133,6 +133,9 @@ func (v *validator) postgres(s PostgresSpec) {
 		v.fail("spec.synchronousStandbys", "%d synchronous standbys need at least %d instances, got %d; lower it or add instances",
 			s.SynchronousStandbys, s.SynchronousStandbys+1, s.Instances)
 	}
+	if s.TLS != nil && s.TLS.IssuerRef != nil {
+		v.issuer(*s.TLS.IssuerRef)
+	}
 	if s.PostgreSQL == nil {
 		return
 	}
@@ -147,6 +150,22 @@ func (v *validator) postgres(s PostgresSpec) {
 			v.fail(p, "%s is not a PostgreSQL parameter name (lowercase letters, digits and _, e.g. max_connections)", strictyaml.Quote(name))
 		} else if why := checkParameter(name, string(s.PostgreSQL.Parameters[name]), major); why != "" {
 			v.fail(p, "%s", why)
+		}
+	}
+}
+
+// issuer checks spec.tls.issuerRef: a name and group Kubernetes accepts,
+// one of cert-manager's two issuer kinds.
+func (v *validator) issuer(r IssuerRef) {
+	if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
+		v.fail("spec.tls.issuerRef.name", "%s is not a valid issuer name: %s", strictyaml.Quote(r.Name), errs[0])
+	}
+	if r.Kind != "" && r.Kind != contract.IssuerKind && r.Kind != contract.ClusterIssuerKind {
+		v.fail("spec.tls.issuerRef.kind", "must be %s or %s, got %s", contract.IssuerKind, contract.ClusterIssuerKind, strictyaml.Quote(r.Kind))
+	}
+	if r.Group != "" {
+		if errs := validation.IsDNS1123Subdomain(r.Group); len(errs) > 0 {
+			v.fail("spec.tls.issuerRef.group", "%s is not a valid API group: %s", strictyaml.Quote(r.Group), errs[0])
 		}
 	}
 }

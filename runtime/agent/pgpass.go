@@ -130,6 +130,9 @@ type pgRendered struct {
 	sync      int
 	configRev string
 	tls       string
+	// certManager: a cert-manager issuer issues the certificates
+	// (contract.KeyTLSIssuerName); the runtime only reads them.
+	certManager bool
 }
 
 // request reads the rendered config.
@@ -152,7 +155,7 @@ func (r *Roles) request(ctx context.Context) (pgRendered, error) {
 	if !ok {
 		return pgRendered{}, fmt.Errorf("rendered config %s: %q is no TLS mode cairn knows", contract.KeyTLS, cm.Data[contract.KeyTLS])
 	}
-	out.tls = mode
+	out.tls, out.certManager = mode, cm.Data[contract.KeyTLSIssuerName] != ""
 	return out, nil
 }
 

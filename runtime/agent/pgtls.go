@@ -53,8 +53,7 @@ func (r *Roles) tlsAuth(ctx context.Context, auth *pgAuth) error {
 		every = min(every, r.CertLifetime/6)
 	}
 	if r.material == nil || now.Sub(r.certsAt) >= every {
-		k := &certs.Keeper{Client: r.Client, Namespace: r.Namespace, Cluster: r.Cluster, Lifetime: r.CertLifetime, Now: r.now, Log: r.Log}
-		m, wrote, err := k.Ensure(ctx)
+		m, wrote, err := r.certificates(ctx)
 		switch {
 		case err != nil && r.material == nil && auth.tls == contract.TLSRequire:
 			return fmt.Errorf("the cluster requires TLS and its certificates are not ready: %w", err)
@@ -70,6 +69,19 @@ func (r *Roles) tlsAuth(ctx context.Context, auth *pgAuth) error {
 	}
 	auth.material = r.material
 	return nil
+}
+
+// certificates are the cluster's client certificate and CA: kept by the
+// runtime (certs.Keeper), or, with a cert-manager issuer, read from the
+// Secret cert-manager writes (cert-manager renews it; the runtime never
+// writes a certificate Secret then).
+func (r *Roles) certificates(ctx context.Context) (certs.Material, []string, error) {
+	if r.rendered.certManager {
+		m, err := (&certs.Files{Client: r.Client, Namespace: r.Namespace, Cluster: r.Cluster}).Material(ctx)
+		return m, nil, err
+	}
+	k := &certs.Keeper{Client: r.Client, Namespace: r.Namespace, Cluster: r.Cluster, Lifetime: r.CertLifetime, Now: r.now, Log: r.Log}
+	return k.Ensure(ctx)
 }
 
 // lastAuth is the TLS side of the last pass's auth, for backups, which

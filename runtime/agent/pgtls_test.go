@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -459,4 +460,67 @@ func leafPair(t *testing.T, ca *pki.CA, names []string) tls.Certificate {
 		t.Fatal(err)
 	}
 	return pair
+}
+
+// With a cert-manager issuer, the runtime only reads the certificates
+// cert-manager writes: it makes no CA, writes no Secret, and reaches a
+// member that holds the issuer's certificate.
+func TestCertManagerCertificatesAreReadNotWritten(t *testing.T) {
+	cp := testbed.Start(t)
+	c := cp.Client(t)
+	ns := cp.Namespace(t, "issuer")
+	m := newMembers(t)
+	pods(t, c, ns, m, 1)
+	ctx := context.Background()
+	// The Secrets as cert-manager writes them, from the issuer's CA.
+	ca, err := pki.NewCA("company CA", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ca.IssueServer(contract.PostgresServerNames("pg", ns), time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ca.IssueClient(contract.PostgresSuperuser, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := map[string]string{}
+	for name, leaf := range map[string]pki.Leaf{contract.ServerTLSSecret("pg"): server, contract.ClientTLSSecret("pg"): client} {
+		s, err := c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{contract.TLSKeyCert: leaf.CertPEM, contract.TLSKeyKey: leaf.KeyPEM, contract.TLSKeyCA: ca.CertPEM}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		written[name] = s.ResourceVersion
+	}
+	if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("pg")},
+		Data: map[string]string{contract.KeyBootstrap: contract.BootstrapExisting, contract.KeyTLS: contract.TLSRequire,
+			contract.KeyTLSIssuerName: "company-ca", contract.KeyTLSIssuerKind: contract.ClusterIssuerKind, contract.KeyTLSIssuerGroup: contract.CertManagerGroup}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(server.CertPEM, server.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := startImpostor(t, net.JoinHostPort(m.ip(0), strconv.Itoa(m.port)), pair)
+	r := &Roles{Client: c, Namespace: ns, Cluster: "pg", Port: m.port, Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}
+	for range 3 {
+		if err := r.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, b := im.completed.Load(), im.appBytes.Load(); n == 0 || b == 0 {
+		t.Errorf("the member with the issuer's certificate: %d handshakes completed, %d bytes received", n, b)
+	}
+	if _, err := c.CoreV1().Secrets(ns).Get(ctx, contract.CASecret("pg"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the runtime made a CA Secret beside cert-manager's issuer: %v", err)
+	}
+	for name, rv := range written {
+		s, err := c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || s.ResourceVersion != rv {
+			t.Errorf("secret %s was written by the runtime: %v", name, err)
+		}
+	}
 }
