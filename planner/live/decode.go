@@ -150,6 +150,14 @@ func (c *checker) etcdSpace(cl *Cluster, path string) {
 	if _, ok := contract.TLSMode(cl.TLS); !ok {
 		c.fail(path+".tls", "must be one of %s, got %s", strings.Join(contract.TLSModes, ", "), strictyaml.Quote(cl.TLS))
 	}
+	if i := cl.TLSIssuer; i != nil {
+		if errs := validation.IsDNS1123Subdomain(i.Name); len(errs) > 0 {
+			c.fail(path+".tlsIssuer.name", "%s is not a valid issuer name: %s", strictyaml.Quote(i.Name), errs[0])
+		}
+		if i.Kind != contract.IssuerKind && i.Kind != contract.ClusterIssuerKind {
+			c.fail(path+".tlsIssuer.kind", "must be %s or %s, got %s", contract.IssuerKind, contract.ClusterIssuerKind, strictyaml.Quote(i.Kind))
+		}
+	}
 	if n, err := strconv.ParseInt(cl.SpaceQuota, 10, 64); cl.SpaceQuota != "" && (err != nil || n <= 0) {
 		c.fail(path+".spaceQuota", "must be a number of bytes greater than zero, got %s", strictyaml.Quote(cl.SpaceQuota))
 	}

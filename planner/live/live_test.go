@@ -81,3 +81,26 @@ func TestEtcdSpaceIsChecked(t *testing.T) {
 		}
 	}
 }
+
+func TestPostgresTLSIsChecked(t *testing.T) {
+	doc := func(extra string) string {
+		return "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: PostgresCluster\n  name: pg\n  storage: 8Gi\n" + extra +
+			"  statefulSet: {replicas: 1, version: \"15.4\"}\n  members:\n  - {name: pg-0, version: \"15.4\", ready: true, role: primary, tls: true}\n"
+	}
+	s, err := Decode("live.yaml", []byte(doc("  tls: require\n  tlsIssuer: {name: company-ca, kind: ClusterIssuer, group: cert-manager.io}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Clusters[0]; c.TLS != "require" || c.TLSIssuer == nil || c.TLSIssuer.Name != "company-ca" || !c.Members[0].TLS {
+		t.Errorf("decoded %+v", c)
+	}
+	for _, bad := range []struct{ extra, want string }{
+		{"  tls: sometimes\n", "tls: must be one of off, accept, require"},
+		{"  tls: require\n  tlsIssuer: {name: Company_CA, kind: Issuer}\n", "tlsIssuer.name"},
+		{"  tls: require\n  tlsIssuer: {name: ca, kind: Certificate}\n", "tlsIssuer.kind: must be Issuer or ClusterIssuer"},
+	} {
+		if _, err := Decode("live.yaml", []byte(doc(bad.extra))); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want %q", bad.extra, err, bad.want)
+		}
+	}
+}
