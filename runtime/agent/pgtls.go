@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/certs"
@@ -21,6 +23,13 @@ import (
 // certificate under the member's own name (verify-full). Under accept, a
 // member that does not serve TLS yet is reached as before TLS; under
 // require, never.
+
+// The Events of the certificates, on the StatefulSet: issued or renewed
+// (Normal), and a check that failed (Warning, once per distinct error).
+const (
+	ReasonCertificatesIssued     = "CertificatesIssued"
+	ReasonCertificatesNotChecked = "CertificatesNotChecked"
+)
 
 // certsEvery is how often the leader checks the certificate Secrets when
 // nothing failed: renewal happens weeks before expiry, and a check is
@@ -54,16 +63,21 @@ func (r *Roles) tlsAuth(ctx context.Context, auth *pgAuth) error {
 	}
 	if r.material == nil || now.Sub(r.certsAt) >= every {
 		m, wrote, err := r.certificates(ctx)
+		if err != nil && err.Error() != r.certsErr {
+			r.certsErr = err.Error()
+			r.certificatesEvent(ctx, event{corev1.EventTypeWarning, ReasonCertificatesNotChecked, "the cluster's TLS certificates could not be checked: " + err.Error()})
+		}
 		switch {
 		case err != nil && r.material == nil && auth.tls == contract.TLSRequire:
 			return fmt.Errorf("the cluster requires TLS and its certificates are not ready: %w", err)
 		case err != nil:
 			r.logger().Warn("certificates not checked", "error", err.Error())
 		default:
-			r.material, r.certsAt = &m, now
+			r.material, r.certsAt, r.certsErr = &m, now, ""
 			r.Metrics.certificates(m.NotAfter)
 			if len(wrote) > 0 {
 				r.logger().Info("certificates issued", "secrets", fmt.Sprint(wrote))
+				r.certificatesEvent(ctx, event{corev1.EventTypeNormal, ReasonCertificatesIssued, "issued " + strings.Join(wrote, ", ")})
 			}
 		}
 	}
@@ -82,6 +96,14 @@ func (r *Roles) certificates(ctx context.Context) (certs.Material, []string, err
 	}
 	k := &certs.Keeper{Client: r.Client, Namespace: r.Namespace, Cluster: r.Cluster, Lifetime: r.CertLifetime, Now: r.now, Log: r.Log}
 	return k.Ensure(ctx)
+}
+
+// certificatesEvent records ev on the StatefulSet; failing to is logged,
+// never the pass's error.
+func (r *Roles) certificatesEvent(ctx context.Context, ev event) {
+	if err := recordClusterEvent(ctx, r.Client, r.Namespace, r.Cluster, r.clock(), ev); err != nil {
+		r.logger().Warn("event not recorded", "reason", ev.Reason, "error", err.Error())
+	}
 }
 
 // lastAuth is the TLS side of the last pass's auth, for backups, which

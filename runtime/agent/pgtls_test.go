@@ -280,6 +280,21 @@ func TestPostgresMovesToTLSWithWritesRunning(t *testing.T) {
 		return nil
 	})
 
+	// Each issue and renewal is an Event on the StatefulSet.
+	evs, err := tc.c.CoreV1().Events(tc.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued := 0
+	for _, e := range evs.Items {
+		if e.Reason == ReasonCertificatesIssued && e.InvolvedObject.Kind == "StatefulSet" {
+			issued++
+		}
+	}
+	if issued < 2 {
+		t.Errorf("%d %s Events; want the first issue and a renewal", issued, ReasonCertificatesIssued)
+	}
+
 	w.enter("failover")
 	old := tc.primary()
 	tc.kill9(old)

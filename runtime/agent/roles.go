@@ -56,6 +56,9 @@ type Roles struct {
 	rendered pgRendered
 	material *certs.Material
 	certsAt  time.Time
+	// certsErr is the last failed check's error, recorded as an Event
+	// once.
+	certsErr string
 }
 
 // Pass looks at every member, then decides and acts until there is
