@@ -40,11 +40,8 @@ func pgTLS(r *Result, c *spec.PostgresCluster, obs *live.Cluster) {
 				"plain connections are still admitted (a reload, no restart)",
 			Reversible: true,
 			Rollback:   "Revert this pull request: the servers stop offering TLS at the next reload; clients that moved to TLS fall back to plain connections if they allow it.",
-			Gates: []plan.Gate{healthyBefore(),
-				{Kind: plan.GateConfigApplied, When: plan.After, Revision: rev, Description: "every member has loaded config revision " + rev},
-				{Kind: plan.GateTLSServed, When: plan.After, Description: "every member serves TLS with the cluster's server certificate, verified by the runtime"},
-				healthyAfter()},
-			Params: plan.Params{PostgresConfigureTLS: &plan.PostgresConfigureTLSParams{From: cur, To: contract.TLSAccept, Revision: rev, Issuer: c.Spec.Issuer()}},
+			Gates:      []plan.Gate{healthyBefore(), tlsConfigApplied(rev), tlsServed(plan.After), healthyAfter()},
+			Params:     plan.Params{PostgresConfigureTLS: &plan.PostgresConfigureTLSParams{From: cur, To: contract.TLSAccept, Revision: rev, Issuer: c.Spec.Issuer()}},
 		})
 		cur = contract.TLSAccept
 	}
@@ -62,12 +59,19 @@ func pgTLS(r *Result, c *spec.PostgresCluster, obs *live.Cluster) {
 		Disruptive: true,
 		Reversible: true,
 		Rollback:   "Revert this pull request: plain connections are admitted again at the next reload.",
-		Gates: []plan.Gate{healthyBefore(),
-			{Kind: plan.GateTLSServed, When: plan.Before, Description: "every member serves TLS with the cluster's server certificate, verified by the runtime"},
-			{Kind: plan.GateConfigApplied, When: plan.After, Revision: rev, Description: "every member has loaded config revision " + rev},
-			healthyAfter()},
-		Params: plan.Params{PostgresConfigureTLS: &plan.PostgresConfigureTLSParams{From: cur, To: contract.TLSRequire, Revision: rev}},
+		Gates:      []plan.Gate{healthyBefore(), tlsServed(plan.Before), tlsConfigApplied(rev), healthyAfter()},
+		Params:     plan.Params{PostgresConfigureTLS: &plan.PostgresConfigureTLSParams{From: cur, To: contract.TLSRequire, Revision: rev}},
 	})
+}
+
+// tlsServed: every member serves TLS with the cluster's certificate.
+func tlsServed(when plan.Phase) plan.Gate {
+	return gate(plan.GateTLSServed, when, "every member serves TLS with the cluster's server certificate, verified by the runtime")
+}
+
+// tlsConfigApplied: every member has loaded the TLS step's config.
+func tlsConfigApplied(rev string) plan.Gate {
+	return plan.Gate{Kind: plan.GateConfigApplied, When: plan.After, Revision: rev, Description: "every member has loaded config revision " + rev}
 }
 
 // refuseIssuerNamespace: a cert-manager issuer's server certificate

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -72,9 +73,7 @@ func newTLSCluster(t *testing.T, cp *testbed.ControlPlane) *tlsCluster {
 			uid, gid = int(pc.m.cred.Uid), int(pc.m.cred.Gid)
 		}
 		p.Certs = &certs.Files{Client: pc.c, Namespace: ns, Cluster: "pg", Dir: p.TLSDir, Uid: uid, Gid: gid}
-		for k, f := range map[string]string{"ssl_cert_file": contract.PostgresTLSServerCert, "ssl_key_file": contract.PostgresTLSServerKey, "ssl_ca_file": contract.PostgresTLSCA} {
-			p.Settings[k] = filepath.Join(p.TLSDir, f)
-		}
+		maps.Copy(p.Settings, instance.TLSFileSettings(p.TLSDir))
 	}
 	// The test reaches members as a person with the cluster's Secrets
 	// would: with the superuser's client certificate once it exists.

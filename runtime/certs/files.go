@@ -93,11 +93,7 @@ func (f *Files) Material(ctx context.Context) (Material, error) {
 	if err != nil {
 		return Material{}, err
 	}
-	return Material{
-		CA:         data[contract.TLSKeyCA],
-		ClientCert: data[contract.TLSKeyCert],
-		ClientKey:  data[contract.TLSKeyKey],
-	}, nil
+	return materialOf(data), nil
 }
 
 // read gets Secret name and checks its certificate, key and CA bundle.

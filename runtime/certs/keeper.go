@@ -76,12 +76,9 @@ func (k *Keeper) Ensure(ctx context.Context) (Material, []string, error) {
 		}
 	}
 	slices.Sort(written)
-	return Material{
-		CA:         client.Data[contract.TLSKeyCA],
-		ClientCert: client.Data[contract.TLSKeyCert],
-		ClientKey:  client.Data[contract.TLSKeyKey],
-		NotAfter:   ends,
-	}, written, nil
+	m := materialOf(client.Data)
+	m.NotAfter = ends
+	return m, written, nil
 }
 
 // ensureCA reads the cluster's CA, creating its Secret when there is none;

@@ -27,6 +27,11 @@ type Material struct {
 	NotAfter map[string]time.Time
 }
 
+// materialOf is the Material of a client certificate Secret's data.
+func materialOf(data map[string][]byte) Material {
+	return Material{CA: data[contract.TLSKeyCA], ClientCert: data[contract.TLSKeyCert], ClientKey: data[contract.TLSKeyKey]}
+}
+
 // notAfter is the end of the first certificate in certPEM; false when
 // there is none.
 func notAfter(certPEM []byte) (time.Time, bool) {

@@ -225,6 +225,18 @@ func conninfoValue(v string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
 }
 
+// TLSFileSettings are the -c settings that point a server at the
+// certificates in dir instead of contract.PostgresTLSDir, where the
+// rendered postgresql.conf names them (test beds give each member its
+// own directory; -c settings rule over the file's, at reloads too).
+func TLSFileSettings(dir string) map[string]string {
+	return map[string]string{
+		"ssl_cert_file": filepath.Join(dir, contract.PostgresTLSServerCert),
+		"ssl_key_file":  filepath.Join(dir, contract.PostgresTLSServerKey),
+		"ssl_ca_file":   filepath.Join(dir, contract.PostgresTLSCA),
+	}
+}
+
 // TLSModeFile reads the cluster's TLS mode from the mounted
 // <cluster>-cairn ConfigMap in dir, which the kubelet updates after a
 // merged step: a missing key is off.

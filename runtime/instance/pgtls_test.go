@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,9 +100,7 @@ func (b *pgBed) tlsMember(c *testCerts, ord int, bootstrap string, candidates ..
 	m.Name = contract.MemberName("pg", ord)
 	m.Namespace, m.TLSDir, m.CertsEvery = testNamespace, filepath.Join(b.dir, m.Name+"-tls"), 100*time.Millisecond
 	m.Config.TLS, m.Certs = contract.TLSRequire, c.files(m.TLSDir, b)
-	for k, f := range map[string]string{"ssl_cert_file": contract.PostgresTLSServerCert, "ssl_key_file": contract.PostgresTLSServerKey, "ssl_ca_file": contract.PostgresTLSCA} {
-		m.Settings[k] = filepath.Join(m.TLSDir, f)
-	}
+	maps.Copy(m.Settings, TLSFileSettings(m.TLSDir))
 	m.Settings["ssl"] = "on"
 	return m
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -149,9 +150,7 @@ func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord 
 	// rendered file's.
 	tlsDir := filepath.Join(home, "tls")
 	settings := map[string]string{"listen_addresses": ip, "port": strconv.Itoa(Port), "unix_socket_directories": home}
-	for k, f := range map[string]string{"ssl_cert_file": contract.PostgresTLSServerCert, "ssl_key_file": contract.PostgresTLSServerKey, "ssl_ca_file": contract.PostgresTLSCA} {
-		settings[k] = filepath.Join(tlsDir, f)
-	}
+	maps.Copy(settings, instance.TLSFileSettings(tlsDir))
 	uid, gid := -1, -1
 	if b.cred != nil {
 		uid, gid = int(b.cred.Uid), int(b.cred.Gid)
