@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cairn-dev/cairn/deploy/admission"
 )
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -65,6 +67,10 @@ type Options struct {
 	// controllers cairn's manifests rely on: StatefulSets, the garbage
 	// collector, ServiceAccounts and their tokens, PVC protection.
 	ControllerManager bool
+	// WithoutRuntimePolicy leaves out the admission policy every control
+	// plane otherwise installs (deploy/admission): for the test that shows
+	// what the runtime could do without it.
+	WithoutRuntimePolicy bool
 }
 
 // controllers are the kube-controller-manager controllers a test bed runs.
@@ -72,8 +78,10 @@ type Options struct {
 const controllers = "statefulset-controller,garbage-collector-controller,serviceaccount-controller," +
 	"serviceaccount-token-controller,persistentvolumeclaim-protection-controller"
 
-// Start starts etcd and kube-apiserver on loopback and waits until the API
-// server is ready. Both stop when the test ends.
+// Start starts etcd and kube-apiserver on loopback, waits until the API
+// server is ready and installs the runtime's admission policy
+// (deploy/admission), so every runtime in a test runs under it. Both
+// servers stop when the test ends.
 func Start(t testing.TB) *ControlPlane {
 	t.Helper()
 	return StartWith(t, Options{})
@@ -133,6 +141,13 @@ func start(t testing.TB, opts Options) (*ControlPlane, error) {
 		api.stop()
 		etcd.stop()
 		return nil, err
+	}
+	if !opts.WithoutRuntimePolicy {
+		if err := cp.ServerSideApply(t, "", admission.RuntimePolicy(), false); err != nil {
+			api.stop()
+			etcd.stop()
+			return nil, fmt.Errorf("install the runtime's admission policy: %w", err)
+		}
 	}
 	if opts.ControllerManager {
 		kcm := run(t, dir, "kube-controller-manager", Bin(t, "kube-controller-manager"),

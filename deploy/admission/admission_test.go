@@ -1,0 +1,258 @@
+package admission_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cairn-dev/cairn/deploy/admission"
+	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/renderer"
+	"github.com/cairn-dev/cairn/testbed"
+)
+
+const pgSpec = "apiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata: {name: db}\nspec: {version: \"15.4\", instances: 2, storage: 1Gi}\n"
+
+// The shipped kustomization builds to the policy file, and the policy
+// is what the test beds install.
+func TestTheKustomizationIsThePolicy(t *testing.T) {
+	tree := renderer.Tree{}
+	for _, f := range []string{"kustomization.yaml", "runtime-policy.yaml"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree["deploy/"+f] = data
+	}
+	out, err := renderer.Build(tree, "deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
+		var head struct {
+			Kind     string
+			Metadata struct{ Name, Namespace string }
+		}
+		if err := yaml.Unmarshal(doc, &head); err != nil {
+			t.Fatal(err)
+		}
+		if head.Metadata.Name != admission.PolicyName || head.Metadata.Namespace != "" {
+			t.Errorf("%s %s/%s: want %s, cluster-scoped", head.Kind, head.Metadata.Namespace, head.Metadata.Name, admission.PolicyName)
+		}
+		kinds = append(kinds, head.Kind)
+	}
+	if strings.Join(kinds, ",") != "ValidatingAdmissionPolicy,ValidatingAdmissionPolicyBinding" {
+		t.Errorf("kinds %v", kinds)
+	}
+}
+
+// On a real kube-apiserver, a PostgreSQL runtime with its rendered Role
+// may set its members' role labels and nothing else of their pods; the
+// Role alone would let it swap a member's image, which is what the
+// policy is for; other requesters are not its business.
+func TestTheRuntimeChangesOnlyRoleLabels(t *testing.T) {
+	ctx := context.Background()
+	cp := testbed.StartWith(t, testbed.Options{WithoutRuntimePolicy: true})
+	admin := cp.Client(t)
+	ns := cp.Namespace(t, "apps")
+	testbed.ApplyRenderedRBAC(t, admin, ns, pgSpec)
+	member := renderedMember(t)
+	for _, name := range []string{"db-0", "db-1"} {
+		p := member.DeepCopy()
+		p.Name = name
+		if _, err := admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime := testbed.AsRuntime(t, cp.Config(), ns, "db")
+	swap := `{"spec":{"containers":[{"name":"postgres","image":"attacker.example/postgres:evil"}]}}`
+
+	// Without the policy, the Role lets the runtime swap a member's image.
+	if err := patch(ctx, runtime, ns, "db-0", swap, true); err != nil {
+		t.Fatalf("without the policy the runtime's image swap was refused (%v): the test shows nothing", err)
+	}
+	if err := cp.ServerSideApply(t, "", admission.RuntimePolicy(), false); err != nil {
+		t.Fatal(err)
+	}
+	waitDenied(t, runtime, ns, "db-0", swap)
+	pol, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, admission.PolicyName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc := pol.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
+		t.Errorf("the API server's type check warns: %+v", tc.ExpressionWarnings)
+	}
+
+	// Another ServiceAccount allowed to patch pods, the policy lets be.
+	tool := serviceAccountWithPatch(t, cp, admin, ns, "tool")
+
+	cases := []struct {
+		name  string
+		as    kubernetes.Interface
+		patch string
+		want  string // "" admitted, else a part of the refusal
+	}{
+		{"the runtime sets a role", runtime, label(contract.RolePrimary), ""},
+		{"the runtime sets a role under the listed resourceVersion", runtime, `{"metadata":{"resourceVersion":"RV","labels":{"cairn.dev/role":"replica"}}}`, ""},
+		{"the runtime fences a member", runtime, label(contract.RoleFenced), ""},
+		{"the runtime removes the role", runtime, `{"metadata":{"labels":{"cairn.dev/role":null}}}`, ""},
+		{"the runtime swaps the image", runtime, swap, "not their spec"},
+		{"the runtime swaps the image while setting a role", runtime, `{"metadata":{"labels":{"cairn.dev/role":"primary"}},"spec":{"containers":[{"name":"postgres","image":"x"}]}}`, "not their spec"},
+		{"the runtime adds a toleration", runtime, `{"spec":{"tolerations":[{"key":"k","operator":"Exists"}]}}`, "not their spec"},
+		{"the runtime sets a role it does not use", runtime, label("leader"), "primary, replica or fenced"},
+		{"the runtime adds a label", runtime, `{"metadata":{"labels":{"app":"x"}}}`, "no other label"},
+		{"the runtime moves the member to another cluster", runtime, `{"metadata":{"labels":{"app.kubernetes.io/instance":"other"}}}`, "no other label"},
+		{"the runtime drops the member's name label", runtime, `{"metadata":{"labels":{"app.kubernetes.io/name":null}}}`, "no other label"},
+		{"the runtime sets no-promote", runtime, `{"metadata":{"labels":{"` + contract.LabelNoPromote + `":"true"}}}`, "no other label"},
+		{"the runtime annotates", runtime, `{"metadata":{"annotations":{"a":"b"}}}`, "not their annotations"},
+		{"the runtime adds a finalizer", runtime, `{"metadata":{"finalizers":["example.com/hold"]}}`, "owners or finalizers"},
+		{"an administrator swaps the image", admin, swap, ""},
+		{"another ServiceAccount swaps the image", tool, swap, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := c.patch
+			if strings.Contains(p, `"RV"`) {
+				got, err := admin.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p = strings.Replace(p, `"RV"`, `"`+got.ResourceVersion+`"`, 1)
+			}
+			err := patch(ctx, c.as, ns, "db-1", p, true)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && err == nil:
+				t.Fatal("admitted")
+			case c.want != "" && !strings.Contains(err.Error(), c.want):
+				t.Fatalf("refused with %v, want %q in it", err, c.want)
+			}
+		})
+	}
+
+	// Not a dry run: the label is there, nothing else moved.
+	if err := patch(ctx, runtime, ns, "db-1", label(contract.RolePrimary), false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := admin.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[contract.LabelRole] != contract.RolePrimary || got.Spec.Containers[0].Image != member.Spec.Containers[0].Image {
+		t.Fatalf("labels %v, image %s", got.Labels, got.Spec.Containers[0].Image)
+	}
+}
+
+func label(role string) string {
+	return `{"metadata":{"labels":{"` + contract.LabelRole + `":"` + role + `"}}}`
+}
+
+func patch(ctx context.Context, c kubernetes.Interface, ns, pod, p string, dry bool) error {
+	opts := metav1.PatchOptions{FieldManager: contract.FieldManager}
+	if dry {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	// The runtime's own patches are JSON merge patches; a change to the
+	// spec merges its containers by name.
+	kind := types.MergePatchType
+	if strings.Contains(p, `"spec"`) {
+		kind = types.StrategicMergePatchType
+	}
+	_, err := c.CoreV1().Pods(ns).Patch(ctx, pod, kind, []byte(p), opts)
+	return err
+}
+
+// waitDenied waits until the policy, just created, refuses patch p (as a
+// dry run): the API server compiles and starts a new policy within a few
+// seconds.
+func waitDenied(t *testing.T, c kubernetes.Interface, ns, pod, p string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := patch(context.Background(), c, ns, pod, p, true)
+		if err != nil && strings.Contains(err.Error(), admission.PolicyName) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy did not take effect: the last answer was %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// renderedMember is a member pod as the StatefulSet controller makes one
+// from the rendered template of pgSpec's create step.
+func renderedMember(t *testing.T) *corev1.Pod {
+	t.Helper()
+	cs, err := spec.Decode("spec.yaml", []byte(pgSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := planner.New(planner.Etcd(), planner.Postgres()).PlanCluster(cs[0], nil, nil)
+	r, err := renderer.New(renderer.Options{}, renderer.Etcd(), renderer.Postgres())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, _, err := r.Render(cs[0], p, "create")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := renderer.Build(tree, renderer.Root("db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
+		var sts appsv1.StatefulSet
+		if err := yaml.Unmarshal(doc, &sts); err != nil || sts.Kind != "StatefulSet" {
+			continue
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: sts.Spec.Template.Labels}, Spec: sts.Spec.Template.Spec}
+		// The controller adds a volume per claim template; any source does.
+		for _, c := range sts.Spec.VolumeClaimTemplates {
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: c.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		}
+		return pod
+	}
+	t.Fatal("no StatefulSet in the create step")
+	return nil
+}
+
+// serviceAccountWithPatch is a client of ServiceAccount name, which a
+// Role lets patch every pod of ns.
+func serviceAccountWithPatch(t *testing.T, cp *testbed.ControlPlane, admin kubernetes.Interface, ns, name string) kubernetes.Interface {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}}}}
+	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := cp.Config()
+	cfg.Impersonate.UserName = "system:serviceaccount:" + ns + ":" + name
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
