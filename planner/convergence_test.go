@@ -72,6 +72,9 @@ func genEtcd(t testing.TB, r *rand.Rand) convergenceCase {
 		c.observed.StatefulSet.Resources = liveResources[r.IntN(len(liveResources))]
 		c.observed.Compaction = liveCompaction[r.IntN(len(liveCompaction))]
 		c.observed.SpaceQuota = liveQuota[r.IntN(len(liveQuota))]
+		if r.IntN(3) == 0 { // rendered before its NetworkPolicy
+			c.observed.Network = ""
+		}
 	}
 	return c
 }
@@ -96,7 +99,11 @@ func genPostgres(t testing.TB, r *rand.Rand) convergenceCase {
 		c.observed = pgLive(m, pgVersions[r.IntN(len(pgVersions))], r.IntN(m))
 		c.observed.Storage = storages[r.IntN(len(storages))]
 		c.observed.StatefulSet.Resources = liveResources[r.IntN(len(liveResources))]
-		// Some clusters were rendered before TLS (off), or stopped half way.
+		// Some clusters were rendered before TLS (off), or stopped half
+		// way, and some before their NetworkPolicy.
+		if r.IntN(3) == 0 {
+			c.observed.Network = ""
+		}
 		switch tls := contract.TLSModes[r.IntN(len(contract.TLSModes))]; tls {
 		case contract.TLSOff, contract.TLSAccept:
 			c.observed.TLS = strings.TrimPrefix(tls, contract.TLSOff)

@@ -71,6 +71,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	etcdUpgrade(&r, c, obs, &m, path)
 	etcdTemplate(&r, c, obs, &m, env.Images)
 	etcdResize(&r, &m, size)
+	networkStep(&r, "etcd", obs)
 	sayImages(&r, obs, env.Images, contract.EtcdContainer)
 	sealStep(&r, obs)
 	return r

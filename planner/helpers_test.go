@@ -61,7 +61,9 @@ func indent(lines []string) string {
 // etcdLive is a settled etcd cluster "e" of n members at version, led by
 // ordinal leader.
 func etcdLive(n int, version string, leader int) *live.Cluster {
-	c := &live.Cluster{Kind: spec.EtcdKind, Name: "e", Storage: "8Gi",
+	// A cluster cairn created: its NetworkPolicy is rendered
+	// (network_test.go plans the way there for one rendered before it).
+	c := &live.Cluster{Kind: spec.EtcdKind, Name: "e", Storage: "8Gi", Network: contract.NetworkRestricted,
 		StatefulSet: live.StatefulSet{Replicas: n, Version: version},
 		// The default compaction, as a cluster created with it runs it.
 		Compaction: &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
@@ -78,9 +80,10 @@ func etcdLive(n int, version string, leader int) *live.Cluster {
 // pgLive is a settled PostgreSQL cluster "pg" of n members at version with
 // the primary at ordinal primary.
 func pgLive(n int, version string, primary int) *live.Cluster {
-	// A cluster cairn created: it requires TLS (pgtls_test.go plans the
-	// way there for one rendered before TLS).
-	c := &live.Cluster{Kind: spec.PostgresKind, Name: "pg", Storage: "10Gi", TLS: contract.TLSRequire,
+	// A cluster cairn created: it requires TLS and its NetworkPolicy is
+	// rendered (pgtls_test.go and network_test.go plan the way there for
+	// one rendered before them).
+	c := &live.Cluster{Kind: spec.PostgresKind, Name: "pg", Storage: "10Gi", TLS: contract.TLSRequire, Network: contract.NetworkRestricted,
 		StatefulSet: live.StatefulSet{Replicas: n, Version: version}}
 	for i := range n {
 		role := live.RoleReplica

@@ -146,6 +146,7 @@ func baseline(obs *live.Cluster) *plan.Baseline {
 		SpaceQuota:          obs.SpaceQuota,
 		TLS:                 obs.TLS,
 		TLSIssuer:           obs.TLSIssuer,
+		Network:             obs.Network,
 	}
 }
 

@@ -93,6 +93,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 	}
 	pgSync(&r, &m, c.Spec.SynchronousStandbys, "as the spec asks")
 	pgTLS(&r, c, obs)
+	networkStep(&r, "PostgreSQL", obs)
 	sayImages(&r, obs, env.Images, contract.PostgresContainer)
 	sealStep(&r, obs)
 	return r

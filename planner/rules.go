@@ -87,6 +87,13 @@ const (
 	RuleEtcdSpaceQuotaBelowData = "etcd-space-quota-below-data"
 )
 
+// Rules of the network.
+const (
+	// RuleUnknownNetwork: the rendered config names a network mode cairn
+	// does not know; a person must look before cairn changes it.
+	RuleUnknownNetwork = "unknown-network-mode"
+)
+
 // Rules of PostgreSQL's TLS.
 const (
 	// RulePostgresUnknownTLS: the rendered config names a TLS mode cairn

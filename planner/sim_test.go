@@ -61,7 +61,7 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 	ref := desired.Ref()
 	if s.Kind == plan.CreateCluster {
 		p := s.Params.CreateCluster
-		out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Storage: p.Storage, Bootstrap: "new",
+		out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Storage: p.Storage, Bootstrap: "new", Network: contract.NetworkRestricted,
 			StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version}}
 		for i := range p.Members {
 			out.Members = append(out.Members, live.Member{Name: contract.MemberName(ref.Name, i), Version: p.Version, Ready: true, Role: settledRole(ref.Kind, i, 0)})
@@ -157,6 +157,8 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 			TemplateRevision: sts.TemplateRevision, ConfigRevision: out.ConfigRevision, TLS: contract.TLSOn(out.TLS)}}
 	case plan.PostgresSynchronousStandbys:
 		out.SynchronousStandbys = p.PostgresSynchronousStandbys.To
+	case plan.RestrictNetwork:
+		out.Network = contract.NetworkRestricted
 	case plan.PostgresConfigureTLS:
 		t := p.PostgresConfigureTLS
 		out.TLS, out.ConfigRevision = t.To, t.Revision

@@ -31,7 +31,7 @@ func decodeSpec(t *testing.T, doc string) spec.Cluster {
 }
 
 func etcdCluster(name string, n int, version string) *live.Cluster {
-	c := &live.Cluster{Kind: spec.EtcdKind, Name: name, Storage: "8Gi", ClusterVersion: version[:strings.LastIndexByte(version, '.')],
+	c := &live.Cluster{Kind: spec.EtcdKind, Name: name, Storage: "8Gi", ClusterVersion: version[:strings.LastIndexByte(version, '.')], Network: contract.NetworkRestricted,
 		StatefulSet: live.StatefulSet{Replicas: n, Version: version},
 		Compaction:  &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
 	for i := range n {
@@ -45,8 +45,8 @@ func etcdCluster(name string, n int, version string) *live.Cluster {
 }
 
 func pgCluster(name string, n int, version string, primary int) *live.Cluster {
-	// Created by cairn: it requires TLS.
-	c := &live.Cluster{Kind: spec.PostgresKind, Name: name, Storage: "100Gi", TLS: contract.TLSRequire, StatefulSet: live.StatefulSet{Replicas: n, Version: version}}
+	// Created by cairn: it requires TLS and has its NetworkPolicy.
+	c := &live.Cluster{Kind: spec.PostgresKind, Name: name, Storage: "100Gi", TLS: contract.TLSRequire, Network: contract.NetworkRestricted, StatefulSet: live.StatefulSet{Replicas: n, Version: version}}
 	for i := range n {
 		role := live.RoleReplica
 		if i == primary {
@@ -144,6 +144,14 @@ func TestBodyGolden(t *testing.T) {
 			pgAccept.TLS = contract.TLSAccept
 			pl := planOf(t, pgSpecDoc("my-production-db", 3, "14.5"), pgAccept)
 			return BodyInput{Plan: pl, Current: stepOf(t, pl, plan.PostgresConfigureTLS), SpecCommit: specSHA, Head: headSHA, Live: pgAccept, WebURL: web}
+		}},
+		{"pg-network-restrict", func(t *testing.T) BodyInput {
+			// A cluster rendered before its NetworkPolicy: the step that
+			// cuts off unlabelled clients says who needs which label.
+			pgOpen := pgCluster("my-production-db", 3, "14.5", 0)
+			pgOpen.Network = ""
+			pl := planOf(t, pgSpecDoc("my-production-db", 3, "14.5"), pgOpen)
+			return BodyInput{Plan: pl, Current: stepOf(t, pl, plan.RestrictNetwork), SpecCommit: specSHA, Head: headSHA, Live: pgOpen, WebURL: web}
 		}},
 		{"pg-major-upgrade", func(t *testing.T) BodyInput {
 			pg13 := pgCluster("my-production-db", 3, "13.14", 0)

@@ -89,6 +89,11 @@ func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
 		}
 		return impact{true, nil, "every member reloads its configuration and starts offering TLS; plain connections are still admitted, " +
 			"except the superuser's, which over TLS needs the cluster's client certificate"}
+	case pa.RestrictNetwork != nil:
+		n := pa.RestrictNetwork
+		return impact{true, nil, "no member restarts; once the NetworkPolicy " + md(n.Policy) + " applies, the members admit only each other, the cluster's runtime " +
+			"and pods of the cluster's namespace labelled " + md(n.ClientLabel+"="+contract.ClientLabelValue) + ": every other client is cut off " +
+			"(where the cluster's network enforces NetworkPolicies). Label the clients' pods before merging"}
 	case pa.SealBootstrap != nil:
 		return impact{true, nil, "none: the rendered config switches from bootstrap to join"}
 	case pa.EtcdRecover != nil:

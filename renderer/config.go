@@ -33,6 +33,9 @@ func cairnConfig(n names, s Settings, token string, initial int, kindKeys map[st
 	if token != "" {
 		data[contract.KeyInitialClusterToken] = token
 	}
+	if networkRestricted(s) {
+		data[contract.KeyNetwork] = contract.NetworkRestricted
+	}
 	addBackup(data, s.Backup)
 	if r := s.Restore; r != nil && s.Bootstrap == contract.BootstrapNew {
 		data[contract.KeyRestoreStorageLocation] = r.StorageLocation

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -45,6 +46,13 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 		cairnConfig(n, s, token, initial, etcdConfigKeys(s)),
 	}
 	objs = append(objs, grownVolumes(n, s)...)
+	if networkRestricted(s) {
+		// Peers reach each other on both ports; the runtime and clients
+		// reach the client port only.
+		objs = append(objs, networkPolicy(n,
+			peerAccess{from: []networkingv1.NetworkPolicyPeer{membersPeer(n)}, ports: []int32{etcdClientPort, etcdPeerPort}},
+			peerAccess{from: []networkingv1.NetworkPolicyPeer{runtimePeer(n), clientsPeer(n)}, ports: []int32{etcdClientPort}}))
+	}
 	return append(objs, runtimeObjects(n, o, etcdRuntimeRules(n))...), nil
 }
 

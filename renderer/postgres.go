@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -55,6 +56,12 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 		objs = append(objs, certificateObjects(n, *s.TLSIssuer)...)
 	}
 	objs = append(objs, memberObjects(n, s.TLS)...)
+	if networkRestricted(s) {
+		objs = append(objs, networkPolicy(n, peerAccess{
+			from:  []networkingv1.NetworkPolicyPeer{membersPeer(n), runtimePeer(n), clientsPeer(n)},
+			ports: []int32{pgPort},
+		}))
+	}
 	return append(objs, runtimeObjects(n, o, postgresRuntimeRules(n, s))...), nil
 }
 

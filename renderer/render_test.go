@@ -58,7 +58,7 @@ func fill(tmpl string, kv ...string) string {
 
 func etcdLiveYAML(n int, version string, leader int) string {
 	var b strings.Builder
-	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\n" + etcdLiveCompaction + "\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\", " + etcdLiveResources + "}\nmembers:\n")
+	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\n" + liveNetwork + etcdLiveCompaction + "\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\", " + etcdLiveResources + "}\nmembers:\n")
 	for i := range n {
 		role := "follower"
 		if i == leader {
@@ -83,11 +83,14 @@ const etcdLiveResources = "resources: {requests: {cpu: 500m, memory: 1Gi}, limit
 // the pg-tls-* cases start from clusters rendered before TLS.
 const pgLiveTLS = "tls: require\n"
 
+// liveNetwork: a cluster cairn created has its NetworkPolicy rendered.
+const liveNetwork = "network: restricted\n"
+
 const pgLiveParameters = `parameters: {max_connections: "'200'", shared_buffers: "'256MB'"}`
 
 func pgLiveYAML(n int, version string, primary int, extra string) string {
 	var b strings.Builder
-	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\n" + pgLiveTLS + pgLiveParameters + "\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
+	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\n" + liveNetwork + pgLiveTLS + pgLiveParameters + "\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
 	b.WriteString("backup: {schedule: \"0 2 * * *\", timeZone: UTC, storageLocation: \"s3://bkp/pg\", retentionCount: 7}\n" + extra + "members:\n")
 	for i := range n {
 		role := "replica"
@@ -146,6 +149,11 @@ var renderCases = []renderCase{
 		strings.Replace(etcdLiveYAML(3, "3.7.3", 0), "members:\n", "clusterVersion: \"3.7\"\nmembers:\n", 1), "etcd-downgrade-to-3.6"},
 	{"pg-restart-resources", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  resources: {requests: {cpu: '2', memory: 4Gi}}"), pgLiveYAML(3, "14.5", 0, ""), "restart-2-11096792589d"},
 	{"pg-reload-parameters", strings.Replace(fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "shared_buffers: 256MB}", "shared_buffers: 256MB, work_mem: 16MB}", 1), pgLiveYAML(3, "14.5", 0, ""), "reload-parameters-c3326b47d0d0"},
+	// A cluster rendered before its NetworkPolicy gets it by a step.
+	{"etcd-network-restrict", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""),
+		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), liveNetwork, "", 1), "network-restrict"},
+	{"pg-network-restrict", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
+		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), liveNetwork, "", 1), "network-restrict"},
 	{"pg-converged", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 2, ""), ""},
 }
 
@@ -276,6 +284,7 @@ var allowedChanges = map[plan.Kind][]string{
 	plan.PostgresConfigureTLS: {"postgres-config.patch.yaml /data/postgresql.conf", "postgres-config.patch.yaml /data/pg_hba.conf",
 		"cairn-config.patch.yaml /data/postgres.config-revision", "cairn-config.patch.yaml /data/tls",
 		"member-role.patch.yaml /rules", "runtime-role.patch.yaml /rules"},
+	plan.RestrictNetwork: {"networkpolicy.yaml", "cairn-config.patch.yaml /data/network"},
 	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1"},
 }

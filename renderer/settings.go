@@ -58,6 +58,9 @@ type Settings struct {
 	// TLSIssuer is the cert-manager issuer of the certificates; nil while
 	// the runtime issues them.
 	TLSIssuer *contract.IssuerRef
+	// Network is contract.NetworkRestricted when the cluster's
+	// NetworkPolicy is rendered ("" renders none, as before it).
+	Network string
 }
 
 // requests are the runtime's instructions from merged steps. Each is keyed
@@ -90,7 +93,7 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 		Sync: b.SynchronousStandbys, Bootstrap: contract.BootstrapExisting, UpgradeFrom: b.UpgradeFrom,
 		Resources: b.Resources, StorageClass: b.StorageClass, TemplateRevision: b.TemplateRevision, Images: b.Images,
 		Parameters: b.Parameters, ConfigRevision: b.ConfigRevision,
-		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota, TLS: b.TLS, TLSIssuer: b.TLSIssuer,
+		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota, TLS: b.TLS, TLSIssuer: b.TLSIssuer, Network: b.Network,
 	}
 }
 
@@ -100,6 +103,8 @@ func createSettings(k Kind, c spec.Cluster, cp *plan.CreateClusterParams) Settin
 		Replicas: cp.Members, Version: cp.Version, Storage: cp.Storage, TemplateStorage: cp.Storage,
 		Backup: backupOf(c.Common().Backup), Bootstrap: contract.BootstrapNew, Restore: cp.RestoreFrom,
 		Resources: c.Common().Resources.Contract(), StorageClass: c.Common().StorageClass,
+		// A new cluster admits only its members, runtime and clients.
+		Network: contract.NetworkRestricted,
 	}
 	return k.Created(c, s)
 }
@@ -174,6 +179,8 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 		if t.From == contract.TLSOff {
 			next.TLSIssuer = t.Issuer
 		}
+	case plan.RestrictNetwork:
+		next.Network = contract.NetworkRestricted
 	case plan.EtcdConfigureCompaction:
 		to := p.EtcdConfigureCompaction.To
 		next.Compaction = &to

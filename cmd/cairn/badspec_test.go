@@ -31,6 +31,7 @@ clusters:
     name: kv
     statefulSet: {replicas: 3, updatePartition: 0, version: "3.7.3"}
     storage: 8Gi
+    network: restricted
     clusterVersion: "3.7"
     compaction: {mode: periodic, retention: 1h, applied: true}
     bootstrap: existing

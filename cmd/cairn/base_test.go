@@ -72,6 +72,9 @@ func baseCase(t *testing.T, r *rand.Rand, i int) (spec.Cluster, *live.Cluster) {
 		StatefulSet: live.StatefulSet{Replicas: n, UpdatePartition: r.IntN(n), VolumeClaimStorage: "10Gi",
 			Resources: baseResources[r.IntN(len(baseResources))], StorageClass: []string{"", "standard"}[r.IntN(2)],
 			TemplateRevision: []string{"", "0123456789ab"}[r.IntN(2)]}}
+	if r.IntN(2) == 0 { // rendered with its NetworkPolicy, or before it
+		obs.Network = contract.NetworkRestricted
+	}
 	if r.IntN(2) == 0 {
 		// Images from an older cairn and another registry: the base keeps
 		// them, whatever the renderer's options name today.

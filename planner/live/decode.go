@@ -147,6 +147,9 @@ func (c *checker) cluster(cl *Cluster, path string) {
 // etcdSpace checks an etcd cluster's space: a quota in bytes, named
 // alarms, sizes that are not negative.
 func (c *checker) etcdSpace(cl *Cluster, path string) {
+	if _, ok := contract.NetworkMode(cl.Network); !ok {
+		c.fail(path+".network", "must be one of %s, got %s", strings.Join(contract.NetworkModes, ", "), strictyaml.Quote(cl.Network))
+	}
 	if _, ok := contract.TLSMode(cl.TLS); !ok {
 		c.fail(path+".tls", "must be one of %s, got %s", strings.Join(contract.TLSModes, ", "), strictyaml.Quote(cl.TLS))
 	}

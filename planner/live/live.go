@@ -76,6 +76,9 @@ type Cluster struct {
 	// (contract.KeyTLSIssuer*); nil when the runtime issues the
 	// certificates.
 	TLSIssuer *contract.IssuerRef `json:"tlsIssuer,omitempty"`
+	// Network says whether the rendered config restricts who reaches the
+	// members (contract.NetworkModes); empty when it says nothing (open).
+	Network string `json:"network,omitempty"`
 	// Alarms are the alarms etcd raised (NOSPACE, CORRUPT), as the
 	// runtime last reported them.
 	Alarms []Alarm `json:"alarms,omitempty"`

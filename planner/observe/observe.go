@@ -197,6 +197,7 @@ func applyConfig(out *live.Cluster, data map[string]string) {
 	etcdMaintenanceConfig(out, data)
 	out.Recovering = data[contract.KeyRecoverID]
 	out.TLS = observedTLS(data[contract.KeyTLS])
+	out.Network = observedNetwork(data[contract.KeyNetwork])
 	if name := data[contract.KeyTLSIssuerName]; name != "" {
 		out.TLSIssuer = &contract.IssuerRef{Name: name, Kind: data[contract.KeyTLSIssuerKind], Group: data[contract.KeyTLSIssuerGroup]}
 	}
@@ -216,6 +217,16 @@ func observedTLS(v string) string {
 	if mode, ok := contract.TLSMode(v); ok && contract.TLSOn(mode) {
 		return mode
 	} else if ok {
+		return ""
+	}
+	return v
+}
+
+// observedNetwork is the rendered network mode: "" for open (as configs
+// rendered before the NetworkPolicy have no key), restricted, and an
+// unknown value as it is, for the planner to refuse.
+func observedNetwork(v string) string {
+	if mode, ok := contract.NetworkMode(v); ok && mode == contract.NetworkOpen {
 		return ""
 	}
 	return v

@@ -69,6 +69,9 @@ const (
 	// (contract.TLSModes: off, accept, require): servers serve TLS, then
 	// pg_hba admits only TLS. A reload, no restart.
 	PostgresConfigureTLS Kind = "PostgresConfigureTLS"
+	// RestrictNetwork renders the cluster's NetworkPolicy: its members
+	// then admit only each other, the runtime and labelled clients.
+	RestrictNetwork Kind = "RestrictNetwork"
 )
 
 // Irreversible reports whether every step of kind k is irreversible: a
@@ -103,6 +106,7 @@ type Params struct {
 	EtcdRecover                 *EtcdRecoverParams                 `json:"etcdRecover,omitempty"`
 	EtcdDowngrade               *EtcdDowngradeParams               `json:"etcdDowngrade,omitempty"`
 	PostgresConfigureTLS        *PostgresConfigureTLSParams        `json:"postgresConfigureTLS,omitempty"`
+	RestrictNetwork             *RestrictNetworkParams             `json:"restrictNetwork,omitempty"`
 }
 
 // kinds is the one list of the step kinds, each with whether a Params
@@ -131,6 +135,7 @@ var kinds = []struct {
 	{EtcdRecover, func(p Params) bool { return p.EtcdRecover != nil }},
 	{EtcdDowngrade, func(p Params) bool { return p.EtcdDowngrade != nil }},
 	{PostgresConfigureTLS, func(p Params) bool { return p.PostgresConfigureTLS != nil }},
+	{RestrictNetwork, func(p Params) bool { return p.RestrictNetwork != nil }},
 }
 
 // Kinds are every step kind, in the order they are declared.
@@ -338,6 +343,14 @@ type PostgresConfigureTLSParams struct {
 	// Issuer, when moving from off, is the cert-manager issuer of the
 	// spec (nil: the runtime issues the certificates).
 	Issuer *contract.IssuerRef `json:"issuer,omitempty"`
+}
+
+// RestrictNetworkParams: render the NetworkPolicy Policy, which admits
+// to the members only the members, the runtime and pods of the
+// cluster's namespace labelled ClientLabel: contract.ClientLabelValue.
+type RestrictNetworkParams struct {
+	Policy      string `json:"policy"`
+	ClientLabel string `json:"clientLabel"`
 }
 
 // EtcdRecoverParams: bring an etcd cluster that lost quorum back. Seed

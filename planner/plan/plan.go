@@ -100,6 +100,9 @@ type Baseline struct {
 	// TLSIssuer is the cert-manager issuer of the certificates; nil when
 	// the runtime issues them.
 	TLSIssuer *contract.IssuerRef `json:"tlsIssuer,omitempty"`
+	// Network is the network mode the rendered config sets
+	// (contract.NetworkModes); empty for open.
+	Network string `json:"network,omitempty"`
 }
 
 // Refusal is a spec change a rule forbids.

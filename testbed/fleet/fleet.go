@@ -256,7 +256,7 @@ func (f *Fleet) Live() []byte {
 
 func (c Cluster) writeLive(b *strings.Builder) {
 	s := c.running
-	fmt.Fprintf(b, "- kind: %s\n  name: %s\n  storage: %s\n  capacity: %s\n", c.Kind, c.Name, s.storage, s.storage)
+	fmt.Fprintf(b, "- kind: %s\n  name: %s\n  storage: %s\n  capacity: %s\n  network: %s\n", c.Kind, c.Name, s.storage, s.storage, contract.NetworkRestricted)
 	memberTLS := ""
 	switch c.Kind {
 	case Etcd:
