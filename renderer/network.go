@@ -16,9 +16,9 @@ type peerAccess struct {
 	ports []int32
 }
 
-// networkPolicy renders the cluster's NetworkPolicy (contract
-// .NetworkPolicy), which selects the members' pods and admits only what
-// rules list: everything else is refused, where the cluster's network
+// networkPolicy renders the cluster's NetworkPolicy
+// (contract.NetworkPolicy), which selects the members' pods and admits
+// only what rules list: everything else is refused, where the cluster's network
 // enforces NetworkPolicies. Ingress only: what the members reach (the
 // API server, object storage) is left to the namespace's own policies.
 func networkPolicy(n names, rules ...peerAccess) Object {
@@ -49,8 +49,7 @@ func membersPeer(n names) networkingv1.NetworkPolicyPeer {
 }
 
 func runtimePeer(n names) networkingv1.NetworkPolicyPeer {
-	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-		contract.LabelName: contract.AppRuntime, contract.LabelInstance: n.cluster}}}
+	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: contract.Selector(contract.AppRuntime, n.cluster)}}
 }
 
 func clientsPeer(n names) networkingv1.NetworkPolicyPeer {
@@ -58,5 +57,5 @@ func clientsPeer(n names) networkingv1.NetworkPolicyPeer {
 		contract.ClientLabel(n.cluster): contract.ClientLabelValue}}}
 }
 
-// restricted reports whether s renders the NetworkPolicy.
+// networkRestricted reports whether s renders the NetworkPolicy.
 func networkRestricted(s Settings) bool { return s.Network == contract.NetworkRestricted }

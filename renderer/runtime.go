@@ -16,7 +16,7 @@ const runtimeReplicas = 2
 func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []Object {
 	name := contract.Runtime(n.cluster)
 	meta := n.meta(name, "runtime")
-	labels := map[string]string{contract.LabelName: contract.AppRuntime, contract.LabelInstance: n.cluster}
+	labels := contract.Selector(contract.AppRuntime, n.cluster)
 	return []Object{
 		{File: "runtime-serviceaccount.yaml", Obj: &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta}},
 		{File: "runtime-role.yaml", Obj: &rbacv1.Role{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta, Rules: rules}},

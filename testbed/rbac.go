@@ -23,21 +23,9 @@ import (
 // document), so a test runs the runtime under exactly its rendered Role.
 func ApplyRenderedRBAC(t *testing.T, c kubernetes.Interface, ns, doc string) {
 	t.Helper()
-	cs, err := spec.Decode("spec.yaml", []byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := planner.New(planner.Etcd(), planner.Postgres()).PlanCluster(cs[0], nil, nil)
-	r, _ := renderer.New(renderer.Options{}, renderer.Etcd(), renderer.Postgres())
-	tree, _, err := r.Render(cs[0], p, "create")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := renderer.Build(tree, renderer.Root(cs[0].Ref().Name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := RenderedCreate(t, doc)
 	ctx := context.Background()
+	var err error
 	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
 		var head struct{ Kind string }
 		_ = yaml.Unmarshal(doc, &head)
@@ -61,6 +49,27 @@ func ApplyRenderedRBAC(t *testing.T, c kubernetes.Interface, ns, doc string) {
 			t.Fatalf("create %s: %v", head.Kind, err)
 		}
 	}
+}
+
+// RenderedCreate is the built YAML stream of the create step of the
+// cluster of doc (a spec document), as the renderer writes it.
+func RenderedCreate(t *testing.T, doc string) []byte {
+	t.Helper()
+	cs, err := spec.Decode("spec.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := planner.New(planner.Etcd(), planner.Postgres()).PlanCluster(cs[0], nil, nil)
+	r, _ := renderer.New(renderer.Options{}, renderer.Etcd(), renderer.Postgres())
+	tree, _, err := r.Render(cs[0], p, "create")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := renderer.Build(tree, renderer.Root(cs[0].Ref().Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func mustYAML(t *testing.T, doc []byte, v any) {

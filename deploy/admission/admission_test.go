@@ -17,9 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn/deploy/admission"
-	"github.com/cairn-dev/cairn/planner"
 	"github.com/cairn-dev/cairn/planner/contract"
-	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/renderer"
 	"github.com/cairn-dev/cairn/testbed"
 )
@@ -199,23 +197,7 @@ func waitDenied(t *testing.T, c kubernetes.Interface, ns, pod, p string) {
 // from the rendered template of pgSpec's create step.
 func renderedMember(t *testing.T) *corev1.Pod {
 	t.Helper()
-	cs, err := spec.Decode("spec.yaml", []byte(pgSpec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := planner.New(planner.Etcd(), planner.Postgres()).PlanCluster(cs[0], nil, nil)
-	r, err := renderer.New(renderer.Options{}, renderer.Etcd(), renderer.Postgres())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, _, err := r.Render(cs[0], p, "create")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := renderer.Build(tree, renderer.Root("db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := testbed.RenderedCreate(t, pgSpec)
 	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
 		var sts appsv1.StatefulSet
 		if err := yaml.Unmarshal(doc, &sts); err != nil || sts.Kind != "StatefulSet" {

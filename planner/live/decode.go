@@ -144,8 +144,9 @@ func (c *checker) cluster(cl *Cluster, path string) {
 	slices.SortFunc(cl.Members, func(a, b Member) int { return a.Ordinal() - b.Ordinal() })
 }
 
-// etcdSpace checks an etcd cluster's space: a quota in bytes, named
-// alarms, sizes that are not negative.
+// etcdSpace checks an etcd cluster's space (a quota in bytes, named
+// alarms, sizes that are not negative) and the modes a rendered config
+// sets (network, PostgreSQL's TLS and issuer).
 func (c *checker) etcdSpace(cl *Cluster, path string) {
 	if _, ok := contract.NetworkMode(cl.Network); !ok {
 		c.fail(path+".network", "must be one of %s, got %s", strings.Join(contract.NetworkModes, ", "), strictyaml.Quote(cl.Network))
