@@ -75,6 +75,9 @@ func genEtcd(t testing.TB, r *rand.Rand) convergenceCase {
 		if r.IntN(3) == 0 { // rendered before its NetworkPolicy
 			c.observed.Network = ""
 		}
+		if r.IntN(4) == 0 { // rendered before read-only roots
+			c.observed.StatefulSet.ReadOnlyRoot = false
+		}
 	}
 	return c
 }
@@ -103,6 +106,9 @@ func genPostgres(t testing.TB, r *rand.Rand) convergenceCase {
 		// way, and some before their NetworkPolicy.
 		if r.IntN(3) == 0 {
 			c.observed.Network = ""
+		}
+		if r.IntN(4) == 0 {
+			c.observed.StatefulSet.ReadOnlyRoot = false
 		}
 		switch tls := contract.TLSModes[r.IntN(len(contract.TLSModes))]; tls {
 		case contract.TLSOff, contract.TLSAccept:

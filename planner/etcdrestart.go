@@ -16,10 +16,11 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 	res, changed := resourcesChange(c, obs)
 	newImages, imagesText := imagesChange(r, obs, images)
 	quota, quotaChanged := quotaChange(c, obs)
+	harden := hardenChange(obs)
 	var rs *restart
-	if changed || newImages != nil || quotaChanged {
-		t := &plan.TemplateChange{Resources: res, SpaceQuota: quota,
-			Revision: contract.TemplateRevisionOf(derefResources(res), revisionInputs(quotaInputs(c), newImages))}
+	if changed || newImages != nil || quotaChanged || harden {
+		t := &plan.TemplateChange{Resources: res, SpaceQuota: quota, ReadOnlyRoot: harden,
+			Revision: contract.TemplateRevisionOf(derefResources(res), revisionInputs(quotaInputs(c), newImages, harden))}
 		var what []string
 		if changed {
 			what = append(what, "resources "+resourcesText(res))
@@ -29,6 +30,9 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 		}
 		if quotaChanged {
 			what = append(what, quotaText(obs, quota))
+		}
+		if harden {
+			what = append(what, hardenText)
 		}
 		rs = newRestart(obs, m.size, t, strings.Join(what, "; "))
 	} else {

@@ -27,7 +27,8 @@ func pgTemplate(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgMode
 	from, to := obs.Parameters, c.Spec.RenderedParameters()
 	changed := changedParameters(from, to)
 	newImages, imagesText := imagesChange(r, obs, images)
-	if !resChanged && len(changed) == 0 && newImages == nil {
+	harden := hardenChange(obs)
+	if !resChanged && len(changed) == 0 && newImages == nil && !harden {
 		if rs := resumeRestart(obs, m.size); rs != nil {
 			rs.config = obs.ConfigRevision
 			pgRestart(r, m, rs)
@@ -50,17 +51,21 @@ func pgTemplate(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgMode
 			strings.Join(raised, ", "), strings.Join(lowered, ", "))
 		return
 	}
-	if !resChanged && len(pc.Restart) == 0 && newImages == nil {
+	if !resChanged && len(pc.Restart) == 0 && newImages == nil && !harden {
 		pgReload(r, pc)
 		return
 	}
-	t := &plan.TemplateChange{Resources: res, Revision: contract.TemplateRevisionOf(derefResources(res), revisionInputs(restartSubset(to, m.version.Major), newImages))}
+	t := &plan.TemplateChange{Resources: res, ReadOnlyRoot: harden,
+		Revision: contract.TemplateRevisionOf(derefResources(res), revisionInputs(restartSubset(to, m.version.Major), newImages, harden))}
 	var what []string
 	if resChanged {
 		what = append(what, "resources "+resourcesText(res))
 	}
 	if newImages != nil {
 		what = append(what, imagesText)
+	}
+	if harden {
+		what = append(what, hardenText)
 	}
 	if len(changed) > 0 {
 		t.Parameters = pc

@@ -147,6 +147,7 @@ func baseline(obs *live.Cluster) *plan.Baseline {
 		TLS:                 obs.TLS,
 		TLSIssuer:           obs.TLSIssuer,
 		Network:             obs.Network,
+		ReadOnlyRoot:        obs.StatefulSet.ReadOnlyRoot,
 	}
 }
 

@@ -225,15 +225,27 @@ func changesTemplateVersion(s plan.Step) bool {
 }
 
 // revisionInputs are what a template revision hashes besides the
-// resources: the restart-only parameters and any changed images.
-func revisionInputs(restartParams, images map[string]string) map[string]string {
+// resources: the restart-only parameters, any changed images, and
+// whether the restart brings read-only root filesystems.
+func revisionInputs(restartParams, images map[string]string, harden bool) map[string]string {
 	out := maps.Clone(restartParams)
 	if out == nil {
 		out = map[string]string{}
 	}
 	maps.Copy(out, images)
+	if harden {
+		out["readOnlyRootFilesystem"] = "true"
+	}
 	return out
 }
+
+// hardenChange: the pod template was rendered before cairn gave its
+// containers read-only root filesystems, which only a rolling restart
+// brings (the base keeps the template as it runs until then).
+func hardenChange(obs *live.Cluster) bool { return !obs.StatefulSet.ReadOnlyRoot }
+
+// hardenText says what such a restart brings.
+const hardenText = "read-only root filesystems (the containers write only to their volumes)"
 
 // sayImages adds to the first step of the plan that changes the template
 // by version the images it brings besides the version's own (a new cairn

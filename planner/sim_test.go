@@ -62,7 +62,7 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 	if s.Kind == plan.CreateCluster {
 		p := s.Params.CreateCluster
 		out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Storage: p.Storage, Bootstrap: "new", Network: contract.NetworkRestricted,
-			StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version}}
+			StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version, ReadOnlyRoot: true}}
 		for i := range p.Members {
 			out.Members = append(out.Members, live.Member{Name: contract.MemberName(ref.Name, i), Version: p.Version, Ready: true, Role: settledRole(ref.Kind, i, 0)})
 		}
@@ -152,7 +152,8 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		}
 	case plan.PostgresMajorUpgrade:
 		sts := out.StatefulSet
-		out.StatefulSet = live.StatefulSet{Replicas: 1, Version: p.PostgresMajorUpgrade.To, Resources: sts.Resources, StorageClass: sts.StorageClass, TemplateRevision: sts.TemplateRevision}
+		out.StatefulSet = live.StatefulSet{Replicas: 1, Version: p.PostgresMajorUpgrade.To, Resources: sts.Resources, StorageClass: sts.StorageClass, TemplateRevision: sts.TemplateRevision,
+			ReadOnlyRoot: sts.ReadOnlyRoot}
 		out.Members = []live.Member{{Name: p.PostgresMajorUpgrade.Primary, Version: p.PostgresMajorUpgrade.To, Ready: true, Role: live.RolePrimary,
 			TemplateRevision: sts.TemplateRevision, ConfigRevision: out.ConfigRevision, TLS: contract.TLSOn(out.TLS)}}
 	case plan.PostgresSynchronousStandbys:
@@ -361,6 +362,9 @@ func restartTemplate(out *live.Cluster, rm *plan.RestartMemberParams) {
 	out.StatefulSet.TemplateRevision, out.StatefulSet.Resources = t.Revision, t.Resources
 	if t.SpaceQuota != "" {
 		out.SpaceQuota = t.SpaceQuota
+	}
+	if t.ReadOnlyRoot {
+		out.StatefulSet.ReadOnlyRoot = true
 	}
 	if pc := t.Parameters; pc != nil {
 		out.Parameters, out.ConfigRevision = pc.To, pc.Revision

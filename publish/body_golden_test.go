@@ -32,7 +32,7 @@ func decodeSpec(t *testing.T, doc string) spec.Cluster {
 
 func etcdCluster(name string, n int, version string) *live.Cluster {
 	c := &live.Cluster{Kind: spec.EtcdKind, Name: name, Storage: "8Gi", ClusterVersion: version[:strings.LastIndexByte(version, '.')], Network: contract.NetworkRestricted,
-		StatefulSet: live.StatefulSet{Replicas: n, Version: version},
+		StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true},
 		Compaction:  &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
 	for i := range n {
 		role := live.RoleFollower
@@ -46,7 +46,7 @@ func etcdCluster(name string, n int, version string) *live.Cluster {
 
 func pgCluster(name string, n int, version string, primary int) *live.Cluster {
 	// Created by cairn: it requires TLS and has its NetworkPolicy.
-	c := &live.Cluster{Kind: spec.PostgresKind, Name: name, Storage: "100Gi", TLS: contract.TLSRequire, Network: contract.NetworkRestricted, StatefulSet: live.StatefulSet{Replicas: n, Version: version}}
+	c := &live.Cluster{Kind: spec.PostgresKind, Name: name, Storage: "100Gi", TLS: contract.TLSRequire, Network: contract.NetworkRestricted, StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true}}
 	for i := range n {
 		role := live.RoleReplica
 		if i == primary {

@@ -34,7 +34,7 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 	objs := []Object{
 		etcdPeerService(n),
 		etcdClientService(n),
-		keepImages(etcdStatefulSet(n, s, image, res, o), s.Images),
+		keepImages(readOnlyRoot(etcdStatefulSet(n, s, image, res, o), s, tmpDir), s.Images),
 		{File: "pdb.yaml", Obj: &policyv1.PodDisruptionBudget{
 			TypeMeta: typeMeta("policy/v1", "PodDisruptionBudget"), ObjectMeta: n.meta(n.cluster, "database"),
 			Spec: policyv1.PodDisruptionBudgetSpec{

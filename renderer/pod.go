@@ -31,6 +31,42 @@ func keepImages(o Object, images map[string]string) Object {
 	return o
 }
 
+// writableDir is a folder a database pod's containers write outside their
+// volumes, an emptyDir of its own under a read-only root filesystem.
+type writableDir struct{ volume, path string }
+
+// tmpDir is /tmp, in every database pod.
+var tmpDir = writableDir{"tmp", "/tmp"}
+
+// readOnlyRoot gives the StatefulSet's containers read-only root
+// filesystems, with dirs as emptyDir volumes mounted in each, when s
+// asks for it; without (a template rendered before cairn set it) the
+// template stays as it runs, so nothing restarts outside a step.
+func readOnlyRoot(o Object, s Settings, dirs ...writableDir) Object {
+	sts, ok := o.Obj.(*appsv1.StatefulSet)
+	if !ok || !s.ReadOnlyRoot {
+		return o
+	}
+	spec := &sts.Spec.Template.Spec
+	for _, d := range dirs {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: d.volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			sc := cs[i].SecurityContext
+			if sc == nil {
+				sc = &corev1.SecurityContext{}
+				cs[i].SecurityContext = sc
+			}
+			sc.ReadOnlyRootFilesystem = ptr(true)
+			for _, d := range dirs {
+				cs[i].VolumeMounts = append(cs[i].VolumeMounts, corev1.VolumeMount{Name: d.volume, MountPath: d.path})
+			}
+		}
+	}
+	return o
+}
+
 // Paths inside database pods.
 const (
 	cairnBinDir  = "/cairn-bin"

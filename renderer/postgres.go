@@ -39,7 +39,7 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 		return nil, err
 	}
 	objs := []Object{
-		keepImages(sts, s.Images),
+		keepImages(readOnlyRoot(sts, s, tmpDir, pgSocketDir), s.Images),
 		pgService(n, contract.PrimaryService(n.cluster), "service-rw.yaml", map[string]string{contract.LabelRole: contract.RolePrimary}, false),
 		pgService(n, contract.ReplicaService(n.cluster), "service-ro.yaml", map[string]string{contract.LabelRole: contract.RoleReplica}, false),
 		pgService(n, contract.ReadService(n.cluster), "service-r.yaml", nil, false),
@@ -188,6 +188,10 @@ func postgresEnv(n names) []corev1.EnvVar {
 		envSecret(contract.EnvReplicationPassword, contract.ReplicationSecret(n.cluster), contract.SecretKeyPassword),
 	)
 }
+
+// pgSocketDir is where the official images' PostgreSQL puts its Unix
+// socket and lock file (unix_socket_directories' default).
+var pgSocketDir = writableDir{"pg-socket", "/var/run/postgresql"}
 
 func postgresContainer(n names, image string, res corev1.ResourceRequirements, env []corev1.EnvVar) corev1.Container {
 	mounts := append([]corev1.VolumeMount{

@@ -58,7 +58,7 @@ func fill(tmpl string, kv ...string) string {
 
 func etcdLiveYAML(n int, version string, leader int) string {
 	var b strings.Builder
-	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\n" + liveNetwork + etcdLiveCompaction + "\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\", " + etcdLiveResources + "}\nmembers:\n")
+	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\n" + liveNetwork + etcdLiveCompaction + "\nstatefulSet: {readOnlyRootFilesystem: true, replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\", " + etcdLiveResources + "}\nmembers:\n")
 	for i := range n {
 		role := "follower"
 		if i == leader {
@@ -90,7 +90,7 @@ const pgLiveParameters = `parameters: {max_connections: "'200'", shared_buffers:
 
 func pgLiveYAML(n int, version string, primary int, extra string) string {
 	var b strings.Builder
-	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\n" + liveNetwork + pgLiveTLS + pgLiveParameters + "\nstatefulSet: {replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
+	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\n" + liveNetwork + pgLiveTLS + pgLiveParameters + "\nstatefulSet: {readOnlyRootFilesystem: true, replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
 	b.WriteString("backup: {schedule: \"0 2 * * *\", timeZone: UTC, storageLocation: \"s3://bkp/pg\", retentionCount: 7}\n" + extra + "members:\n")
 	for i := range n {
 		role := "replica"
@@ -154,6 +154,12 @@ var renderCases = []renderCase{
 		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), liveNetwork, "", 1), "network-restrict"},
 	{"pg-network-restrict", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
 		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), liveNetwork, "", 1), "network-restrict"},
+	// A template rendered before read-only roots gets them by a rolling
+	// restart.
+	{"etcd-restart-read-only-root", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""),
+		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), "readOnlyRootFilesystem: true, ", "", 1), "restart-2-7a8d730fd511"},
+	{"pg-restart-read-only-root", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
+		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), "readOnlyRootFilesystem: true, ", "", 1), "restart-2-b149981f2731"},
 	{"pg-converged", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 2, ""), ""},
 }
 
@@ -279,7 +285,12 @@ var allowedChanges = map[plan.Kind][]string{
 	plan.SealBootstrap:               {"cairn-config.patch.yaml /data/bootstrap"},
 	plan.RestartMember: {"statefulset.patch.yaml /spec/template/metadata/annotations", "statefulset.patch.yaml /spec/template/spec/containers/0/resources",
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "postgres-config.patch.yaml /data/postgresql.conf", "cairn-config.patch.yaml /data/postgres.config-revision",
-		"cairn-config.patch.yaml /data/etcd.quota-backend-bytes"},
+		"cairn-config.patch.yaml /data/etcd.quota-backend-bytes",
+		// Read-only roots, with their writable folders as volumes.
+		"statefulset.patch.yaml /spec/template/spec/volumes/", "statefulset.patch.yaml /spec/template/spec/containers/0/volumeMounts/",
+		"statefulset.patch.yaml /spec/template/spec/containers/0/securityContext/readOnlyRootFilesystem",
+		"statefulset.patch.yaml /spec/template/spec/initContainers/0/volumeMounts/", "statefulset.patch.yaml /spec/template/spec/initContainers/0/securityContext/readOnlyRootFilesystem",
+		"statefulset.patch.yaml /spec/template/spec/initContainers/1/volumeMounts/", "statefulset.patch.yaml /spec/template/spec/initContainers/1/securityContext/readOnlyRootFilesystem"},
 	plan.PostgresReloadParameters: {"postgres-config.patch.yaml /data/postgresql.conf", "cairn-config.patch.yaml /data/postgres.config-revision"},
 	plan.PostgresConfigureTLS: {"postgres-config.patch.yaml /data/postgresql.conf", "postgres-config.patch.yaml /data/pg_hba.conf",
 		"cairn-config.patch.yaml /data/postgres.config-revision", "cairn-config.patch.yaml /data/tls",

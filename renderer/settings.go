@@ -61,6 +61,10 @@ type Settings struct {
 	// Network is contract.NetworkRestricted when the cluster's
 	// NetworkPolicy is rendered ("" renders none, as before it).
 	Network string
+	// ReadOnlyRoot renders the database pods' containers with read-only
+	// root filesystems and their writable folders as volumes; false
+	// renders the template as cairn did before (writable roots).
+	ReadOnlyRoot bool
 }
 
 // requests are the runtime's instructions from merged steps. Each is keyed
@@ -94,6 +98,7 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 		Resources: b.Resources, StorageClass: b.StorageClass, TemplateRevision: b.TemplateRevision, Images: b.Images,
 		Parameters: b.Parameters, ConfigRevision: b.ConfigRevision,
 		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota, TLS: b.TLS, TLSIssuer: b.TLSIssuer, Network: b.Network,
+		ReadOnlyRoot: b.ReadOnlyRoot,
 	}
 }
 
@@ -103,8 +108,9 @@ func createSettings(k Kind, c spec.Cluster, cp *plan.CreateClusterParams) Settin
 		Replicas: cp.Members, Version: cp.Version, Storage: cp.Storage, TemplateStorage: cp.Storage,
 		Backup: backupOf(c.Common().Backup), Bootstrap: contract.BootstrapNew, Restore: cp.RestoreFrom,
 		Resources: c.Common().Resources.Contract(), StorageClass: c.Common().StorageClass,
-		// A new cluster admits only its members, runtime and clients.
-		Network: contract.NetworkRestricted,
+		// A new cluster admits only its members, runtime and clients,
+		// and its containers write only to their volumes.
+		Network: contract.NetworkRestricted, ReadOnlyRoot: true,
 	}
 	return k.Created(c, s)
 }
@@ -169,6 +175,9 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 			}
 			if t.SpaceQuota != "" {
 				next.SpaceQuota = t.SpaceQuota
+			}
+			if t.ReadOnlyRoot {
+				next.ReadOnlyRoot = true
 			}
 		}
 	case plan.PostgresReloadParameters:

@@ -29,7 +29,7 @@ kind: LiveState
 clusters:
   - kind: EtcdCluster
     name: kv
-    statefulSet: {replicas: 3, updatePartition: 0, version: "3.7.3"}
+    statefulSet: {readOnlyRootFilesystem: true, replicas: 3, updatePartition: 0, version: "3.7.3"}
     storage: 8Gi
     network: restricted
     clusterVersion: "3.7"

@@ -71,7 +71,7 @@ func baseCase(t *testing.T, r *rand.Rand, i int) (spec.Cluster, *live.Cluster) {
 	obs := &live.Cluster{Name: name, Storage: "10Gi", Bootstrap: contract.BootstrapExisting,
 		StatefulSet: live.StatefulSet{Replicas: n, UpdatePartition: r.IntN(n), VolumeClaimStorage: "10Gi",
 			Resources: baseResources[r.IntN(len(baseResources))], StorageClass: []string{"", "standard"}[r.IntN(2)],
-			TemplateRevision: []string{"", "0123456789ab"}[r.IntN(2)]}}
+			TemplateRevision: []string{"", "0123456789ab"}[r.IntN(2)], ReadOnlyRoot: r.IntN(2) == 0}}
 	if r.IntN(2) == 0 { // rendered with its NetworkPolicy, or before it
 		obs.Network = contract.NetworkRestricted
 	}

@@ -144,6 +144,10 @@ type StatefulSet struct {
 	// Images are the pod template's images by container name, init
 	// containers too.
 	Images map[string]string `json:"images,omitempty"`
+	// ReadOnlyRoot: the template's database container has a read-only
+	// root filesystem (false for a template rendered before cairn set
+	// it).
+	ReadOnlyRoot bool `json:"readOnlyRootFilesystem,omitempty"`
 }
 
 // Role is a member's role as the runtime (or etcd) reports it.

@@ -319,6 +319,9 @@ type TemplateChange struct {
 	// SpaceQuota is etcd's space quota in bytes after the change
 	// (--quota-backend-bytes); empty when the restart leaves it.
 	SpaceQuota string `json:"spaceQuota,omitempty"`
+	// ReadOnlyRoot: the restart brings read-only root filesystems to a
+	// template rendered before cairn set them; false when it leaves them.
+	ReadOnlyRoot bool `json:"readOnlyRootFilesystem,omitempty"`
 }
 
 // ParameterChange changes the spec's PostgreSQL parameters in the

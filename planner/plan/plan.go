@@ -103,6 +103,9 @@ type Baseline struct {
 	// Network is the network mode the rendered config sets
 	// (contract.NetworkModes); empty for open.
 	Network string `json:"network,omitempty"`
+	// ReadOnlyRoot: the pod template's containers have read-only root
+	// filesystems.
+	ReadOnlyRoot bool `json:"readOnlyRootFilesystem,omitempty"`
 }
 
 // Refusal is a spec change a rule forbids.
