@@ -6,7 +6,7 @@ PKGS     := ./...
 # The suites that run PostgreSQL members; unit runs them on 15, then on 13.
 PG_PKGS  := ./runtime/instance ./runtime/backup ./runtime/agent
 
-.PHONY: all build test vet fmt-check unit fuzz bench generate clean testbin testbin-kube testbin-pg13 testbin-crds
+.PHONY: all build test vet fmt-check unit race fuzz bench generate clean testbin testbin-kube testbin-pg13 testbin-crds
 
 all: build
 
@@ -14,7 +14,7 @@ build:
 	$(GO) build -o bin/cairn ./cmd/cairn
 
 ## test: everything CI checks: formatting, vet, unit tests, a bounded fuzz run.
-test: fmt-check vet monitoring unit fuzz
+test: fmt-check vet monitoring unit race fuzz
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -27,6 +27,13 @@ unit: testbin testbin-kube testbin-pg13 testbin-crds
 	$(GO) test -count=1 -timeout 40m $(PKGS)
 	@echo "unit: the PostgreSQL suites again, on PostgreSQL 13"
 	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin $(GO) test -count=1 -timeout 40m $(PG_PKGS)
+
+## race: what runs side by side, under the race detector: renders from a
+## cold start (kustomize builds share no lock, renderer/build.go) and the
+## pass's render-ahead (publish/ahead.go).
+race:
+	$(GO) test -race -count=1 -run '^TestRenderConcurrently$$' ./renderer
+	$(GO) test -race -count=1 -run '^TestAhead' ./publish
 
 ## testbin: the real etcd servers the tests run: 3.7.3, and 3.6.16 and
 ## 3.5.35 for the upgrade walkthrough and chain, built through the Go module

@@ -29,6 +29,10 @@ type Publisher struct {
 	// returns the built manifests of its base and of that step (the pull
 	// request's diff).
 	Render func(c spec.Cluster, p plan.Plan, step string) (renderer.Tree, renderer.Built, error)
+	// RenderWorkers render a pass's steps side by side, so Render must be
+	// safe for concurrent use (a Renderer and a Cache are); 0 is one per
+	// core (GOMAXPROCS), 1 renders one step at a time.
+	RenderWorkers int
 	// Name and Email sign cairn's commits.
 	Name, Email string
 	// Hold, when set, holds a cluster back: its pull requests are left as
@@ -174,15 +178,32 @@ func (p *Publisher) Publish(ctx context.Context, base *object.Commit, clusters [
 	// Three phases: each cluster's step is rendered and its commit made
 	// and proven; every branch that moved is pushed in one push; then the
 	// pull requests are opened, updated and closed.
+	// The steps render on every core ahead of the staging (ahead.go).
+	specOf := func(pl plan.Plan) spec.Cluster { return specs[specKey{pl.Cluster.Kind, pl.Cluster.Name}] }
+	ahead := NewAhead(ctx, len(plans.Plans), p.RenderWorkers, func(i int) bool {
+		pl := plans.Plans[i]
+		return pl.Status == plan.StatusPlanned && specOf(pl) != nil && (p.Owns == nil || p.Owns(pl.Cluster))
+	}, func(i int) (renderer.Tree, renderer.Built, error) {
+		pl := plans.Plans[i]
+		return p.Render(specOf(pl), pl, pl.Steps[0].ID)
+	})
+	defer ahead.Close()
 	jobs := make([]*job, 0, len(plans.Plans))
 	var staged []*gitrepo.Staged
-	for _, pl := range plans.Plans {
-		j := p.begin(ctx, specs[specKey{pl.Cluster.Kind, pl.Cluster.Name}], pl, base, byCluster[pl.Cluster.Name])
+	for i, pl := range plans.Plans {
+		render := func() (renderer.Tree, renderer.Built, error) {
+			if t, b, err, ok := ahead.Get(i); ok {
+				return t, b, err
+			}
+			return p.Render(specOf(pl), pl, pl.Steps[0].ID)
+		}
+		j := p.begin(ctx, specOf(pl), pl, base, byCluster[pl.Cluster.Name], render)
 		if errors.Is(j.err, ErrBaseMoved) {
 			return nil, j.err // plan everything again on the new base (flushed by the defer)
 		}
 		jobs = append(jobs, j)
 	}
+	ahead.Close()
 	for _, j := range jobs {
 		if j.step == nil || j.step.staged == nil {
 			continue
@@ -262,7 +283,7 @@ type stepJob struct {
 
 // begin does a cluster's work up to the pass's push: the checks that need
 // no push, then the step rendered and its commit staged.
-func (p *Publisher) begin(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) *job {
+func (p *Publisher) begin(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest, render renderFunc) *job {
 	j := &job{pl: pl, prs: prs, o: Outcome{Cluster: pl.Cluster.String(), Status: pl.Status, Action: ActionNone, Note: note(pl), ref: pl.Cluster}}
 	if p.Owns != nil && !p.Owns(pl.Cluster) {
 		j.o.Action, j.o.Note, j.done = ActionElsewhere, "another replica owns this cluster now", true
@@ -277,7 +298,7 @@ func (p *Publisher) begin(ctx context.Context, c spec.Cluster, pl plan.Plan, bas
 	if pl.Status == plan.StatusPlanned && c != nil {
 		s := pl.Steps[0]
 		j.o.Step, j.o.Branch = s.ID, Branch(pl.Cluster.Name, s.ID)
-		j.step, j.err = p.stageStep(ctx, c, pl, base, prs)
+		j.step, j.err = p.stageStep(ctx, c, pl, base, prs, render)
 	}
 	return j
 }
@@ -367,17 +388,20 @@ func note(pl plan.Plan) string {
 	return ""
 }
 
+// renderFunc renders a plan's first step, as Publisher.Render does.
+type renderFunc func() (renderer.Tree, renderer.Built, error)
+
 // stageStep renders the step and stages its branch's commit for the
 // pass's push. A step merged or declined in this cycle publishes nothing
 // (identity.go); a branch holding a person's commit is left alone
 // (foreign.go), with the *gitrepo.ForeignError in the stepJob.
-func (p *Publisher) stageStep(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest) (*stepJob, error) {
+func (p *Publisher) stageStep(ctx context.Context, c spec.Cluster, pl plan.Plan, base *object.Commit, prs []PullRequest, render renderFunc) (*stepJob, error) {
 	pr := existing(prs, Branch(pl.Cluster.Name, pl.Steps[0].ID))
 	if action := p.standing(ctx, pl, base, pr); action != "" {
 		return &stepJob{action: action}, nil
 	}
 	s := pl.Steps[0]
-	tree, built, err := p.Render(c, pl, s.ID)
+	tree, built, err := render()
 	if err != nil {
 		return nil, err
 	}

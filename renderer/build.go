@@ -3,19 +3,19 @@ package renderer
 import (
 	"fmt"
 	"path"
-	"sync"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// buildMu serialises kustomize builds: concurrent builds can panic
-// (kubernetes-sigs/kustomize#3659), as Flux and Kargo also found. It is
-// held for krusty's Run, which reads the filesystem and kustomize's
-// process-wide state; writing a built result out as YAML (resourcesYAML)
-// reads only that result, and runs outside it.
-var buildMu sync.Mutex
+// Builds run side by side. kustomize's process-wide state is its OpenAPI
+// schema, which kyaml (v0.21) keeps under a lock of its own; the panics
+// of kubernetes-sigs/kustomize#3659, for which Flux and Kargo serialise
+// their builds, came from kyaml 0.13's unlocked schema initialisation.
+// TestRenderConcurrently renders concurrently from a cold start, and
+// make test runs it under the race detector (make race). Each build
+// reads only its own in-memory tree.
 
 // Build runs kustomize build on dir of tree (a path of the tree, such as
 // "rendered/db/steps/01-create") in memory and returns the YAML stream.
@@ -56,8 +56,6 @@ func build(fs filesys.FileSystem, dir string) ([]byte, error) {
 }
 
 func run(fs filesys.FileSystem, dir string) (resmap.ResMap, error) {
-	buildMu.Lock()
-	defer buildMu.Unlock()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	resMap, err := k.Run(fs, "/"+dir)
 	if err != nil {

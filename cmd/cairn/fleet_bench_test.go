@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -352,9 +353,9 @@ func BenchmarkColdRender(b *testing.B) {
 }
 
 // coldRender loads, plans and renders (with its builds) each planned
-// cluster's first step, as a pass does, with a fresh renderer and the
-// loop's own Plan and Render (loopConfig): the cost of a pass with
-// nothing cached. It returns the time and how many clusters it rendered.
+// cluster's first step, as a pass does (publish.Ahead, one worker per
+// core), with a fresh renderer and the loop's own Plan and Render
+// (loopConfig): the cost of a pass with nothing cached. It returns the time and how many clusters it rendered.
 func coldRender(b *testing.B, fl *fleet.Fleet) (time.Duration, int) {
 	dir := b.TempDir()
 	for p, c := range fl.Files() {
@@ -368,6 +369,8 @@ func coldRender(b *testing.B, fl *fleet.Fleet) (time.Duration, int) {
 	liveFile := filepath.Join(b.TempDir(), "live.yaml")
 	writeFleetFile(b, liveFile, fleet.New(len(fl.Clusters), fleetSeed).Live())
 	defer profilePass(b, fmt.Sprintf("render-%d", len(fl.Clusters)))()
+	defer keepGC()()
+	tuneGC() // as cairn's main does
 	start := time.Now()
 	rend, err := newRenderer(renderer.Options{})
 	if err != nil {
@@ -392,12 +395,20 @@ func coldRender(b *testing.B, fl *fleet.Fleet) (time.Duration, int) {
 	for _, c := range clusters {
 		byRef[c.Ref().String()] = c
 	}
+	// Rendered as a pass renders them: on every core, consumed in order.
 	rendered := 0
-	for _, p := range plans.Plans {
-		if p.Status != plan.StatusPlanned {
+	ahead := publish.NewAhead(context.Background(), len(plans.Plans), 0, func(i int) bool { return plans.Plans[i].Status == plan.StatusPlanned },
+		func(i int) (renderer.Tree, renderer.Built, error) {
+			p := plans.Plans[i]
+			return cfg.Render(byRef[p.Cluster.String()], p, p.Steps[0].ID)
+		})
+	defer ahead.Close()
+	for i, p := range plans.Plans {
+		_, _, err, ok := ahead.Get(i)
+		if !ok {
 			continue
 		}
-		if _, _, err := cfg.Render(byRef[p.Cluster.String()], p, p.Steps[0].ID); err != nil {
+		if err != nil {
 			b.Fatalf("render %s: %v", p.Cluster, err)
 		}
 		rendered++
@@ -405,6 +416,17 @@ func coldRender(b *testing.B, fl *fleet.Fleet) (time.Duration, int) {
 	d := time.Since(start)
 	b.Logf("N=%d: cold render of %d clusters %s, of which load and plan %s", len(fl.Clusters), rendered, d.Round(time.Millisecond), planned.Round(time.Millisecond))
 	return d, rendered
+}
+
+// keepGC returns what puts the collector's settings back as they are now.
+func keepGC() func() {
+	percent := debug.SetGCPercent(100)
+	debug.SetGCPercent(percent)
+	limit := debug.SetMemoryLimit(-1) // a negative limit only reads it
+	return func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	}
 }
 
 // cairnBinary is cairn's binary, built once into dir when first needed.
