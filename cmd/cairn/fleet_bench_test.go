@@ -370,7 +370,7 @@ func coldRender(b *testing.B, fl *fleet.Fleet) (time.Duration, int) {
 	writeFleetFile(b, liveFile, fleet.New(len(fl.Clusters), fleetSeed).Live())
 	defer profilePass(b, fmt.Sprintf("render-%d", len(fl.Clusters)))()
 	defer keepGC()()
-	tuneGC() // as cairn's main does
+	defer tuneGC()() // as cairn's main does
 	start := time.Now()
 	rend, err := newRenderer(renderer.Options{})
 	if err != nil {

@@ -42,8 +42,10 @@ func (e *exitError) Error() string {
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
-	tuneGC()
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	stop := tuneGC()
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/renderer"
 )
 
@@ -101,19 +102,33 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 		return err
 	}
 	plans := newPlanner().WithImages(r.Images).Plan(clusters, observed, pols)
-	for _, c := range clusters {
-		p := find(plans, c.Ref())
-		current := ""
+	// The trees render on every core, taken in the clusters' order.
+	current := func(p plan.Plan) string {
 		if len(p.Steps) > 0 {
-			current = p.Steps[0].ID
-		} else if p.Baseline == nil {
+			return p.Steps[0].ID
+		}
+		return ""
+	}
+	ps := make([]plan.Plan, len(clusters))
+	for i, c := range clusters {
+		ps[i] = find(plans, c.Ref())
+	}
+	ahead := publish.NewAhead(ctx, len(clusters), 0, func(i int) bool {
+		return len(ps[i].Steps) > 0 || ps[i].Baseline != nil
+	}, func(i int) (renderer.Tree, renderer.Built, error) {
+		return r.Render(clusters[i], ps[i], current(ps[i]))
+	})
+	defer ahead.Close()
+	for i, c := range clusters {
+		t, _, err, ok := ahead.Get(i)
+		if !ok {
+			p := ps[i]
 			fmt.Fprintf(w, "%s: nothing to render (%s)\n", c.Ref(), p.Status)
 			for _, r := range p.Refusals {
 				fmt.Fprintf(w, "  refused (%s): %s\n", r.Rule, r.Reason)
 			}
 			continue
 		}
-		t, _, err := r.Render(c, p, current)
 		if err != nil {
 			return &exitError{exitInvalid, err}
 		}
