@@ -16,7 +16,7 @@
 //
 // Render is pure and byte-stable: no clock, no I/O, sorted keys. Every
 // overlay is built with sigs.k8s.io/kustomize/api (krusty) before Render
-// returns; builds run behind one package-level mutex (kustomize issue 3659).
+// returns; builds may run side by side (build.go says why that is safe).
 //
 // Imports: planner/plan and planner/spec only (and Kubernetes API types).
 // The renderer never touches Git, GitHub or a cluster.
