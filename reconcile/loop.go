@@ -39,6 +39,9 @@ type Config struct {
 	// Render renders a cluster's tree for a plan, selecting a step, with
 	// its builds (renderer.Renderer.Render).
 	Render func(c spec.Cluster, p plan.Plan, step string) (renderer.Tree, renderer.Built, error)
+	// RenderWorkers is publish.Publisher.RenderWorkers: 0 renders a
+	// pass's steps on every core.
+	RenderWorkers int
 	// Gates checks the steps' gates in the live state.
 	Gates Gates
 	// Hold holds a cluster while the step merged last has not shown its
@@ -92,7 +95,7 @@ func New(cfg Config) *Loop {
 	}
 	pass := new(atomic.Pointer[context.Context])
 	cfg.Log = slog.New(stopLog{cfg.Log.Handler(), pass})
-	pub := &publish.Publisher{Repo: cfg.Repo, PRs: cfg.PRs, Render: cfg.Render, Name: cfg.Name, Email: cfg.Email, Log: cfg.Log}
+	pub := &publish.Publisher{Repo: cfg.Repo, PRs: cfg.PRs, Render: cfg.Render, RenderWorkers: cfg.RenderWorkers, Name: cfg.Name, Email: cfg.Email, Log: cfg.Log}
 	return &Loop{cfg: cfg, pub: pub, pass: pass}
 }
 

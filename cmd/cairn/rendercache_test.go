@@ -19,15 +19,17 @@ import (
 )
 
 // The loop with its render cache publishes byte for byte what a loop
-// without one publishes: the same branches at the same commits, over a
-// mixed fleet, on its first pass and on a pass answered from the cache.
+// without one publishes, and a loop rendering on every core what one
+// rendering one step at a time does: the same branches at the same
+// commits, over a mixed fleet, on its first pass and on a pass answered
+// from the cache.
 func TestTheRenderCacheChangesNothingPublished(t *testing.T) {
 	fl := fleet.New(16, 3)
 	live := filepath.Join(t.TempDir(), "live.yaml")
 	if err := os.WriteFile(live, fl.Live(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	heads := func(cached bool) map[string]plumbing.Hash {
+	heads := func(cached bool, workers int) map[string]plumbing.Hash {
 		bare := filepath.Join(t.TempDir(), "gitops.git")
 		if _, err := fleet.WriteBare(bare, fl.Files()); err != nil {
 			t.Fatal(err)
@@ -45,6 +47,7 @@ func TestTheRenderCacheChangesNothingPublished(t *testing.T) {
 		if !cached {
 			cfg.Render = rend.Render
 		}
+		cfg.RenderWorkers = workers
 		l := reconcile.New(cfg)
 		for pass := range 2 {
 			res, err := l.Pass(context.Background())
@@ -71,11 +74,14 @@ func TestTheRenderCacheChangesNothingPublished(t *testing.T) {
 		})
 		return out
 	}
-	with, without := heads(true), heads(false)
+	with, without, alone := heads(true, 0), heads(false, 0), heads(false, 1)
 	if len(with) < fl.Planned() {
 		t.Fatalf("%d refs for %d planned clusters", len(with), fl.Planned())
 	}
 	if !maps.Equal(with, without) {
 		t.Errorf("with the cache %v\nwithout %v", with, without)
+	}
+	if !maps.Equal(without, alone) {
+		t.Errorf("rendered on every core %v\none at a time %v", without, alone)
 	}
 }
