@@ -75,8 +75,8 @@ func TestProposeLocalProviderStepByStep(t *testing.T) {
 		t.Fatalf("after merge:\n%s", out)
 	}
 	// The member joined: the next step's pull request opens.
-	grown := strings.Replace(string(data), "statefulSet: {replicas: 1, updatePartition: 0, version: \"3.2.13\"}",
-		"statefulSet: {replicas: 2, updatePartition: 0, version: \"3.2.13\"}", 1)
+	grown := strings.Replace(string(data), "statefulSet: {readOnlyRootFilesystem: true, replicas: 1, updatePartition: 0, version: \"3.2.13\"}",
+		"statefulSet: {readOnlyRootFilesystem: true, replicas: 2, updatePartition: 0, version: \"3.2.13\"}", 1)
 	grown = strings.Replace(grown, "      - {name: my-etcd-cluster-0, version: \"3.2.13\", ready: true, role: leader}\n",
 		"      - {name: my-etcd-cluster-0, version: \"3.2.13\", ready: true, role: leader}\n      - {name: my-etcd-cluster-1, version: \"3.2.13\", ready: true, role: follower}\n", 1)
 	_ = os.WriteFile(liveFile, []byte(grown), 0o644)

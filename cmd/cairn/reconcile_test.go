@@ -59,7 +59,7 @@ func TestReconcileHoldsUntilTheMergedStepShowsDone(t *testing.T) {
 		t.Fatalf("after merge: %+v", o)
 	}
 	// The pod exists but is not ready: still held, whatever the planner says.
-	joined := strings.Replace(string(base), "statefulSet: {replicas: 1,", "statefulSet: {replicas: 2,", 1)
+	joined := strings.Replace(string(base), "statefulSet: {readOnlyRootFilesystem: true, replicas: 1,", "statefulSet: {readOnlyRootFilesystem: true, replicas: 2,", 1)
 	joined = strings.Replace(joined, "role: leader}\n", "role: leader}\n      - {name: my-etcd-cluster-1, version: \"3.2.13\", ready: false, role: follower}\n", 1)
 	setLive(joined)
 	if o := etcdOf(); o.Action != publish.ActionHeld || !strings.Contains(o.Note, "my-etcd-cluster-1 is ready") {

@@ -37,6 +37,7 @@ func TestWithAPIServer(t *testing.T) {
 		{"EnsureCreates", testEnsureCreates},
 		{"EnsureRotates", testEnsureRotates},
 		{"EnsureRotatesShortLifetimes", testEnsureRotatesShortLifetimes},
+		{"EnsureReplacesTheCA", testEnsureReplacesTheCA},
 		{"EnsureLeavesABadCA", testEnsureLeavesABadCA},
 		{"EnsureLeavesForeignSecrets", testEnsureLeavesForeignSecrets},
 		{"EnsureRewritesTheBundle", testEnsureRewritesTheBundle},

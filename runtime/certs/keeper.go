@@ -27,6 +27,10 @@ type Keeper struct {
 	// a lifetime so short that a new leaf would be due at once (which
 	// would have it issue again on every pass).
 	Lifetime time.Duration
+	// CALifetime of a new CA; 0 means pki.CALifetime. CAOverlap is how
+	// long a new CA is trusted before it signs (rotate.go); 0 means
+	// DefaultCAOverlap.
+	CALifetime, CAOverlap time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	Log *slog.Logger // may be nil
@@ -37,7 +41,9 @@ type Keeper struct {
 // when nothing changed):
 //   - the CA Secret is created with a new CA when missing; when it exists
 //     but holds no usable CA, Ensure fails and leaves it alone (replacing
-//     it would cut every member off, so a person must look);
+//     it would cut every member off, so a person must look); a CA past
+//     two thirds of its lifetime is replaced, trusted before it signs
+//     (rotate.go);
 //   - the server and client Secrets are created when missing, and updated
 //     (with the resourceVersion read, so a concurrent writer makes a
 //     conflict error) when pki.Due says their leaf is due or their ca.crt
@@ -50,7 +56,7 @@ type Keeper struct {
 // Errors wrap the API's and name the Secret.
 func (k *Keeper) Ensure(ctx context.Context) (Material, []string, error) {
 	now := k.now()
-	ca, wrote, err := k.ensureCA(ctx, now)
+	ca, extra, wrote, err := k.ensureCA(ctx, now)
 	if err != nil {
 		return Material{}, nil, err
 	}
@@ -61,7 +67,7 @@ func (k *Keeper) Ensure(ctx context.Context) (Material, []string, error) {
 	var client *corev1.Secret
 	ends := map[string]time.Time{contract.CASecret(k.Cluster): ca.Cert.NotAfter}
 	for _, l := range k.leaves() {
-		s, wrote, err := k.ensureLeaf(ctx, ca, l, now)
+		s, wrote, err := k.ensureLeaf(ctx, ca, extra, l, now)
 		if err != nil {
 			return Material{}, nil, err
 		}
@@ -81,39 +87,45 @@ func (k *Keeper) Ensure(ctx context.Context) (Material, []string, error) {
 	return m, written, nil
 }
 
-// ensureCA reads the cluster's CA, creating its Secret when there is none;
-// wrote reports whether it did.
-func (k *Keeper) ensureCA(ctx context.Context, now time.Time) (ca *pki.CA, wrote bool, err error) {
+// ensureCA reads the cluster's CA, creating its Secret when there is
+// none, and moves its replacement on (rotate.go). It returns the CA that
+// signs, the CA certificates the leaves must trust besides it (PEM), and
+// whether it wrote the Secret.
+func (k *Keeper) ensureCA(ctx context.Context, now time.Time) (ca *pki.CA, extra []byte, wrote bool, err error) {
 	name := contract.CASecret(k.Cluster)
 	s, err := k.get(ctx, name)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	if s == nil {
-		ca, err := pki.NewCA(k.caName(), now, pki.CALifetime)
+		ca, err := pki.NewCA(k.caName(), now, k.caLifetime())
 		if err != nil {
-			return nil, false, fmt.Errorf("secret %s: %w", k.ref(name), err)
+			return nil, nil, false, fmt.Errorf("secret %s: %w", k.ref(name), err)
 		}
 		data := map[string][]byte{contract.TLSKeyCert: ca.CertPEM, contract.TLSKeyKey: ca.KeyPEM}
 		s, wrote, err = k.createOrRead(ctx, k.secret(name, corev1.SecretTypeOpaque, data))
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		if wrote {
 			k.log().Info("created the cluster's CA", "secret", name, "commonName", ca.Cert.Subject.CommonName,
 				"notAfter", ca.Cert.NotAfter)
-			return ca, true, nil
+			return ca, nil, true, nil
 		}
 	}
 	if err := k.owned(s); err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	ca, err = pki.ParseCA(s.Data[contract.TLSKeyCert], s.Data[contract.TLSKeyKey])
 	if err != nil {
-		return nil, false, fmt.Errorf("secret %s holds no usable CA in %s and %s, and is left as it is "+
+		return nil, nil, false, fmt.Errorf("secret %s holds no usable CA in %s and %s, and is left as it is "+
 			"(a new CA would cut every member off): %w", k.ref(name), contract.TLSKeyCert, contract.TLSKeyKey, err)
 	}
-	return ca, false, nil
+	ca, s, wrote, err = k.rotate(ctx, s, ca, now)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return ca, trust(s), wrote, nil
 }
 
 // get reads Secret name; a missing Secret is nil, nil.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,13 +43,13 @@ func (k *Keeper) leaves() []leaf {
 
 // ensureLeaf makes leaf l's Secret current: created when missing, updated
 // when its data is not what next says. wrote reports whether it wrote.
-func (k *Keeper) ensureLeaf(ctx context.Context, ca *pki.CA, l leaf, now time.Time) (s *corev1.Secret, wrote bool, err error) {
+func (k *Keeper) ensureLeaf(ctx context.Context, ca *pki.CA, extra []byte, l leaf, now time.Time) (s *corev1.Secret, wrote bool, err error) {
 	s, err = k.get(ctx, l.name)
 	if err != nil {
 		return nil, false, err
 	}
 	if s == nil {
-		data, reason, err := k.next(ca, l, nil, now)
+		data, reason, err := k.next(ca, extra, l, nil, now)
 		if err != nil {
 			return nil, false, err
 		}
@@ -67,7 +68,7 @@ func (k *Keeper) ensureLeaf(ctx context.Context, ca *pki.CA, l leaf, now time.Ti
 	if s.Type != corev1.SecretTypeTLS {
 		return nil, false, fmt.Errorf("secret %s is of type %s, not %s, and is left as it is", k.ref(l.name), s.Type, corev1.SecretTypeTLS)
 	}
-	data, reason, err := k.next(ca, l, s.Data, now)
+	data, reason, err := k.next(ca, extra, l, s.Data, now)
 	if err != nil || data == nil {
 		return s, false, err
 	}
@@ -84,9 +85,10 @@ func (k *Keeper) ensureLeaf(ctx context.Context, ca *pki.CA, l leaf, now time.Ti
 
 // next is the data leaf l's Secret must hold instead of old (nil when
 // missing), and why; nil, "" when old is current. The leaf is issued again
-// when pki.Due says so; ca.crt becomes pki.Bundle of old's.
-func (k *Keeper) next(ca *pki.CA, l leaf, old map[string][]byte, now time.Time) (map[string][]byte, string, error) {
-	bundle := pki.Bundle(ca, old[contract.TLSKeyCA], now)
+// when pki.Due says so; ca.crt becomes pki.Bundle of old's and extra (the
+// CA being introduced or the one replaced, rotate.go).
+func (k *Keeper) next(ca *pki.CA, extra []byte, l leaf, old map[string][]byte, now time.Time) (map[string][]byte, string, error) {
+	bundle := pki.Bundle(ca, append(slices.Clip(old[contract.TLSKeyCA]), extra...), now)
 	due, reason := pki.Due(old[contract.TLSKeyCert], old[contract.TLSKeyKey], ca, l.want, now)
 	if !due {
 		if bytes.Equal(bundle, old[contract.TLSKeyCA]) {

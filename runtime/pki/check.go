@@ -121,8 +121,14 @@ func extUsage(client bool) x509.ExtKeyUsage {
 	return x509.ExtKeyUsageServerAuth
 }
 
-// renewAt is when a leaf valid from notBefore to notAfter is due: two
-// thirds of the way through.
+// Due reports whether ca is past two thirds of its lifetime, when the
+// runtime starts replacing it (certs.Keeper).
+func (ca *CA) Due(now time.Time) bool {
+	return now.After(renewAt(ca.Cert.NotBefore, ca.Cert.NotAfter))
+}
+
+// renewAt is when a certificate valid from notBefore to notAfter is due:
+// two thirds of the way through.
 func renewAt(notBefore, notAfter time.Time) time.Time {
 	return notBefore.Add(notAfter.Sub(notBefore) / 3 * 2)
 }
