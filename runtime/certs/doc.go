@@ -8,10 +8,12 @@
 //     with pki.NewCA when there is none), and issues the members' server
 //     certificate (contract.ServerTLSSecret) and the superuser's client
 //     certificate (contract.ClientTLSSecret) again whenever pki.Due says
-//     so, or when their ca.crt is not pki.Bundle's. It never replaces a CA
-//     Secret that exists, and never writes a Secret it did not make (no
-//     contract.LabelManagedBy of contract.ManagedByRuntime): either would
-//     cut members off, so a person must look. Updates carry the
+//     so, or when their ca.crt is not pki.Bundle's. A CA past two thirds
+//     of its lifetime is replaced in two moves, trusted before it signs
+//     (rotate.go). It never replaces a CA Secret it cannot read, and never
+//     writes a Secret it did not make (no contract.LabelManagedBy of
+//     contract.ManagedByRuntime): either would cut members off, so a
+//     person must look. Updates carry the
 //     resourceVersion read, so two writers make a conflict, not a lost
 //     update; a create that races another replica's is read back.
 //   - Files (files.go) is the instance manager's. Sync reads the server
