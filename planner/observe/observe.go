@@ -227,7 +227,7 @@ func observedTLS(v string) string {
 // rendered before the NetworkPolicy have no key), restricted, and an
 // unknown value as it is, for the planner to refuse.
 func observedNetwork(v string) string {
-	if mode, ok := contract.NetworkMode(v); ok && mode == contract.NetworkOpen {
+	if v == contract.NetworkOpen {
 		return ""
 	}
 	return v

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -155,6 +156,21 @@ func (k *Keeper) createOrRead(ctx context.Context, s *corev1.Secret) (stored *co
 		return nil, false, fmt.Errorf("read secret %s back after another writer created it: %w", k.ref(s.Name), err)
 	}
 	return out, false, nil
+}
+
+// update writes upd, read before with its resourceVersion (so a
+// concurrent writer makes a conflict), with the runtime's labels; why
+// names the change in an error.
+func (k *Keeper) update(ctx context.Context, upd *corev1.Secret, why string) (*corev1.Secret, error) {
+	if upd.Labels == nil {
+		upd.Labels = map[string]string{}
+	}
+	maps.Copy(upd.Labels, k.labels())
+	out, err := k.secrets().Update(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("update secret %s (%s): %w", k.ref(upd.Name), why, err)
+	}
+	return out, nil
 }
 
 // owned fails unless s carries the labels the runtime gives its Secrets.

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/pki"
@@ -74,10 +72,9 @@ func (k *Keeper) ensureLeaf(ctx context.Context, ca *pki.CA, extra []byte, l lea
 	}
 	upd := s.DeepCopy()
 	upd.Data = data
-	maps.Copy(upd.Labels, k.labels())
-	out, err := k.secrets().Update(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
+	out, err := k.update(ctx, upd, reason)
 	if err != nil {
-		return nil, false, fmt.Errorf("update secret %s (%s): %w", k.ref(l.name), reason, err)
+		return nil, false, err
 	}
 	k.log().Info("issued a certificate", "secret", l.name, "reason", reason)
 	return out, true, nil

@@ -3,11 +3,9 @@ package certs
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/pki"
@@ -128,12 +126,7 @@ func (k *Keeper) updateCA(ctx context.Context, s *corev1.Secret, data map[string
 			upd.Annotations[key] = v
 		}
 	}
-	maps.Copy(upd.Labels, k.labels())
-	out, err := k.secrets().Update(ctx, upd, metav1.UpdateOptions{FieldManager: contract.FieldManager})
-	if err != nil {
-		return nil, fmt.Errorf("update secret %s (%s): %w", k.ref(s.Name), what, err)
-	}
-	return out, nil
+	return k.update(ctx, upd, what)
 }
 
 func (k *Keeper) caLifetime() time.Duration {
