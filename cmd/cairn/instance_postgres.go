@@ -20,7 +20,37 @@ import (
 // instancePostgres is the PostgreSQL row's `cairn instance` subcommands:
 // the member, and the pg_upgrade init container of a major upgrade.
 func instancePostgres() []*cobra.Command {
-	return []*cobra.Command{newInstancePostgres(), newInstancePgUpgrade()}
+	return []*cobra.Command{newInstancePostgres(), newInstancePgUpgrade(), newInstanceWAL()}
+}
+
+// newInstanceWAL is archive_command and restore_command: a client of the
+// member's instance manager, which archives and fetches WAL for it
+// (runtime/instance/walserver.go). It exits as PostgreSQL reads those
+// commands: 0 done, 1 not archived, 255 failed.
+func newInstanceWAL() *cobra.Command {
+	var socket string
+	cmd := &cobra.Command{
+		Use:   "wal push|fetch WALFILE PATH",
+		Short: "archive_command and restore_command: archive or fetch one WAL file through the instance manager",
+		Args:  cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != "push" && args[0] != "fetch" {
+				return &exitError{instance.WALExitFailed, fmt.Errorf("cairn instance wal: %q is neither push nor fetch", args[0])}
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			code, err := instance.WALClient(ctx, socket, args[0], args[1], args[2])
+			if err != nil {
+				return &exitError{code, fmt.Errorf("cairn instance wal %s %s: %w", args[0], args[1], err)}
+			}
+			if code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", contract.PostgresWALSocket, "the instance manager's WAL socket")
+	return cmd
 }
 
 // pgFlags are the flags of `cairn instance postgres`.
@@ -95,7 +125,8 @@ func postgresInPod(env podEnv, cfg instance.Config, fl pgFlags, log *slog.Logger
 		Config:    cfg,
 		Namespace: env.namespace, TLSDir: contract.PostgresTLSDir, TLSMode: instance.TLSModeFile(fl.configDir),
 		ConfirmEvery: fl.confirmEvery, LeaseTTL: fl.leaseTTL,
-		Log: log,
+		Log:     log,
+		Cluster: env.cluster, WALSocket: contract.PostgresWALSocket, WALCommand: contract.PostgresWALCommand,
 	}
 }
 

@@ -19,11 +19,19 @@ const (
 	KeyBackupStorageLocation = "backup.storage-location"
 	KeyBackupRetentionCount  = "backup.retention.count"
 	KeyBackupRetentionMaxAge = "backup.retention.max-age"
+	// KeyBackupWALArchive is WALArchiveOn when the members archive WAL to
+	// the backup location (PostgreSQL): the rendered postgresql.conf then
+	// runs the instance manager's archive command.
+	KeyBackupWALArchive = "backup.wal-archive"
 
 	// The backup a create step starts the cluster from.
 	KeyRestoreStorageLocation = "restore.storage-location"
 	KeyRestoreCluster         = "restore.cluster"
 	KeyRestoreBackup          = "restore.backup"
+	// KeyRestoreTarget is how far a PostgreSQL restore replays archived
+	// WAL past its base backup: an RFC 3339 time, or RestoreLatest for
+	// all of it. Absent, the restore ends at the backup's end.
+	KeyRestoreTarget = "restore.target"
 
 	// One-shot requests of merged steps, by step ID.
 	KeyRequestSwitchoverID   = "request.switchover.id"
@@ -39,5 +47,23 @@ const (
 	BootstrapExisting = "existing"
 )
 
-// RestoreLatest, as KeyRestoreBackup, names the newest backup.
+// RestoreLatest, as KeyRestoreBackup, names the newest backup; as
+// KeyRestoreTarget, the end of the archived WAL.
 const RestoreLatest = "latest"
+
+// WALArchiveOn is KeyBackupWALArchive's value when WAL is archived.
+const WALArchiveOn = "on"
+
+// PostgresWALSocket is the instance manager's WAL socket in a member's
+// pod (runtime/instance.WALServer), in the server's socket folder.
+const PostgresWALSocket = "/var/run/postgresql/.s.cairn-wal"
+
+// PostgresWALCommand is the command archive_command and restore_command
+// run (`cairn instance wal push|fetch %f %p`): the cairn binary the pod's
+// init container installs, against PostgresWALSocket.
+const PostgresWALCommand = "/cairn-bin/cairn instance wal --socket " + PostgresWALSocket
+
+// PostgresArchiveTimeout is archive_timeout: an idle cluster's newest
+// writes are archived within it (a segment is switched at most this
+// often when anything was written).
+const PostgresArchiveTimeout = "60s"

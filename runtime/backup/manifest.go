@@ -63,6 +63,12 @@ type PostgresDetail struct {
 	StartLSN string `json:"startLSN"`
 	EndLSN   string `json:"endLSN"`
 	Timeline int64  `json:"timeline"`
+	// SystemID is the server's system identifier (IDENTIFY_SYSTEM), in
+	// decimal: the WAL archive's folder (WALPrefix) that continues the
+	// backup. Empty in backups taken before cairn archived WAL.
+	SystemID string `json:"systemID,omitempty"`
+	// WALSegmentSize is the server's wal_segment_size in bytes.
+	WALSegmentSize int64 `json:"walSegmentSize,omitempty"`
 }
 
 // Key is the folder of backup id of cluster.
@@ -110,6 +116,21 @@ func Find(ctx context.Context, st Store, cluster, id string) (Manifest, error) {
 		return Manifest{}, fmt.Errorf("cluster %s has no complete backup: %w", cluster, ErrNotFound)
 	}
 	return all[len(all)-1], nil
+}
+
+// FindBefore returns the newest complete backup of cluster that finished
+// before t: the one a recovery to t replays the least WAL from.
+func FindBefore(ctx context.Context, st Store, cluster string, t time.Time) (Manifest, error) {
+	all, err := List(ctx, st, cluster)
+	if err != nil {
+		return Manifest{}, err
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Finished.Before(t) {
+			return all[i], nil
+		}
+	}
+	return Manifest{}, fmt.Errorf("cluster %s has no complete backup that finished before %s: %w", cluster, t.UTC().Format(time.RFC3339), ErrNotFound)
 }
 
 func readManifest(ctx context.Context, st Store, cluster, id string) (Manifest, error) {

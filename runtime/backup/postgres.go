@@ -52,12 +52,59 @@ func (s PostgresSource) Stream(ctx context.Context, w io.Writer, m *Manifest) er
 	if err != nil {
 		return fmt.Errorf("base backup of %s: %w", s.Member, err)
 	}
+	system, segSize, err := identify(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("base backup of %s: %w", s.Member, err)
+	}
 	bb := &baseBackup{conn: conn, w: w, legacy: major < 15}
 	if err := bb.run(ctx); err != nil {
 		return fmt.Errorf("base backup of %s: %w", s.Member, err)
 	}
-	m.Postgres = &PostgresDetail{StartLSN: bb.start, EndLSN: bb.end, Timeline: bb.timeline}
+	m.Postgres = &PostgresDetail{StartLSN: bb.start, EndLSN: bb.end, Timeline: bb.timeline, SystemID: system, WALSegmentSize: segSize}
 	return nil
+}
+
+// identify reads the system identifier (IDENTIFY_SYSTEM) and the
+// wal_segment_size of a replication connection's server: what ties a base
+// backup to its WAL archive.
+func identify(ctx context.Context, conn *pgconn.PgConn) (system string, segSize int64, err error) {
+	// A replication connection takes one command a query.
+	var rows [2][][]byte
+	for i, q := range []string{"IDENTIFY_SYSTEM", "SHOW wal_segment_size"} {
+		res, err := conn.Exec(ctx, q).ReadAll()
+		if err != nil {
+			return "", 0, fmt.Errorf("%s: %w", q, err)
+		}
+		if len(res) != 1 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) == 0 {
+			return "", 0, fmt.Errorf("%s returned no row", q)
+		}
+		rows[i] = res[0].Rows[0]
+	}
+	system = string(rows[0][0])
+	if _, err := strconv.ParseUint(system, 10, 64); err != nil {
+		return "", 0, fmt.Errorf("system identifier %q: %w", system, err)
+	}
+	if segSize, err = parseSize(string(rows[1][0])); err != nil {
+		return "", 0, fmt.Errorf("wal_segment_size: %w", err)
+	}
+	return system, segSize, nil
+}
+
+// parseSize reads a size as SHOW prints one: "16MB", "1GB", "512kB".
+func parseSize(v string) (int64, error) {
+	for _, u := range []struct {
+		suffix string
+		mul    int64
+	}{{"kB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(v, u.suffix); ok {
+			x, err := strconv.ParseInt(n, 10, 64)
+			if err != nil || x <= 0 {
+				return 0, fmt.Errorf("%q is not a size", v)
+			}
+			return x * u.mul, nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a size", v)
 }
 
 // PostgresMajor is the major of a server_version parameter ("15.20",
@@ -94,11 +141,12 @@ type baseBackup struct {
 }
 
 // The command in each grammar: a fast checkpoint, the WAL from start to
-// end inside the data directory's tar, waiting for it to be archived
-// (when archiving is on), no manifest.
+// end inside the data directory's tar, no manifest, and no wait for that
+// WAL to be archived: the backup holds it, so a failing archive never
+// holds up the backups that are the way back from it.
 const (
-	baseBackupCommand       = "BASE_BACKUP (LABEL 'cairn', CHECKPOINT 'fast', WAL true, WAIT true, MANIFEST 'no')"
-	legacyBaseBackupCommand = "BASE_BACKUP LABEL 'cairn' FAST WAL"
+	baseBackupCommand       = "BASE_BACKUP (LABEL 'cairn', CHECKPOINT 'fast', WAL true, WAIT false, MANIFEST 'no')"
+	legacyBaseBackupCommand = "BASE_BACKUP LABEL 'cairn' FAST WAL NOWAIT"
 )
 
 // tarEnd is the end of a tar file: two empty 512-byte blocks.

@@ -3,6 +3,8 @@ package backup
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -62,12 +64,21 @@ func Prune(ctx context.Context, st Store, cluster string, r Retention, now time.
 	newest := all[len(all)-1]
 	var deleted []string
 	var errs []error
-	for _, m := range r.Expired(all, now) {
+	expired := r.Expired(all, now)
+	for _, m := range expired {
 		if err := deleteBackup(ctx, st, cluster, m.ID); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		deleted = append(deleted, m.ID)
+	}
+	// WAL goes only after every expired backup did: a backup whose delete
+	// failed may still be restored, with its WAL.
+	if len(errs) == 0 && newest.Postgres != nil {
+		kept := slices.DeleteFunc(slices.Clone(all), func(m Manifest) bool { return slices.Contains(deleted, m.ID) })
+		if _, err := PruneWAL(ctx, st, cluster, kept); err != nil {
+			errs = append(errs, fmt.Errorf("WAL retention of %s: %w", cluster, err))
+		}
 	}
 	keys, err := st.List(ctx, cluster+"/")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 )
@@ -37,11 +38,19 @@ type Config struct {
 	Recover *Recover
 	// TLS is PostgreSQL's TLS mode (contract.TLSModes).
 	TLS string
+	// ArchiveLocation is where a PostgreSQL member archives WAL (the
+	// backup location, when contract.KeyBackupWALArchive is on); empty
+	// archives nothing.
+	ArchiveLocation string
 }
 
 // Restore names a backup (the contract.KeyRestore* keys).
 type Restore struct {
 	Location, Cluster, Backup string
+	// Target is how far a PostgreSQL restore replays archived WAL: an
+	// RFC 3339 time or contract.RestoreLatest; empty stops at the
+	// backup's end.
+	Target string
 }
 
 // ReadConfig reads the mounted ConfigMap in dir. Missing keys keep their
@@ -98,8 +107,31 @@ func ReadConfig(dir string) (Config, error) {
 	if c.Restore != nil {
 		set(contract.KeyRestoreCluster, func(v string) error { c.Restore.Cluster = v; return nil })
 		set(contract.KeyRestoreBackup, func(v string) error { c.Restore.Backup = v; return nil })
+		set(contract.KeyRestoreTarget, func(v string) error {
+			if v != contract.RestoreLatest {
+				if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
+					return fmt.Errorf("must be an RFC 3339 time or %s, got %q", contract.RestoreLatest, v)
+				}
+			}
+			c.Restore.Target = v
+			return nil
+		})
 		if err == nil && c.Restore.Cluster == "" {
 			err = fmt.Errorf("config %s: missing beside %s", contract.KeyRestoreCluster, contract.KeyRestoreStorageLocation)
+		}
+	}
+	var archive bool
+	set(contract.KeyBackupWALArchive, func(v string) error {
+		if v != contract.WALArchiveOn {
+			return fmt.Errorf("must be %s when set, got %q", contract.WALArchiveOn, v)
+		}
+		archive = true
+		return nil
+	})
+	if archive {
+		set(contract.KeyBackupStorageLocation, func(v string) error { c.ArchiveLocation = v; return nil })
+		if err == nil && c.ArchiveLocation == "" {
+			err = fmt.Errorf("config %s: on without %s", contract.KeyBackupWALArchive, contract.KeyBackupStorageLocation)
 		}
 	}
 	if err == nil {

@@ -100,6 +100,14 @@ type Postgres struct {
 	// manager itself runs as root, as in tests); nil in a pod.
 	Credential *syscall.Credential
 	Log        *slog.Logger
+	// Cluster is the cluster's name, the folder of its WAL archive.
+	Cluster string
+	// WALSocket is where ServeWAL serves archive_command and
+	// restore_command, and WALCommand the command that reaches it (run
+	// with push|fetch %f %p); see walserver.go.
+	WALSocket, WALCommand string
+
+	wal *WALServer
 }
 
 // Prepare makes the data directory ready and says in which role the

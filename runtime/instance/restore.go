@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
@@ -22,11 +23,22 @@ func findBackup(ctx context.Context, r *Restore) (backup.Store, backup.Manifest,
 	if err != nil {
 		return nil, backup.Manifest{}, fmt.Errorf("restore: %w", err)
 	}
-	m, err := backup.Find(ctx, st, r.Cluster, r.Backup)
+	var m backup.Manifest
+	if t, ok := r.targetTime(); ok && r.Backup == contract.RestoreLatest {
+		m, err = backup.FindBefore(ctx, st, r.Cluster, t)
+	} else {
+		m, err = backup.Find(ctx, st, r.Cluster, r.Backup)
+	}
 	if err != nil {
 		return nil, backup.Manifest{}, fmt.Errorf("restore: %w", err)
 	}
 	return st, m, nil
+}
+
+// targetTime is the restore's target time, if it names one.
+func (r *Restore) targetTime() (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, r.Target)
+	return t, err == nil
 }
 
 // restoreEtcd restores the create step's snapshot into the member's
@@ -74,14 +86,26 @@ func (p *Postgres) restorePostgres(ctx context.Context) error {
 	if err := os.RemoveAll(p.PGData); err != nil {
 		return err
 	}
-	p.Log.Info("restoring the create step's base backup", "member", p.Name, "backup", m.ID, "of", m.Cluster)
+	// The WAL the restore replays is checked before anything is unpacked:
+	// a gap, or a target the archive does not reach, is refused here.
+	var path *backup.RecoveryPath
+	if r := p.Config.Restore; r.Target != "" {
+		target, _ := r.targetTime() // zero for latest
+		rp, err := backup.PlanRecovery(ctx, st, m, target)
+		if err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+		path = &rp
+	}
+	p.Log.Info("restoring the create step's base backup", "member", p.Name, "backup", m.ID, "of", m.Cluster, "target", p.Config.Restore.Target)
 	return backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: p.PGData, Chown: p.chown,
-		Finish: func(dir string) error { return p.finishRestore(ctx, dir) }})
+		Finish: func(dir string) error { return p.finishRestore(ctx, dir, path) }})
 }
 
 // finishRestore prepares an unpacked base backup to start as the new
-// cluster's primary.
-func (p *Postgres) finishRestore(ctx context.Context, dir string) error {
+// cluster's primary, replaying path's archived WAL first when the
+// restore has a target.
+func (p *Postgres) finishRestore(ctx context.Context, dir string, path *backup.RecoveryPath) error {
 	// A backup taken from a replica carries its standby.signal: the new
 	// cluster's first member is a primary.
 	for _, f := range []string{"standby.signal", "recovery.signal", "postmaster.pid"} {
@@ -91,6 +115,11 @@ func (p *Postgres) finishRestore(ctx context.Context, dir string) error {
 	}
 	if err := p.linkConfigIn(dir); err != nil {
 		return err
+	}
+	if path != nil {
+		if err := p.recoverTo(ctx, dir, path, p.Config.Restore.Target); err != nil {
+			return err
+		}
 	}
 	return p.setSuperuserPassword(ctx, dir)
 }

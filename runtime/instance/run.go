@@ -50,6 +50,11 @@ func RunPostgres(ctx context.Context, p *Postgres, out io.Writer) error {
 	defer signal.Stop(sigs)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if p.WALSocket != "" {
+		if err := p.ServeWAL(wctx); err != nil {
+			return err
+		}
+	}
 	go func() {
 		select {
 		case sig := <-sigs:

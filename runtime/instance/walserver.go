@@ -1,0 +1,259 @@
+package instance
+
+import (
+	"bufio"
+	"context"
+	byteorder "encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cairn-dev/cairn/runtime/backup"
+)
+
+// WAL archiving and fetching go through the instance manager: PostgreSQL
+// runs archive_command and restore_command as its own children, and the
+// server and its children never hold the store's credentials (childEnv).
+// The commands are `cairn instance wal push|fetch`, clients of a Unix
+// socket the instance manager serves (WALServer): it checks each request,
+// reads or writes the file and talks to the store.
+//
+// Exit codes, as PostgreSQL reads them: 0 done; 1 not archived (recovery
+// goes on to the next source, or ends); 255 any other failure, which an
+// archive_command retries and which aborts a recovery rather than let it
+// end early at a segment it could not read.
+const (
+	WALExitMissing = 1
+	WALExitFailed  = 255
+)
+
+// walRequest is one line a client sends; walReply the line it gets.
+type walRequest struct {
+	Op   string `json:"op"` // "push" or "fetch"
+	Name string `json:"name"`
+	// Path is the file's absolute path: the segment to archive, or where
+	// to write the fetched one.
+	Path string `json:"path"`
+}
+
+type walReply struct {
+	OK      bool   `json:"ok,omitempty"`
+	Missing bool   `json:"missing,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// WALServer serves the WAL commands of one member.
+type WALServer struct {
+	// Socket is the Unix socket's path, in a folder only the member's
+	// user can write (the server's socket folder in a pod).
+	Socket string
+	// PGData is the member's data directory: pushes archive from its
+	// pg_wal only, and its pg_control names the system.
+	PGData string
+	// Archive opens the cluster's archive for a system; nil refuses every
+	// push (the cluster archives no WAL).
+	Archive func(system uint64) (backup.WALArchive, error)
+	// Credential, when set, is the server's user (the manager runs as
+	// root in tests): the socket and fetched files are given to it.
+	Credential *syscall.Credential
+	Log        *slog.Logger
+
+	mu sync.Mutex
+	// recovery is the path a restore under way reads, and dir the data
+	// directory it recovers; fetches are refused without one.
+	recovery *backup.RecoveryPath
+	dir      string
+}
+
+// Recover lets fetches read path into dir's pg_wal until the returned
+// func is called.
+func (s *WALServer) Recover(dir string, path *backup.RecoveryPath) (done func()) {
+	s.mu.Lock()
+	s.recovery, s.dir = path, dir
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.recovery, s.dir = nil, ""
+		s.mu.Unlock()
+	}
+}
+
+// Serve listens on Socket until ctx ends; ready gets nil once it
+// listens, or the error that stopped it first.
+func (s *WALServer) Serve(ctx context.Context, ready chan<- error) error {
+	l, err := s.listen()
+	ready <- err
+	if err != nil {
+		return err
+	}
+	go func() { <-ctx.Done(); l.Close() }()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("WAL socket: %w", err)
+		}
+		go s.handle(ctx, c)
+	}
+}
+
+func (s *WALServer) listen() (net.Listener, error) {
+	if err := os.Remove(s.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("WAL socket: %w", err)
+	}
+	l, err := net.Listen("unix", s.Socket)
+	if err != nil {
+		return nil, fmt.Errorf("WAL socket: %w", err)
+	}
+	err = os.Chmod(s.Socket, 0o600)
+	if err == nil {
+		err = s.chown(s.Socket)
+	}
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("WAL socket: %w", err)
+	}
+	return l, nil
+}
+
+func (s *WALServer) chown(path string) error {
+	if s.Credential == nil {
+		return nil
+	}
+	return os.Chown(path, int(s.Credential.Uid), int(s.Credential.Gid))
+}
+
+func (s *WALServer) handle(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Minute))
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	var reply walReply
+	var req walRequest
+	switch {
+	case err != nil:
+		reply.Error = "read request: " + err.Error()
+	case json.Unmarshal(line, &req) != nil:
+		reply.Error = "the request is not JSON"
+	default:
+		err = s.do(ctx, req)
+		switch {
+		case err == nil:
+			reply.OK = true
+		case errors.Is(err, backup.ErrNotFound):
+			reply.Missing = true
+		default:
+			reply.Error = err.Error()
+			s.Log.Warn("WAL "+req.Op+" failed", "file", req.Name, "err", err.Error())
+		}
+	}
+	data, _ := json.Marshal(reply)
+	_, _ = c.Write(append(data, '\n'))
+}
+
+func (s *WALServer) do(ctx context.Context, req walRequest) error {
+	if err := backup.CheckWALName(req.Name); err != nil {
+		return err
+	}
+	switch req.Op {
+	case "push":
+		if s.Archive == nil {
+			return errors.New("this cluster archives no WAL (its config names no backup location)")
+		}
+		if want := filepath.Join(s.PGData, "pg_wal", req.Name); filepath.Clean(req.Path) != want {
+			return fmt.Errorf("archive %s: %s is not %s", req.Name, req.Path, want)
+		}
+		system, err := SystemIdentifier(s.PGData)
+		if err != nil {
+			return err
+		}
+		a, err := s.Archive(system)
+		if err != nil {
+			return err
+		}
+		return a.Push(ctx, req.Name, req.Path)
+	case "fetch":
+		s.mu.Lock()
+		path, dir := s.recovery, s.dir
+		s.mu.Unlock()
+		if path == nil {
+			return errors.New("no restore is under way")
+		}
+		if !strings.HasPrefix(filepath.Clean(req.Path), filepath.Join(dir, "pg_wal")+string(filepath.Separator)) {
+			return fmt.Errorf("fetch %s: %s is outside the pg_wal of %s", req.Name, req.Path, dir)
+		}
+		err := path.Archive.Fetch(ctx, req.Name, req.Path)
+		if errors.Is(err, backup.ErrNotFound) && path.Needs(req.Name) {
+			return fmt.Errorf("fetch %s: the archive listed it when the restore began and no longer has it (%v)", req.Name, err)
+		}
+		if err != nil {
+			return err
+		}
+		return s.chown(req.Path)
+	}
+	return fmt.Errorf("unknown WAL operation %q", req.Op)
+}
+
+// SystemIdentifier reads the system identifier from the first field of
+// dir's global/pg_control (a uint64 in the machine's byte order).
+func SystemIdentifier(dir string) (uint64, error) {
+	f, err := os.Open(filepath.Join(dir, "global", "pg_control"))
+	if err != nil {
+		return 0, fmt.Errorf("system identifier: %w", err)
+	}
+	defer f.Close()
+	var b [8]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil {
+		return 0, fmt.Errorf("system identifier: %w", err)
+	}
+	id := byteorder.NativeEndian.Uint64(b[:])
+	if id == 0 {
+		return 0, errors.New("system identifier: pg_control holds none")
+	}
+	return id, nil
+}
+
+// WALClient runs one `cairn instance wal push|fetch` request against the
+// instance manager's socket and returns the exit code for PostgreSQL.
+// name is %f; file is %p, relative to the server's data directory (the
+// command's working directory).
+func WALClient(ctx context.Context, socket, op, name, file string) (int, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return WALExitFailed, err
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return WALExitFailed, fmt.Errorf("the instance manager's WAL socket: %w", err)
+	}
+	defer c.Close()
+	data, _ := json.Marshal(walRequest{Op: op, Name: name, Path: abs})
+	if _, err := c.Write(append(data, '\n')); err != nil {
+		return WALExitFailed, err
+	}
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		return WALExitFailed, fmt.Errorf("the instance manager's WAL socket: %w", err)
+	}
+	var r walReply
+	if err := json.Unmarshal(line, &r); err != nil {
+		return WALExitFailed, errors.New("the instance manager's reply is not JSON")
+	}
+	switch {
+	case r.OK:
+		return 0, nil
+	case r.Missing:
+		return WALExitMissing, nil
+	}
+	return WALExitFailed, errors.New(r.Error)
+}
