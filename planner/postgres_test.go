@@ -1,17 +1,34 @@
 package planner
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
+	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 const withBackup = "backup: {schedule: '0 2 * * *', storageLocation: 's3://bkp/pg'}"
 
+// pgBacked gives c the backup policy withBackup renders, and the WAL
+// archiving it brings (pgArchiving).
 func pgBacked(c *live.Cluster) *live.Cluster {
 	c.Backup = &live.Backup{Schedule: "0 2 * * *", TimeZone: "UTC", StorageLocation: "s3://bkp/pg"}
+	return pgArchiving(c)
+}
+
+// pgArchiving is c with the archive settings a backup policy renders in
+// its parameters, as the observer reads them back.
+func pgArchiving(c *live.Cluster) *live.Cluster {
+	if c.Parameters == nil {
+		c.Parameters = map[string]string{}
+	}
+	for k, v := range contract.PostgresArchiveSettings {
+		c.Parameters[k] = spec.ParamValue(v).Quoted()
+	}
 	return c
 }
 
@@ -178,11 +195,33 @@ func TestPostgresPlans(t *testing.T) {
 			},
 		},
 		{
+			// WAL archiving goes with the policy: archive_mode needs a
+			// restart, one member at a time.
 			name: "backups turned off", desired: pgSpec(t, 3, "14.5"), observed: pgBacked(pgLive(3, "14.5", 0)),
-			status: plan.StatusPlanned, steps: []string{"configure-backup"},
+			status: plan.StatusPlanned, steps: []string{"configure-backup", "restart-2-dbc5aeaa3aa5", "restart-1-dbc5aeaa3aa5", "switchover-0-to-1-for-restart-dbc5aeaa3aa5", "restart-0-dbc5aeaa3aa5"},
 			check: func(t *testing.T, p plan.Plan) {
 				if b := p.Steps[0].Params.ConfigureBackup; b.To != nil || b.From == nil {
 					t.Errorf("%+v", b)
+				}
+				pc := p.Steps[1].Params.RestartMember.Template.Parameters
+				if pc == nil || !slices.Equal(pc.Restart, []string{"archive_mode"}) || pc.To["archive_mode"] != "" {
+					t.Errorf("the restart does not turn archiving off: %+v", pc)
+				}
+			},
+		},
+		{
+			// A cluster rendered with a backup policy before cairn archived
+			// WAL: a rolling restart brings the archive settings.
+			name: "a backed-up cluster starts archiving WAL", desired: pgSpec(t, 3, "14.5", withBackup),
+			observed: with(pgBacked(pgLive(3, "14.5", 0)), func(c *live.Cluster) { c.Parameters = nil }),
+			status: plan.StatusPlanned, steps: []string{"restart-2-a2638c68425a", "restart-1-a2638c68425a", "switchover-0-to-1-for-restart-a2638c68425a", "restart-0-a2638c68425a"},
+			check: func(t *testing.T, p plan.Plan) {
+				pc := p.Steps[0].Params.RestartMember.Template.Parameters
+				if pc == nil || pc.To["archive_mode"] != "'on'" || !strings.Contains(pc.To["archive_command"], contract.PostgresWALCommand+" push %f %p") || !slices.Equal(pc.Restart, []string{"archive_mode"}) {
+					t.Errorf("the restart does not bring archiving: %+v", pc)
+				}
+				if !strings.Contains(p.Steps[0].Summary, "archive_mode") {
+					t.Errorf("summary %q does not say archiving starts", p.Steps[0].Summary)
 				}
 			},
 		},

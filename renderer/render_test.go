@@ -86,7 +86,9 @@ const pgLiveTLS = "tls: require\n"
 // liveNetwork: a cluster cairn created has its NetworkPolicy rendered.
 const liveNetwork = "network: restricted\n"
 
-const pgLiveParameters = `parameters: {max_connections: "'200'", shared_buffers: "'256MB'"}`
+// pgLiveParameters are the spec's parameters and the archive settings
+// its backup policy brings, as the observer reads them back.
+const pgLiveParameters = `parameters: {max_connections: "'200'", shared_buffers: "'256MB'", archive_mode: "'on'", archive_timeout: "'60s'", archive_command: "'/cairn-bin/cairn instance wal --socket /var/run/postgresql/.s.cairn-wal push %f %p'"}`
 
 func pgLiveYAML(n int, version string, primary int, extra string) string {
 	var b strings.Builder
@@ -147,8 +149,8 @@ var renderCases = []renderCase{
 	// A downgrade from 3.6 on: the step that asks the runtime to enable it.
 	{"etcd-downgrade-enable", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.6.16", "%STORAGE%", "8Gi", "%EXTRA%", ""),
 		strings.Replace(etcdLiveYAML(3, "3.7.3", 0), "members:\n", "clusterVersion: \"3.7\"\nmembers:\n", 1), "etcd-downgrade-to-3.6"},
-	{"pg-restart-resources", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  resources: {requests: {cpu: '2', memory: 4Gi}}"), pgLiveYAML(3, "14.5", 0, ""), "restart-2-11096792589d"},
-	{"pg-reload-parameters", strings.Replace(fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "shared_buffers: 256MB}", "shared_buffers: 256MB, work_mem: 16MB}", 1), pgLiveYAML(3, "14.5", 0, ""), "reload-parameters-c3326b47d0d0"},
+	{"pg-restart-resources", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  resources: {requests: {cpu: '2', memory: 4Gi}}"), pgLiveYAML(3, "14.5", 0, ""), "restart-2-b9d2816176d1"},
+	{"pg-reload-parameters", strings.Replace(fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "shared_buffers: 256MB}", "shared_buffers: 256MB, work_mem: 16MB}", 1), pgLiveYAML(3, "14.5", 0, ""), "reload-parameters-86ffa6c6d594"},
 	// A cluster rendered before its NetworkPolicy gets it by a step.
 	{"etcd-network-restrict", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""),
 		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), liveNetwork, "", 1), "network-restrict"},
@@ -159,7 +161,7 @@ var renderCases = []renderCase{
 	{"etcd-restart-read-only-root", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""),
 		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), "readOnlyRootFilesystem: true, ", "", 1), "restart-2-7a8d730fd511"},
 	{"pg-restart-read-only-root", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
-		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), "readOnlyRootFilesystem: true, ", "", 1), "restart-2-b149981f2731"},
+		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), "readOnlyRootFilesystem: true, ", "", 1), "restart-2-518fa22c578c"},
 	{"pg-converged", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 2, ""), ""},
 }
 

@@ -19,10 +19,6 @@ const (
 	KeyBackupStorageLocation = "backup.storage-location"
 	KeyBackupRetentionCount  = "backup.retention.count"
 	KeyBackupRetentionMaxAge = "backup.retention.max-age"
-	// KeyBackupWALArchive is WALArchiveOn when the members archive WAL to
-	// the backup location (PostgreSQL): the rendered postgresql.conf then
-	// runs the instance manager's archive command.
-	KeyBackupWALArchive = "backup.wal-archive"
 
 	// The backup a create step starts the cluster from.
 	KeyRestoreStorageLocation = "restore.storage-location"
@@ -51,9 +47,6 @@ const (
 // KeyRestoreTarget, the end of the archived WAL.
 const RestoreLatest = "latest"
 
-// WALArchiveOn is KeyBackupWALArchive's value when WAL is archived.
-const WALArchiveOn = "on"
-
 // PostgresWALSocket is the instance manager's WAL socket in a member's
 // pod (runtime/instance.WALServer), in the server's socket folder.
 const PostgresWALSocket = "/var/run/postgresql/.s.cairn-wal"
@@ -63,7 +56,13 @@ const PostgresWALSocket = "/var/run/postgresql/.s.cairn-wal"
 // init container installs, against PostgresWALSocket.
 const PostgresWALCommand = "/cairn-bin/cairn instance wal --socket " + PostgresWALSocket
 
-// PostgresArchiveTimeout is archive_timeout: an idle cluster's newest
-// writes are archived within it (a segment is switched at most this
-// often when anything was written).
-const PostgresArchiveTimeout = "60s"
+// PostgresArchiveSettings are the postgresql.conf settings of a cluster
+// with a backup policy: every completed WAL segment archived to the
+// backup location through the instance manager, and a segment switched
+// at least once a minute when anything was written (archive_timeout), so
+// an idle cluster's newest writes are archived within about a minute.
+var PostgresArchiveSettings = map[string]string{
+	"archive_mode":    "on",
+	"archive_command": PostgresWALCommand + " push %f %p",
+	"archive_timeout": "60s",
+}

@@ -44,15 +44,33 @@ func sameQuantity(a, b string) bool {
 }
 
 // RenderedParameters are the spec's PostgreSQL parameters as the
-// rendered postgresql.conf writes them: name to quoted value; nil when
-// there are none.
+// rendered postgresql.conf writes them, name to quoted value, and, with a
+// backup policy, the WAL archiving settings it brings
+// (contract.PostgresArchiveSettings); nil when there are none. Archiving
+// goes with the policy as any parameter does: a cluster that gains or
+// loses one restarts its members one at a time (archive_mode needs a
+// restart), in a step of its own.
 func (s *PostgresSpec) RenderedParameters() map[string]string {
-	if s.PostgreSQL == nil || len(s.PostgreSQL.Parameters) == 0 {
+	n := len(contract.PostgresArchiveSettings)
+	if s.Backup == nil {
+		n = 0
+	}
+	if s.PostgreSQL != nil {
+		n += len(s.PostgreSQL.Parameters)
+	}
+	if n == 0 {
 		return nil
 	}
-	out := make(map[string]string, len(s.PostgreSQL.Parameters))
-	for k, v := range s.PostgreSQL.Parameters {
-		out[k] = v.Quoted()
+	out := make(map[string]string, n)
+	if s.PostgreSQL != nil {
+		for k, v := range s.PostgreSQL.Parameters {
+			out[k] = v.Quoted()
+		}
+	}
+	if s.Backup != nil {
+		for k, v := range contract.PostgresArchiveSettings {
+			out[k] = ParamValue(v).Quoted()
+		}
 	}
 	return out
 }

@@ -38,9 +38,9 @@ type Config struct {
 	Recover *Recover
 	// TLS is PostgreSQL's TLS mode (contract.TLSModes).
 	TLS string
-	// ArchiveLocation is where a PostgreSQL member archives WAL (the
-	// backup location, when contract.KeyBackupWALArchive is on); empty
-	// archives nothing.
+	// ArchiveLocation is where a PostgreSQL member archives WAL: the
+	// backup location. The rendered archive_mode decides whether it does
+	// (contract.PostgresArchiveSettings); empty refuses every push.
 	ArchiveLocation string
 }
 
@@ -120,20 +120,7 @@ func ReadConfig(dir string) (Config, error) {
 			err = fmt.Errorf("config %s: missing beside %s", contract.KeyRestoreCluster, contract.KeyRestoreStorageLocation)
 		}
 	}
-	var archive bool
-	set(contract.KeyBackupWALArchive, func(v string) error {
-		if v != contract.WALArchiveOn {
-			return fmt.Errorf("must be %s when set, got %q", contract.WALArchiveOn, v)
-		}
-		archive = true
-		return nil
-	})
-	if archive {
-		set(contract.KeyBackupStorageLocation, func(v string) error { c.ArchiveLocation = v; return nil })
-		if err == nil && c.ArchiveLocation == "" {
-			err = fmt.Errorf("config %s: on without %s", contract.KeyBackupWALArchive, contract.KeyBackupStorageLocation)
-		}
-	}
+	set(contract.KeyBackupStorageLocation, func(v string) error { c.ArchiveLocation = v; return nil })
 	if err == nil {
 		c.Recover, err = readRecover(read)
 	}
