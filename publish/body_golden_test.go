@@ -156,6 +156,11 @@ func TestBodyGolden(t *testing.T) {
 		{"pg-major-upgrade", func(t *testing.T) BodyInput {
 			pg13 := pgCluster("my-production-db", 3, "13.14", 0)
 			pg13.Backup = &live.Backup{Schedule: "0 2 * * *", StorageLocation: "s3://backups/pg", LastSuccessful: "2026-01-01T02:00:00Z"}
+			// and the WAL archiving the policy renders, read back.
+			pg13.Parameters = map[string]string{}
+			for k, v := range contract.PostgresArchiveSettings {
+				pg13.Parameters[k] = spec.ParamValue(v).Quoted()
+			}
 			doc := strings.Replace(pgSpecDoc("my-production-db", 3, "14.9"), "storage: 100Gi}", "storage: 100Gi, backup: {schedule: '0 2 * * *', storageLocation: 's3://backups/pg'}}", 1)
 			pl := planOf(t, doc, pg13)
 			return BodyInput{Plan: pl, Current: stepOf(t, pl, plan.PostgresMajorUpgrade), SpecCommit: specSHA, Head: headSHA, Live: pg13, WebURL: web}

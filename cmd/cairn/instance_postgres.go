@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/certs"
 	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/wal"
 )
 
 // instancePostgres is the PostgreSQL row's `cairn instance` subcommands:
@@ -34,12 +35,9 @@ func newInstanceWAL() *cobra.Command {
 		Short: "archive_command and restore_command: archive or fetch one WAL file through the instance manager",
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] != "push" && args[0] != "fetch" {
-				return &exitError{instance.WALExitFailed, fmt.Errorf("cairn instance wal: %q is neither push nor fetch", args[0])}
-			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			code, err := instance.WALClient(ctx, socket, args[0], args[1], args[2])
+			code, err := wal.Client(ctx, socket, args[0], args[1], args[2])
 			if err != nil {
 				return &exitError{code, fmt.Errorf("cairn instance wal %s %s: %w", args[0], args[1], err)}
 			}

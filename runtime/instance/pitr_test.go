@@ -16,48 +16,10 @@ import (
 	"github.com/cairn-dev/cairn/testbed"
 )
 
-// TestMain lets this test binary be the archive_command and
-// restore_command of the members it runs (`cairn instance wal` in a
-// pod): invoked as "<binary> wal --socket S push|fetch %f %p".
-func TestMain(m *testing.M) {
-	if len(os.Args) == 7 && os.Args[1] == "wal" && os.Args[2] == "--socket" {
-		code, err := WALClient(context.Background(), os.Args[3], os.Args[4], os.Args[5], os.Args[6])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "wal:", err)
-		}
-		os.Exit(code)
-	}
-	os.Exit(m.Run())
-}
-
-// walCommand copies this test binary where the bed's PostgreSQL user can
-// run it and returns the command archive_command and restore_command
-// run for member home.
+// walCommand is the command archive_command and restore_command run
+// for the member whose home is home.
 func (b *pgBed) walCommand(home string) string {
-	b.t.Helper()
-	bin := filepath.Join(b.dir, "cairn-wal")
-	if _, err := os.Stat(bin); err != nil {
-		self, err := os.Executable()
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		src, err := os.Open(self)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		defer src.Close()
-		dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		if _, err := io.Copy(dst, src); err != nil {
-			b.t.Fatal(err)
-		}
-		if err := dst.Close(); err != nil {
-			b.t.Fatal(err)
-		}
-	}
-	return bin + " wal --socket " + filepath.Join(home, ".s.cairn-wal")
+	return testbed.WALClient(b.t) + " --socket " + filepath.Join(home, ".s.cairn-wal")
 }
 
 // archiving makes m archive WAL to location as cluster's member, each

@@ -17,38 +17,16 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/runtime/backup"
+	"github.com/cairn-dev/cairn/runtime/wal"
 )
 
 // WAL archiving and fetching go through the instance manager: PostgreSQL
 // runs archive_command and restore_command as its own children, and the
 // server and its children never hold the store's credentials (childEnv).
 // The commands are `cairn instance wal push|fetch`, clients of a Unix
-// socket the instance manager serves (WALServer): it checks each request,
-// reads or writes the file and talks to the store.
-//
-// Exit codes, as PostgreSQL reads them: 0 done; 1 not archived (recovery
-// goes on to the next source, or ends); 255 any other failure, which an
-// archive_command retries and which aborts a recovery rather than let it
-// end early at a segment it could not read.
-const (
-	WALExitMissing = 1
-	WALExitFailed  = 255
-)
-
-// walRequest is one line a client sends; walReply the line it gets.
-type walRequest struct {
-	Op   string `json:"op"` // "push" or "fetch"
-	Name string `json:"name"`
-	// Path is the file's absolute path: the segment to archive, or where
-	// to write the fetched one.
-	Path string `json:"path"`
-}
-
-type walReply struct {
-	OK      bool   `json:"ok,omitempty"`
-	Missing bool   `json:"missing,omitempty"`
-	Error   string `json:"error,omitempty"`
-}
+// socket the instance manager serves (WALServer; the protocol and the
+// client are runtime/wal): it checks each request, reads or writes the
+// file and talks to the store.
 
 // WALServer serves the WAL commands of one member.
 type WALServer struct {
@@ -137,8 +115,8 @@ func (s *WALServer) handle(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Minute))
 	line, err := bufio.NewReader(c).ReadBytes('\n')
-	var reply walReply
-	var req walRequest
+	var reply wal.Reply
+	var req wal.Request
 	switch {
 	case err != nil:
 		reply.Error = "read request: " + err.Error()
@@ -160,12 +138,12 @@ func (s *WALServer) handle(ctx context.Context, c net.Conn) {
 	_, _ = c.Write(append(data, '\n'))
 }
 
-func (s *WALServer) do(ctx context.Context, req walRequest) error {
+func (s *WALServer) do(ctx context.Context, req wal.Request) error {
 	if err := backup.CheckWALName(req.Name); err != nil {
 		return err
 	}
 	switch req.Op {
-	case "push":
+	case wal.OpPush:
 		if s.Archive == nil {
 			return errors.New("this cluster archives no WAL (its config names no backup location)")
 		}
@@ -181,7 +159,7 @@ func (s *WALServer) do(ctx context.Context, req walRequest) error {
 			return err
 		}
 		return a.Push(ctx, req.Name, req.Path)
-	case "fetch":
+	case wal.OpFetch:
 		s.mu.Lock()
 		path, dir := s.recovery, s.dir
 		s.mu.Unlock()
@@ -220,40 +198,4 @@ func SystemIdentifier(dir string) (uint64, error) {
 		return 0, errors.New("system identifier: pg_control holds none")
 	}
 	return id, nil
-}
-
-// WALClient runs one `cairn instance wal push|fetch` request against the
-// instance manager's socket and returns the exit code for PostgreSQL.
-// name is %f; file is %p, relative to the server's data directory (the
-// command's working directory).
-func WALClient(ctx context.Context, socket, op, name, file string) (int, error) {
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return WALExitFailed, err
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", socket)
-	if err != nil {
-		return WALExitFailed, fmt.Errorf("the instance manager's WAL socket: %w", err)
-	}
-	defer c.Close()
-	data, _ := json.Marshal(walRequest{Op: op, Name: name, Path: abs})
-	if _, err := c.Write(append(data, '\n')); err != nil {
-		return WALExitFailed, err
-	}
-	line, err := bufio.NewReader(c).ReadBytes('\n')
-	if err != nil {
-		return WALExitFailed, fmt.Errorf("the instance manager's WAL socket: %w", err)
-	}
-	var r walReply
-	if err := json.Unmarshal(line, &r); err != nil {
-		return WALExitFailed, errors.New("the instance manager's reply is not JSON")
-	}
-	switch {
-	case r.OK:
-		return 0, nil
-	case r.Missing:
-		return WALExitMissing, nil
-	}
-	return WALExitFailed, errors.New(r.Error)
 }
