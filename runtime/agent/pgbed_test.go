@@ -50,6 +50,9 @@ type pgCluster struct {
 	tls func(nd *instance.Postgres)
 	// certLifetime is the runtime's (0: its default).
 	certLifetime time.Duration
+	// member, when set, changes each member's instance manager before it
+	// runs (pgarchive_test.go).
+	member func(nd *instance.Postgres)
 }
 
 // pgNode is one member's instance manager.
@@ -106,6 +109,9 @@ func (pc *pgCluster) run(ord int, bootstrap string) {
 		Log:      slog.New(slog.NewTextHandler(pc.out(), nil)).With("member", name)}
 	if pc.tls != nil {
 		pc.tls(nd.p)
+	}
+	if pc.member != nil {
+		pc.member(nd.p)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	nd.cancel = cancel

@@ -16,6 +16,13 @@ import (
 //	cairn_postgres_replica_lag_bytes{member} the primary's WAL position less what the replica replayed
 //	cairn_postgres_certificate_expiry_timestamp_seconds{secret}
 //	                                         when the certificate in each of the cluster's certificate Secrets ends (TLS on)
+//	cairn_postgres_wal_last_archived_timestamp_seconds{member}
+//	                                         when the primary last archived a WAL segment (archiving on)
+//	cairn_postgres_wal_archive_failing{member}
+//	                                         1 while the primary's last archive attempt failed
+//	cairn_postgres_wal_archive_pending_segments{member}
+//	                                         segments in the primary's pg_wal waiting to be archived
+//	cairn_postgres_wal_bytes{member}         the size of the primary's pg_wal
 //
 // The gauges are what the leading replica observed or did: they have no
 // series until it has, and lose them when it stops leading (forget). The
@@ -28,6 +35,8 @@ type PostgresMetrics struct {
 	primary *prometheus.GaugeVec
 	lag     *prometheus.GaugeVec
 	expiry  *prometheus.GaugeVec
+	// The primary's WAL archiver.
+	archived, failing, pending, walBytes *prometheus.GaugeVec
 
 	mu sync.Mutex
 	// members are the members the gauges have series of.
@@ -45,9 +54,17 @@ func NewPostgresMetrics(reg prometheus.Registerer, cluster string) (*PostgresMet
 		lag:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_replica_lag_bytes", Help: "Bytes of the primary's WAL a replica has not replayed, as the leading runtime last saw them.", ConstLabels: labels}, []string{"member"}),
 		expiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_certificate_expiry_timestamp_seconds",
 			Help: "When the certificate in each of the cluster's certificate Secrets ends (Unix seconds), as the leading runtime last checked them; the runtime renews leaves past two thirds of their lifetime.", ConstLabels: labels}, []string{"secret"}),
+		archived: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_wal_last_archived_timestamp_seconds",
+			Help: "When the primary last archived a WAL segment (Unix seconds; pg_stat_archiver), while archiving is on.", ConstLabels: labels}, []string{"member"}),
+		failing: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_wal_archive_failing",
+			Help: "1 while the primary's last WAL archive attempt failed (it retries; nothing is deleted), 0 otherwise.", ConstLabels: labels}, []string{"member"}),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_wal_archive_pending_segments",
+			Help: "WAL segments in the primary's pg_wal waiting to be archived: PostgreSQL keeps each until it is.", ConstLabels: labels}, []string{"member"}),
+		walBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_wal_bytes",
+			Help: "Bytes in the primary's pg_wal.", ConstLabels: labels}, []string{"member"}),
 		members: map[string]bool{},
 	}
-	if err := register(reg, m.failovers, m.last, m.primary, m.lag, m.expiry); err != nil {
+	if err := register(reg, m.failovers, m.last, m.primary, m.lag, m.expiry, m.archived, m.failing, m.pending, m.walBytes); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -66,6 +83,7 @@ func (m *PostgresMetrics) observe(members, primaries []pgMember) {
 		seen[mem.Name] = true
 		isPrimary := len(primaries) == 1 && primaries[0].Name == mem.Name
 		m.primary.WithLabelValues(mem.Name).Set(boolGauge(isPrimary))
+		m.archive(mem, isPrimary)
 		if len(primaries) != 1 || !mem.replica() {
 			m.lag.DeleteLabelValues(mem.Name)
 			continue
@@ -74,11 +92,32 @@ func (m *PostgresMetrics) observe(members, primaries []pgMember) {
 	}
 	for name := range m.members {
 		if !seen[name] {
-			m.primary.DeleteLabelValues(name)
-			m.lag.DeleteLabelValues(name)
+			for _, g := range []*prometheus.GaugeVec{m.primary, m.lag, m.archived, m.failing, m.pending, m.walBytes} {
+				g.DeleteLabelValues(name)
+			}
 		}
 	}
 	m.members = seen
+}
+
+// archive records the primary's WAL archiver; other members have no
+// series.
+func (m *PostgresMetrics) archive(mem pgMember, isPrimary bool) {
+	a := mem.Probe.Archive
+	if !isPrimary || !a.On {
+		for _, g := range []*prometheus.GaugeVec{m.archived, m.failing, m.pending, m.walBytes} {
+			g.DeleteLabelValues(mem.Name)
+		}
+		return
+	}
+	if a.LastArchivedAt.IsZero() {
+		m.archived.DeleteLabelValues(mem.Name)
+	} else {
+		m.archived.WithLabelValues(mem.Name).Set(float64(a.LastArchivedAt.UnixNano()) / 1e9)
+	}
+	m.failing.WithLabelValues(mem.Name).Set(boolGauge(a.failing()))
+	m.pending.WithLabelValues(mem.Name).Set(float64(a.Pending))
+	m.walBytes.WithLabelValues(mem.Name).Set(float64(a.WALBytes))
 }
 
 // certificates records when the cluster's certificates end, by Secret;
@@ -112,5 +151,8 @@ func (m *PostgresMetrics) forget() {
 	m.primary.Reset()
 	m.lag.Reset()
 	m.expiry.Reset()
+	for _, g := range []*prometheus.GaugeVec{m.archived, m.failing, m.pending, m.walBytes} {
+		g.Reset()
+	}
 	m.members = map[string]bool{}
 }

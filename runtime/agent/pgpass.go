@@ -181,6 +181,13 @@ func (p *pgPass) report(ctx context.Context, prev pgStatus) error {
 		}
 	}
 	p.r.Metrics.observe(p.view.Members, primaries)
+	if len(primaries) == 1 {
+		p.archiveEvents(ctx, prev.ArchiveFailing, primaries[0])
+		st.ArchiveFailing = ""
+		if a := primaries[0].Probe.Archive; a.failing() {
+			st.ArchiveFailing = a.LastFailed
+		}
+	}
 	p.view.Status = st
 	var config string
 	if c := p.config; c != nil && !sameConfigStatus(*c, p.store.config) {
@@ -194,6 +201,37 @@ func (p *pgPass) report(ctx context.Context, prev pgStatus) error {
 		return p.store.write(ctx, st, config)
 	}
 	return nil
+}
+
+// The Events of WAL archiving, on the StatefulSet.
+const (
+	ReasonWALArchiveFailing   = "WALArchiveFailing"
+	ReasonWALArchiveRecovered = "WALArchiveRecovered"
+)
+
+// archiveEvents records the primary's WAL archive starting to fail, on
+// another segment, or working again, once each: a Warning
+// WALArchiveFailing, a Normal WALArchiveRecovered.
+func (p *pgPass) archiveEvents(ctx context.Context, was string, primary pgMember) {
+	a := primary.Probe.Archive
+	var ev event
+	switch {
+	case a.failing() && a.LastFailed != was:
+		last := "none yet"
+		if a.LastArchived != "" {
+			last = a.LastArchived + " at " + a.LastArchivedAt.Format(time.RFC3339)
+		}
+		ev = event{corev1.EventTypeWarning, ReasonWALArchiveFailing, fmt.Sprintf(
+			"%s cannot archive WAL segment %s (failed at %s; last archived: %s); %d segment(s) (%d bytes of pg_wal) wait, kept until archived, nothing is deleted: see the instance manager's log for why",
+			primary.Name, a.LastFailed, a.LastFailedAt.Format(time.RFC3339), last, a.Pending, a.WALBytes)}
+	case !a.failing() && was != "":
+		ev = event{corev1.EventTypeNormal, ReasonWALArchiveRecovered, fmt.Sprintf("%s archives WAL again: last archived %s", primary.Name, a.LastArchived)}
+	default:
+		return
+	}
+	if err := recordClusterEvent(ctx, p.r.Client, p.r.Namespace, p.r.Cluster, p.r.clock(), ev); err != nil {
+		p.r.logger().Warn("event not recorded", "reason", ev.Reason, "error", err.Error())
+	}
 }
 
 // memberStatuses are the members as the status reports them: each

@@ -49,7 +49,29 @@ type pgProbe struct {
 	// synchronous_standby_names.
 	SyncStandbys []string
 	SyncSetting  string
-	Err          string
+	// Archive is the member's WAL archiver (pg_stat_archiver).
+	Archive archiveStats
+	Err     string
+}
+
+// archiveStats is what a member's WAL archiver reports. Only a primary
+// archives (archive_mode on).
+type archiveStats struct {
+	// On: archive_mode is on.
+	On bool
+	// LastArchived is the last segment archived and when; LastFailed the
+	// last that failed and when.
+	LastArchived, LastFailed     string
+	LastArchivedAt, LastFailedAt time.Time
+	// Pending are the segments in pg_wal waiting to be archived, and
+	// WALBytes all of pg_wal.
+	Pending  int
+	WALBytes int64
+}
+
+// failing: the last attempt failed (no success since the last failure).
+func (a archiveStats) failing() bool {
+	return a.On && !a.LastFailedAt.IsZero() && a.LastFailedAt.After(a.LastArchivedAt)
 }
 
 // probeTimeout bounds one member's probe: connect and query.
@@ -62,7 +84,13 @@ const probeSQL = `SELECT pg_is_in_recovery(),
   COALESCE((SELECT status = 'streaming' FROM pg_stat_wal_receiver), false),
   current_setting('primary_conninfo'),
   current_setting('synchronous_standby_names'),
-  COALESCE((SELECT string_agg(application_name, ',' ORDER BY application_name) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')), '')`
+  COALESCE((SELECT string_agg(application_name, ',' ORDER BY application_name) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')), ''),
+  current_setting('archive_mode') <> 'off',
+  COALESCE(a.last_archived_wal, ''), COALESCE(extract(epoch FROM a.last_archived_time), 0)::float8,
+  COALESCE(a.last_failed_wal, ''), COALESCE(extract(epoch FROM a.last_failed_time), 0)::float8,
+  (SELECT count(*) FROM pg_ls_archive_statusdir() WHERE name LIKE '%.ready'),
+  (SELECT COALESCE(sum(size), 0) FROM pg_ls_waldir())::int8
+FROM pg_stat_archiver a`
 
 // probeMembers asks every pod's member at once; a pod without an address,
 // being deleted, or whose postgres container Kubernetes reports stopped is
@@ -119,16 +147,28 @@ func probe(ctx context.Context, cfg *pgx.ConnConfig) pgProbe {
 	defer conn.Close(context.Background())
 	var pr pgProbe
 	var recv, replay, syncs string
-	err = conn.QueryRow(cctx, probeSQL).Scan(&pr.InRecovery, &recv, &replay, &pr.Timeline, &pr.Streaming, &pr.Upstream, &pr.SyncSetting, &syncs)
+	var archivedAt, failedAt float64
+	a := &pr.Archive
+	err = conn.QueryRow(cctx, probeSQL).Scan(&pr.InRecovery, &recv, &replay, &pr.Timeline, &pr.Streaming, &pr.Upstream, &pr.SyncSetting, &syncs,
+		&a.On, &a.LastArchived, &archivedAt, &a.LastFailed, &failedAt, &a.Pending, &a.WALBytes)
 	if err != nil {
 		return pgProbe{Reach: classify(err), Err: err.Error()}
 	}
+	a.LastArchivedAt, a.LastFailedAt = epoch(archivedAt), epoch(failedAt)
 	pr.Received, _ = parseLSN(recv)
 	pr.Replayed, _ = parseLSN(replay)
 	if syncs != "" {
 		pr.SyncStandbys = strings.Split(syncs, ",")
 	}
 	return pr
+}
+
+// epoch is a time SQL gave in seconds since 1970; 0 is none.
+func epoch(s float64) time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(s*1e9)).UTC()
 }
 
 // connect connects to a member as the superuser.

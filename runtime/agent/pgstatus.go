@@ -35,6 +35,11 @@ type pgStatus struct {
 	LastFailover      *pgDone   `json:"lastFailover,omitempty"`
 	LastSwitchover    *pgDone   `json:"lastSwitchover,omitempty"`
 	Message           string    `json:"message,omitempty"`
+	// ArchiveFailing is the WAL segment the primary failed to archive at
+	// its last attempt, while it has not archived one since; it changes
+	// rarely, so the status is not rewritten at every segment (the
+	// metrics say when the last one was archived).
+	ArchiveFailing string `json:"archiveFailing,omitempty"`
 }
 
 // pgFailover is a failover under way.

@@ -10,14 +10,17 @@ import (
 	"path/filepath"
 )
 
-// Exit codes, as PostgreSQL reads them: 0 done; ExitMissing not archived
-// (recovery goes on to the next source, or ends); ExitFailed any other
-// failure, which an archive_command retries and which aborts a recovery
-// (a code above 125) rather than let it end early at a segment it could
-// not read.
+// Exit codes, as PostgreSQL reads them: 0 done. A push that failed exits
+// ExitPushFailed, which the archiver retries (a code above 125 would make
+// the archiver itself exit, and its failures go unrecorded). A fetch of a
+// file that is not archived exits ExitMissing (recovery goes on to the
+// next source, or ends); any other failed fetch ExitFailed, above 125,
+// which aborts a recovery rather than let it end early at a segment it
+// could not read.
 const (
-	ExitMissing = 1
-	ExitFailed  = 255
+	ExitPushFailed = 1
+	ExitMissing    = 1
+	ExitFailed     = 255
 )
 
 // Operations.
@@ -49,6 +52,14 @@ func Client(ctx context.Context, socket, op, name, file string) (int, error) {
 	if op != OpPush && op != OpFetch {
 		return ExitFailed, fmt.Errorf("%q is neither %s nor %s", op, OpPush, OpFetch)
 	}
+	code, err := request(ctx, socket, op, name, file)
+	if err != nil && op == OpPush {
+		code = ExitPushFailed
+	}
+	return code, err
+}
+
+func request(ctx context.Context, socket, op, name, file string) (int, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return ExitFailed, err

@@ -49,6 +49,8 @@ type Bed struct {
 	dir    string
 	cred   *syscall.Credential
 	log    *slog.Logger
+	// walClient is the members' archive and restore command.
+	walClient string
 	// Addresses give each member its own loopback address.
 	*testbed.Addresses
 
@@ -66,7 +68,7 @@ func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *B
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	t.Cleanup(func() { logTails(t, dir) }) // before the folder goes
-	return &Bed{client: cp.Client(t), ns: ns, bin: bin, dir: dir, cred: testbed.PostgresCredential(t, dir), log: log,
+	return &Bed{client: cp.Client(t), ns: ns, bin: bin, dir: dir, cred: testbed.PostgresCredential(t, dir), log: log, walClient: testbed.WALClient(t),
 		Addresses: testbed.NewAddresses(), running: map[string]*member{}}
 }
 
@@ -151,6 +153,12 @@ func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord 
 	tlsDir := filepath.Join(home, "tls")
 	settings := map[string]string{"listen_addresses": ip, "port": strconv.Itoa(Port), "unix_socket_directories": home}
 	maps.Copy(settings, instance.TLSFileSettings(tlsDir))
+	// WAL goes through the member's instance manager as in a pod, by the
+	// test beds' client in place of /cairn-bin/cairn; the rendered
+	// archive_mode decides whether it is archived.
+	walSocket := filepath.Join(home, ".s.cairn-wal")
+	walCommand := b.walClient + " --socket " + walSocket
+	settings["archive_command"] = walCommand + " push %f %p"
 	uid, gid := -1, -1
 	if b.cred != nil {
 		uid, gid = int(b.cred.Uid), int(b.cred.Gid)
@@ -165,7 +173,8 @@ func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord 
 		RoleLabel:         b.roleLabel(pod.Name),
 		Confirm:           instance.APIRoleLabel(b.client, b.ns, pod.Name),
 		SuperuserPassword: super, ReplicationPassword: repl, Credential: b.cred,
-		Log: b.log.With("pod", pod.Name),
+		Log:     b.log.With("pod", pod.Name),
+		Cluster: cluster, WALSocket: walSocket, WALCommand: walCommand,
 	}, nil
 }
 
