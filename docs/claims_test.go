@@ -36,10 +36,6 @@ var (
 		absent("../renderer", `--cert-file|--client-cert-auth|--peer-cert-file`),
 		absent("../runtime", `transport\.TLSInfo|clientv3\.Config\{[^}]*TLS`),
 	}
-	noArchiving = []probe{
-		absent("../renderer", `archive_mode|archive_command`),
-		absent("../runtime", `archive_command|restore_command|recovery_target_time\b`),
-	}
 	noReclone = []probe{absent("../runtime", `(?i)re-?clone|requested WAL segment`)}
 	// pg_upgrade --check runs inside the upgrade step (runtime/instance);
 	// a step of its own before the downtime would be the planner's.
@@ -60,8 +56,6 @@ var claims = []claim{
 	{file: "security.md", text: "**No etcd TLS yet.**", absent: noEtcdTLS},
 	{file: "security.md", text: "etcd members are proven by ownership, not yet by", absent: noEtcdTLS},
 	{file: "backups.md", text: "## Not built yet", checked: "a heading: its bullets are tied below"},
-	{file: "backups.md", text: "Point-in-time recovery (continuous WAL archiving)", absent: noArchiving},
-	{file: "cli.md", text: "archive WAL yet, and `status` says so", absent: noArchiving},
 	{file: "backups.md", text: "Tablespaces outside the data directory are refused", absent: []probe{absent("../runtime/backup", `(?i)tablespace map|TablespaceMap`)}},
 	{file: "backups.md", text: "Backups are not encrypted by cairn", absent: []probe{absent("../runtime/backup", `crypto/cipher|crypto/aes`)}},
 	{file: "backups.md", text: "A pin is recorded on the first backup to complete while a request is", checked: "the pin is taken when a backup completes under a named request (runtime/backup/pin.go), not tied to the request's start"},

@@ -27,7 +27,7 @@ func createStep(c spec.Cluster, members int, noun string) plan.Step {
 		}},
 	}
 	if r := cm.RestoreFrom; r != nil {
-		src := &plan.RestoreSource{StorageLocation: string(r.StorageLocation), Cluster: r.Cluster, Backup: r.Backup}
+		src := &plan.RestoreSource{StorageLocation: string(r.StorageLocation), Cluster: r.Cluster, Backup: r.Backup, TargetTime: r.TargetTime}
 		if src.Cluster == "" {
 			src.Cluster = c.Ref().Name
 		}
@@ -36,6 +36,9 @@ func createStep(c spec.Cluster, members int, noun string) plan.Step {
 		}
 		s.Params.CreateCluster.RestoreFrom = src
 		s.Summary += fmt.Sprintf(", restored from backup %s of %s at %s", src.Backup, src.Cluster, src.StorageLocation)
+		if src.TargetTime != "" {
+			s.Summary += ", replaying its archived WAL to " + src.TargetTime
+		}
 	}
 	if cm.Backup != nil {
 		s.Gates = append(s.Gates, gate(plan.GateBackupConfigured, plan.After, "the runtime runs the spec's backup schedule"))

@@ -214,6 +214,21 @@ func TestCreateFromBackup(t *testing.T) {
 			t.Fatalf("step %s carries create parameters", s.ID)
 		}
 	}
+	// To a point in time: PostgreSQL only, an RFC 3339 time or latest.
+	c = pgSpec(t, 3, "15.4", "restoreFrom:", `  storageLocation: "file:///b"`, `  targetTime: "2026-11-30T14:05:00Z"`)
+	pl = kinds.Plan([]spec.Cluster{c}, nil, nil).Plans[0]
+	if r := pl.Steps[0].Params.CreateCluster.RestoreFrom; r == nil || r.TargetTime != "2026-11-30T14:05:00Z" || !strings.Contains(pl.Steps[0].Summary, "replaying its archived WAL to 2026-11-30T14:05:00Z") {
+		t.Fatalf("create step to a target time: %+v %q", r, pl.Steps[0].Summary)
+	}
+	for _, bad := range []struct{ doc, want string }{
+		{"apiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata: {name: pg}\nspec: {version: '15.4', instances: 1, storage: 1Gi, restoreFrom: {storageLocation: 'file:///b', targetTime: yesterday}}\n", "spec.restoreFrom.targetTime"},
+		{"apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec: {version: '3.7.3', size: 1, restoreFrom: {storageLocation: 'file:///b', backup: 20261130T020000Z-1a2b3c, targetTime: latest}}\n", "etcd has no log archive"},
+	} {
+		_, err := spec.Decode("bad.yaml", []byte(bad.doc))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: %v", bad.want, err)
+		}
+	}
 }
 
 // The rendered Roles name members 0..contract.MaxMembers-1: no kind may

@@ -214,7 +214,7 @@ func TestPostgresPlans(t *testing.T) {
 			// WAL: a rolling restart brings the archive settings.
 			name: "a backed-up cluster starts archiving WAL", desired: pgSpec(t, 3, "14.5", withBackup),
 			observed: with(pgBacked(pgLive(3, "14.5", 0)), func(c *live.Cluster) { c.Parameters = nil }),
-			status: plan.StatusPlanned, steps: []string{"restart-2-a2638c68425a", "restart-1-a2638c68425a", "switchover-0-to-1-for-restart-a2638c68425a", "restart-0-a2638c68425a"},
+			status:   plan.StatusPlanned, steps: []string{"restart-2-a2638c68425a", "restart-1-a2638c68425a", "switchover-0-to-1-for-restart-a2638c68425a", "restart-0-a2638c68425a"},
 			check: func(t *testing.T, p plan.Plan) {
 				pc := p.Steps[0].Params.RestartMember.Template.Parameters
 				if pc == nil || pc.To["archive_mode"] != "'on'" || !strings.Contains(pc.To["archive_command"], contract.PostgresWALCommand+" push %f %p") || !slices.Equal(pc.Restart, []string{"archive_mode"}) {

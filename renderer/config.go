@@ -41,6 +41,9 @@ func cairnConfig(n names, s Settings, token string, initial int, kindKeys map[st
 		data[contract.KeyRestoreStorageLocation] = r.StorageLocation
 		data[contract.KeyRestoreCluster] = r.Cluster
 		data[contract.KeyRestoreBackup] = r.Backup
+		if r.TargetTime != "" {
+			data[contract.KeyRestoreTarget] = r.TargetTime
+		}
 	}
 	r := s.Requests
 	for k, v := range map[string]string{

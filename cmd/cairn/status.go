@@ -127,6 +127,9 @@ type backupView struct {
 	// Age is how long ago LastSuccessful was, at --now.
 	Age   string `json:"age,omitempty"`
 	Stale bool   `json:"stale,omitempty"`
+	// WALArchive: the members' rendered config archives WAL
+	// (archive_mode on among the observed parameters).
+	WALArchive bool `json:"walArchive,omitempty"`
 }
 
 type planStatus struct {
@@ -274,7 +277,7 @@ func gatherStatus(c spec.Cluster, p plan.Plan, obs *live.Cluster, repo *statusRe
 		}
 		if b := obs.Backup; b != nil {
 			s.Backup = &backupView{Schedule: b.Schedule, TimeZone: b.TimeZone, StorageLocation: b.StorageLocation,
-				LastSuccessful: string(b.LastSuccessful), Stale: b.Stale}
+				LastSuccessful: string(b.LastSuccessful), Stale: b.Stale, WALArchive: obs.Parameters["archive_mode"] == "'on'"}
 			if t := b.LastSuccessful.Time(); !t.IsZero() {
 				s.Backup.Age = age(now.Sub(t))
 			}

@@ -104,7 +104,14 @@ func writeBackup(b *strings.Builder, s clusterStatus) {
 		}
 	}
 	if s.Observed && s.Kind == spec.PostgresKind {
-		b.WriteString("WAL archive: none (cairn does not archive WAL yet: a restore brings back a base backup's end)\n")
+		switch bk := s.Backup; {
+		case bk != nil && bk.WALArchive:
+			fmt.Fprintf(b, "WAL archive: every segment to %s (restoreFrom.targetTime restores to a point in time; the runtime's WALArchiveFailing Events and cairn_postgres_wal_* metrics say how it goes)\n", bk.StorageLocation)
+		case bk != nil:
+			b.WriteString("WAL archive: not yet (the members restart with it in the steps that follow; a restore brings back a base backup's end)\n")
+		default:
+			b.WriteString("WAL archive: none (no backup policy: a restore brings back a base backup's end)\n")
+		}
 	}
 }
 

@@ -185,6 +185,9 @@ type RestoreSource struct {
 	Cluster         string `json:"cluster"`
 	// Backup is a backup ID or "latest".
 	Backup string `json:"backup"`
+	// TargetTime is how far PostgreSQL replays archived WAL past the
+	// backup: an RFC 3339 time or "latest"; empty stops at its end.
+	TargetTime string `json:"targetTime,omitempty"`
 }
 
 // BackupSettings is a backup policy as the runtime runs it.

@@ -168,7 +168,8 @@ type Backup struct {
 type RestoreFrom struct {
 	StorageLocation Location `json:"storageLocation" schema:"required" desc:"Where the backup is: the backup.storageLocation of the cluster it was taken of (s3://bucket/prefix or file:///path)."`
 	Cluster         string   `json:"cluster,omitempty" desc:"Name of the cluster the backup was taken of. Default: this cluster's name."`
-	Backup          string   `json:"backup,omitempty" desc:"ID of the backup (cairn backup list shows them), or latest, the default: the newest complete one."`
+	Backup          string   `json:"backup,omitempty" desc:"ID of the backup (cairn backup list shows them), or latest, the default: the newest complete one (with targetTime, the newest that finished before it)."`
+	TargetTime      string   `json:"targetTime,omitempty" desc:"PostgreSQL only: replay the archived WAL past the base backup up to this moment, an RFC 3339 time such as 2026-11-30T14:05:00Z (the new cluster holds exactly the transactions committed by then), or latest for all of it. Without it the cluster holds what the backup held when it ended. The restore refuses a target the archive does not reach, or a gap in the archive before it, saying where."`
 }
 
 // Retention bounds how many backups are kept and for how long.

@@ -61,6 +61,9 @@ func (c *EtcdCluster) validate(v *validator) {
 		// different backup for each.
 		v.fail("spec.restoreFrom.backup", "an etcd cluster needs the backup's ID (cairn backup list shows them), so that every member restores the same snapshot")
 	}
+	if r := c.Spec.RestoreFrom; r != nil && r.TargetTime != "" {
+		v.fail("spec.restoreFrom.targetTime", "an etcd snapshot restores as it was taken: etcd has no log archive to replay to a point in time")
+	}
 }
 
 // required reports fields tagged schema:"required" that were not written,
@@ -196,6 +199,11 @@ func (v *validator) common(c Common, r *Resources) {
 		}
 		if r.Backup != "" && r.Backup != contract.RestoreLatest && !backupIDRE.MatchString(r.Backup) {
 			v.fail("spec.restoreFrom.backup", "%s is not a backup ID such as 20261130T020000Z-1a2b3c (cairn backup list shows them), nor latest", strictyaml.Quote(r.Backup))
+		}
+		if t := r.TargetTime; t != "" && t != contract.RestoreLatest {
+			if _, err := time.Parse(time.RFC3339Nano, t); err != nil {
+				v.fail("spec.restoreFrom.targetTime", "%s is not an RFC 3339 time such as 2026-11-30T14:05:00Z, nor latest", strictyaml.Quote(t))
+			}
 		}
 	}
 	if w := c.MaintenanceWindow; w != nil {
