@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,7 +31,7 @@ func newBackup() *cobra.Command {
 		Use:   "backup",
 		Short: "List a cluster's backups, ask its runtime for one now, or release a pinned one",
 	}
-	cmd.AddCommand(newBackupList(), newBackupRun(), newBackupRelease())
+	cmd.AddCommand(newBackupList(), newBackupRun(), newBackupRelease(), newBackupWALFetch())
 	return cmd
 }
 
@@ -280,16 +281,27 @@ func backupStatus(ctx context.Context, c kubernetes.Interface, ns, name string) 
 func newRestore() *cobra.Command {
 	var o restoreOptions
 	cmd := &cobra.Command{
-		Use:   "restore --location URL --cluster NAME --kind EtcdCluster|PostgresCluster --data-dir DIR [--backup ID]",
+		Use:   "restore --location URL --cluster NAME --kind EtcdCluster|PostgresCluster --data-dir DIR [--backup ID] [--target-time TIME]",
 		Short: "Restore a backup into a new data directory and verify it",
 		Long: `Bring a complete backup of --cluster at --location back into --data-dir,
 which must not exist. The data is checked against its manifest (size and
 SHA-256) as it is read; nothing is left behind on failure. PostgreSQL: the
 base backup's tar is unpacked (it holds its WAL, so the copy starts
-consistent). etcd: the snapshot is restored as etcdutl does, for a new
-one-member cluster named --name at --peer-url; add members to it as usual.`,
+consistent). With --target-time (an RFC 3339 time, or latest) the archived
+WAL is checked first, from the backup to the target, and the restore is
+refused at a gap or a target the archive does not reach; the data
+directory is then left to replay it when PostgreSQL starts on it
+(recovery.signal, and restore_command = cairn backup wal-fetch in
+postgresql.auto.conf), promoting at the target. Without --backup, the
+newest backup that finished before the target. etcd: the snapshot is
+restored as etcdutl does, for a new one-member cluster named --name at
+--peer-url; add members to it as usual.`,
 		Example: `  # the latest PostgreSQL backup into a new data directory
   cairn restore --location s3://my-backup-bucket/postgres --cluster my-production-db --kind PostgresCluster --data-dir /var/lib/restore/pgdata
+
+  # as it was at 14:05 UTC, replaying the archived WAL when PostgreSQL starts
+  cairn restore --location s3://my-backup-bucket/postgres --cluster my-production-db --kind PostgresCluster --data-dir /var/lib/restore/pgdata \
+    --target-time 2026-11-30T14:05:00Z
 
   # an etcd backup, as the first member of a new cluster
   cairn restore --location file:///backups --cluster my-etcd-cluster --kind EtcdCluster --backup 20261130T020000Z-1a2b3c \
@@ -306,6 +318,7 @@ one-member cluster named --name at --peer-url; add members to it as usual.`,
 	f.StringVar(&o.name, "name", "", "etcd: the restored member's name (default: <cluster>-0)")
 	f.StringVar(&o.peerURL, "peer-url", "", "etcd: the restored member's peer URL (required for etcd)")
 	f.StringVar(&o.token, "token", "", "etcd: the new cluster's initial token (default: <cluster>-restored)")
+	f.StringVar(&o.target, "target-time", "", "PostgreSQL: replay the archived WAL to this RFC 3339 time, or latest")
 	for _, r := range []string{"location", "cluster", "kind", "data-dir"} {
 		_ = cmd.MarkFlagRequired(r)
 	}
@@ -313,7 +326,7 @@ one-member cluster named --name at --peer-url; add members to it as usual.`,
 }
 
 type restoreOptions struct {
-	location, cluster, kind, id, dataDir, name, peerURL, token string
+	location, cluster, kind, id, dataDir, name, peerURL, token, target string
 }
 
 func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
@@ -333,15 +346,36 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 	if err != nil {
 		return err
 	}
-	m, err := backup.Find(ctx, st, o.cluster, o.id)
+	var m backup.Manifest
+	if t, terr := time.Parse(time.RFC3339Nano, o.target); terr == nil && o.id == contract.RestoreLatest {
+		m, err = backup.FindBefore(ctx, st, o.cluster, t)
+	} else {
+		m, err = backup.Find(ctx, st, o.cluster, o.id)
+	}
 	if err != nil {
 		return err
 	}
 	if m.Kind != o.kind {
 		return fmt.Errorf("backup %s of %s is of a %s, not a %s", m.ID, o.cluster, m.Kind, o.kind)
 	}
+	var path backup.RecoveryPath
+	if o.target != "" {
+		if m.Kind != spec.PostgresKind {
+			return &exitError{exitUsage, errors.New("cairn restore: --target-time is PostgreSQL's: an etcd snapshot restores as it was taken")}
+		}
+		if path, err = planTarget(ctx, st, m, o.target); err != nil {
+			return err
+		}
+	}
 	if err := k.restore.run(ctx, st, m, o); err != nil {
 		return err
+	}
+	if o.target != "" {
+		if err := writeRecovery(o, m, path); err != nil {
+			os.RemoveAll(o.dataDir) // restored here, by this command: nothing half-prepared stays
+			return err
+		}
+		fmt.Fprintf(w, "recovery to %s prepared in %s: start PostgreSQL on it to replay the archived WAL along timelines %v (the chain reaches %s); it promotes at the target\n", o.target, o.dataDir, path.Timelines, cmp.Or(path.Last, "the backup's end"))
 	}
 	fmt.Fprintf(w, "restored backup %s of %s (%d bytes from %s, finished %s) into %s\n", m.ID, o.cluster, m.Size, m.Source, m.Finished.Format(time.RFC3339), o.dataDir)
 	return nil

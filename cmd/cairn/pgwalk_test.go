@@ -220,8 +220,25 @@ func TestPostgresBackupThenRestore(t *testing.T) {
 		}
 	}
 	l.backupAfter(src, time.Now())
+	// The members archive WAL (the backup policy brings it): 10 orders
+	// after the backup, before the target, 10 after it, then the segment
+	// switched and archived.
+	for i := 40; i < 50; i++ {
+		if err := l.pgWrite(src, primary, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	target := time.Now().UTC().Format(time.RFC3339Nano)
+	time.Sleep(20 * time.Millisecond)
+	for i := 50; i < 60; i++ {
+		if err := l.pgWrite(src, primary, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.pgArchived(src, primary)
 	copySpec := pgSpecAt(dst, 2, "15.10")
-	copySpec["clusters/"+dst+".yaml"] += "  restoreFrom:\n    storageLocation: \"file://" + backups + "\"\n    cluster: " + src + "\n"
+	copySpec["clusters/"+dst+".yaml"] += "  restoreFrom:\n    storageLocation: \"file://" + backups + "\"\n    cluster: " + src + "\n    targetTime: \"" + target + "\"\n"
 	l.editSpec(copySpec)
 	l.converge(dst, func(step string) {
 		if step == "create" {
@@ -231,8 +248,33 @@ func TestPostgresBackupThenRestore(t *testing.T) {
 	var copyPrimary string
 	testbed.Eventually(t, "the copy's primary and replica", func() (err error) { copyPrimary, err = l.primaryOf(dst, 2); return err })
 	n, err := l.pgCount(dst, copyPrimary)
-	if err != nil || n != 40 {
-		t.Fatalf("the copy holds %d orders (%v), want 40", n, err)
+	if err != nil || n != 50 {
+		t.Fatalf("the copy restored to %s holds %d orders (%v), want the 50 committed before it", target, n, err)
 	}
 	l.noDrift("at the end")
+}
+
+// pgArchived switches pod's WAL segment and waits until its archiver has
+// archived it.
+func (l *loop) pgArchived(cluster, pod string) {
+	l.t.Helper()
+	ctx, c, done, err := l.pgConn(cluster, pod)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer done()
+	var seg string
+	if err := c.QueryRow(ctx, "SELECT pg_walfile_name(pg_switch_wal())").Scan(&seg); err != nil {
+		l.t.Fatal(err)
+	}
+	testbed.Eventually(l.t, cluster+" archives "+seg, func() error {
+		var last string
+		if err := c.QueryRow(ctx, "SELECT coalesce(last_archived_wal, '') FROM pg_stat_archiver").Scan(&last); err != nil {
+			return err
+		}
+		if last < seg {
+			return fmt.Errorf("last archived %q", last)
+		}
+		return nil
+	})
 }
