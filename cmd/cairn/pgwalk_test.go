@@ -3,6 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +18,8 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/runtime/backup"
+	"github.com/cairn-dev/cairn/runtime/wal"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -237,6 +244,7 @@ func TestPostgresBackupThenRestore(t *testing.T) {
 		}
 	}
 	l.pgArchived(src, primary)
+	byHandToATarget(t, backups, src, target)
 	copySpec := pgSpecAt(dst, 2, "15.10")
 	copySpec["clusters/"+dst+".yaml"] += "  restoreFrom:\n    storageLocation: \"file://" + backups + "\"\n    cluster: " + src + "\n    targetTime: \"" + target + "\"\n"
 	l.editSpec(copySpec)
@@ -252,6 +260,56 @@ func TestPostgresBackupThenRestore(t *testing.T) {
 		t.Fatalf("the copy restored to %s holds %d orders (%v), want the 50 committed before it", target, n, err)
 	}
 	l.noDrift("at the end")
+}
+
+// byHandToATarget: cairn restore --target-time leaves a data directory
+// that recovers to target with cairn backup wal-fetch, whose fetches
+// exit as PostgreSQL reads them; a target before every backup is refused
+// with nothing left behind.
+func byHandToATarget(t *testing.T, backups, cluster, target string) {
+	t.Helper()
+	loc := "file://" + backups
+	dir := filepath.Join(t.TempDir(), "pgdata")
+	code, out, errOut := cairn(t, "restore", "--location", loc, "--cluster", cluster, "--kind", "PostgresCluster", "--data-dir", dir, "--target-time", target)
+	if code != exitOK || !strings.Contains(out, "recovery to "+target+" prepared") {
+		t.Fatalf("cairn restore --target-time: exit %d\n%s%s", code, out, errOut)
+	}
+	auto, err := os.ReadFile(filepath.Join(dir, "postgresql.auto.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`restore_command = '(\S+) backup wal-fetch --location (\S+) --cluster (\S+) --system (\d+) %f %p'`).FindStringSubmatch(string(auto))
+	if m == nil || m[2] != loc || m[3] != cluster || !strings.Contains(string(auto), "recovery_target_time = ") {
+		t.Fatalf("postgresql.auto.conf:\n%s", auto)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "recovery.signal")); err != nil {
+		t.Fatal(err)
+	}
+	sys, _ := strconv.ParseUint(m[4], 10, 64)
+	keys, err := (&backup.FileStore{Root: backups}).List(context.Background(), backup.WALPrefix(cluster, sys))
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the archive of %s: %v %v", cluster, keys, err)
+	}
+	seg := strings.TrimSuffix(path.Base(keys[len(keys)-1]), ".gz")
+	fetched := filepath.Join(dir, "pg_wal", "RECOVERYXLOG")
+	for _, c := range []struct {
+		name string
+		code int
+	}{{seg, 0}, {"0000000900000000000000FF", wal.ExitMissing}} {
+		if code, _, errOut := cairn(t, "backup", "wal-fetch", "--location", loc, "--cluster", cluster, "--system", m[4], c.name, fetched); code != c.code {
+			t.Errorf("wal-fetch %s: exit %d, want %d: %s", c.name, code, c.code, errOut)
+		}
+	}
+	if fi, err := os.Stat(fetched); err != nil || fi.Size() != 16<<20 {
+		t.Errorf("fetched %s: %v %v", seg, fi, err)
+	}
+	early := filepath.Join(t.TempDir(), "pgdata")
+	if code, _, errOut := cairn(t, "restore", "--location", loc, "--cluster", cluster, "--kind", "PostgresCluster", "--data-dir", early, "--target-time", "2020-01-01T00:00:00Z"); code == exitOK || !strings.Contains(errOut, "no complete backup that finished before") {
+		t.Errorf("a target before every backup: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(early); !os.IsNotExist(err) {
+		t.Errorf("a refused restore left %s", early)
+	}
 }
 
 // pgArchived switches pod's WAL segment and waits until its archiver has

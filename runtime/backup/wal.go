@@ -82,7 +82,9 @@ func (a WALArchive) Push(ctx context.Context, name, path string) error {
 	pr, pw := io.Pipe()
 	go func() {
 		zw, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
-		zw.Name, zw.ModTime = name, a.now()
+		// The header's time has whole seconds; its comment the exact one.
+		now := a.now()
+		zw.Name, zw.ModTime, zw.Comment = name, now, now.UTC().Format(time.RFC3339Nano)
 		_, err := io.CopyBuffer(zw, f, make([]byte, 1<<20))
 		if cerr := zw.Close(); err == nil {
 			err = cerr
@@ -136,6 +138,9 @@ func (a WALArchive) Archived(ctx context.Context, name string) (time.Time, error
 		return time.Time{}, err
 	}
 	c.Close()
+	if t, err := time.Parse(time.RFC3339Nano, zr.Comment); err == nil {
+		return t, nil
+	}
 	return zr.ModTime, nil
 }
 
