@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -272,6 +273,17 @@ func (c Cluster) writeLive(b *strings.Builder) {
 	fmt.Fprintf(b, "  statefulSet: {readOnlyRootFilesystem: true, replicas: %d, updatePartition: %d, version: %q}\n", len(s.members), s.partition, s.version)
 	if c.backup {
 		fmt.Fprintf(b, "  backup: {schedule: %q, timeZone: UTC, storageLocation: %q}\n", c.schedule(), c.location())
+		if c.Kind == Postgres {
+			// and the WAL archiving the policy renders, read back.
+			b.WriteString("  parameters: {")
+			for i, k := range slices.Sorted(maps.Keys(contract.PostgresArchiveSettings)) {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(b, "%s: %q", k, spec.ParamValue(contract.PostgresArchiveSettings[k]).Quoted())
+			}
+			b.WriteString("}\n")
+		}
 	}
 	b.WriteString("  members:\n")
 	for i, m := range s.members {
