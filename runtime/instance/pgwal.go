@@ -52,7 +52,7 @@ func (p *Postgres) ServeWAL(ctx context.Context) error {
 // once the server has promoted and shut down cleanly. PostgreSQL ends
 // such a recovery with an error when it cannot reach the target
 // (PostgreSQL 13 and later), and a segment the path needs that cannot be
-// fetched aborts it (WALExitFailed): the restore fails, and no data
+// fetched aborts it (wal.ExitFailed): the restore fails, and no data
 // directory is put in place.
 func (p *Postgres) recoverTo(ctx context.Context, dir string, path *backup.RecoveryPath, target string) error {
 	if p.wal == nil || p.WALCommand == "" {
@@ -146,16 +146,26 @@ const (
 // after the system identifier and two uint32 versions, where every major
 // from 13 to 18 keeps it.
 func controlState(dir string) (int32, error) {
-	f, err := os.Open(filepath.Join(dir, "global", "pg_control"))
+	b, err := readControl(dir, 16, 4)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	var b [4]byte
-	if _, err := f.ReadAt(b[:], 16); err != nil {
-		return 0, err
+	return int32(byteorder.NativeEndian.Uint32(b)), nil
+}
+
+// readControl reads n bytes at off of dir's global/pg_control, whose
+// fields are in the machine's byte order.
+func readControl(dir string, off int64, n int) ([]byte, error) {
+	f, err := os.Open(filepath.Join(dir, "global", "pg_control"))
+	if err != nil {
+		return nil, err
 	}
-	return int32(byteorder.NativeEndian.Uint32(b[:])), nil
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // tailWriter keeps the last max bytes written to it.

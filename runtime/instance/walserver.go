@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -114,7 +115,8 @@ func (s *WALServer) chown(path string) error {
 func (s *WALServer) handle(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Minute))
-	line, err := bufio.NewReader(c).ReadBytes('\n')
+	// A request is a name and a path: a line of a few hundred bytes.
+	line, err := bufio.NewReader(io.LimitReader(c, 64<<10)).ReadBytes('\n')
 	var reply wal.Reply
 	var req wal.Request
 	switch {
@@ -184,16 +186,11 @@ func (s *WALServer) do(ctx context.Context, req wal.Request) error {
 // SystemIdentifier reads the system identifier from the first field of
 // dir's global/pg_control (a uint64 in the machine's byte order).
 func SystemIdentifier(dir string) (uint64, error) {
-	f, err := os.Open(filepath.Join(dir, "global", "pg_control"))
+	b, err := readControl(dir, 0, 8)
 	if err != nil {
 		return 0, fmt.Errorf("system identifier: %w", err)
 	}
-	defer f.Close()
-	var b [8]byte
-	if _, err := f.ReadAt(b[:], 0); err != nil {
-		return 0, fmt.Errorf("system identifier: %w", err)
-	}
-	id := byteorder.NativeEndian.Uint64(b[:])
+	id := byteorder.NativeEndian.Uint64(b)
 	if id == 0 {
 		return 0, errors.New("system identifier: pg_control holds none")
 	}

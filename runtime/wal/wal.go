@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"path/filepath"
 )
@@ -74,7 +75,7 @@ func request(ctx context.Context, socket, op, name, file string) (int, error) {
 	if _, err := c.Write(append(data, '\n')); err != nil {
 		return ExitFailed, err
 	}
-	line, err := bufio.NewReader(c).ReadBytes('\n')
+	line, err := bufio.NewReader(io.LimitReader(c, 64<<10)).ReadBytes('\n')
 	if err != nil {
 		return ExitFailed, fmt.Errorf("the instance manager's WAL socket: %w", err)
 	}
