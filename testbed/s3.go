@@ -24,7 +24,7 @@ const (
 // process's S3 environment (endpoint, region, credentials, CA bundle) to
 // reach it, as a pod's <cluster>-backup Secret would, and returns the
 // bucket's location.
-func S3Server(t *testing.T, bucket string) string {
+func S3Server(t testing.TB, bucket string) string {
 	t.Helper()
 	be := s3mem.New()
 	if err := be.CreateBucket(bucket); err != nil {

@@ -46,13 +46,20 @@ func (b *pgBed) archiving(m *Postgres, cluster, location string) *Postgres {
 // holds its current WAL position, and returns how long that took.
 func (b *pgBed) archivedPast(ctx context.Context, ord int) time.Duration {
 	b.t.Helper()
-	c := b.conn(ord)
 	start := time.Now()
 	var seg string
-	if err := c.QueryRow(ctx, "SELECT pg_walfile_name(pg_current_wal_lsn())").Scan(&seg); err != nil {
+	if err := b.conn(ord).QueryRow(ctx, "SELECT pg_walfile_name(pg_current_wal_lsn())").Scan(&seg); err != nil {
 		b.t.Fatal(err)
 	}
-	eventually(b.t, 60*time.Second, "pg-"+fmt.Sprint(ord)+" archives "+seg, func(ctx context.Context) error {
+	b.waitArchived(ord, seg)
+	return time.Since(start)
+}
+
+// waitArchived waits until ord's archiver has archived seg.
+func (b *pgBed) waitArchived(ord int, seg string) {
+	b.t.Helper()
+	c := b.conn(ord)
+	eventually(b.t, 2*time.Minute, "pg-"+fmt.Sprint(ord)+" archives "+seg, func(ctx context.Context) error {
 		var last string
 		var failed int64
 		if err := c.QueryRow(ctx, "SELECT coalesce(last_archived_wal, ''), failed_count FROM pg_stat_archiver").Scan(&last, &failed); err != nil {
@@ -65,7 +72,6 @@ func (b *pgBed) archivedPast(ctx context.Context, ord int) time.Duration {
 		}
 		return nil
 	})
-	return time.Since(start)
 }
 
 // insert writes rows from..to, one transaction each, on ord.

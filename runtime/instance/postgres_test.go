@@ -24,17 +24,17 @@ const (
 
 // pgBed runs members "pg-<n>" on 127.0.0.<n+1> with real PostgreSQL 15.
 type pgBed struct {
-	t     *testing.T
+	t     testing.TB
 	bin   string
 	dir   string
 	cred  *syscall.Credential
 	ports map[int]int
 }
 
-func newPGBed(t *testing.T) *pgBed { return newPGBedAt(t, testbed.PostgresBin(t)) }
+func newPGBed(t testing.TB) *pgBed { return newPGBedAt(t, testbed.PostgresBin(t)) }
 
 // newPGBedAt is a bed whose members run the PostgreSQL programs in bin.
-func newPGBedAt(t *testing.T, bin string) *pgBed {
+func newPGBedAt(t testing.TB, bin string) *pgBed {
 	b := &pgBed{t: t, bin: bin, ports: map[int]int{}}
 	dir, err := os.MkdirTemp("", "cairn-pg-")
 	if err != nil {

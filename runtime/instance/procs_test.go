@@ -19,11 +19,11 @@ import (
 
 // Real database processes for the tests, on 127.0.0.x.
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
@@ -46,7 +46,7 @@ func binary(t *testing.T, env, name string) string {
 }
 
 // freePort returns a port free on ip.
-func freePort(t *testing.T, ip string) int {
+func freePort(t testing.TB, ip string) int {
 	t.Helper()
 	l, err := net.Listen("tcp", ip+":0")
 	if err != nil {
@@ -108,7 +108,7 @@ func (p *proc) kill(sig syscall.Signal) {
 }
 
 // eventually polls fn until it returns nil or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, fn func(ctx context.Context) error) {
+func eventually(t testing.TB, timeout time.Duration, what string, fn func(ctx context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
