@@ -89,6 +89,8 @@ as the restore_command cairn restore --target-time writes. It exits as
 PostgreSQL reads a restore_command: 0 fetched, 1 not archived, 255 any
 other failure (a damaged copy, the store unreachable), which stops the
 recovery rather than let it end early.`,
+		Example: `  # as the restore_command cairn restore --target-time writes into postgresql.auto.conf
+  restore_command = '/usr/local/bin/cairn backup wal-fetch --location s3://my-backup-bucket/postgres --cluster my-production-db --system 7441712483402028686 %f %p'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := strconv.ParseUint(system, 10, 64)
