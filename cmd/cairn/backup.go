@@ -347,7 +347,7 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 		return err
 	}
 	var m backup.Manifest
-	if t, terr := time.Parse(time.RFC3339Nano, o.target); terr == nil && o.id == contract.RestoreLatest {
+	if t, terr := backup.ParseTarget(o.target); terr == nil && !t.IsZero() && o.id == contract.RestoreLatest {
 		m, err = backup.FindBefore(ctx, st, o.cluster, t)
 	} else {
 		m, err = backup.Find(ctx, st, o.cluster, o.id)

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/runtime/wal"
 )
@@ -31,12 +31,9 @@ var safeArg = regexp.MustCompile(`^[A-Za-z0-9/._:@+=,-]+$`)
 // planTarget checks the WAL chain from m to target (an RFC 3339 time or
 // latest) before the restore unpacks anything.
 func planTarget(ctx context.Context, st backup.Store, m backup.Manifest, target string) (backup.RecoveryPath, error) {
-	var t time.Time
-	if target != contract.RestoreLatest {
-		var err error
-		if t, err = time.Parse(time.RFC3339Nano, target); err != nil {
-			return backup.RecoveryPath{}, &exitError{exitUsage, fmt.Errorf("cairn restore: --target-time %q is not an RFC 3339 time such as 2026-11-30T14:05:00Z, nor latest", target)}
-		}
+	t, err := backup.ParseTarget(target)
+	if err != nil {
+		return backup.RecoveryPath{}, &exitError{exitUsage, fmt.Errorf("cairn restore: --target-time %w", err)}
 	}
 	return backup.PlanRecovery(ctx, st, m, t)
 }
@@ -54,11 +51,14 @@ func writeRecovery(o restoreOptions, m backup.Manifest, path backup.RecoveryPath
 		}
 	}
 	cmd := fmt.Sprintf("%s backup wal-fetch --location %s --cluster %s --system %s %%f %%p", self, o.location, m.Cluster, m.Postgres.SystemID)
-	settings := "\n# cairn restore --target-time " + o.target + "\n" +
-		"restore_command = '" + cmd + "'\n" +
-		"recovery_target_action = 'promote'\nrecovery_target_timeline = 'latest'\n"
-	if t, err := time.Parse(time.RFC3339Nano, o.target); err == nil {
-		settings += "recovery_target_time = '" + t.UTC().Format("2006-01-02 15:04:05.999999") + "+00'\n"
+	t, err := backup.ParseTarget(o.target)
+	if err != nil {
+		return err
+	}
+	rs := backup.RecoverySettings(cmd, t)
+	settings := "\n# cairn restore --target-time " + o.target + "\n"
+	for _, k := range slices.Sorted(maps.Keys(rs)) {
+		settings += k + " = '" + rs[k] + "'\n"
 	}
 	f, err := os.OpenFile(filepath.Join(o.dataDir, "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {

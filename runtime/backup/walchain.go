@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // RecoveryPath is what a point-in-time recovery from one base backup
@@ -188,4 +190,32 @@ func (p *RecoveryPath) walk(files walFiles) {
 			}
 		}
 	}
+}
+
+// ParseTarget reads a point-in-time restore's target: an RFC 3339 time,
+// or contract.RestoreLatest (the zero time: the end of the archive).
+func ParseTarget(s string) (time.Time, error) {
+	if s == contract.RestoreLatest {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time such as 2026-11-30T14:05:00Z, nor %s", s, contract.RestoreLatest)
+	}
+	return t, nil
+}
+
+// RecoverySettings are the settings that make a restored data directory
+// recover to target (zero: to the end of the archive) with
+// restoreCommand, then promote, following the newest timeline.
+func RecoverySettings(restoreCommand string, target time.Time) map[string]string {
+	s := map[string]string{
+		"restore_command":          restoreCommand,
+		"recovery_target_action":   "promote",
+		"recovery_target_timeline": "latest",
+	}
+	if !target.IsZero() {
+		s["recovery_target_time"] = target.UTC().Format("2006-01-02 15:04:05.999999") + "+00"
+	}
+	return s
 }

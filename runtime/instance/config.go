@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/backup"
 )
 
 // Config is what the rendered ConfigMap <cluster>-cairn tells a member,
@@ -108,13 +108,9 @@ func ReadConfig(dir string) (Config, error) {
 		set(contract.KeyRestoreCluster, func(v string) error { c.Restore.Cluster = v; return nil })
 		set(contract.KeyRestoreBackup, func(v string) error { c.Restore.Backup = v; return nil })
 		set(contract.KeyRestoreTarget, func(v string) error {
-			if v != contract.RestoreLatest {
-				if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
-					return fmt.Errorf("must be an RFC 3339 time or %s, got %q", contract.RestoreLatest, v)
-				}
-			}
+			_, err := backup.ParseTarget(v)
 			c.Restore.Target = v
-			return nil
+			return err
 		})
 		if err == nil && c.Restore.Cluster == "" {
 			err = fmt.Errorf("config %s: missing beside %s", contract.KeyRestoreCluster, contract.KeyRestoreStorageLocation)

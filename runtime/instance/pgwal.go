@@ -55,6 +55,10 @@ func (p *Postgres) ServeWAL(ctx context.Context) error {
 // fetched aborts it (wal.ExitFailed): the restore fails, and no data
 // directory is put in place.
 func (p *Postgres) recoverTo(ctx context.Context, dir string, path *backup.RecoveryPath, target string) error {
+	t, err := backup.ParseTarget(target)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
 	if p.wal == nil || p.WALCommand == "" {
 		return errors.New("restore to a target: the instance manager serves no WAL socket")
 	}
@@ -81,13 +85,8 @@ func (p *Postgres) recoverTo(ctx context.Context, dir string, path *backup.Recov
 	maps.Copy(settings, map[string]string{
 		"listen_addresses": "", "unix_socket_directories": sock,
 		"archive_mode": "off", "ssl": "off", "hot_standby": "off", "synchronous_standby_names": "",
-		"restore_command":          p.WALCommand + " fetch %f %p",
-		"recovery_target_action":   "promote",
-		"recovery_target_timeline": "latest",
 	})
-	if t, err := time.Parse(time.RFC3339Nano, target); err == nil {
-		settings["recovery_target_time"] = t.UTC().Format("2006-01-02 15:04:05.999999") + "+00"
-	}
+	maps.Copy(settings, backup.RecoverySettings(p.WALCommand+" fetch %f %p", t))
 	args := []string{"-D", dir}
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		args = append(args, "-c", k+"="+settings[k])

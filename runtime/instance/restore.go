@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
@@ -24,7 +23,7 @@ func findBackup(ctx context.Context, r *Restore) (backup.Store, backup.Manifest,
 		return nil, backup.Manifest{}, fmt.Errorf("restore: %w", err)
 	}
 	var m backup.Manifest
-	if t, ok := r.targetTime(); ok && r.Backup == contract.RestoreLatest {
+	if t, terr := backup.ParseTarget(r.Target); terr == nil && !t.IsZero() && r.Backup == contract.RestoreLatest {
 		m, err = backup.FindBefore(ctx, st, r.Cluster, t)
 	} else {
 		m, err = backup.Find(ctx, st, r.Cluster, r.Backup)
@@ -33,12 +32,6 @@ func findBackup(ctx context.Context, r *Restore) (backup.Store, backup.Manifest,
 		return nil, backup.Manifest{}, fmt.Errorf("restore: %w", err)
 	}
 	return st, m, nil
-}
-
-// targetTime is the restore's target time, if it names one.
-func (r *Restore) targetTime() (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339Nano, r.Target)
-	return t, err == nil
 }
 
 // restoreEtcd restores the create step's snapshot into the member's
@@ -90,7 +83,10 @@ func (p *Postgres) restorePostgres(ctx context.Context) error {
 	// a gap, or a target the archive does not reach, is refused here.
 	var path *backup.RecoveryPath
 	if r := p.Config.Restore; r.Target != "" {
-		target, _ := r.targetTime() // zero for latest
+		target, err := backup.ParseTarget(r.Target) // zero for latest
+		if err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
 		rp, err := backup.PlanRecovery(ctx, st, m, target)
 		if err != nil {
 			return fmt.Errorf("restore: %w", err)
