@@ -207,6 +207,12 @@ func (a WALArchive) list(ctx context.Context, size int64) (walFiles, error) {
 	if err != nil {
 		return walFiles{}, err
 	}
+	return a.files(keys, size)
+}
+
+// files sorts the keys of a's folder by kind, reading segment names in
+// segments of size.
+func (a WALArchive) files(keys []string, size int64) (walFiles, error) {
 	w := walFiles{segments: map[Segment]bool{}, histories: map[uint32]bool{}}
 	for _, k := range keys {
 		name, ok := strings.CutSuffix(strings.TrimPrefix(k, WALPrefix(a.Cluster, a.System)), walSuffix)

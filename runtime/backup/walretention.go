@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,29 +27,24 @@ func PruneWAL(ctx context.Context, st Store, cluster string, kept []Manifest) ([
 	if err != nil {
 		return nil, err
 	}
-	systems := map[uint64]bool{}
+	// One listing for every system: each one's keys, by its folder.
+	systems := map[uint64][]string{}
 	for _, k := range keys {
 		sys, _, _ := strings.Cut(strings.TrimPrefix(k, root), "/")
 		if id, err := strconv.ParseUint(sys, 10, 64); err == nil {
-			systems[id] = true
+			systems[id] = append(systems[id], k)
 		}
 	}
 	newest := kept[len(kept)-1]
 	var deleted []string
 	var errs []error
-	for _, sys := range slices.Sorted(func(yield func(uint64) bool) {
-		for s := range systems {
-			if !yield(s) {
-				return
-			}
-		}
-	}) {
+	for _, sys := range slices.Sorted(maps.Keys(systems)) {
 		a := WALArchive{Store: st, Cluster: cluster, System: sys}
 		bound, size, found, err := oldestStart(kept, sys)
 		if err != nil {
 			return deleted, err
 		}
-		files, err := a.list(ctx, size)
+		files, err := a.files(systems[sys], size)
 		if err != nil {
 			return deleted, err
 		}
