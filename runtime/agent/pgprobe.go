@@ -88,8 +88,11 @@ const probeSQL = `SELECT pg_is_in_recovery(),
   current_setting('archive_mode') <> 'off',
   COALESCE(a.last_archived_wal, ''), COALESCE(extract(epoch FROM a.last_archived_time), 0)::float8,
   COALESCE(a.last_failed_wal, ''), COALESCE(extract(epoch FROM a.last_failed_time), 0)::float8,
-  (SELECT count(*) FROM pg_ls_archive_statusdir() WHERE name LIKE '%.ready'),
-  (SELECT COALESCE(sum(size), 0) FROM pg_ls_waldir())::int8
+  -- pg_wal is listed only where it is reported: on an archiving primary.
+  CASE WHEN pg_is_in_recovery() OR current_setting('archive_mode') = 'off' THEN 0
+    ELSE (SELECT count(*) FROM pg_ls_archive_statusdir() WHERE name LIKE '%.ready') END,
+  CASE WHEN pg_is_in_recovery() OR current_setting('archive_mode') = 'off' THEN 0
+    ELSE (SELECT COALESCE(sum(size), 0) FROM pg_ls_waldir())::int8 END
 FROM pg_stat_archiver a`
 
 // probeMembers asks every pod's member at once; a pod without an address,
