@@ -53,7 +53,7 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 			peerAccess{from: []networkingv1.NetworkPolicyPeer{membersPeer(n)}, ports: []int32{etcdClientPort, etcdPeerPort}},
 			peerAccess{from: []networkingv1.NetworkPolicyPeer{runtimePeer(n), clientsPeer(n)}, ports: []int32{etcdClientPort}}))
 	}
-	return append(objs, runtimeObjects(n, o, etcdRuntimeRules(n))...), nil
+	return append(objs, runtimeObjects(n, o, etcdRuntimeRules(n, s))...), nil
 }
 
 // etcdPeerService is the headless Service that gives every member a
@@ -85,26 +85,36 @@ func etcdClientService(n names) Object {
 }
 
 func etcdStatefulSet(n names, s Settings, image string, res corev1.ResourceRequirements, o Options) Object {
+	// /health answers false without a leader: fine for readiness, but
+	// liveness must not restart members while quorum is being restored.
+	// With TLS on, the client port asks every client for a certificate,
+	// which the kubelet's probe has none of: /health is read from the
+	// plain metrics port, which serves nothing else.
+	health := &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("client")}
+	ports := []corev1.ContainerPort{
+		{Name: "client", ContainerPort: etcdClientPort},
+		{Name: "peer", ContainerPort: etcdPeerPort},
+	}
+	mounts := append([]corev1.VolumeMount{{Name: dataVolume, MountPath: etcdDataDir}}, commonMounts()...)
+	volumes := commonVolumes(n)
+	if contract.TLSOn(s.TLS) {
+		health.Port = intstr.FromString("metrics")
+		ports = append(ports, corev1.ContainerPort{Name: "metrics", ContainerPort: contract.EtcdMetricsPort})
+		mounts = append(mounts, corev1.VolumeMount{Name: tlsVolume, MountPath: contract.EtcdTLSDir, ReadOnly: true})
+		volumes = append(volumes, etcdTLSVolume(n))
+	}
 	container := corev1.Container{
 		Name:    contract.EtcdContainer,
 		Image:   image,
 		Command: []string{cairnBin, "instance", "etcd", "--data-dir", etcdDataDir + "/data", "--config", cairnConfDir, "--peer-service", n.cluster},
 		Env:     podEnv(n),
 		// A create step from a snapshot reads it from object storage.
-		EnvFrom: backupCredentials(n),
-		Ports: []corev1.ContainerPort{
-			{Name: "client", ContainerPort: etcdClientPort},
-			{Name: "peer", ContainerPort: etcdPeerPort},
-		},
-		Resources:    res,
-		VolumeMounts: append([]corev1.VolumeMount{{Name: dataVolume, MountPath: etcdDataDir}}, commonMounts()...),
-		// /health answers false without a leader: fine for readiness, but
-		// liveness must not restart members while quorum is being restored.
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("client")}},
-			PeriodSeconds: 5, FailureThreshold: 3, TimeoutSeconds: 3,
-		},
-		StartupProbe: startupProbe(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("client")}}),
+		EnvFrom:        backupCredentials(n),
+		Ports:          ports,
+		Resources:      res,
+		VolumeMounts:   mounts,
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: health}, PeriodSeconds: 5, FailureThreshold: 3, TimeoutSeconds: 3},
+		StartupProbe:   startupProbe(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("client")}}),
 		LivenessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("client")}},
 			PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 5,
@@ -129,7 +139,7 @@ func etcdStatefulSet(n names, s Settings, image string, res corev1.ResourceRequi
 				Spec: corev1.PodSpec{
 					InitContainers:                []corev1.Container{installContainer(o)},
 					Containers:                    []corev1.Container{container},
-					Volumes:                       commonVolumes(n),
+					Volumes:                       volumes,
 					TerminationGracePeriodSeconds: ptr(int64(30)),
 					SecurityContext:               podSecurity(65532),
 					AutomountServiceAccountToken:  ptr(false),
@@ -141,11 +151,45 @@ func etcdStatefulSet(n names, s Settings, image string, res corev1.ResourceRequi
 	}}
 }
 
+// tlsVolume holds an etcd member's certificates.
+const tlsVolume = "tls"
+
+// etcdTLSVolume projects the server and client Secrets the runtime keeps
+// into one read-only volume, as the contract.TLSFile* files. The kubelet
+// waits for both Secrets before it starts the pod (a new cluster's
+// members start once the runtime has issued them), and replaces the
+// files when they are renewed. Keys are readable by the pod's group
+// only (fsGroup), certificates by all.
+func etcdTLSVolume(n names) corev1.Volume {
+	item := func(key, path string, mode int32) corev1.KeyToPath {
+		return corev1.KeyToPath{Key: key, Path: path, Mode: ptr(mode)}
+	}
+	secret := func(name string, items ...corev1.KeyToPath) corev1.VolumeProjection {
+		return corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items}}
+	}
+	return corev1.Volume{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr(int32(0o440)),
+		Sources: []corev1.VolumeProjection{
+			secret(contract.ServerTLSSecret(n.cluster),
+				item(contract.TLSKeyCA, contract.TLSFileCA, 0o444),
+				item(contract.TLSKeyCert, contract.TLSFileServerCert, 0o444),
+				item(contract.TLSKeyKey, contract.TLSFileServerKey, 0o440)),
+			secret(contract.ClientTLSSecret(n.cluster),
+				item(contract.TLSKeyCert, contract.TLSFileClientCert, 0o444),
+				item(contract.TLSKeyKey, contract.TLSFileClientKey, 0o440)),
+		},
+	}}}
+}
+
 // etcdConfigKeys are the etcd keys of the ConfigMap <cluster>-cairn: the
-// compaction policy the runtime runs and the space quota the instance
-// managers start the members with.
+// compaction policy the runtime runs, the space quota the instance
+// managers start the members with, and the TLS mode.
 func etcdConfigKeys(s Settings) map[string]string {
 	out := map[string]string{}
+	if contract.TLSOn(s.TLS) {
+		out[contract.KeyTLS] = s.TLS
+	}
 	if c := s.Compaction; c != nil {
 		out[contract.KeyEtcdCompactionMode], out[contract.KeyEtcdCompactionRetention] = c.Mode, c.Retention
 	}

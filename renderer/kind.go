@@ -58,6 +58,9 @@ func (etcdKind) Created(c spec.Cluster, s Settings) Settings {
 	p := e.Spec.CompactionPolicy()
 	s.Compaction = &plan.CompactionSettings{Mode: p.Mode, Retention: string(p.Retention)}
 	s.SpaceQuota = strconv.FormatInt(e.Spec.QuotaBytes(), 10)
+	// A new cluster serves and requires TLS, clients and peers, from its
+	// first start.
+	s.TLS = contract.TLSRequire
 	return s
 }
 

@@ -132,9 +132,9 @@ func writeTLSSettings(conf *strings.Builder) {
 	file := func(name string) string { return "'" + contract.PostgresTLSDir + "/" + name + "'" }
 	for _, kv := range [][2]string{
 		{"ssl", "on"},
-		{"ssl_cert_file", file(contract.PostgresTLSServerCert)},
-		{"ssl_key_file", file(contract.PostgresTLSServerKey)},
-		{"ssl_ca_file", file(contract.PostgresTLSCA)},
+		{"ssl_cert_file", file(contract.TLSFileServerCert)},
+		{"ssl_key_file", file(contract.TLSFileServerKey)},
+		{"ssl_ca_file", file(contract.TLSFileCA)},
 		{"ssl_min_protocol_version", "'TLSv1.2'"},
 	} {
 		fmt.Fprintf(conf, "%s = %s\n", kv[0], kv[1])

@@ -72,9 +72,9 @@ func commonRuntimeRules(n names) []rbacv1.PolicyRule {
 // replaced claim is a member to replace) and the rendered config (a merged step's remove request, the backup
 // policy); listing the pods (a ready member to back up from); keeping its
 // status ConfigMap (backups patch their own key); recording Events.
-func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
+func etcdRuntimeRules(n names, s Settings) []rbacv1.PolicyRule {
 	status := contract.StatusConfigMap(n.cluster)
-	return append(commonRuntimeRules(n),
+	return append(append(commonRuntimeRules(n), certificateRules(n, s)...),
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
 		// delete: a merged recovery step restarts the members.
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"get", "delete"}},
@@ -85,6 +85,25 @@ func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	)
+}
+
+// certificateRules let a runtime keep the cluster's CA and certificate
+// Secrets when TLS is on: creating a Secret cannot be narrowed by name,
+// reading and renewing them is; with a cert-manager issuer, it only
+// reads the client certificate.
+func certificateRules(n names, s Settings) []rbacv1.PolicyRule {
+	switch {
+	case contract.TLSOn(s.TLS) && s.TLSIssuer != nil:
+		return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
+			ResourceNames: []string{contract.ClientTLSSecret(n.cluster)}, Verbs: []string{"get"}}}
+	case contract.TLSOn(s.TLS):
+		return []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{
+				contract.CASecret(n.cluster), contract.ServerTLSSecret(n.cluster), contract.ClientTLSSecret(n.cluster)}, Verbs: []string{"get", "update"}},
+		}
+	}
+	return nil
 }
 
 // postgresRuntimeRules add what a PostgreSQL runtime uses: listing the
@@ -98,19 +117,7 @@ func etcdRuntimeRules(n names) []rbacv1.PolicyRule {
 // cert-manager issuer, it only reads the superuser's certificate.
 func postgresRuntimeRules(n names, s Settings) []rbacv1.PolicyRule {
 	status := contract.StatusConfigMap(n.cluster)
-	var certs []rbacv1.PolicyRule
-	switch {
-	case contract.TLSOn(s.TLS) && s.TLSIssuer != nil:
-		certs = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
-			ResourceNames: []string{contract.ClientTLSSecret(n.cluster)}, Verbs: []string{"get"}}}
-	case contract.TLSOn(s.TLS):
-		certs = []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{
-				contract.CASecret(n.cluster), contract.ServerTLSSecret(n.cluster), contract.ClientTLSSecret(n.cluster)}, Verbs: []string{"get", "update"}},
-		}
-	}
-	return append(append(commonRuntimeRules(n), certs...),
+	return append(append(commonRuntimeRules(n), certificateRules(n, s)...),
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"patch"}},

@@ -44,13 +44,16 @@ func newInstanceEtcd() *cobra.Command {
 func etcdInPod(env podEnv, cfg instance.Config, dataDir, peerService string, log *slog.Logger) *instance.Etcd {
 	host := func(m string) string { return fmt.Sprintf("%s.%s.%s.svc", m, peerService, env.namespace) }
 	peer, client := ":"+strconv.Itoa(contract.EtcdPeerPort), ":"+strconv.Itoa(contract.EtcdClientPort)
+	cs, ps := instance.EtcdSchemes(cfg.TLS)
 	return &instance.Etcd{
 		Name: env.name, DataDir: dataDir, Config: cfg,
-		PeerURL:         func(m string) string { return "http://" + host(m) + peer },
-		ClientURL:       func(m string) string { return "http://" + host(m) + client },
-		ListenPeerURL:   "http://0.0.0.0" + peer,
-		ListenClientURL: "http://0.0.0.0" + client,
-		Endpoints:       []string{fmt.Sprintf("http://%s.%s.svc%s", contract.EtcdClientService(env.cluster), env.namespace, client)},
-		Log:             log,
+		PeerURL:          func(m string) string { return ps + "://" + host(m) + peer },
+		ClientURL:        func(m string) string { return cs + "://" + host(m) + client },
+		ListenPeerURL:    ps + "://0.0.0.0" + peer,
+		ListenClientURL:  cs + "://0.0.0.0" + client,
+		ListenMetricsURL: "http://0.0.0.0:" + strconv.Itoa(contract.EtcdMetricsPort),
+		TLSDir:           contract.EtcdTLSDir,
+		Endpoints:        []string{fmt.Sprintf("%s://%s.%s.svc%s", cs, contract.EtcdClientService(env.cluster), env.namespace, client)},
+		Log:              log,
 	}
 }

@@ -2,9 +2,9 @@ package contract
 
 import "net"
 
-// TLS of PostgreSQL clusters: the modes a cluster moves through, the
-// Secrets that hold its certificates, the names its server certificate
-// carries and the files an instance manager writes them to.
+// TLS of PostgreSQL and etcd clusters: the modes a cluster moves
+// through, the Secrets that hold its certificates, the names its server
+// certificate carries and the files a member reads them from.
 
 // KeyTLS, in the ConfigMap <cluster>-cairn, is the cluster's TLS mode:
 // TLSOff (or the key missing, as in clusters rendered before TLS), then
@@ -91,17 +91,66 @@ const (
 // PostgresTLSDir is where a PostgreSQL member's instance manager writes
 // its certificates, on the memory-backed /dev/shm every member pod
 // mounts: the key never reaches a disk. The files are named by the
-// PostgresTLS* constants.
+// TLSFile* constants.
 const PostgresTLSDir = "/dev/shm/cairn-tls"
 
-// Files in PostgresTLSDir.
+// EtcdTLSDir is where an etcd member's pod mounts its certificates: the
+// server and client Secrets projected into one read-only volume, named
+// by the TLSFile* constants. The kubelet replaces the files when the
+// Secrets change, and etcd reads its certificate and key again at each
+// handshake, so a renewed leaf needs no restart.
+const EtcdTLSDir = "/var/run/cairn/tls"
+
+// Files in PostgresTLSDir and EtcdTLSDir: ca.crt is the server Secret's,
+// the client pair the superuser's (PostgreSQL) or root's (etcd).
 const (
-	PostgresTLSServerCert = "server.crt"
-	PostgresTLSServerKey  = "server.key"
-	PostgresTLSCA         = "ca.crt"
-	PostgresTLSClientCert = "client.crt"
-	PostgresTLSClientKey  = "client.key"
+	TLSFileServerCert = "server.crt"
+	TLSFileServerKey  = "server.key"
+	TLSFileCA         = "ca.crt"
+	TLSFileClientCert = "client.crt"
+	TLSFileClientKey  = "client.key"
 )
+
+// EtcdClientCommonName is the common name of an etcd cluster's client
+// certificate (contract.ClientTLSSecret), with which the runtime and the
+// members' instance managers reach the members: etcd's own name for its
+// superuser, so the certificate keeps its meaning if etcd's
+// authentication is turned on.
+const EtcdClientCommonName = "root"
+
+// EtcdMetricsPort is where an etcd member serves /health and /metrics in
+// plain HTTP, with no client certificate asked: the kubelet's probes
+// cannot present one. It serves nothing else.
+const EtcdMetricsPort = 2381
+
+// EtcdServerNames are the DNS names an etcd cluster's server certificate
+// carries: every member under the peer Service (a wildcard, so one
+// certificate serves members added later) and the client Service, each
+// as a short name, with the namespace, and fully qualified. The members
+// present it both as servers and, to their peers, as clients.
+func EtcdServerNames(cluster, namespace string) []string {
+	var out []string
+	for _, f := range nameForms(EtcdPeerService(cluster), namespace) {
+		out = append(out, "*."+f)
+	}
+	return append(out, nameForms(EtcdClientService(cluster), namespace)...)
+}
+
+// EtcdClientServerName is the name cairn's clients verify an etcd
+// member's certificate against, whichever member they reach: the client
+// Service's, which the certificate of every member carries.
+func EtcdClientServerName(cluster, namespace string) string {
+	return EtcdClientService(cluster) + "." + namespace + ".svc"
+}
+
+// nameForms are a Service's names: short, with the namespace, under
+// svc and fully qualified; only the short name without a namespace.
+func nameForms(name, namespace string) []string {
+	if namespace == "" {
+		return []string{name}
+	}
+	return []string{name, name + "." + namespace, name + "." + namespace + ".svc", name + "." + namespace + ".svc.cluster.local"}
+}
 
 // PostgresServerNames are the DNS names the members' server certificate
 // carries: every member under the headless Service (a wildcard, so one
@@ -112,17 +161,11 @@ const (
 // its own.
 func PostgresServerNames(cluster, namespace string) []string {
 	var out []string
-	forms := func(name string) []string {
-		if namespace == "" {
-			return []string{name}
-		}
-		return []string{name, name + "." + namespace, name + "." + namespace + ".svc", name + "." + namespace + ".svc.cluster.local"}
-	}
-	for _, f := range forms(HeadlessService(cluster)) {
+	for _, f := range nameForms(HeadlessService(cluster), namespace) {
 		out = append(out, "*."+f)
 	}
 	for _, svc := range []string{PrimaryService(cluster), ReplicaService(cluster), ReadService(cluster)} {
-		out = append(out, forms(svc)...)
+		out = append(out, nameForms(svc, namespace)...)
 	}
 	return out
 }

@@ -8,7 +8,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // act makes decide's change and reports whether the membership or the
@@ -28,12 +27,12 @@ func (m *Membership) act(ctx context.Context, cli *clientv3.Client, seen etcdLoo
 	var err error
 	switch a.Kind {
 	case actPromote:
-		err = withOthers(cctx, cli, seen, a.Member.ID, func(c *clientv3.Client) error {
+		err = m.withOthers(cctx, cli, seen, a.Member.ID, func(c *clientv3.Client) error {
 			_, err := c.MemberPromote(cctx, a.Member.ID)
 			return err
 		})
 	case actRemove:
-		err = withOthers(cctx, cli, seen, a.Member.ID, func(c *clientv3.Client) error {
+		err = m.withOthers(cctx, cli, seen, a.Member.ID, func(c *clientv3.Client) error {
 			_, err := c.MemberRemove(cctx, a.Member.ID)
 			return err
 		})
@@ -41,7 +40,7 @@ func (m *Membership) act(ctx context.Context, cli *clientv3.Client, seen etcdLoo
 			return true, nil // someone else removed it: gone all the same
 		}
 	case actMoveLeader:
-		err = moveLeader(cctx, seen, a.Member.ID, a.To.ID)
+		err = m.moveLeader(cctx, seen, a.Member.ID, a.To.ID)
 	}
 	switch {
 	case err == nil:
@@ -57,19 +56,19 @@ func (m *Membership) act(ctx context.Context, cli *clientv3.Client, seen etcdLoo
 // withOthers calls fn with a client of the answering members other than
 // id: a member being removed that serves its own removal stops before it
 // answers, and a learner serves no membership calls.
-func withOthers(ctx context.Context, cli *clientv3.Client, seen etcdLook, id uint64, fn func(*clientv3.Client) error) error {
+func (m *Membership) withOthers(ctx context.Context, cli *clientv3.Client, seen etcdLook, id uint64, fn func(*clientv3.Client) error) error {
 	var eps []string
-	for _, m := range seen.members {
-		if m.id != id && m.answered && !m.learner && len(m.clientURLs) > 0 {
-			eps = append(eps, m.clientURLs[0])
+	for _, o := range seen.members {
+		if o.id != id && o.answered && !o.learner && len(o.clientURLs) > 0 {
+			eps = append(eps, o.clientURLs[0])
 		}
 	}
 	if len(eps) == 0 {
 		return fn(cli)
 	}
-	others, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: callTimeout, Logger: zap.NewNop(), Context: ctx})
+	others, err := m.dial(ctx, eps)
 	if err != nil {
-		return fmt.Errorf("etcd client: %w", err)
+		return err
 	}
 	defer others.Close()
 	return fn(others)
@@ -77,14 +76,14 @@ func withOthers(ctx context.Context, cli *clientv3.Client, seen etcdLook, id uin
 
 // moveLeader asks the leader itself, at its client URL, to hand
 // leadership to member to.
-func moveLeader(ctx context.Context, seen etcdLook, leader, to uint64) error {
-	i := slices.IndexFunc(seen.members, func(m lookedMember) bool { return m.id == leader })
+func (m *Membership) moveLeader(ctx context.Context, seen etcdLook, leader, to uint64) error {
+	i := slices.IndexFunc(seen.members, func(o lookedMember) bool { return o.id == leader })
 	if i < 0 || len(seen.members[i].clientURLs) == 0 {
 		return rpctypes.ErrNotLeader
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: seen.members[i].clientURLs, DialTimeout: callTimeout, Logger: zap.NewNop()})
+	cli, err := m.dial(ctx, seen.members[i].clientURLs)
 	if err != nil {
-		return fmt.Errorf("etcd client: %w", err)
+		return err
 	}
 	defer cli.Close()
 	_, err = cli.MoveLeader(ctx, to)

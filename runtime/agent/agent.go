@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,12 +46,16 @@ type Config struct {
 	// members' client port backups use (2379 when zero).
 	EtcdEndpoints []string
 	EtcdPort      int
+	// EtcdServerIPs are addresses the etcd members' certificate carries
+	// besides their DNS names, for members reached by address (a cluster
+	// without DNS, as the test beds are); empty in Kubernetes.
+	EtcdServerIPs []net.IP
 	// PostgreSQL: PostgresPort is the members' port (5432 when zero);
 	// Failover are the failover timings.
 	PostgresPort int
 	Failover     FailoverSettings
-	// CertLifetime is the lifetime of the TLS certificates the PostgreSQL
-	// runtime issues (pki.LeafLifetime when zero).
+	// CertLifetime is the lifetime of the TLS certificates the runtime
+	// issues (pki.LeafLifetime when zero).
 	CertLifetime time.Duration
 }
 

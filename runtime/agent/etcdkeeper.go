@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/runtime/backup"
+	"github.com/cairn-dev/cairn/runtime/certs"
 )
 
 // etcdInterval is the etcd keeper's default time between passes.
@@ -22,9 +23,13 @@ const etcdInterval = 2 * time.Second
 // cairn_etcd_* metrics.
 func Etcd(client kubernetes.Interface, cfg Config) (Keeper, error) {
 	m := &Membership{Endpoints: cfg.EtcdEndpoints, Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster,
-		Port: cfg.EtcdPort, Log: cfg.Log, interval: cfg.Interval}
+		Port: cfg.EtcdPort, Log: cfg.Log, interval: cfg.Interval,
+		Certs: &certs.Keeper{Client: client, Namespace: cfg.Namespace, Cluster: cfg.Cluster, App: contract.AppEtcd,
+			IPs: cfg.EtcdServerIPs, Lifetime: cfg.CertLifetime, Log: cfg.Log}}
 	if len(m.Endpoints) == 0 {
-		m.Endpoints = []string{fmt.Sprintf("http://%s.%s.svc:%d", contract.EtcdClientService(cfg.Cluster), cfg.Namespace, contract.EtcdClientPort)}
+		// The client Service, over TLS unless the cluster's config turns
+		// it off (keepTLS): no other client is given one.
+		m.Endpoints = []string{fmt.Sprintf("%s.%s.svc:%d", contract.EtcdClientService(cfg.Cluster), cfg.Namespace, contract.EtcdClientPort)}
 	}
 	if cfg.Metrics != nil {
 		metrics, err := NewEtcdMetrics(cfg.Metrics, cfg.Cluster)
@@ -50,6 +55,6 @@ func (m *Membership) BackupSource(ctx context.Context) (backup.Source, string, e
 		return nil, "", errNoMember
 	}
 	p := ready[0]
-	endpoint := "http://" + p.Status.PodIP + ":" + strconv.Itoa(cmp.Or(m.Port, contract.EtcdClientPort))
-	return backup.EtcdSource{Member: p.Name, Endpoint: endpoint}, spec.EtcdKind, nil
+	endpoint := m.scheme() + "://" + p.Status.PodIP + ":" + strconv.Itoa(cmp.Or(m.Port, contract.EtcdClientPort))
+	return backup.EtcdSource{Member: p.Name, Endpoint: endpoint, TLS: m.clientTLS()}, spec.EtcdKind, nil
 }

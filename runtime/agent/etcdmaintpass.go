@@ -12,7 +12,6 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,7 +125,7 @@ func (m *Membership) defragment(ctx context.Context, v maintView, a maintAction)
 		r.Err = err
 		return r
 	}
-	one, err := clientv3.New(clientv3.Config{Endpoints: []string{a.Member.ClientURL}, DialTimeout: callTimeout, Logger: zap.NewNop()})
+	one, err := m.dial(ctx, []string{a.Member.ClientURL})
 	if err != nil {
 		r.Err = err
 		return r

@@ -2,14 +2,14 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/certs"
 )
 
 // Membership looks after an etcd cluster's membership. Each pass looks
@@ -40,6 +41,14 @@ type Membership struct {
 	interval time.Duration
 	// now is the clock; time.Now when nil.
 	now func() time.Time
+	// Certs keeps the cluster's certificate Secrets while its rendered
+	// config turns TLS on (etcdtls.go); nil leaves the cluster to plain
+	// HTTP whatever the config says.
+	Certs *certs.Keeper
+	// tls is how the members are reached: the client configuration of the
+	// last pass, nil for plain HTTP. Backups read it from their own
+	// goroutine.
+	tls atomic.Pointer[tls.Config]
 	// onDefrag, when set, is called as a defragmentation of member starts
 	// (running) and ends: tests watch that no two overlap.
 	onDefrag func(member string, running bool)
@@ -47,9 +56,16 @@ type Membership struct {
 
 // Pass makes one pass: look, decide, act, report.
 func (m *Membership) Pass(ctx context.Context) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: m.Endpoints, DialTimeout: callTimeout, Logger: zap.NewNop()})
+	config, err := m.renderedConfig(ctx)
 	if err != nil {
-		return fmt.Errorf("etcd client: %w", err)
+		return err
+	}
+	if err := m.keepTLS(ctx, config); err != nil { // etcdtls.go
+		return err
+	}
+	cli, err := m.dial(ctx, m.Endpoints)
+	if err != nil {
+		return err
 	}
 	defer cli.Close()
 	prev, err := readEtcdStatus(ctx, m.Client, m.Namespace, m.statusName())
@@ -59,10 +75,6 @@ func (m *Membership) Pass(ctx context.Context) error {
 	sts, err := m.Client.AppsV1().StatefulSets(m.Namespace).Get(ctx, contract.StatefulSet(m.Cluster), metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("read statefulset: %w", err)
-	}
-	config, err := m.renderedConfig(ctx)
-	if err != nil {
-		return err
 	}
 	req, recoverID := requests(config, prev)
 	seen := look(ctx, cli, prev)

@@ -3,6 +3,7 @@ package backup
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
@@ -22,11 +23,14 @@ type EtcdSource struct {
 	// Member is the member's name and Endpoint its client URL.
 	Member, Endpoint string
 	DialTimeout      time.Duration
+	// TLS is the client configuration for a member that serves TLS; nil
+	// for plain HTTP.
+	TLS *tls.Config
 }
 
 // Stream implements Source.
 func (s EtcdSource) Stream(ctx context.Context, w io.Writer, m *Manifest) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: cmp.Or(s.DialTimeout, 5*time.Second), Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: cmp.Or(s.DialTimeout, 5*time.Second), Logger: zap.NewNop(), TLS: s.TLS})
 	if err != nil {
 		return fmt.Errorf("etcd client for %s: %w", s.Member, err)
 	}

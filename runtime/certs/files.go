@@ -45,8 +45,8 @@ type file struct {
 }
 
 // Sync reads ServerTLSSecret and ClientTLSSecret and writes, in Dir,
-// contract.PostgresTLSCA (the server Secret's ca.crt), PostgresTLSServerCert,
-// PostgresTLSServerKey, PostgresTLSClientCert and PostgresTLSClientKey:
+// contract.TLSFileCA (the server Secret's ca.crt), TLSFileServerCert,
+// TLSFileServerKey, TLSFileClientCert and TLSFileClientKey:
 // keys 0600, certificates 0644, Dir 0700 (created when missing). It checks
 // both Secrets before it writes anything: every PEM parses and each key
 // goes with its certificate, else it fails naming the Secret and the key,
@@ -69,11 +69,11 @@ func (f *Files) Sync(ctx context.Context) (changed bool, err error) {
 	}
 	// The CA first, so the bundle that verifies a new leaf is there first.
 	files := []file{
-		{contract.PostgresTLSCA, server[contract.TLSKeyCA], modeCert},
-		{contract.PostgresTLSServerCert, server[contract.TLSKeyCert], modeCert},
-		{contract.PostgresTLSServerKey, server[contract.TLSKeyKey], modeKey},
-		{contract.PostgresTLSClientCert, client[contract.TLSKeyCert], modeCert},
-		{contract.PostgresTLSClientKey, client[contract.TLSKeyKey], modeKey},
+		{contract.TLSFileCA, server[contract.TLSKeyCA], modeCert},
+		{contract.TLSFileServerCert, server[contract.TLSKeyCert], modeCert},
+		{contract.TLSFileServerKey, server[contract.TLSKeyKey], modeKey},
+		{contract.TLSFileClientCert, client[contract.TLSKeyCert], modeCert},
+		{contract.TLSFileClientKey, client[contract.TLSKeyKey], modeKey},
 	}
 	for _, fl := range files {
 		wrote, err := f.write(fl)

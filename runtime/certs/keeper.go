@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"slices"
 	"time"
 
@@ -18,12 +19,20 @@ import (
 	"github.com/cairn-dev/cairn/runtime/pki"
 )
 
-// Keeper keeps the certificate Secrets of one PostgreSQL cluster; the
-// runtime's leader calls Ensure on its passes.
+// Keeper keeps the certificate Secrets of one cluster; the runtime's
+// leader calls Ensure on its passes.
 type Keeper struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Cluster   string
+	// App is the cluster's kind as its pods' name label gives it
+	// (contract.AppPostgres, contract.AppEtcd): it decides the leaves'
+	// names and usage (leaf.go). Empty is PostgreSQL.
+	App string
+	// IPs are addresses an etcd cluster's server certificate carries
+	// besides its DNS names, for members reached by address (a cluster
+	// without DNS, as in the test beds). Empty in a Kubernetes cluster.
+	IPs []net.IP
 	// Lifetime of issued leaves; 0 means pki.LeafLifetime. Ensure refuses
 	// a lifetime so short that a new leaf would be due at once (which
 	// would have it issue again on every pass).

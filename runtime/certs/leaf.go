@@ -21,8 +21,21 @@ type leaf struct {
 	issue func(ca *pki.CA, now time.Time, lifetime time.Duration) (pki.Leaf, error)
 }
 
-// leaves are the server Secret, then the client Secret.
+// leaves are the server Secret, then the client Secret, of the
+// Keeper's kind: for PostgreSQL a server certificate and the superuser's;
+// for etcd a peer certificate (the members serve it and present it to
+// each other) and root's.
 func (k *Keeper) leaves() []leaf {
+	if k.App == contract.AppEtcd {
+		names, ips := contract.EtcdServerNames(k.Cluster, k.Namespace), k.IPs
+		return []leaf{{
+			name: contract.ServerTLSSecret(k.Cluster),
+			want: pki.Want{DNSNames: names, IPs: ips, Peer: true},
+			issue: func(ca *pki.CA, now time.Time, lifetime time.Duration) (pki.Leaf, error) {
+				return ca.IssuePeer(names, ips, now, lifetime)
+			},
+		}, clientLeaf(k.Cluster, contract.EtcdClientCommonName)}
+	}
 	names := contract.PostgresServerNames(k.Cluster, k.Namespace)
 	return []leaf{{
 		name: contract.ServerTLSSecret(k.Cluster),
@@ -30,13 +43,18 @@ func (k *Keeper) leaves() []leaf {
 		issue: func(ca *pki.CA, now time.Time, lifetime time.Duration) (pki.Leaf, error) {
 			return ca.IssueServer(names, now, lifetime)
 		},
-	}, {
-		name: contract.ClientTLSSecret(k.Cluster),
-		want: pki.Want{CommonName: contract.PostgresSuperuser, Client: true},
+	}, clientLeaf(k.Cluster, contract.PostgresSuperuser)}
+}
+
+// clientLeaf is the client Secret of a cluster, for commonName.
+func clientLeaf(cluster, commonName string) leaf {
+	return leaf{
+		name: contract.ClientTLSSecret(cluster),
+		want: pki.Want{CommonName: commonName, Client: true},
 		issue: func(ca *pki.CA, now time.Time, lifetime time.Duration) (pki.Leaf, error) {
-			return ca.IssueClient(contract.PostgresSuperuser, now, lifetime)
+			return ca.IssueClient(commonName, now, lifetime)
 		},
-	}}
+	}
 }
 
 // ensureLeaf makes leaf l's Secret current: created when missing, updated

@@ -36,7 +36,8 @@ type Config struct {
 	// Recover is a merged EtcdRecover step's recovery; nil when there is
 	// none.
 	Recover *Recover
-	// TLS is PostgreSQL's TLS mode (contract.TLSModes).
+	// TLS is the cluster's TLS mode (contract.TLSModes), for
+	// PostgreSQL and etcd members alike.
 	TLS string
 	// ArchiveLocation is where a PostgreSQL member archives WAL: the
 	// backup location. The rendered archive_mode decides whether it does

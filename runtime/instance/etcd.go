@@ -42,8 +42,14 @@ type Etcd struct {
 	// Kubernetes http://<member>.<peer-service>.<namespace>.svc:2380 and
 	// :2379.
 	PeerURL, ClientURL func(member string) string
-	// ListenPeerURL and ListenClientURL are where this member listens.
-	ListenPeerURL, ListenClientURL string
+	// ListenPeerURL and ListenClientURL are where this member listens;
+	// their schemes, as PeerURL's and ClientURL's, are EtcdSchemes' of
+	// the cluster's TLS mode. ListenMetricsURL, with TLS on, is where it
+	// serves /health and /metrics in plain HTTP for the probes.
+	ListenPeerURL, ListenClientURL, ListenMetricsURL string
+	// TLSDir holds the member's certificates (contract.TLSFile*) when the
+	// cluster's TLS mode (Config.TLS) is on: in a pod, contract.EtcdTLSDir.
+	TLSDir string
 	// Endpoints are client URLs that reach the running cluster.
 	Endpoints []string
 	// DialTimeout bounds each attempt to reach the cluster.
@@ -57,8 +63,12 @@ type Etcd struct {
 // Args decides how the member starts and returns the etcd flags for it:
 // from its data, by joining the running cluster, or, for the members of a
 // create step, by bootstrapping. It returns ErrNoCluster or ErrDataLost
-// when the member cannot start yet.
+// when the member cannot start yet, and ErrNoCerts while TLS is on and
+// its certificate files are not all there (etcdtls.go).
 func (e *Etcd) Args(ctx context.Context) ([]string, error) {
+	if err := e.checkTLS(); err != nil {
+		return nil, err
+	}
 	ord, err := contract.PodOrdinal(e.Name)
 	if err != nil {
 		return nil, err
@@ -121,7 +131,11 @@ func (e *Etcd) cluster(ctx context.Context) (*clientv3.Client, []*etcdserverpb.M
 		return nil, nil, errors.New("no endpoints")
 	}
 	timeout := cmpOr(e.DialTimeout, 3*time.Second)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: timeout, Logger: zap.NewNop()})
+	tlsConfig, err := e.clientTLS()
+	if err != nil {
+		return nil, nil, err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: timeout, Logger: zap.NewNop(), TLS: tlsConfig})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -233,7 +247,7 @@ func (e *Etcd) baseArgs() []string {
 		// The rendered spec.spaceQuota; without it etcd's default.
 		args = append(args, "--quota-backend-bytes", strconv.FormatInt(q, 10))
 	}
-	return args
+	return append(args, e.tlsArgs()...)
 }
 
 // bootstrapArgs start one of the create step's members: all of them start

@@ -140,17 +140,17 @@ func (p *Postgres) serverName(host string) string {
 // clientTLS is the TLS config for the server at host: the cluster's CA,
 // the server's name, and with client the superuser's certificate.
 func (p *Postgres) clientTLS(host string, client bool) (*tls.Config, error) {
-	ca, err := os.ReadFile(p.tlsFile(contract.PostgresTLSCA))
+	ca, err := os.ReadFile(p.tlsFile(contract.TLSFileCA))
 	if err != nil {
 		return nil, fmt.Errorf("the cluster's CA: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("the cluster's CA in %s holds no certificate", p.tlsFile(contract.PostgresTLSCA))
+		return nil, fmt.Errorf("the cluster's CA in %s holds no certificate", p.tlsFile(contract.TLSFileCA))
 	}
 	tc := &tls.Config{RootCAs: pool, ServerName: p.serverName(host), MinVersion: tls.VersionTLS12}
 	if client {
-		pair, err := tls.LoadX509KeyPair(p.tlsFile(contract.PostgresTLSClientCert), p.tlsFile(contract.PostgresTLSClientKey))
+		pair, err := tls.LoadX509KeyPair(p.tlsFile(contract.TLSFileClientCert), p.tlsFile(contract.TLSFileClientKey))
 		if err != nil {
 			return nil, fmt.Errorf("the superuser's client certificate: %w", err)
 		}
@@ -207,8 +207,8 @@ func (p *Postgres) conninfo(host string, port int, user string) string {
 		if mode == contract.TLSRequire {
 			sslmode = "verify-full"
 		}
-		kv = append(kv, [2]string{"sslmode", sslmode}, [2]string{"sslrootcert", p.tlsFile(contract.PostgresTLSCA)},
-			[2]string{"sslcert", p.tlsFile(contract.PostgresTLSClientCert)}, [2]string{"sslkey", p.tlsFile(contract.PostgresTLSClientKey)})
+		kv = append(kv, [2]string{"sslmode", sslmode}, [2]string{"sslrootcert", p.tlsFile(contract.TLSFileCA)},
+			[2]string{"sslcert", p.tlsFile(contract.TLSFileClientCert)}, [2]string{"sslkey", p.tlsFile(contract.TLSFileClientKey)})
 	}
 	parts := make([]string, len(kv))
 	for i, e := range kv {
@@ -231,9 +231,9 @@ func conninfoValue(v string) string {
 // own directory; -c settings rule over the file's, at reloads too).
 func TLSFileSettings(dir string) map[string]string {
 	return map[string]string{
-		"ssl_cert_file": filepath.Join(dir, contract.PostgresTLSServerCert),
-		"ssl_key_file":  filepath.Join(dir, contract.PostgresTLSServerKey),
-		"ssl_ca_file":   filepath.Join(dir, contract.PostgresTLSCA),
+		"ssl_cert_file": filepath.Join(dir, contract.TLSFileServerCert),
+		"ssl_key_file":  filepath.Join(dir, contract.TLSFileServerKey),
+		"ssl_ca_file":   filepath.Join(dir, contract.TLSFileCA),
 	}
 }
 

@@ -66,8 +66,8 @@ func (c *testCerts) files(dir string, b *pgBed) CertSync {
 		defer c.mu.Unlock()
 		changed := false
 		for name, data := range map[string][]byte{
-			contract.PostgresTLSServerCert: c.server.CertPEM, contract.PostgresTLSServerKey: c.server.KeyPEM,
-			contract.PostgresTLSCA: c.ca.CertPEM, contract.PostgresTLSClientCert: c.client.CertPEM, contract.PostgresTLSClientKey: c.client.KeyPEM,
+			contract.TLSFileServerCert: c.server.CertPEM, contract.TLSFileServerKey: c.server.KeyPEM,
+			contract.TLSFileCA: c.ca.CertPEM, contract.TLSFileClientCert: c.client.CertPEM, contract.TLSFileClientKey: c.client.KeyPEM,
 		} {
 			path := filepath.Join(dir, name)
 			if old, err := os.ReadFile(path); err == nil && string(old) == string(data) {

@@ -2,6 +2,7 @@ package pki
 
 import (
 	"crypto/x509"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -10,8 +11,13 @@ import (
 // Want is what a leaf must be.
 type Want struct {
 	DNSNames   []string // a server certificate's names, compared as a set
+	IPs        []net.IP // a server certificate's addresses, compared as a set
 	CommonName string   // a client certificate's CN ("" for a server)
 	Client     bool
+	// Peer: a server certificate that its holder also presents as a
+	// client (etcd members reach each other with it), so it carries both
+	// server and client authentication. Client must be false.
+	Peer bool
 }
 
 // Reasons Due gives, for a log line and an Event.
@@ -59,7 +65,7 @@ func Due(certPEM, keyPEM []byte, ca *CA, want Want, now time.Time) (bool, string
 	if reason := validity(cert, ca, now); reason != "" {
 		return true, reason
 	}
-	if reason := usageDiffers(cert, want.Client); reason != "" {
+	if reason := usageDiffers(cert, want); reason != "" {
 		return true, reason
 	}
 	roots := x509.NewCertPool()
@@ -67,12 +73,12 @@ func Due(certPEM, keyPEM []byte, ca *CA, want Want, now time.Time) (bool, string
 	opts := x509.VerifyOptions{
 		Roots:       roots,
 		CurrentTime: now,
-		KeyUsages:   []x509.ExtKeyUsage{extUsage(want.Client)},
+		KeyUsages:   []x509.ExtKeyUsage{extUsages(want)[0]},
 	}
 	if _, err := cert.Verify(opts); err != nil {
 		return true, reasonNotSigned
 	}
-	if !sameNames(cert.DNSNames, want.DNSNames) {
+	if !sameNames(cert.DNSNames, want.DNSNames) || !sameIPs(cert.IPAddresses, want.IPs) {
 		return true, reasonNames
 	}
 	if (want.Client || want.CommonName != "") && cert.Subject.CommonName != want.CommonName {
@@ -97,28 +103,35 @@ func validity(cert *x509.Certificate, ca *CA, now time.Time) string {
 	return ""
 }
 
-// usageDiffers says why cert's extended key usage is not exactly server
-// (or, if client, client) authentication, or "".
-func usageDiffers(cert *x509.Certificate, client bool) string {
-	want := extUsage(client)
-	if !slices.Contains(cert.ExtKeyUsage, want) {
-		if client {
-			return reasonNotClient
+// usageDiffers says why cert's extended key usage is not exactly what
+// want asks for (server authentication; client authentication for a
+// client; both for a peer), or "".
+func usageDiffers(cert *x509.Certificate, want Want) string {
+	usages := extUsages(want)
+	for _, u := range usages {
+		if !slices.Contains(cert.ExtKeyUsage, u) {
+			if u == x509.ExtKeyUsageClientAuth {
+				return reasonNotClient
+			}
+			return reasonNotServer
 		}
-		return reasonNotServer
 	}
-	if len(cert.UnknownExtKeyUsage) > 0 || slices.ContainsFunc(cert.ExtKeyUsage, func(u x509.ExtKeyUsage) bool { return u != want }) {
+	if len(cert.UnknownExtKeyUsage) > 0 || slices.ContainsFunc(cert.ExtKeyUsage, func(u x509.ExtKeyUsage) bool { return !slices.Contains(usages, u) }) {
 		return reasonUsage
 	}
 	return ""
 }
 
-// extUsage is the extended key usage of a client or a server certificate.
-func extUsage(client bool) x509.ExtKeyUsage {
-	if client {
-		return x509.ExtKeyUsageClientAuth
+// extUsages are the extended key usages of the leaf want describes, the
+// one it is verified for first.
+func extUsages(want Want) []x509.ExtKeyUsage {
+	switch {
+	case want.Client:
+		return []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	case want.Peer:
+		return []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	}
-	return x509.ExtKeyUsageServerAuth
+	return []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 }
 
 // Due reports whether ca is past two thirds of its lifetime, when the
@@ -143,6 +156,21 @@ func nameSet(names []string) []string {
 	set := make([]string, 0, len(names))
 	for _, n := range names {
 		set = append(set, strings.ToLower(n))
+	}
+	slices.Sort(set)
+	return slices.Compact(set)
+}
+
+// sameIPs reports whether a and b hold the same addresses, in any order,
+// repeats ignored.
+func sameIPs(a, b []net.IP) bool {
+	return slices.Equal(ipSet(a), ipSet(b))
+}
+
+func ipSet(ips []net.IP) []string {
+	set := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		set = append(set, ip.String())
 	}
 	slices.Sort(set)
 	return slices.Compact(set)

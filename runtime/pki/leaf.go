@@ -6,6 +6,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -36,6 +37,32 @@ func (ca *CA) IssueServer(dnsNames []string, now time.Time, lifetime time.Durati
 	})
 	if err != nil {
 		return Leaf{}, fmt.Errorf("issue server certificate for %s: %w", dnsNames[0], err)
+	}
+	return leaf, nil
+}
+
+// IssuePeer issues a certificate its holder both serves and presents as
+// a client (ExtKeyUsageServerAuth and ExtKeyUsageClientAuth), as an etcd
+// member does to its peers: for dnsNames (which may hold wildcards) and,
+// when a member is reached by address, ips. Its CommonName is
+// dnsNames[0]; the validity and the key are as IssueServer's.
+func (ca *CA) IssuePeer(dnsNames []string, ips []net.IP, now time.Time, lifetime time.Duration) (Leaf, error) {
+	if len(dnsNames) == 0 {
+		return Leaf{}, errors.New("issue peer certificate: no DNS names")
+	}
+	for _, n := range dnsNames {
+		if n == "" {
+			return Leaf{}, errors.New("issue peer certificate: empty DNS name")
+		}
+	}
+	leaf, err := ca.issue(now, lifetime, func(c *x509.Certificate) {
+		c.Subject = pkix.Name{CommonName: dnsNames[0]}
+		c.DNSNames = append([]string(nil), dnsNames...)
+		c.IPAddresses = append([]net.IP(nil), ips...)
+		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	})
+	if err != nil {
+		return Leaf{}, fmt.Errorf("issue peer certificate for %s: %w", dnsNames[0], err)
 	}
 	return leaf, nil
 }

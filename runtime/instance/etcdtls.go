@@ -1,0 +1,124 @@
+package instance
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+)
+
+// TLS of an etcd member, by the cluster's TLS mode (contract.KeyTLS):
+//   - off: clients and peers speak plain HTTP, as before TLS;
+//   - require: the client port serves only TLS and admits only clients
+//     with a certificate of the cluster's CA (--client-cert-auth); peers
+//     reach each other only over TLS, each presenting the members'
+//     certificate (--peer-client-cert-auth); /health and /metrics are
+//     served in plain HTTP on their own port (ListenMetricsURL), which
+//     serves nothing else, for the kubelet's probes. The member's own
+//     calls to the cluster (listing, adding itself) present the client
+//     certificate and verify the server's.
+//
+// etcd reads its certificate and key files again at each handshake, so a
+// renewed leaf takes effect without a restart; the CA bundle (ca.crt) is
+// read when etcd starts.
+//
+// accept (clients over both, peers over plain HTTP) is a mode the
+// PostgreSQL kind moves through; no etcd cluster is rendered in it yet
+// (docs/security.md), and a member started in it is refused.
+
+// EtcdSchemes are the URL schemes of an etcd member's client and peer
+// URLs in TLS mode mode.
+func EtcdSchemes(mode string) (client, peer string) {
+	if contract.TLSOn(mode) {
+		return "https", "https"
+	}
+	return "http", "http"
+}
+
+// tlsArgs are etcd's TLS flags for the cluster's mode.
+func (e *Etcd) tlsArgs() []string {
+	if !contract.TLSOn(e.Config.TLS) {
+		return nil
+	}
+	cert, key, ca := e.tlsFile(contract.TLSFileServerCert), e.tlsFile(contract.TLSFileServerKey), e.tlsFile(contract.TLSFileCA)
+	args := []string{
+		"--cert-file", cert, "--key-file", key, "--trusted-ca-file", ca, "--client-cert-auth",
+		"--peer-cert-file", cert, "--peer-key-file", key, "--peer-trusted-ca-file", ca, "--peer-client-cert-auth",
+	}
+	if e.ListenMetricsURL != "" {
+		args = append(args, "--listen-metrics-urls", e.ListenMetricsURL)
+	}
+	return args
+}
+
+// checkTLS fails unless the member can start in the cluster's TLS mode:
+// a known mode etcd members are rendered in, and, with TLS on, every
+// certificate file readable (the kubelet mounts them before the
+// container starts; a member started outside a pod waits for them).
+func (e *Etcd) checkTLS() error {
+	switch e.Config.TLS {
+	case "", contract.TLSOff:
+		return nil
+	case contract.TLSRequire:
+	default:
+		return fmt.Errorf("%s: the cluster's TLS mode is %q; etcd members start with %s or %s only", e.Name, e.Config.TLS, contract.TLSOff, contract.TLSRequire)
+	}
+	if e.TLSDir == "" {
+		return fmt.Errorf("%s: TLS is on and the member has no certificate directory", e.Name)
+	}
+	for _, f := range []string{contract.TLSFileCA, contract.TLSFileServerCert, contract.TLSFileServerKey, contract.TLSFileClientCert, contract.TLSFileClientKey} {
+		if _, err := os.Stat(e.tlsFile(f)); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%s: %w (%s)", e.Name, ErrNoCerts, e.tlsFile(f))
+			}
+			return fmt.Errorf("%s: certificate file: %w", e.Name, err)
+		}
+	}
+	return nil
+}
+
+// clientTLS is the TLS configuration of the member's own calls to the
+// cluster: nil with TLS off; with it on, the client certificate (read
+// again at each handshake, so a renewed one is used) and the cluster's
+// CA bundle as the only roots. Server names are verified against the
+// endpoint's host, which the members' certificate carries.
+func (e *Etcd) clientTLS() (*tls.Config, error) {
+	if !contract.TLSOn(e.Config.TLS) {
+		return nil, nil
+	}
+	return EtcdClientTLS(e.TLSDir)
+}
+
+// EtcdClientTLS is the TLS configuration of a client of an etcd cluster
+// whose certificate files (contract.TLSFile*) are in dir: the client
+// pair, read again at each handshake, and the CA bundle as the only
+// roots. It fails when the bundle cannot be read or holds no
+// certificate.
+func EtcdClientTLS(dir string) (*tls.Config, error) {
+	caPEM, err := os.ReadFile(filepath.Join(dir, contract.TLSFileCA))
+	if err != nil {
+		return nil, fmt.Errorf("etcd client TLS: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("etcd client TLS: %s holds no certificate", filepath.Join(dir, contract.TLSFileCA))
+	}
+	cert, key := filepath.Join(dir, contract.TLSFileClientCert), filepath.Join(dir, contract.TLSFileClientKey)
+	if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+		return nil, fmt.Errorf("etcd client TLS: %w", err)
+	}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		RootCAs:    roots,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			c, err := tls.LoadX509KeyPair(cert, key)
+			return &c, err
+		},
+	}, nil
+}
+
+func (e *Etcd) tlsFile(name string) string { return filepath.Join(e.TLSDir, name) }
