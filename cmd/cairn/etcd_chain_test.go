@@ -141,7 +141,9 @@ func (l *loop) clusterVersion(cluster string, ord int) string {
 	if err != nil {
 		return ""
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: l.etcdTLS(cluster)}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Do(req)
 	if err != nil {
 		return ""
 	}

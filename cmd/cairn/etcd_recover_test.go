@@ -9,7 +9,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,11 +41,7 @@ func TestEtcdQuorumLossRecoversFromTheSnapshot(t *testing.T) {
 	// sees.
 	l.bed.Down(t, kv, 0)
 	l.podNotReady(kv + "-0")
-	others, err := clientv3.New(clientv3.Config{Endpoints: l.bed.Endpoints(kv, 3)[1:], DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer others.Close()
+	others := l.clientOf(kv, l.bed.Endpoints(kv, 3)[1:])
 	put(t, l, others, "b", 30)
 	snap, snapRev := l.manualBackup(kv, "before-the-loss")
 	put(t, l, others, "c", 10) // after the snapshot: lost by the recovery

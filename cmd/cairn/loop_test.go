@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -148,7 +149,7 @@ func (l *loop) runRuntime(cluster string) {
 		t.Fatal(err)
 	}
 	acfg := agent.Config{Cluster: cluster, Namespace: l.ns, Identity: "runtime-0", Interval: 300 * time.Millisecond,
-		EtcdEndpoints: l.bed.Endpoints(cluster, 3), Log: testbed.Logger(t, slog.LevelWarn)}
+		EtcdEndpoints: l.bed.Endpoints(cluster, 3), EtcdServerIPs: l.bed.ServerIPs(cluster, 8), Log: testbed.Logger(t, slog.LevelWarn)}
 	keeper := agent.Etcd
 	if strings.HasPrefix(cluster, "pg-") {
 		keeper, acfg.PostgresPort, acfg.Interval = agent.Postgres, pgbed.Port, 200*time.Millisecond
@@ -327,9 +328,15 @@ func (l *loop) editSpec(files map[string]string) {
 	l.merged = time.Now()
 }
 
-// client is an etcd client of a cluster's first n members.
+// client is an etcd client of a cluster's first n members, over TLS as
+// the runtime reaches them once the cluster serves it.
 func (l *loop) client(cluster string, n int) *clientv3.Client {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: l.bed.Endpoints(cluster, n), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	return l.clientOf(cluster, l.bed.Endpoints(cluster, n))
+}
+
+// clientOf is an etcd client of a cluster's members at endpoints.
+func (l *loop) clientOf(cluster string, endpoints []string) *clientv3.Client {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: l.etcdTLS(cluster)})
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -337,11 +344,25 @@ func (l *loop) client(cluster string, n int) *clientv3.Client {
 	return cli
 }
 
+// etcdTLS is the client TLS configuration of cluster's members: root's
+// certificate and the cluster's CA, nil while it serves plain HTTP.
+func (l *loop) etcdTLS(cluster string) *tls.Config {
+	tc, err := l.bed.ClientTLS(l.ctx, cluster)
+	if err != nil {
+		l.t.Fatalf("TLS of %s: %v", cluster, err)
+	}
+	return tc
+}
+
 // voters checks that the cluster has exactly n members, all healthy
 // voters.
 func (l *loop) voters(cluster string, n int) func() error {
 	return func() error {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: l.bed.Endpoints(cluster, n), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+		tc, err := l.bed.ClientTLS(l.ctx, cluster)
+		if err != nil {
+			return err
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: l.bed.Endpoints(cluster, n), DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: tc})
 		if err != nil {
 			return err
 		}

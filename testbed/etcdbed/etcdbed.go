@@ -2,8 +2,10 @@ package etcdbed
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/certs"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/testbed"
 )
@@ -36,10 +39,12 @@ type Bed struct {
 	// Addresses give each member its own loopback address.
 	*testbed.Addresses
 
-	// running are the members started, by pod name (faults.go).
+	// running are the members started, by pod name (faults.go); tls
+	// the clusters whose config turns TLS on, as their last pod started.
 	mu      sync.Mutex
 	running map[string]*member
 	held    map[string]bool
+	tls     map[string]bool
 }
 
 // New returns a bed for namespace ns of cp.
@@ -58,18 +63,61 @@ func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *B
 	}
 }
 
-// ClientURL is the client URL of member ordinal ord of cluster.
+// ClientURL is the client URL of member ordinal ord of cluster: https
+// once the cluster's pods start with TLS on.
 func (b *Bed) ClientURL(cluster string, ord int) string {
-	return "http://" + b.IP(cluster, ord) + ":" + strconv.Itoa(contract.EtcdClientPort)
+	scheme, _ := instance.EtcdSchemes(b.mode(cluster))
+	return scheme + "://" + b.address(cluster, ord)
 }
 
-// Endpoints are the client URLs of members 0..n-1 of cluster.
+func (b *Bed) address(cluster string, ord int) string {
+	return b.IP(cluster, ord) + ":" + strconv.Itoa(contract.EtcdClientPort)
+}
+
+// Endpoints are the client endpoints of members 0..n-1 of cluster,
+// host:port without a scheme: an etcd client reaches them over TLS when
+// it has a TLS configuration (ClientTLS), in plain HTTP otherwise, so
+// they serve a runtime made before the cluster's pods start.
 func (b *Bed) Endpoints(cluster string, n int) []string {
 	var eps []string
 	for i := range n {
-		eps = append(eps, b.ClientURL(cluster, i))
+		eps = append(eps, b.address(cluster, i))
 	}
 	return eps
+}
+
+// ServerIPs are the addresses of members 0..n-1 of cluster, which the
+// runtime's certificate for them must carry (agent.Config.EtcdServerIPs):
+// the bed has no DNS, and etcd's peers verify each other by address.
+func (b *Bed) ServerIPs(cluster string, n int) []net.IP {
+	var ips []net.IP
+	for i := range n {
+		ips = append(ips, net.ParseIP(b.IP(cluster, i)))
+	}
+	return ips
+}
+
+// ClientTLS is a TLS configuration with which a test reaches cluster's
+// members as the runtime does (root's certificate, the cluster's CA):
+// nil while the cluster's pods have not started with TLS on.
+func (b *Bed) ClientTLS(ctx context.Context, cluster string) (*tls.Config, error) {
+	if !contract.TLSOn(b.mode(cluster)) {
+		return nil, nil
+	}
+	m, err := (&certs.Files{Client: b.client, Namespace: b.ns, Cluster: cluster}).Material(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m.ClientConfig(contract.EtcdClientServerName(cluster, b.ns))
+}
+
+func (b *Bed) mode(cluster string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tls[cluster] {
+		return contract.TLSRequire
+	}
+	return contract.TLSOff
 }
 
 // Start backs an etcd pod; other pods are not backed.
@@ -99,16 +147,31 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 	if err != nil {
 		return testbed.Running{}, false, err
 	}
+	b.mu.Lock()
+	if b.tls == nil {
+		b.tls = map[string]bool{}
+	}
+	b.tls[cluster] = contract.TLSOn(cfg.TLS)
+	b.mu.Unlock()
+	cs, ps := instance.EtcdSchemes(cfg.TLS)
 	e := &instance.Etcd{
 		Name: pod.Name, DataDir: filepath.Join(b.dir, string(claim.UID), "data"), Config: cfg,
-		PeerURL:   func(m string) string { return "http://" + b.IP(cluster, ordinalOf(m)) + peerPort },
+		PeerURL:   func(m string) string { return ps + "://" + b.IP(cluster, ordinalOf(m)) + peerPort },
 		ClientURL: func(m string) string { return b.ClientURL(cluster, ordinalOf(m)) },
 		Endpoints: b.endpoints(ctx, cluster, pod.Name), DialTimeout: 2 * time.Second,
 		Log: b.log.With("pod", pod.Name), Version: version,
 	}
 	ip := b.IP(cluster, ord)
-	e.ListenPeerURL, e.ListenClientURL = "http://"+ip+peerPort, b.ClientURL(cluster, ord)
-	m := &member{bed: b, etcd: e, bin: bin, done: make(chan struct{}), pod: pod.Name}
+	e.ListenPeerURL, e.ListenClientURL = ps+"://"+ip+peerPort, cs+"://"+b.address(cluster, ord)
+	var files *certs.Files
+	if contract.TLSOn(cfg.TLS) {
+		// The pod's projected volume of the server and client Secrets, as
+		// the kubelet keeps it (refreshed while the member runs).
+		e.TLSDir = filepath.Join(b.dir, pod.Name+"-tls-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+		e.ListenMetricsURL = "http://" + ip + ":" + strconv.Itoa(contract.EtcdMetricsPort)
+		files = &certs.Files{Client: b.client, Namespace: b.ns, Cluster: cluster, Dir: e.TLSDir, Uid: -1, Gid: -1}
+	}
+	m := &member{bed: b, etcd: e, bin: bin, done: make(chan struct{}), pod: pod.Name, files: files}
 	mctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	b.track(m)
@@ -160,7 +223,8 @@ func (b *Bed) config(ctx context.Context, cluster string) (instance.Config, erro
 }
 
 // endpoints are the client URLs of the cluster's other pods, as the
-// <cluster>-client Service would route to them.
+// <cluster>-client Service would route to them, in the scheme of the
+// cluster's TLS mode.
 func (b *Bed) endpoints(ctx context.Context, cluster, self string) []string {
 	pods, err := b.client.CoreV1().Pods(b.ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelInstance + "=" + cluster})
 	if err != nil {
@@ -177,10 +241,13 @@ func (b *Bed) endpoints(ctx context.Context, cluster, self string) []string {
 
 // member is one pod's instance manager and etcd process.
 type member struct {
-	bed    *Bed
-	etcd   *instance.Etcd
-	bin    string
-	pod    string
+	bed  *Bed
+	etcd *instance.Etcd
+	bin  string
+	pod  string
+	// files, with TLS on, write the pod's certificates as its projected
+	// volume holds them; nil with TLS off.
+	files  *certs.Files
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -192,6 +259,23 @@ type member struct {
 // instance.RunEtcd does, then runs etcd until it exits or is stopped.
 func (m *member) run(ctx context.Context) {
 	defer close(m.done)
+	if m.files != nil {
+		// The kubelet starts no container until the projected Secrets
+		// exist, and keeps the files current while it runs.
+		for {
+			_, err := m.files.Sync(ctx)
+			if err == nil {
+				break
+			}
+			m.etcd.Log.Info("member waits for its certificates", "err", err.Error())
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+		go m.refresh(ctx)
+	}
 	var args []string
 	for {
 		var err error
@@ -230,6 +314,21 @@ func (m *member) run(ctx context.Context) {
 	_ = cmd.Wait()
 }
 
+// refresh rewrites the pod's certificate files from the Secrets every
+// second until ctx ends, as the kubelet refreshes a projected volume.
+func (m *member) refresh(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		if _, err := m.files.Sync(ctx); err != nil && ctx.Err() == nil {
+			m.etcd.Log.Warn("certificate files not refreshed", "err", err.Error())
+		}
+	}
+}
+
 func (m *member) exited() bool {
 	select {
 	case <-m.done:
@@ -257,11 +356,16 @@ func (m *member) stop() {
 	<-m.done
 }
 
-// ready is the rendered readiness probe: etcd's /health.
+// ready is the rendered readiness probe: etcd's /health, on the metrics
+// port with TLS on.
 func (m *member) ready(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.etcd.ClientURL(m.etcd.Name)+"/health", nil)
+	u := m.etcd.ClientURL(m.etcd.Name)
+	if m.etcd.ListenMetricsURL != "" {
+		u = m.etcd.ListenMetricsURL
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/health", nil)
 	if err != nil {
 		return false
 	}
