@@ -127,7 +127,8 @@ const EtcdMetricsPort = 2381
 // carries: every member under the peer Service (a wildcard, so one
 // certificate serves members added later) and the client Service, each
 // as a short name, with the namespace, and fully qualified. The members
-// present it both as servers and, to their peers, as clients.
+// present it both as servers and, to their peers, as clients. The first
+// is EtcdPeerCommonName, the certificate's common name.
 func EtcdServerNames(cluster, namespace string) []string {
 	var out []string
 	for _, f := range nameForms(EtcdPeerService(cluster), namespace) {
@@ -135,6 +136,12 @@ func EtcdServerNames(cluster, namespace string) []string {
 	}
 	return append(out, nameForms(EtcdClientService(cluster), namespace)...)
 }
+
+// EtcdPeerCommonName is the common name of an etcd cluster's server
+// certificate, which the members present to each other: etcd admits a
+// peer only with it (--peer-cert-allowed-cn), so root's client
+// certificate, from the same CA, cannot pose as a member.
+func EtcdPeerCommonName(cluster string) string { return "*." + EtcdPeerService(cluster) }
 
 // EtcdClientServerName is the name cairn's clients verify an etcd
 // member's certificate against, whichever member they reach: the client

@@ -49,10 +49,32 @@ func (e *Etcd) tlsArgs() []string {
 		"--cert-file", cert, "--key-file", key, "--trusted-ca-file", ca, "--client-cert-auth",
 		"--peer-cert-file", cert, "--peer-key-file", key, "--peer-trusted-ca-file", ca, "--peer-client-cert-auth",
 	}
+	// etcd checks by default that a peer's certificate names the address
+	// it connects from, resolving each DNS name: a wildcard never
+	// resolves, and a pod's address is not known when its certificate is
+	// issued. A peer is instead proven by the members' certificate
+	// itself: signed by the cluster's CA, with client authentication,
+	// and with the members' common name, which root's client certificate
+	// (the other one the CA signs) does not carry.
+	if cluster, ok := contract.MemberCluster(e.Name); ok {
+		args = append(args, "--peer-cert-allowed-cn", contract.EtcdPeerCommonName(cluster))
+	}
+	args = append(args, e.skipPeerSANFlag())
 	if e.ListenMetricsURL != "" {
 		args = append(args, "--listen-metrics-urls", e.ListenMetricsURL)
 	}
 	return args
+}
+
+// skipPeerSANFlag is the flag that turns off etcd's check of a peer's
+// address against its certificate: --peer-skip-client-san-verification
+// from etcd 3.6 (and when the version is unknown), its experimental name
+// before.
+func (e *Etcd) skipPeerSANFlag() string {
+	if major, minor, ok := parseMinor(e.Version); ok && major == 3 && minor < 6 {
+		return "--experimental-peer-skip-client-san-verification"
+	}
+	return "--peer-skip-client-san-verification"
 }
 
 // checkTLS fails unless the member can start in the cluster's TLS mode:

@@ -185,20 +185,39 @@ func TestEtcdServesOnlyTLS(t *testing.T) {
 				}
 			}
 		}
-		// A peer without the members' certificate is refused at the
-		// handshake.
-		conn, err := tls.Dial("tcp", fmt.Sprintf("%s:%d", hostOf(0), b.peer["e-0"]), &tls.Config{RootCAs: roots, ServerName: hostOf(0)})
-		if err == nil {
-			conn.SetDeadline(time.Now().Add(2 * time.Second))
-			_, err = conn.Write([]byte("GET /members HTTP/1.1\r\nHost: x\r\n\r\n"))
+		// A peer without the members' certificate is refused: without any
+		// certificate, and with root's client certificate, which the same
+		// CA signs but which does not carry the members' common name.
+		peerTLS := map[string]*tls.Config{
+			"no certificate": {RootCAs: roots, ServerName: hostOf(0)},
+			"root's client certificate": func() *tls.Config {
+				tc := b.rootTLS(t)
+				tc.ServerName = hostOf(0)
+				return tc
+			}(),
+		}
+		for name, tc := range peerTLS {
+			hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+			resp, err := hc.Get(httpsURL(hostOf(0), b.peer["e-0"]) + "/members")
 			if err == nil {
-				_, err = conn.Read(make([]byte, 1))
+				resp.Body.Close()
+				t.Errorf("peer port, %s: answered %s", name, resp.Status)
 			}
-			conn.Close()
+			hc.CloseIdleConnections()
 		}
-		if err == nil {
-			t.Error("the peer port answered a client without a certificate")
+		// The members' own certificate is admitted there.
+		peerCert, err := tls.LoadX509KeyPair(filepath.Join(b.tlsDir, contract.TLSFileServerCert), filepath.Join(b.tlsDir, contract.TLSFileServerKey))
+		if err != nil {
+			t.Fatal(err)
 		}
+		pc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs: roots, ServerName: hostOf(0), Certificates: []tls.Certificate{peerCert}}}}
+		resp, err := pc.Get(httpsURL(hostOf(0), b.peer["e-0"]) + "/members")
+		if err != nil {
+			t.Fatalf("peer port, the members' certificate: %v", err)
+		}
+		resp.Body.Close()
+		pc.CloseIdleConnections()
 	})
 
 	t.Run("probes", func(t *testing.T) {
