@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -58,8 +59,9 @@ const callTimeout = 3 * time.Second
 
 // look lists the members (linearizably, else from one member's own view,
 // else the last status's) and asks each member for its status, all at
-// once so that members that are down cost one timeout.
-func look(ctx context.Context, cli *clientv3.Client, prev *etcdStatus) etcdLook {
+// once so that members that are down cost one timeout. tc is the client
+// TLS configuration the members are reached with (nil: plain HTTP).
+func look(ctx context.Context, cli *clientv3.Client, prev *etcdStatus, tc *tls.Config) etcdLook {
 	var out etcdLook
 	members, err := memberList(ctx, cli)
 	if err == nil {
@@ -81,7 +83,7 @@ func look(ctx context.Context, cli *clientv3.Client, prev *etcdStatus) etcdLook 
 	markLeader(out.members)
 	for _, m := range out.members {
 		if m.answered && len(m.clientURLs) > 0 {
-			if out.clusterVersion = clusterVersion(ctx, m.clientURLs[0]); out.clusterVersion != "" {
+			if out.clusterVersion = clusterVersion(ctx, m.clientURLs[0], tc); out.clusterVersion != "" {
 				break
 			}
 		}
@@ -144,15 +146,22 @@ func markLeader(members []lookedMember) {
 	}
 }
 
-// clusterVersion reads etcd's cluster version ("3.5") from /version.
-func clusterVersion(ctx context.Context, clientURL string) string {
+// clusterVersion reads etcd's cluster version ("3.5") from /version,
+// over TLS with tc when it is not nil.
+func clusterVersion(ctx context.Context, clientURL string, tc *tls.Config) string {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(cctx, http.MethodGet, clientURL+"/version", nil)
 	if err != nil {
 		return ""
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := http.DefaultClient
+	if tc != nil {
+		tr := &http.Transport{TLSClientConfig: tc}
+		defer tr.CloseIdleConnections()
+		hc = &http.Client{Transport: tr}
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return ""
 	}

@@ -77,7 +77,7 @@ func (m *Membership) Pass(ctx context.Context) error {
 		return fmt.Errorf("read statefulset: %w", err)
 	}
 	req, recoverID := requests(config, prev)
-	seen := look(ctx, cli, prev)
+	seen := look(ctx, cli, prev, m.clientTLS())
 	claims, err := m.claims(ctx, seen)
 	if err != nil {
 		return err
@@ -99,7 +99,7 @@ func (m *Membership) Pass(ctx context.Context) error {
 	changed, actErr := m.act(ctx, cli, seen, act)
 	now := seen
 	if changed {
-		now = look(ctx, cli, prev) // report the membership as it is now
+		now = look(ctx, cli, prev, m.clientTLS()) // report the membership as it is now
 	}
 	st := nextStatus(prev, now, claims, req, act, changed, m.clock())
 	downgradeEvents := m.downgrade(ctx, cli, config, now, prev, &st, changed) // etcddowngrade.go
