@@ -71,7 +71,8 @@ func commonRuntimeRules(n names) []rbacv1.PolicyRule {
 // pods, by name), the members' volume claims (by name: a
 // replaced claim is a member to replace) and the rendered config (a merged step's remove request, the backup
 // policy); listing the pods (a ready member to back up from); keeping its
-// status ConfigMap (backups patch their own key); recording Events.
+// status ConfigMap (backups patch their own key); recording Events; with
+// TLS on, keeping the cluster's certificate Secrets (certificateRules).
 func etcdRuntimeRules(n names, s Settings) []rbacv1.PolicyRule {
 	status := contract.StatusConfigMap(n.cluster)
 	return append(append(commonRuntimeRules(n), certificateRules(n, s)...),

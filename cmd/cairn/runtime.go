@@ -69,7 +69,7 @@ POD_NAMESPACE and POD_NAME set from the downward API.`,
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", ":9090", "where to serve Prometheus metrics (/metrics); empty serves none")
 	cmd.Flags().DurationVar(&o.failover.After, "failover-after", 2*time.Second, "PostgreSQL: fail over from a primary that is down (refuses connections, pod or container gone) for this long")
 	cmd.Flags().DurationVar(&o.failover.AfterTimeouts, "failover-after-timeouts", 10*time.Second, "PostgreSQL: fail over from a primary that only does not answer in time for this long")
-	cmd.Flags().DurationVar(&o.certLifetime, "cert-lifetime", pki.LeafLifetime, "PostgreSQL with TLS on: the lifetime of the certificates the runtime issues; it renews them past two thirds of it")
+	cmd.Flags().DurationVar(&o.certLifetime, "cert-lifetime", pki.LeafLifetime, "with TLS on: the lifetime of the certificates the runtime issues; it renews them past two thirds of it")
 	cmd.Flags().DurationVar(&o.failover.LeaseTTL, "lease-ttl", 30*time.Second, "PostgreSQL: the members' --lease-ttl; a fenced primary that does not answer is replaced only after it plus 3s")
 	_ = cmd.MarkFlagRequired("kind")
 	_ = cmd.MarkFlagRequired("cluster")

@@ -1,6 +1,9 @@
-// Package certs keeps a PostgreSQL cluster's TLS certificates in the
-// Secrets planner/contract names, and writes them out as files for
-// PostgreSQL and libpq.
+// Package certs keeps a cluster's TLS certificates in the Secrets
+// planner/contract names, and writes them out as files for PostgreSQL and
+// libpq. An etcd cluster's (Keeper.App contract.AppEtcd) are a peer
+// certificate, which the members serve and present to each other, and
+// root's client certificate; its pods read them from a projected Secret
+// volume, not through Files.
 //
 // Two sides share the Secrets:
 //   - Keeper (keeper.go, leaf.go) is the runtime leader's. On each pass

@@ -1,6 +1,8 @@
-// Package pki makes and checks the certificates of a PostgreSQL cluster's
-// TLS: the cluster's own certificate authority, the members' server
-// certificate and the superuser's client certificate.
+// Package pki makes and checks the certificates of a cluster's TLS: the
+// cluster's own certificate authority, the members' server certificate
+// (for etcd a peer certificate, IssuePeer: server and client
+// authentication both, since members present it to each other) and the
+// superuser's client certificate.
 //
 // runtime/certs keeps them in the Secrets planner/contract names
 // (CASecret, ServerTLSSecret, ClientTLSSecret): on each check it reads the

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/pem"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -290,8 +291,15 @@ func TestDue(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.2")}
+	peer, err := ca.IssuePeer(serverNames, ips, t0, LeafLifetime)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	serverWant := Want{DNSNames: serverNames}
 	clientWant := Want{CommonName: "postgres", Client: true}
+	peerWant := Want{DNSNames: serverNames, IPs: ips, Peer: true}
 	// A leaf issued at t0 runs from t0-1h for 90 days and an hour: 2161h,
 	// two thirds of which is 1440h40m.
 	renew := t0.Add(-time.Hour + 1440*time.Hour + 40*time.Minute)
@@ -325,6 +333,16 @@ func TestDue(t *testing.T) {
 		{"server wanted as client", srv.CertPEM, srv.KeyPEM, ca, Want{CommonName: serverNames[0], Client: true}, t0, "not a client certificate"},
 		{"client wanted as server", cli.CertPEM, cli.KeyPEM, ca, serverWant, t0, "not a server certificate"},
 		{"server and client usage", both.CertPEM, both.KeyPEM, ca, serverWant, t0, "usage differs"},
+		{"fresh peer", peer.CertPEM, peer.KeyPEM, ca, peerWant, t0, ""},
+		{"peer, addresses in another order", peer.CertPEM, peer.KeyPEM, ca,
+			Want{DNSNames: serverNames, IPs: []net.IP{ips[1], ips[0], ips[1]}, Peer: true}, t0, ""},
+		{"peer, an address missing", peer.CertPEM, peer.KeyPEM, ca, Want{DNSNames: serverNames, IPs: ips[:1], Peer: true}, t0, "names differ"},
+		{"peer, an address more", peer.CertPEM, peer.KeyPEM, ca,
+			Want{DNSNames: serverNames, IPs: append(slices.Clone(ips), net.ParseIP("10.0.0.3")), Peer: true}, t0, "names differ"},
+		{"server wanted as peer", srv.CertPEM, srv.KeyPEM, ca, Want{DNSNames: serverNames, Peer: true}, t0, "not a client certificate"},
+		{"client wanted as peer", cli.CertPEM, cli.KeyPEM, ca, peerWant, t0, "not a server certificate"},
+		{"peer wanted as server", peer.CertPEM, peer.KeyPEM, ca, Want{DNSNames: serverNames, IPs: ips}, t0, "usage differs"},
+		{"peer just after two thirds", peer.CertPEM, peer.KeyPEM, ca, peerWant, renew.Add(time.Second), "past two thirds of its lifetime"},
 		{"just before two thirds", srv.CertPEM, srv.KeyPEM, ca, serverWant, renew.Add(-time.Second), ""},
 		{"at two thirds", srv.CertPEM, srv.KeyPEM, ca, serverWant, renew, ""},
 		{"just after two thirds", srv.CertPEM, srv.KeyPEM, ca, serverWant, renew.Add(time.Second), "past two thirds of its lifetime"},
