@@ -35,7 +35,7 @@ var (
 	// Steps moving an existing etcd cluster to TLS would be the
 	// planner's, as PostgreSQL's tls-accept and tls-require are.
 	noEtcdTLSSteps = []probe{absent("../planner", `EtcdConfigureTLS|"etcd-tls-`)}
-	noReclone = []probe{absent("../runtime", `(?i)re-?clone|requested WAL segment`)}
+	noReclone      = []probe{absent("../runtime", `(?i)re-?clone|requested WAL segment`)}
 	// pg_upgrade --check runs inside the upgrade step (runtime/instance);
 	// a step of its own before the downtime would be the planner's.
 	noUpgradeCheck = []probe{absent("../planner", `(?i)upgrade.?check|preflight|pre-flight`)}
