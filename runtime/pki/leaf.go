@@ -22,13 +22,8 @@ type Leaf struct {
 // to now+lifetime, but never past the CA's NotAfter, and has a new ECDSA
 // P-256 key.
 func (ca *CA) IssueServer(dnsNames []string, now time.Time, lifetime time.Duration) (Leaf, error) {
-	if len(dnsNames) == 0 {
-		return Leaf{}, errors.New("issue server certificate: no DNS names")
-	}
-	for _, n := range dnsNames {
-		if n == "" {
-			return Leaf{}, errors.New("issue server certificate: empty DNS name")
-		}
+	if err := checkNames("server", dnsNames); err != nil {
+		return Leaf{}, err
 	}
 	leaf, err := ca.issue(now, lifetime, func(c *x509.Certificate) {
 		c.Subject = pkix.Name{CommonName: dnsNames[0]}
@@ -47,13 +42,8 @@ func (ca *CA) IssueServer(dnsNames []string, now time.Time, lifetime time.Durati
 // when a member is reached by address, ips. Its CommonName is
 // dnsNames[0]; the validity and the key are as IssueServer's.
 func (ca *CA) IssuePeer(dnsNames []string, ips []net.IP, now time.Time, lifetime time.Duration) (Leaf, error) {
-	if len(dnsNames) == 0 {
-		return Leaf{}, errors.New("issue peer certificate: no DNS names")
-	}
-	for _, n := range dnsNames {
-		if n == "" {
-			return Leaf{}, errors.New("issue peer certificate: empty DNS name")
-		}
+	if err := checkNames("peer", dnsNames); err != nil {
+		return Leaf{}, err
 	}
 	leaf, err := ca.issue(now, lifetime, func(c *x509.Certificate) {
 		c.Subject = pkix.Name{CommonName: dnsNames[0]}
@@ -126,4 +116,18 @@ func (ca *CA) issue(now time.Time, lifetime time.Duration, set func(*x509.Certif
 		NotBefore: cert.NotBefore,
 		NotAfter:  cert.NotAfter,
 	}, nil
+}
+
+// checkNames fails unless dnsNames, of a kind ("server", "peer")
+// certificate, holds at least one name and no empty one.
+func checkNames(kind string, dnsNames []string) error {
+	if len(dnsNames) == 0 {
+		return fmt.Errorf("issue %s certificate: no DNS names", kind)
+	}
+	for _, n := range dnsNames {
+		if n == "" {
+			return fmt.Errorf("issue %s certificate: empty DNS name", kind)
+		}
+	}
+	return nil
 }
