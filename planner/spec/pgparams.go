@@ -66,6 +66,7 @@ var refusedParameters = map[string]string{
 	"shared_preload_libraries":               whyLibrary,
 	"local_preload_libraries":                whyLibrary,
 	"session_preload_libraries":              whyLibrary,
+	"output_plugin_libraries":                "names the libraries (code) the server loads as logical decoding output plugins",
 	"jit_provider":                           whyLibrary + " (the JIT provider)",
 	"dynamic_library_path":                   "says where the server loads libraries (code) from",
 	"extension_destdir":                      "says where the server loads extensions (SQL and libraries) from",

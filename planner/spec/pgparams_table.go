@@ -232,6 +232,7 @@ var pgParams = map[string]pgParam{
 	"min_parallel_table_scan_size":           {typ: pgInt, unit: "8kB", min: 0, max: 715827882},
 	"min_wal_size":                           {typ: pgInt, unit: "MB", min: 2, max: 2147483647},
 	"old_snapshot_threshold":                 {typ: pgInt, unit: "min", min: -1, max: 86400},
+	"output_plugin_libraries":                {typ: pgString},
 	"parallel_leader_participation":          {typ: pgBool},
 	"parallel_setup_cost":                    {typ: pgReal, min: 0, max: math.MaxFloat64},
 	"parallel_tuple_cost":                    {typ: pgReal, min: 0, max: math.MaxFloat64},
