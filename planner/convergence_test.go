@@ -78,6 +78,15 @@ func genEtcd(t testing.TB, r *rand.Rand) convergenceCase {
 		if r.IntN(4) == 0 { // rendered before read-only roots
 			c.observed.StatefulSet.ReadOnlyRoot = false
 		}
+		// Some were rendered before TLS (off), or stopped half way
+		// (accept, every member serving it).
+		switch tls := contract.TLSModes[r.IntN(len(contract.TLSModes))]; tls {
+		case contract.TLSOff, contract.TLSAccept:
+			c.observed.TLS = strings.TrimPrefix(tls, contract.TLSOff)
+			for i := range c.observed.Members {
+				c.observed.Members[i].TLS, c.observed.Members[i].PeerTLS = contract.TLSOn(tls), false
+			}
+		}
 	}
 	return c
 }

@@ -40,6 +40,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	refuseShrink(&r, c, obs)
 	refuseStorageClass(&r, c, obs)
 	refuseQuotaBelowData(&r, c, obs)
+	refuseEtcdUnknownTLS(&r, obs) // etcdtls.go
 	reverting := etcdReverting(obs, c.Spec.Version.Parse())
 	cur, ok := c.Spec.Version.Parse(), true
 	if !reverting {
@@ -70,6 +71,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	etcdDowngrade(&r, c, obs, &m, down)
 	etcdUpgrade(&r, c, obs, &m, path)
 	etcdTemplate(&r, c, obs, &m, env.Images)
+	etcdTLSRequire(&r, c, obs, &m) // etcdtls.go
 	etcdResize(&r, &m, size)
 	networkStep(&r, "etcd", obs)
 	sayImages(&r, obs, env.Images, contract.EtcdContainer)

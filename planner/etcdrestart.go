@@ -17,10 +17,11 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 	newImages, imagesText := imagesChange(r, obs, images)
 	quota, quotaChanged := quotaChange(c, obs)
 	harden := hardenChange(obs)
+	tlsTo := etcdTLSAccept(obs) // etcdtls.go
 	var rs *restart
-	if changed || newImages != nil || quotaChanged || harden {
-		t := &plan.TemplateChange{Resources: res, SpaceQuota: quota, ReadOnlyRoot: harden,
-			Revision: contract.TemplateRevisionOf(derefResources(res), revisionInputs(quotaInputs(c), newImages, harden))}
+	if changed || newImages != nil || quotaChanged || harden || tlsTo != "" {
+		t := &plan.TemplateChange{Resources: res, SpaceQuota: quota, ReadOnlyRoot: harden, TLS: tlsTo,
+			Revision: contract.TemplateRevisionOf(derefResources(res), withTLS(revisionInputs(quotaInputs(c), newImages, harden), tlsTo))}
 		var what []string
 		if changed {
 			what = append(what, "resources "+resourcesText(res))
@@ -34,6 +35,9 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 		if harden {
 			what = append(what, hardenText)
 		}
+		if tlsTo != "" {
+			what = append(what, etcdTLSText(tlsTo))
+		}
 		rs = newRestart(obs, m.size, t, strings.Join(what, "; "))
 	} else {
 		rs = resumeRestart(obs, m.size)
@@ -41,8 +45,14 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 	if rs == nil {
 		return
 	}
+	mode := tlsTo
+	if mode == "" {
+		mode, _ = contract.TLSMode(obs.TLS)
+	}
 	for _, ord := range rs.ordinals {
-		r.add(etcdRestartStep(m, rs, ord))
+		s := etcdRestartStep(m, rs, ord)
+		etcdRequireMove(&s, obs, mode, ord) // etcdtls.go
+		r.add(s)
 	}
 }
 

@@ -61,9 +61,10 @@ func indent(lines []string) string {
 // etcdLive is a settled etcd cluster "e" of n members at version, led by
 // ordinal leader.
 func etcdLive(n int, version string, leader int) *live.Cluster {
-	// A cluster cairn created: its NetworkPolicy is rendered
-	// (network_test.go plans the way there for one rendered before it).
-	c := &live.Cluster{Kind: spec.EtcdKind, Name: "e", Storage: "8Gi", Network: contract.NetworkRestricted,
+	// A cluster cairn created: it requires TLS and its NetworkPolicy is
+	// rendered (etcdtls_test.go and network_test.go plan the way there
+	// for one rendered before them).
+	c := &live.Cluster{Kind: spec.EtcdKind, Name: "e", Storage: "8Gi", Network: contract.NetworkRestricted, TLS: contract.TLSRequire,
 		StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true},
 		// The default compaction, as a cluster created with it runs it.
 		Compaction: &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
@@ -72,7 +73,7 @@ func etcdLive(n int, version string, leader int) *live.Cluster {
 		if i == leader {
 			role = live.RoleLeader
 		}
-		c.Members = append(c.Members, live.Member{Name: fmt.Sprintf("e-%d", i), Version: version, Ready: true, Role: role})
+		c.Members = append(c.Members, live.Member{Name: fmt.Sprintf("e-%d", i), Version: version, Ready: true, Role: role, TLS: true, PeerTLS: true})
 	}
 	return c
 }

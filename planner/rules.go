@@ -107,4 +107,7 @@ const (
 	// cluster that serves TLS: members and clients trust the CA of the
 	// certificates they have, and moving to another CA would cut them off.
 	RulePostgresTLSIssuerChange = "postgres-tls-issuer-change"
+	// RuleEtcdUnknownTLS: the rendered config names a TLS mode cairn does
+	// not know for an etcd cluster.
+	RuleEtcdUnknownTLS = "etcd-unknown-tls-mode"
 )

@@ -74,6 +74,10 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 			cp := e.Spec.CompactionPolicy()
 			out.Compaction = &live.Compaction{Mode: cp.Mode, Retention: string(cp.Retention), Applied: true}
 			out.SpaceQuota = strconv.FormatInt(e.Spec.QuotaBytes(), 10)
+			out.TLS = contract.TLSRequire
+			for i := range out.Members {
+				out.Members[i].TLS, out.Members[i].PeerTLS = true, true
+			}
 		}
 		if pg, ok := desired.(*spec.PostgresCluster); ok {
 			out.SynchronousStandbys, out.TLS = pg.Spec.SynchronousStandbys, contract.TLSRequire
@@ -177,6 +181,10 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		for ord := p.RestartMember.Partition; ord < len(out.Members); ord++ {
 			m := member(out, ord)
 			m.TemplateRevision, m.ConfigRevision, m.PendingRestart = out.StatefulSet.TemplateRevision, out.ConfigRevision, nil
+			// A member restarted with TLS on serves it (the runtime
+			// verifies it and reports so).
+			m.TLS = contract.TLSOn(out.TLS)
+			m.PeerTLS = out.Kind == spec.EtcdKind && out.TLS == contract.TLSRequire
 		}
 	default:
 		t.Fatalf("simulator cannot apply %s", s.Kind)
@@ -365,6 +373,9 @@ func restartTemplate(out *live.Cluster, rm *plan.RestartMemberParams) {
 	}
 	if t.ReadOnlyRoot {
 		out.StatefulSet.ReadOnlyRoot = true
+	}
+	if t.TLS != "" {
+		out.TLS = t.TLS
 	}
 	if pc := t.Parameters; pc != nil {
 		out.Parameters, out.ConfigRevision = pc.To, pc.Revision

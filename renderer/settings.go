@@ -179,6 +179,9 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 			if t.ReadOnlyRoot {
 				next.ReadOnlyRoot = true
 			}
+			if t.TLS != "" {
+				next.TLS = t.TLS
+			}
 		}
 	case plan.PostgresReloadParameters:
 		next.Parameters, next.ConfigRevision = p.PostgresReloadParameters.To, p.PostgresReloadParameters.Revision

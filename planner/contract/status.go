@@ -3,6 +3,7 @@ package contract
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -75,6 +76,22 @@ type EtcdMember struct {
 	// the runtime first saw this member ID. A different UID today means a
 	// replaced claim: the member's data is gone and the runtime replaces it.
 	ClaimUID string `json:"claimUID,omitempty"`
+	// TLS: the member answered the runtime over TLS with the cluster's
+	// certificate, verified, when the status was written: on its client
+	// port, in TLS mode accept or require.
+	TLS bool `json:"tls,omitempty"`
+}
+
+// EtcdPeerTLS reports whether every one of an etcd member's advertised
+// peer URLs is https: its peers reach it over TLS only. false for a
+// member with no peer URL.
+func EtcdPeerTLS(peerURLs []string) bool {
+	for _, u := range peerURLs {
+		if !strings.HasPrefix(u, "https://") {
+			return false
+		}
+	}
+	return len(peerURLs) > 0
 }
 
 // BackupStatus is what the runtime reports of a cluster's backups; the

@@ -191,9 +191,13 @@ type Member struct {
 	// PendingRestart lists the parameters the member has read from its
 	// config file but applies only at a restart.
 	PendingRestart []string `json:"pendingRestart,omitempty"`
-	// TLS: a PostgreSQL member served TLS with its cluster's server
-	// certificate when the runtime last checked its config.
+	// TLS: the member served TLS with its cluster's server certificate,
+	// verified by the runtime, when it last checked (a PostgreSQL
+	// member's config, an etcd member's client port).
 	TLS bool `json:"tls,omitempty"`
+	// PeerTLS: an etcd member's peers reach it over TLS only (every peer
+	// URL it advertises is https), as the runtime last reported.
+	PeerTLS bool `json:"peerTLS,omitempty"`
 	// DBSize is an etcd member's database file size in bytes, DBSizeInUse
 	// the part that holds data (the rest a defragmentation gives back),
 	// as the runtime last reported them; 0 when unknown.

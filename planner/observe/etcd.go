@@ -45,6 +45,7 @@ func (etcdKind) Status(status map[string]string, out *live.Cluster) (MemberFunc,
 		m.Version = etcdVersion(pod.Name, m.Version, st)
 		m.DataLost = st != nil && slices.Contains(st.Replacing, pod.Name)
 		m.Revision = etcdRevision(pod.Name, st)
+		m.TLS, m.PeerTLS = etcdTLS(pod.Name, st)
 	}, nil
 }
 
@@ -58,6 +59,20 @@ func quorumLoss(st *contract.EtcdStatus) *live.QuorumLoss {
 		return nil
 	}
 	return &live.QuorumLoss{Since: live.Timestamp(st.QuorumLostAt), Revision: st.QuorumRevision}
+}
+
+// etcdTLS is what the runtime last reported of a member's TLS: served on
+// its client port, verified; and its peer URLs all https.
+func etcdTLS(name string, st *contract.EtcdStatus) (served, peers bool) {
+	if st == nil {
+		return false, false
+	}
+	for _, m := range st.Members {
+		if m.Name == name {
+			return m.TLS, contract.EtcdPeerTLS(m.PeerURLs)
+		}
+	}
+	return false, false
 }
 
 // etcdRevision is the store revision the member last reported, while

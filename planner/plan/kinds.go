@@ -325,6 +325,11 @@ type TemplateChange struct {
 	// ReadOnlyRoot: the restart brings read-only root filesystems to a
 	// template rendered before cairn set them; false when it leaves them.
 	ReadOnlyRoot bool `json:"readOnlyRootFilesystem,omitempty"`
+	// TLS is the etcd cluster's TLS mode after the restart
+	// (contract.TLSModes): a cluster rendered before TLS moves to accept,
+	// then to require, each by a rolling restart; empty when the restart
+	// leaves the mode.
+	TLS string `json:"tls,omitempty"`
 }
 
 // ParameterChange changes the spec's PostgreSQL parameters in the

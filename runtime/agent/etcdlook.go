@@ -48,6 +48,9 @@ type lookedMember struct {
 	// before.
 	storageVersion string
 	downgrade      *etcdserverpb.DowngradeInfo
+	// servesTLS: it serves TLS on its client port with the cluster's
+	// certificate, verified (etcdtls.go servedTLS).
+	servesTLS bool
 }
 
 // healthy: the member answers, reports no errors (an alarm it lists, such

@@ -4,6 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -11,37 +15,173 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 )
 
-// keepTLS makes the pass's view of TLS the rendered config's: with its
-// TLS mode on, the cluster's certificate Secrets are made current
-// (Certs.Ensure: the CA made when missing, leaves issued when missing or
-// due) and the members are reached over TLS, with root's client
-// certificate, verifying each member's certificate against the cluster's
-// CA and the client Service's name, which every member's certificate
-// carries; with it off, over plain HTTP. A cluster whose config turns TLS
-// on and a runtime with no Certs is an error: the members would wait for
-// certificates nobody issues.
-func (m *Membership) keepTLS(ctx context.Context, config map[string]string) error {
+// keepTLS makes the pass's view of TLS the rendered config's and returns
+// its mode. With TLS on (accept or require), the cluster's certificate
+// Secrets are made current (Certs.Ensure: the CA made when missing,
+// leaves issued when missing or due), so a member restarted with TLS
+// finds them. With TLS required, the members are reached over TLS, with
+// root's client certificate, verifying each member's certificate against
+// the cluster's CA and the client Service's name, which every member's
+// certificate carries. Otherwise they are reached over plain HTTP, which
+// every member serves while a cluster accepts TLS (members not restarted
+// for it serve nothing else); in accept the TLS configuration is kept
+// apart to check which members serve TLS (servedTLS). A cluster whose
+// config turns TLS on and a runtime with no Certs is an error: the
+// members would wait for certificates nobody issues.
+func (m *Membership) keepTLS(ctx context.Context, config map[string]string) (string, error) {
 	mode, ok := contract.TLSMode(config[contract.KeyTLS])
 	if !ok {
-		return fmt.Errorf("config %s: TLS mode %q is none of %v", contract.ConfigMap(m.Cluster), config[contract.KeyTLS], contract.TLSModes)
+		return "", fmt.Errorf("config %s: TLS mode %q is none of %v", contract.ConfigMap(m.Cluster), config[contract.KeyTLS], contract.TLSModes)
 	}
 	if !contract.TLSOn(mode) {
 		m.tls.Store(nil)
-		return nil
+		m.offered.Store(nil)
+		return mode, nil
 	}
 	if m.Certs == nil {
-		return fmt.Errorf("config %s turns TLS on, and this runtime keeps no certificates", contract.ConfigMap(m.Cluster))
+		return "", fmt.Errorf("config %s turns TLS on, and this runtime keeps no certificates", contract.ConfigMap(m.Cluster))
 	}
 	material, _, err := m.Certs.Ensure(ctx)
 	if err != nil {
-		return fmt.Errorf("certificates: %w", err)
+		return "", fmt.Errorf("certificates: %w", err)
 	}
 	tc, err := material.ClientConfig(contract.EtcdClientServerName(m.Cluster, m.Namespace))
 	if err != nil {
-		return fmt.Errorf("certificates: %w", err)
+		return "", fmt.Errorf("certificates: %w", err)
 	}
-	m.tls.Store(tc)
-	return nil
+	m.offered.Store(tc)
+	if mode == contract.TLSRequire {
+		m.tls.Store(tc)
+	} else {
+		m.tls.Store(nil)
+	}
+	return mode, nil
+}
+
+// servedTLS marks the members that serve TLS on their client port with
+// the cluster's certificate, verified: with TLS required, those the pass
+// reached at an https client URL (over TLS only); the others, and every
+// member while the cluster accepts TLS, when they answer a status call
+// at the https URL of their client address, all at once so that members
+// that do not cost one timeout.
+func (m *Membership) servedTLS(ctx context.Context, mode string, l *etcdLook) {
+	tc := m.offered.Load()
+	if !contract.TLSOn(mode) || tc == nil {
+		return
+	}
+	var probe []int
+	var eps []string
+	for i, lm := range l.members {
+		if mode == contract.TLSRequire && len(lm.clientURLs) > 0 && strings.HasPrefix(lm.clientURLs[0], "https://") {
+			l.members[i].servesTLS = lm.answered
+			continue
+		}
+		if u, ok := httpsURL(lm.clientURLs); ok {
+			probe, eps = append(probe, i), append(eps, u)
+		}
+	}
+	if len(eps) == 0 {
+		return
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: callTimeout, Logger: zap.NewNop(), TLS: tc, Context: ctx})
+	if err != nil {
+		return
+	}
+	defer cli.Close()
+	var wg sync.WaitGroup
+	for j, i := range probe {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			defer cancel()
+			_, err := cli.Status(cctx, eps[j])
+			l.members[i].servesTLS = err == nil
+		})
+	}
+	wg.Wait()
+}
+
+// httpsURL is the https URL of a member's first client URL, on the same
+// host and port.
+func httpsURL(clientURLs []string) (string, bool) {
+	if len(clientURLs) == 0 {
+		return "", false
+	}
+	u, err := url.Parse(clientURLs[0])
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	return "https://" + u.Host, true
+}
+
+// movePeersToTLS changes, with TLS required, the advertised peer URL of
+// one member from http to https once the member's peer port serves the
+// cluster's certificate: the member restarted requiring TLS and listens
+// for its peers over TLS only, and its peers reach it only once the
+// membership names its https URL. A member still listening in plain
+// HTTP is left alone (changing its URL would cut it off), and nothing
+// changes without quorum. One member a pass, as every membership change.
+func (m *Membership) movePeersToTLS(ctx context.Context, cli *clientv3.Client, mode string, l etcdLook) ([]event, bool) {
+	tc := m.tls.Load()
+	if mode != contract.TLSRequire || tc == nil || !l.listed || !quorate(l) {
+		return nil, false
+	}
+	for _, lm := range l.members {
+		if len(lm.peerURLs) == 0 || contract.EtcdPeerTLS(lm.peerURLs) {
+			continue
+		}
+		u, err := url.Parse(lm.peerURLs[0])
+		if err != nil || u.Scheme != "http" || !servesPeerTLS(ctx, tc, u.Host) {
+			continue
+		}
+		to := "https://" + u.Host
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		_, err = cli.MemberUpdate(cctx, lm.id, []string{to})
+		cancel()
+		if err != nil {
+			m.logger().Warn("moving a member's peer URL to TLS failed", "member", lm.name, "err", err.Error())
+			return nil, false
+		}
+		return []event{{Type: "Normal", Reason: ReasonPeerURLMovedToTLS,
+			Message: fmt.Sprintf("%s requires TLS from its peers: its peer URL is now %s (was %s)", lm.name, to, lm.peerURLs[0])}}, true
+	}
+	return nil, false
+}
+
+// quorate: more than half of the voters are healthy.
+func quorate(l etcdLook) bool {
+	voters, healthy := 0, 0
+	for _, lm := range l.members {
+		if !lm.learner {
+			voters++
+			if lm.healthy() {
+				healthy++
+			}
+		}
+	}
+	return voters > 0 && healthy > voters/2
+}
+
+// servesPeerTLS reports whether the peer port at host serves a
+// certificate of the cluster's CA for host. The runtime presents no
+// certificate of its own: the member refuses it after the server's
+// certificate is verified (etcd admits only the members' certificate on
+// its peer port), which is all the check needs.
+func servesPeerTLS(ctx context.Context, tc *tls.Config, host string) bool {
+	name, _, err := net.SplitHostPort(host)
+	if err != nil {
+		return false
+	}
+	c := tc.Clone()
+	c.ServerName, c.GetClientCertificate, c.Certificates = name, nil, nil
+	verified := false
+	c.VerifyConnection = func(tls.ConnectionState) error { verified = true; return nil }
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	conn, err := (&tls.Dialer{Config: c}).DialContext(cctx, "tcp", host)
+	if err == nil {
+		conn.Close()
+	}
+	return verified
 }
 
 // dial is a client of the members at endpoints, over TLS when the last

@@ -30,6 +30,9 @@ const (
 	ReasonMemberReplaced = "MemberReplacing"
 	ReasonQuorumLost     = "QuorumLost"
 	ReasonQuorumRestored = "QuorumRestored"
+	// ReasonPeerURLMovedToTLS: a member that requires TLS from its peers
+	// is advertised at its https peer URL.
+	ReasonPeerURLMovedToTLS = "PeerURLMovedToTLS"
 )
 
 // events are the Events of a pass (pure): members that joined since the

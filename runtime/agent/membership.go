@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,10 @@ type Membership struct {
 	// last pass, nil for plain HTTP. Backups read it from their own
 	// goroutine.
 	tls atomic.Pointer[tls.Config]
+	// offered is the TLS client configuration with which the members are
+	// checked while the cluster accepts TLS (and reached once it requires
+	// it); nil with TLS off.
+	offered atomic.Pointer[tls.Config]
 	// onDefrag, when set, is called as a defragmentation of member starts
 	// (running) and ends: tests watch that no two overlap.
 	onDefrag func(member string, running bool)
@@ -60,7 +65,8 @@ func (m *Membership) Pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := m.keepTLS(ctx, config); err != nil { // etcdtls.go
+	mode, err := m.keepTLS(ctx, config) // etcdtls.go
+	if err != nil {
 		return err
 	}
 	cli, err := m.dial(ctx, m.Endpoints)
@@ -78,6 +84,7 @@ func (m *Membership) Pass(ctx context.Context) error {
 	}
 	req, recoverID := requests(config, prev)
 	seen := look(ctx, cli, prev, m.clientTLS())
+	m.servedTLS(ctx, mode, &seen)
 	claims, err := m.claims(ctx, seen)
 	if err != nil {
 		return err
@@ -97,9 +104,14 @@ func (m *Membership) Pass(ctx context.Context) error {
 	}
 	act := decide(m.view(ctx, sts, seen, prev, claims, req))
 	changed, actErr := m.act(ctx, cli, seen, act)
+	var tlsEvents []event
+	if !changed {
+		tlsEvents, changed = m.movePeersToTLS(ctx, cli, mode, seen) // etcdtls.go
+	}
 	now := seen
 	if changed {
 		now = look(ctx, cli, prev, m.clientTLS()) // report the membership as it is now
+		m.servedTLS(ctx, mode, &now)
 	}
 	st := nextStatus(prev, now, claims, req, act, changed, m.clock())
 	downgradeEvents := m.downgrade(ctx, cli, config, now, prev, &st, changed) // etcddowngrade.go
@@ -107,7 +119,7 @@ func (m *Membership) Pass(ctx context.Context) error {
 		return errors.Join(actErr, err)
 	}
 	m.Metrics.observe(st, act, changed)
-	evErr := m.emit(ctx, sts, append(events(prev, st, seen, act, changed), downgradeEvents...))
+	evErr := m.emit(ctx, sts, slices.Concat(events(prev, st, seen, act, changed), downgradeEvents, tlsEvents))
 	return errors.Join(actErr, evErr, m.maintain(ctx, cli, sts, config, now, busyWith(act, changed)))
 }
 

@@ -34,7 +34,7 @@ func nextStatus(prev *etcdStatus, seen etcdLook, claims map[string]string, req r
 	healthy, voters := 0, 0
 	for _, s := range seen.members {
 		m := etcdMember{Name: s.name, ID: strconv.FormatUint(s.id, 16), PeerURLs: s.peerURLs, Learner: s.learner,
-			Leader: s.leads, Healthy: s.healthy(), Version: s.version, Revision: s.revision, ClaimUID: recordedClaim(prev, s.id)}
+			Leader: s.leads, Healthy: s.healthy(), Version: s.version, Revision: s.revision, ClaimUID: recordedClaim(prev, s.id), TLS: s.servesTLS}
 		if m.ClaimUID == "" {
 			m.ClaimUID = claims[s.name]
 		}

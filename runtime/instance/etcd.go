@@ -239,8 +239,8 @@ func (e *Etcd) baseArgs() []string {
 		"--name", e.Name,
 		"--data-dir", e.DataDir,
 		"--listen-peer-urls", e.ListenPeerURL,
-		"--listen-client-urls", e.ListenClientURL,
-		"--advertise-client-urls", e.ClientURL(e.Name),
+		"--listen-client-urls", alsoTLS(e.Config.TLS, e.ListenClientURL),
+		"--advertise-client-urls", alsoTLS(e.Config.TLS, e.ClientURL(e.Name)),
 		"--initial-advertise-peer-urls", e.PeerURL(e.Name),
 	}
 	if q := e.Config.SpaceQuota; q > 0 {

@@ -7,12 +7,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // TLS of an etcd member, by the cluster's TLS mode (contract.KeyTLS):
 //   - off: clients and peers speak plain HTTP, as before TLS;
+//   - accept, the way a cluster rendered before TLS moves to it: the
+//     client port serves TLS beside plain HTTP (etcd tells the two apart
+//     on one port), TLS clients presenting a certificate of the cluster's
+//     CA; peers still speak plain HTTP to each other, but each member
+//     holds its peer certificate, with which it reaches a peer that
+//     already requires TLS; /health and /metrics are served on their
+//     own port, as in require;
 //   - require: the client port serves only TLS and admits only clients
 //     with a certificate of the cluster's CA (--client-cert-auth); peers
 //     reach each other only over TLS, each presenting the members'
@@ -22,21 +30,41 @@ import (
 //     calls to the cluster (listing, adding itself) present the client
 //     certificate and verify the server's.
 //
+// A member that moves from accept to require listens for its peers over
+// TLS from its restart on, while the membership still names its plain
+// peer URL: the runtime changes that URL to https once the member's peer
+// port serves the cluster's certificate (agent.Membership), and until
+// then its peers cannot reach it, which quorum survives (one member
+// restarts at a time).
+//
 // etcd reads its certificate and key files again at each handshake, so a
 // renewed leaf takes effect without a restart; the CA bundle (ca.crt) is
 // read when etcd starts.
-//
-// accept (clients over both, peers over plain HTTP) is a mode the
-// PostgreSQL kind moves through; no etcd cluster is rendered in it yet
-// (docs/security.md), and a member started in it is refused.
 
 // EtcdSchemes are the URL schemes of an etcd member's client and peer
-// URLs in TLS mode mode.
+// URLs in TLS mode mode: https in require; http in off and in accept,
+// where the client port serves https too (alsoTLS).
 func EtcdSchemes(mode string) (client, peer string) {
-	if contract.TLSOn(mode) {
+	if mode == contract.TLSRequire {
 		return "https", "https"
 	}
 	return "http", "http"
+}
+
+// alsoTLS is a client URL list that, in TLS mode accept, names the https
+// URL of each http one beside it, on the same host and port.
+func alsoTLS(mode, urls string) string {
+	if mode != contract.TLSAccept {
+		return urls
+	}
+	var out []string
+	for _, u := range strings.Split(urls, ",") {
+		out = append(out, u)
+		if rest, ok := strings.CutPrefix(u, "http://"); ok {
+			out = append(out, "https://"+rest)
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // tlsArgs are etcd's TLS flags for the cluster's mode.
@@ -85,9 +113,9 @@ func (e *Etcd) checkTLS() error {
 	switch e.Config.TLS {
 	case "", contract.TLSOff:
 		return nil
-	case contract.TLSRequire:
+	case contract.TLSAccept, contract.TLSRequire:
 	default:
-		return fmt.Errorf("%s: the cluster's TLS mode is %q; etcd members start with %s or %s only", e.Name, e.Config.TLS, contract.TLSOff, contract.TLSRequire)
+		return fmt.Errorf("%s: the cluster's TLS mode is %q; etcd members start with one of %v", e.Name, e.Config.TLS, contract.TLSModes)
 	}
 	if e.TLSDir == "" {
 		return fmt.Errorf("%s: TLS is on and the member has no certificate directory", e.Name)
@@ -104,12 +132,14 @@ func (e *Etcd) checkTLS() error {
 }
 
 // clientTLS is the TLS configuration of the member's own calls to the
-// cluster: nil with TLS off; with it on, the client certificate (read
-// again at each handshake, so a renewed one is used) and the cluster's
-// CA bundle as the only roots. Server names are verified against the
-// endpoint's host, which the members' certificate carries.
+// cluster: nil unless TLS is required (in accept, a member not restarted
+// yet serves plain HTTP only, and every member serves it); in require,
+// the client certificate (read again at each handshake, so a renewed one
+// is used) and the cluster's CA bundle as the only roots. Server names
+// are verified against the endpoint's host, which the members'
+// certificate carries.
 func (e *Etcd) clientTLS() (*tls.Config, error) {
-	if !contract.TLSOn(e.Config.TLS) {
+	if e.Config.TLS != contract.TLSRequire {
 		return nil, nil
 	}
 	return EtcdClientTLS(e.TLSDir)

@@ -40,11 +40,11 @@ type Bed struct {
 	*testbed.Addresses
 
 	// running are the members started, by pod name (faults.go); tls
-	// the clusters whose config turns TLS on, as their last pod started.
+	// the clusters' TLS modes, as their last pod started.
 	mu      sync.Mutex
 	running map[string]*member
 	held    map[string]bool
-	tls     map[string]bool
+	tls     map[string]string
 }
 
 // New returns a bed for namespace ns of cp.
@@ -64,7 +64,7 @@ func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *B
 }
 
 // ClientURL is the client URL of member ordinal ord of cluster: https
-// once the cluster's pods start with TLS on.
+// once the cluster's pods start requiring TLS.
 func (b *Bed) ClientURL(cluster string, ord int) string {
 	scheme, _ := instance.EtcdSchemes(b.mode(cluster))
 	return scheme + "://" + b.address(cluster, ord)
@@ -99,9 +99,9 @@ func (b *Bed) ServerIPs(cluster string, n int) []net.IP {
 
 // ClientTLS is a TLS configuration with which a test reaches cluster's
 // members as the runtime does (root's certificate, the cluster's CA):
-// nil while the cluster's pods have not started with TLS on.
+// nil while the cluster's pods have not started requiring TLS.
 func (b *Bed) ClientTLS(ctx context.Context, cluster string) (*tls.Config, error) {
-	if !contract.TLSOn(b.mode(cluster)) {
+	if b.mode(cluster) != contract.TLSRequire {
 		return nil, nil
 	}
 	m, err := (&certs.Files{Client: b.client, Namespace: b.ns, Cluster: cluster}).Material(ctx)
@@ -114,8 +114,8 @@ func (b *Bed) ClientTLS(ctx context.Context, cluster string) (*tls.Config, error
 func (b *Bed) mode(cluster string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.tls[cluster] {
-		return contract.TLSRequire
+	if mode, ok := b.tls[cluster]; ok {
+		return mode
 	}
 	return contract.TLSOff
 }
@@ -149,9 +149,9 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 	}
 	b.mu.Lock()
 	if b.tls == nil {
-		b.tls = map[string]bool{}
+		b.tls = map[string]string{}
 	}
-	b.tls[cluster] = contract.TLSOn(cfg.TLS)
+	b.tls[cluster], _ = contract.TLSMode(cfg.TLS)
 	b.mu.Unlock()
 	cs, ps := instance.EtcdSchemes(cfg.TLS)
 	e := &instance.Etcd{
