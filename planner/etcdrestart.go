@@ -51,6 +51,9 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 	}
 	for _, ord := range rs.ordinals {
 		s := etcdRestartStep(m, rs, ord)
+		if tlsTo == contract.TLSAccept {
+			s.Rollback = etcdAcceptRollback
+		}
 		etcdRequireMove(&s, obs, mode, ord) // etcdtls.go
 		r.add(s)
 	}

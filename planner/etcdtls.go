@@ -72,6 +72,9 @@ func etcdTLSText(mode string) string {
 		"(the runtime changes its peer URL to https once it serves TLS); clients without such a certificate are refused by it from now on"
 }
 
+// etcdAcceptRollback is how the restart to accept is undone.
+const etcdAcceptRollback = "Revert this pull request (and the merged ones after it): the members it restarted serve plain HTTP only again at their next restart; no peer depends on TLS yet."
+
 // etcdTLSRequire plans the second restart, to require, for a cluster
 // that accepts TLS once the steps planned so far are merged.
 func etcdTLSRequire(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdModel) {
@@ -81,7 +84,7 @@ func etcdTLSRequire(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMo
 	res, _ := resourcesChange(c, obs)
 	t := &plan.TemplateChange{Resources: res, TLS: contract.TLSRequire,
 		Revision: contract.TemplateRevisionOf(derefResources(res), withTLS(revisionInputs(quotaInputs(c), nil, false), contract.TLSRequire))}
-	rs := newRestart(obs, m.size, t, "TLS required")
+	rs := newRestart(obs, m.size, t, "required TLS")
 	for i, ord := range rs.ordinals {
 		s := etcdRestartStep(m, rs, ord)
 		etcdRequireMove(&s, obs, contract.TLSRequire, ord)

@@ -119,7 +119,7 @@ func TestEtcdMovesToTLSWithWritesRunning(t *testing.T) {
 			t.Errorf("%s admitted a plain HTTP client", name)
 		}
 		noCert := tc.Clone()
-		noCert.GetClientCertificate = nil
+		noCert.GetClientCertificate, noCert.Certificates = nil, nil
 		if err := putWith(b.ctx, ep, noCert); err == nil {
 			t.Errorf("%s admitted a TLS client without a certificate", name)
 		}
@@ -129,8 +129,11 @@ func TestEtcdMovesToTLSWithWritesRunning(t *testing.T) {
 	}
 	moved := 0
 	for _, r := range b.reasons() {
-		if r == ReasonPeerURLMovedToTLS {
+		switch r {
+		case ReasonPeerURLMovedToTLS:
 			moved++
+		case ReasonMemberRemoved, ReasonMemberAdded, ReasonMemberReplaced:
+			t.Errorf("a %s Event while the members only restarted", r)
 		}
 	}
 	if moved != 3 {

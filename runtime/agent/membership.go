@@ -105,11 +105,12 @@ func (m *Membership) Pass(ctx context.Context) error {
 	act := decide(m.view(ctx, sts, seen, prev, claims, req))
 	changed, actErr := m.act(ctx, cli, seen, act)
 	var tlsEvents []event
+	moved := false
 	if !changed {
-		tlsEvents, changed = m.movePeersToTLS(ctx, cli, mode, seen) // etcdtls.go
+		tlsEvents, moved = m.movePeersToTLS(ctx, cli, mode, seen) // etcdtls.go
 	}
 	now := seen
-	if changed {
+	if changed || moved {
 		now = look(ctx, cli, prev, m.clientTLS()) // report the membership as it is now
 		m.servedTLS(ctx, mode, &now)
 	}
