@@ -31,7 +31,7 @@ func decodeSpec(t *testing.T, doc string) spec.Cluster {
 }
 
 func etcdCluster(name string, n int, version string) *live.Cluster {
-	c := &live.Cluster{Kind: spec.EtcdKind, Name: name, Storage: "8Gi", ClusterVersion: version[:strings.LastIndexByte(version, '.')], Network: contract.NetworkRestricted,
+	c := &live.Cluster{Kind: spec.EtcdKind, Name: name, Storage: "8Gi", ClusterVersion: version[:strings.LastIndexByte(version, '.')], Network: contract.NetworkRestricted, TLS: contract.TLSRequire,
 		StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true},
 		Compaction:  &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
 	for i := range n {
@@ -39,7 +39,7 @@ func etcdCluster(name string, n int, version string) *live.Cluster {
 		if i == 0 {
 			role = live.RoleLeader
 		}
-		c.Members = append(c.Members, live.Member{Name: fmt.Sprintf("%s-%d", name, i), Version: version, Ready: true, Role: role})
+		c.Members = append(c.Members, live.Member{Name: fmt.Sprintf("%s-%d", name, i), Version: version, Ready: true, Role: role, TLS: true, PeerTLS: true})
 	}
 	return c
 }
@@ -144,6 +144,18 @@ func TestBodyGolden(t *testing.T) {
 			pgAccept.TLS = contract.TLSAccept
 			pl := planOf(t, pgSpecDoc("my-production-db", 3, "14.5"), pgAccept)
 			return BodyInput{Plan: pl, Current: stepOf(t, pl, plan.PostgresConfigureTLS), SpecCommit: specSHA, Head: headSHA, Live: pgAccept, WebURL: web}
+		}},
+		{"etcd-tls-require", func(t *testing.T) BodyInput {
+			// An etcd cluster rendered before TLS, every member serving it
+			// beside plain HTTP: the first restart that requires it says
+			// who is cut off and that reverting it is no way back.
+			kvAccept := etcdCluster("kv", 3, "3.5.21")
+			kvAccept.TLS = contract.TLSAccept
+			for i := range kvAccept.Members {
+				kvAccept.Members[i].PeerTLS = false
+			}
+			pl := planOf(t, etcdSpecDoc("kv", 3, "3.5.21"), kvAccept)
+			return BodyInput{Plan: pl, Current: 0, SpecCommit: specSHA, Head: headSHA, Live: kvAccept, WebURL: web}
 		}},
 		{"pg-network-restrict", func(t *testing.T) BodyInput {
 			// A cluster rendered before its NetworkPolicy: the step that

@@ -14,11 +14,11 @@ func EtcdSpec(size int, version, extra string) string {
 // EtcdLive is the live state of etcd cluster e: n members at version, e-0
 // leading; the highest removed from the membership when removedTop; extra
 // lines for the cluster (each "  key: value\n"). The rendered config sets
-// the default compaction (EtcdLiveCompaction) and the NetworkPolicy, as a
-// cluster cairn created has them.
+// the default compaction (EtcdLiveCompaction), the NetworkPolicy and
+// required TLS, as a cluster cairn created has them.
 func EtcdLive(n int, version string, removedTop bool, extra string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n  network: restricted\n  %s\n%s  statefulSet: {readOnlyRootFilesystem: true, replicas: %d, version: %q}\n  members:\n", EtcdLiveCompaction, extra, n, version)
+	fmt.Fprintf(&b, "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n  network: restricted\n  tls: require\n  %s\n%s  statefulSet: {readOnlyRootFilesystem: true, replicas: %d, version: %q}\n  members:\n", EtcdLiveCompaction, extra, n, version)
 	for i := range n {
 		role, ready := "follower", true
 		if i == 0 {
@@ -27,7 +27,7 @@ func EtcdLive(n int, version string, removedTop bool, extra string) string {
 		if removedTop && i == n-1 {
 			role, ready = "removed", false
 		}
-		fmt.Fprintf(&b, "  - {name: e-%d, version: %q, ready: %v, role: %s}\n", i, version, ready, role)
+		fmt.Fprintf(&b, "  - {name: e-%d, version: %q, ready: %v, role: %s, tls: %v, peerTLS: %v}\n", i, version, ready, role, ready, ready)
 	}
 	return b.String()
 }

@@ -261,7 +261,9 @@ func (c Cluster) writeLive(b *strings.Builder) {
 	memberTLS := ""
 	switch c.Kind {
 	case Etcd:
-		fmt.Fprintf(b, "  clusterVersion: %q\n  %s\n", s.version[:strings.LastIndex(s.version, ".")], testbed.EtcdLiveCompaction)
+		// Created by cairn: TLS required of clients and peers.
+		fmt.Fprintf(b, "  clusterVersion: %q\n  %s\n  tls: %s\n", s.version[:strings.LastIndex(s.version, ".")], testbed.EtcdLiveCompaction, contract.TLSRequire)
+		memberTLS = ", tls: true, peerTLS: true"
 	case Postgres:
 		// Created by cairn: TLS required, every member serving it.
 		fmt.Fprintf(b, "  tls: %s\n", contract.TLSRequire)
