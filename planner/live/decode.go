@@ -26,7 +26,7 @@ const MaxReplicas = 1000
 // hand-written spec, still within a fixed budget of time and memory:
 // parsing YAML allocates up to about 220 bytes per byte read, so the
 // worst 4 MiB file costs about 0.9 GB allocated and 1.5 s, once.
-var Limits = strictyaml.Limits{MaxBytes: 4 << 20, MaxDocuments: 2, MaxNodes: 1_000_000, MaxDepth: 32}
+var Limits = strictyaml.Limits{MaxBytes: 4 << 20, MaxDocuments: 2, MaxNodes: 1_000_000, MaxDepth: 32, MaxFileValues: 1_000_000}
 
 // ReadFile reads an observed-state file: a regular file within
 // Limits.MaxBytes, refused before it is read otherwise (a FIFO, a device

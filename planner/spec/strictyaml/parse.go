@@ -2,9 +2,7 @@ package strictyaml
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,15 +22,22 @@ type Limits struct {
 	MaxNodes int
 	// MaxDepth is the deepest nesting decoding follows.
 	MaxDepth int
+	// MaxFileValues is the most values (scalars, aliases, lists and
+	// mappings as written, keys not counted) all documents of one file
+	// may hold together. It is counted before any document is parsed, and
+	// bounds the memory parsing costs: yaml.v3 allocates about 250 bytes
+	// per node it builds.
+	MaxFileValues int
 }
 
 // DefaultLimits are generous for hand-written specs and tight enough that a
 // hostile file is refused in milliseconds.
 var DefaultLimits = Limits{
-	MaxBytes:     1 << 20,
-	MaxDocuments: 100,
-	MaxNodes:     20000,
-	MaxDepth:     32,
+	MaxBytes:      1 << 20,
+	MaxDocuments:  100,
+	MaxNodes:      20000,
+	MaxDepth:      32,
+	MaxFileValues: 20000,
 }
 
 // Document is one YAML document of a file.
@@ -58,20 +63,19 @@ func Parse(file string, data []byte, lim Limits) (docs []Document, errs ErrorLis
 			errs = ErrorList{{File: file, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}}
 		}
 	}()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	b := newBuilder(file, data, lim)
 	for i := 0; ; i++ {
-		var n yaml.Node
-		err := dec.Decode(&n)
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
+		n, err := b.document()
 		if err != nil {
-			return nil, ErrorList{syntaxError(file, data, err)}
+			return nil, ErrorList{err}
+		}
+		if n == nil {
+			return docs, nil
 		}
 		if i >= lim.MaxDocuments {
 			return nil, ErrorList{{File: file, Line: n.Line, Col: n.Column, Msg: fmt.Sprintf("more than %d documents in one file", lim.MaxDocuments)}}
 		}
-		root := &n
+		root := n
 		if root.Kind == yaml.DocumentNode {
 			if len(root.Content) == 0 {
 				continue
