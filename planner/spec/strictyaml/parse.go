@@ -18,15 +18,16 @@ type Limits struct {
 	// MaxDocuments is the most YAML documents one file may hold.
 	MaxDocuments int
 	// MaxNodes is the most nodes decoding one document may visit, counting
-	// every expansion of an alias.
+	// every expansion of an alias. Parse refuses a document that holds more
+	// values as written (Decode would visit each one), while building it.
 	MaxNodes int
 	// MaxDepth is the deepest nesting decoding follows.
 	MaxDepth int
 	// MaxFileValues is the most values (scalars, aliases, lists and
 	// mappings as written, keys not counted) all documents of one file
-	// may hold together. It is counted before any document is parsed, and
-	// bounds the memory parsing costs: yaml.v3 allocates about 250 bytes
-	// per node it builds.
+	// may hold together. Counted while the trees are built, it bounds the
+	// memory parsing costs: about 250 bytes per node, and a file holds at
+	// most two nodes per value (a key and its value) besides its documents.
 	MaxFileValues int
 }
 
