@@ -75,8 +75,8 @@ var unlimited = Limits{MaxBytes: math.MaxInt, MaxDocuments: 100, MaxNodes: math.
 
 // checkBuild is the property Parse rests on: without limits on values,
 // the builder gives yaml.v3's trees and errors; with them, it refuses
-// exactly the files whose trees hold too many values, and a file it
-// accepts holds at most 2*MaxFileValues nodes besides its documents.
+// exactly the files whose trees hold too many values, and the trees of a
+// file it accepts hold at most 2*MaxFileValues nodes.
 func checkBuild(t *testing.T, data []byte) {
 	t.Helper()
 	want, wantErr := yamlParse("f", data, unlimited)
@@ -106,8 +106,17 @@ func checkBuild(t *testing.T, data []byte) {
 		}
 		lim = unlimited
 		lim.MaxFileValues = max
-		_, errs = Parse("f", data, lim)
+		docs, errs := Parse("f", data, lim)
 		refused = errs != nil && strings.Contains(errs.Error(), "the file holds more than")
+		nodes := 0
+		for _, d := range docs {
+			v := 0
+			nodesOf(d.Root, &v)
+			nodes += v
+		}
+		if nodes > 2*max {
+			t.Fatalf("MaxFileValues %d: accepted %d nodes", max, nodes)
+		}
 		total := 0
 		for _, v := range values {
 			total += v
@@ -115,6 +124,13 @@ func checkBuild(t *testing.T, data []byte) {
 		if over := total > max; refused != over {
 			t.Fatalf("MaxFileValues %d: refused %v, the file holds %d values", max, refused, total)
 		}
+	}
+}
+
+func nodesOf(n *yaml.Node, nodes *int) {
+	*nodes++
+	for _, c := range n.Content {
+		nodesOf(c, nodes)
 	}
 }
 

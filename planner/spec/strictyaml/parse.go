@@ -50,7 +50,10 @@ type Document struct {
 	Root *yaml.Node
 }
 
-// Parse splits a file into its non-empty YAML documents.
+// Parse splits a file into its non-empty YAML documents. It counts their
+// values as it builds them and refuses the file where it crosses
+// lim.MaxNodes in a document or lim.MaxFileValues in all, so that parsing
+// costs no more than the limits allow.
 func Parse(file string, data []byte, lim Limits) (docs []Document, errs ErrorList) {
 	if len(data) > lim.MaxBytes {
 		return nil, ErrorList{{File: file, Msg: fmt.Sprintf("file is %d bytes; the limit is %d", len(data), lim.MaxBytes)}}
