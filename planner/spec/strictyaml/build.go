@@ -106,7 +106,7 @@ func (b *builder) node(ev yamlevents.Event) *Error {
 				Msg: fmt.Sprintf("the document holds more than %d values", b.lim.MaxNodes)}
 		case b.all > b.lim.MaxFileValues:
 			return &Error{File: b.file, Line: ev.Line, Col: ev.Col,
-				Msg: fmt.Sprintf("the file holds more than %d values in its documents together", b.lim.MaxFileValues)}
+				Msg: fmt.Sprintf("the documents of this file hold more than %d values together; split them into more files", b.lim.MaxFileValues)}
 		}
 	}
 	if n.Kind == yaml.AliasNode {

@@ -107,7 +107,7 @@ func checkBuild(t *testing.T, data []byte) {
 		lim = unlimited
 		lim.MaxFileValues = max
 		docs, errs := Parse("f", data, lim)
-		refused = errs != nil && strings.Contains(errs.Error(), "the file holds more than")
+		refused = errs != nil && strings.Contains(errs.Error(), "the documents of this file hold more than")
 		nodes := 0
 		for _, d := range docs {
 			v := 0
