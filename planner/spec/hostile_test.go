@@ -61,6 +61,8 @@ func hostileCases() []hostileCase {
 			want: []string{"f.yaml:20000:13: the document holds more than 20000 values"}},
 		{name: "wide mapping", in: labels(strings.Join(wide, "\n") + "\n"),
 			want: []string{"f.yaml:20000:13: the document holds more than 20000 values"}},
+		{name: "wide mappings in many documents", in: strings.Repeat("---\n"+labels(strings.Join(wide[:3000], "\n")+"\n"), 7),
+			want: []string{"the documents of this file hold more than 20000 values together; split them into more files"}},
 		{name: "2 MiB file", in: big,
 			want: []string{fmt.Sprintf("f.yaml: file is %d bytes; the limit is %d", len(big), Limits.MaxBytes)}},
 		{name: "deep list", in: deepList,
