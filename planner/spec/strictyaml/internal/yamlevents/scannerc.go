@@ -548,9 +548,10 @@ func read(parser *yaml_parser_t, s []byte) []byte {
 		panic("invalid character sequence")
 	}
 	// cairn: upstream tests len(s), so each scratch buffer emptied with
-	// s[:0] (the whitespace between two words) was allocated again; every
-	// such buffer is copied out before it is emptied, so reusing it is safe
-	// and halves what a long plain scalar costs to walk.
+	// s[:0] (the whitespace between two words) is allocated again: 32
+	// bytes per space. Every such buffer is copied out before it is
+	// emptied, so reusing it is safe; it halves what a long plain scalar
+	// of words allocates.
 	if cap(s) == 0 {
 		s = make([]byte, 0, 32)
 	}
