@@ -24,9 +24,11 @@ const MaxReplicas = 1000
 // describe a whole fleet (a cluster takes 300 to 800 bytes: 4 MiB holds
 // the 5,000 clusters a repo may have), so it gets more room than a
 // hand-written spec, still within a fixed budget of time and memory:
-// parsing YAML allocates up to about 220 bytes per byte read, so the
-// worst 4 MiB file costs about 0.9 GB allocated and 1.5 s, once.
-var Limits = strictyaml.Limits{MaxBytes: 4 << 20, MaxDocuments: 2, MaxNodes: 1_000_000, MaxDepth: 32}
+// values are counted while the file is parsed, so a file holding more is
+// refused at the 1,000,001st for about 250 MB allocated, and the costliest
+// file within the limits (1,000,000 values, each decoded) about 0.84 GB
+// and 3 s, once (BenchmarkWorstLive).
+var Limits = strictyaml.Limits{MaxBytes: 4 << 20, MaxDocuments: 2, MaxNodes: 1_000_000, MaxDepth: 32, MaxFileValues: 1_000_000}
 
 // ReadFile reads an observed-state file: a regular file within
 // Limits.MaxBytes, refused before it is read otherwise (a FIFO, a device

@@ -24,6 +24,9 @@ func TestHostileLiveFiles(t *testing.T) {
 		"nul.yaml": func(p string) error {
 			return os.WriteFile(p, []byte("# A NUL byte.\napiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters: [\x00]\n"), 0o644)
 		},
+		// The densest values the size limit allows: refused at the
+		// 1,000,001st, for the cost of the tree before it.
+		"dense.yaml": func(p string) error { return os.WriteFile(p, []byte(worstLive()[0]), 0o644) },
 		"big.yaml": func(p string) error { // sparse: nothing is written
 			f, err := os.Create(p)
 			if err != nil {
@@ -53,6 +56,7 @@ func TestHostileLiveFiles(t *testing.T) {
 		{filepath.Join(dir, "zero.yaml"), "zero.yaml: not a regular file (Dc---------)", 64 << 10},
 		{filepath.Join(dir, "dir.yaml"), "dir.yaml: not a regular file (d---------)", 64 << 10},
 		{filepath.Join(dir, "big.yaml"), "big.yaml: file is 1099511627776 bytes; the limit is 4194304", 64 << 10},
+		{filepath.Join(dir, "dense.yaml"), "dense.yaml:1:2000000: the document holds more than 1000000 values", 300 << 20},
 	} {
 		t.Run(filepath.Base(c.path), func(t *testing.T) {
 			var err error
@@ -77,6 +81,42 @@ func TestHostileLiveFiles(t *testing.T) {
 				t.Errorf("allocated %d bytes; the bound is %d", used, c.maxAlloc)
 			}
 			t.Logf("allocated %d KiB", used>>10)
+		})
+	}
+}
+
+// worstLive are the live-state files within Limits.MaxBytes that cost the
+// most to read: the densest values, refused at the 1,000,001st; the most
+// values the limit lets through, then plain words (yaml.v3 allocates for
+// each space between two) up to the size limit; and as many, decoded one
+// by one into members.
+func worstLive() []string {
+	dense := "[" + strings.Repeat("a,", Limits.MaxBytes/2-1) + "]"
+	passed := "[" + strings.Repeat("a,", Limits.MaxFileValues-2) + "x "
+	passed += strings.Repeat("x ", (Limits.MaxBytes-len(passed)-2)/2) + "]"
+	// 9 values besides the members: exactly the limit.
+	decoded := "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- {kind: PostgresCluster, name: c, members: [" +
+		strings.Repeat("{},", Limits.MaxFileValues-10) + "{}], storage: "
+	decoded += strings.Repeat("x ", (Limits.MaxBytes-len(decoded)-2)/2) + "}"
+	return []string{dense, passed, decoded}
+}
+
+// BenchmarkWorstLive measures the time and memory of decoding each of
+// worstLive (go test -run '^$' -bench WorstLive -benchtime 3x).
+func BenchmarkWorstLive(b *testing.B) {
+	for i, in := range worstLive() {
+		b.Run([]string{"refused", "passed", "decoded"}[i], func(b *testing.B) {
+			data := []byte(in)
+			if len(data) > Limits.MaxBytes {
+				b.Fatalf("%d bytes", len(data))
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := Decode("f.yaml", data); err == nil {
+					b.Fatal("accepted")
+				}
+			}
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/testbed/alloc"
 )
 
 // hostileCase is an input built to cost time or memory, or to confuse the
@@ -14,6 +16,8 @@ type hostileCase struct {
 	in   string
 	// want are substrings of the error text, in order.
 	want []string
+	// maxAlloc bounds the bytes reading it allocates (TestWorstSpecCost).
+	maxAlloc uint64
 }
 
 // laughs returns anchors a0..a<levels-1> as top-level keys (or, with
@@ -54,10 +58,13 @@ func hostileCases() []hostileCase {
 			want: []string{"f.yaml:9:5: metadata.labels: must be a mapping, got a list"}},
 		{name: "laughs in unknown fields", in: laughs("", 9) + pg("  x: *a8", "  y: {z: *a8}"),
 			want: []string{"f.yaml:1:1: a0: unknown field", "f.yaml:18:3: spec.x: unknown field \"x\"", "f.yaml:19:3: spec.y: unknown field \"y\""}},
+		// Counted before the file is parsed: each alias is one value.
 		{name: "one alias used many times", in: "s: &s lol\n" + labels(strings.Repeat("    k: *s\n", 1)+manyAliasLabels(Limits.MaxNodes)),
-			want: []string{"more than 20000 values (too large, or too many aliases)"}},
+			want: []string{"f.yaml:20000:13: the document holds more than 20000 values"}},
 		{name: "wide mapping", in: labels(strings.Join(wide, "\n") + "\n"),
-			want: []string{"f.yaml:", "metadata.labels.k", "document expands to more than 20000 values"}},
+			want: []string{"f.yaml:20000:13: the document holds more than 20000 values"}},
+		{name: "wide mappings in many documents", in: strings.Repeat("---\n"+labels(strings.Join(wide[:3000], "\n")+"\n"), 7),
+			want: []string{"the documents of this file hold more than 20000 values together; split them into more files"}},
 		{name: "2 MiB file", in: big,
 			want: []string{fmt.Sprintf("f.yaml: file is %d bytes; the limit is %d", len(big), Limits.MaxBytes)}},
 		{name: "deep list", in: deepList,
@@ -137,6 +144,66 @@ func TestHostile(t *testing.T) {
 			// The report stays readable: bounded, whatever the input.
 			if len(msg) > 64<<10 {
 				t.Errorf("error is %d bytes", len(msg))
+			}
+		})
+	}
+}
+
+// worstSpecs are the 1 MiB files that cost the most to read: the densest
+// values, refused by the count before a tree is built; and the most values
+// the count lets through, labels decoded one by one, with the costliest
+// bytes after them (plain words: yaml.v3 allocates 32 bytes for each
+// space between two).
+func worstSpecs() []hostileCase {
+	dense := "[" + strings.Repeat("a,", Limits.MaxBytes/2-1) + "]"
+	var b strings.Builder
+	for i := range Limits.MaxFileValues - 11 { // 11 values besides: exactly the limit
+		fmt.Fprintf(&b, "    k%d: v\n", i)
+	}
+	b.WriteString("    words: ")
+	passed := sub(pgHead, `  name: "db"`, "  name: db\n  labels:\n"+b.String())
+	passed = strings.Replace(passed, "    words: ", "    words: "+strings.Repeat("x ", (Limits.MaxBytes-len(passed)-1)/2), 1)
+	return []hostileCase{
+		{name: "1 MiB of [a,a,...]", in: dense, want: []string{"f.yaml:1:40000: the document holds more than 20000 values"}, maxAlloc: 8 << 20},
+		{name: "the most values the count passes, then words", in: passed,
+			want: []string{`f.yaml:19995:12: metadata.labels.words: label value "x x x x x x x x x x x x x x x x x x x x "... is not valid`}, maxAlloc: 40 << 20},
+	}
+}
+
+// TestWorstSpecCost bounds the bytes allocated to read each of worstSpecs.
+// Before values were counted while parsing, the first cost 0.55 s and
+// 132 MB, the second 41 MB.
+func TestWorstSpecCost(t *testing.T) {
+	for _, c := range worstSpecs() {
+		t.Run(c.name, func(t *testing.T) {
+			if len(c.in) > Limits.MaxBytes {
+				t.Fatalf("%d bytes", len(c.in))
+			}
+			var err error
+			used := alloc.Bytes(func() { _, err = Decode("f.yaml", []byte(c.in)) })
+			if err == nil || !strings.Contains(err.Error(), c.want[0]) {
+				t.Fatalf("error %.300v\nwant %q", err, c.want[0])
+			}
+			if used > c.maxAlloc {
+				t.Errorf("allocated %d bytes; the bound is %d", used, c.maxAlloc)
+			}
+			t.Logf("allocated %d KiB", used>>10)
+		})
+	}
+}
+
+// BenchmarkWorstSpec measures the time and memory of reading each of
+// worstSpecs (go test -run '^$' -bench WorstSpec -benchtime 5x).
+func BenchmarkWorstSpec(b *testing.B) {
+	for _, c := range worstSpecs() {
+		b.Run(c.name, func(b *testing.B) {
+			data := []byte(c.in)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := Decode("f.yaml", data); err == nil {
+					b.Fatal("accepted")
+				}
 			}
 		})
 	}

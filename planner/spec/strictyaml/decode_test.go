@@ -285,7 +285,7 @@ func TestDecodeNeedsPointer(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	small := Limits{MaxBytes: 64, MaxDocuments: 2, MaxNodes: 10, MaxDepth: 4}
+	small := Limits{MaxBytes: 64, MaxDocuments: 2, MaxNodes: 10, MaxDepth: 4, MaxFileValues: 12}
 	cases := []struct {
 		name, src string
 		lim       Limits
@@ -296,6 +296,9 @@ func TestParse(t *testing.T) {
 		{name: "separators and comments", src: "---\n# c\n---\n...\n", lim: DefaultLimits},
 		{name: "empty documents keep their index", src: "---\n---\na: 1\n---\n~\n---\nb: 2\n", lim: DefaultLimits, docs: []int{1, 3}},
 		{name: "too many documents", src: "a: 1\n---\nb: 1\n---\nc: 1\n", lim: small, want: "t.yaml:4:1: more than 2 documents in one file"},
+		{name: "values in a document", src: "[1,2,3,4,5,6,7,8,9,10]", lim: small, want: "t.yaml:1:20: the document holds more than 10 values"},
+		{name: "values in a file", src: "[1,2,3,4,5,6,7]\n---\n[1,2,3,4,5,6,7]\n", lim: small, want: "t.yaml:3:8: the documents of this file hold more than 12 values together; split them into more files"},
+		{name: "keys are not values", src: "{a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9}", lim: small, docs: []int{0}},
 		{name: "too large", src: strings.Repeat("#", 65), lim: small, want: "t.yaml: file is 65 bytes; the limit is 64"},
 		{name: "NUL", src: "a: 1\nb: \x00\n", lim: DefaultLimits, want: "t.yaml:2:4: file contains a NUL byte; specs must be text"},
 		{name: "control character", src: "a: 1\n  b: \x1b[31m\n", lim: DefaultLimits, want: "t.yaml:2:6: file contains the control character U+001B; specs must be text"},

@@ -8,6 +8,11 @@
 // node budget (an alias-expansion bomb is an error, not an OOM), and panics
 // inside the YAML library are turned into errors.
 //
+// Parse builds those trees itself, node for node as yaml.v3 would, from the
+// events of a copy of yaml.v3's parser (internal/yamlevents): values are
+// counted as the tree grows, so a file past its limits is refused where it
+// crosses them, and parsing never costs more than the limits allow.
+//
 // Values are mapped by their `json` struct tags so that one set of tags
 // serves YAML input, JSON output and the generated JSON Schema. Types that
 // decode themselves from a scalar implement ScalarUnmarshaler.

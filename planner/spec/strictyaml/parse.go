@@ -2,9 +2,7 @@ package strictyaml
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,19 +18,27 @@ type Limits struct {
 	// MaxDocuments is the most YAML documents one file may hold.
 	MaxDocuments int
 	// MaxNodes is the most nodes decoding one document may visit, counting
-	// every expansion of an alias.
+	// every expansion of an alias. Parse refuses a document that holds more
+	// values as written (Decode would visit each one), while building it.
 	MaxNodes int
 	// MaxDepth is the deepest nesting decoding follows.
 	MaxDepth int
+	// MaxFileValues is the most values (scalars, aliases, lists and
+	// mappings as written, keys not counted) all documents of one file
+	// may hold together. Counted while the trees are built, it bounds the
+	// memory parsing costs: about 250 bytes per node, and a file holds at
+	// most two nodes per value (a key and its value) besides its documents.
+	MaxFileValues int
 }
 
 // DefaultLimits are generous for hand-written specs and tight enough that a
 // hostile file is refused in milliseconds.
 var DefaultLimits = Limits{
-	MaxBytes:     1 << 20,
-	MaxDocuments: 100,
-	MaxNodes:     20000,
-	MaxDepth:     32,
+	MaxBytes:      1 << 20,
+	MaxDocuments:  100,
+	MaxNodes:      20000,
+	MaxDepth:      32,
+	MaxFileValues: 20000,
 }
 
 // Document is one YAML document of a file.
@@ -44,7 +50,10 @@ type Document struct {
 	Root *yaml.Node
 }
 
-// Parse splits a file into its non-empty YAML documents.
+// Parse splits a file into its non-empty YAML documents. It counts their
+// values as it builds them and refuses the file where it crosses
+// lim.MaxNodes in a document or lim.MaxFileValues in all, so that parsing
+// costs no more than the limits allow.
 func Parse(file string, data []byte, lim Limits) (docs []Document, errs ErrorList) {
 	if len(data) > lim.MaxBytes {
 		return nil, ErrorList{{File: file, Msg: fmt.Sprintf("file is %d bytes; the limit is %d", len(data), lim.MaxBytes)}}
@@ -58,20 +67,19 @@ func Parse(file string, data []byte, lim Limits) (docs []Document, errs ErrorLis
 			errs = ErrorList{{File: file, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}}
 		}
 	}()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	b := newBuilder(file, data, lim)
 	for i := 0; ; i++ {
-		var n yaml.Node
-		err := dec.Decode(&n)
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
+		n, err := b.document()
 		if err != nil {
-			return nil, ErrorList{syntaxError(file, data, err)}
+			return nil, ErrorList{err}
+		}
+		if n == nil {
+			return docs, nil
 		}
 		if i >= lim.MaxDocuments {
 			return nil, ErrorList{{File: file, Line: n.Line, Col: n.Column, Msg: fmt.Sprintf("more than %d documents in one file", lim.MaxDocuments)}}
 		}
-		root := &n
+		root := n
 		if root.Kind == yaml.DocumentNode {
 			if len(root.Content) == 0 {
 				continue
