@@ -32,9 +32,6 @@ type probe struct {
 func absent(dir, re string) probe { return probe{dir, regexp.MustCompile(re)} }
 
 var (
-	// Steps moving an existing etcd cluster to TLS would be the
-	// planner's, as PostgreSQL's tls-accept and tls-require are.
-	noEtcdTLSSteps = []probe{absent("../planner", `EtcdConfigureTLS|"etcd-tls-`)}
 	noReclone      = []probe{absent("../runtime", `(?i)re-?clone|requested WAL segment`)}
 	// pg_upgrade --check runs inside the upgrade step (runtime/instance);
 	// a step of its own before the downtime would be the planner's.
@@ -47,7 +44,6 @@ var claims = []claim{
 	{file: "planner-rules.md", text: "Not built yet: a `pg_upgrade --check` pre-flight step", absent: noUpgradeCheck},
 	{file: "README.md", text: "what is not rendered yet", checked: "points at rendering.md's \"Not yet\" section, whose claims are tied below"},
 	{file: "rendering.md", text: "## Not yet", checked: "a heading: its bullets are tied below"},
-	{file: "rendering.md", text: "No step moves an etcd cluster rendered before etcd TLS to TLS yet", absent: noEtcdTLSSteps},
 	{file: "rendering.md", text: "A replica whose retained volume is older than the primary's WAL", absent: noReclone},
 	{file: "rendering.md", text: "does not re-clone on its own yet", absent: noReclone},
 	{file: "backups.md", text: "## Not built yet", checked: "a heading: its bullets are tied below"},
