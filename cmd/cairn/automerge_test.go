@@ -21,7 +21,7 @@ const autoMergePolicy = "apiVersion: cairn.dev/v1alpha1\nkind: Policy\nmetadata:
 
 // oneMember is a one-member etcd at 3.5.20: its upgrade to 3.5.21 is
 // disruptive (the only member restarts) and reversible.
-const oneMember = "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: big\n  storage: 8Gi\n  network: restricted\n  compaction: {mode: periodic, retention: 1h, applied: true}\n  statefulSet: {readOnlyRootFilesystem: true, replicas: 1, version: \"3.5.20\"}\n  members:\n  - {name: big-0, version: \"3.5.20\", ready: true, role: leader}\n"
+const oneMember = "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: big\n  storage: 8Gi\n  network: restricted\n  tls: require\n  compaction: {mode: periodic, retention: 1h, applied: true}\n  statefulSet: {readOnlyRootFilesystem: true, replicas: 1, version: \"3.5.20\"}\n  members:\n  - {name: big-0, version: \"3.5.20\", ready: true, role: leader, tls: true, peerTLS: true}\n"
 
 // The end-to-end case of issue 9: a step outside its maintenance window
 // gets a pull request marked held, with a pending status and no merge;
@@ -134,8 +134,8 @@ func TestReconcileAutoMergesStepByStep(t *testing.T) {
 	if o := etcdOf(); o.Action != publish.ActionHeld || !strings.Contains(o.Note, "waiting for merged step etcd-add-1") {
 		t.Fatalf("after the merge: %+v", o)
 	}
-	joined := strings.Replace(string(base), "statefulSet: {readOnlyRootFilesystem: true, replicas: 1,", "statefulSet: {readOnlyRootFilesystem: true, replicas: 2,", 1)
-	joined = strings.Replace(joined, "role: leader}\n", "role: leader}\n      - {name: my-etcd-cluster-1, version: \"3.2.13\", ready: true, role: follower}\n", 1)
+	joined := mustReplace(t, string(base), "statefulSet: {readOnlyRootFilesystem: true, replicas: 1,", "statefulSet: {readOnlyRootFilesystem: true, replicas: 2,")
+	joined = mustReplace(t, joined, "role: leader, tls: true, peerTLS: true}\n", "role: leader, tls: true, peerTLS: true}\n      - {name: my-etcd-cluster-1, version: \"3.2.13\", ready: true, role: follower, tls: true, peerTLS: true}\n")
 	setLive(joined)
 	if o := etcdOf(); o.Action != publish.ActionAutoMerged || o.Step != "etcd-add-2" {
 		t.Fatalf("after the step showed done: %+v", o)

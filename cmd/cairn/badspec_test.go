@@ -32,13 +32,14 @@ clusters:
     statefulSet: {readOnlyRootFilesystem: true, replicas: 3, updatePartition: 0, version: "3.7.3"}
     storage: 8Gi
     network: restricted
+    tls: require
     clusterVersion: "3.7"
     compaction: {mode: periodic, retention: 1h, applied: true}
     bootstrap: existing
     members:
-      - {name: kv-0, version: "3.7.3", ready: true, role: leader}
-      - {name: kv-1, version: "3.7.3", ready: true, role: follower}
-      - {name: kv-2, version: "3.7.3", ready: true, role: follower}
+      - {name: kv-0, version: "3.7.3", ready: true, role: leader, tls: true, peerTLS: true}
+      - {name: kv-1, version: "3.7.3", ready: true, role: follower, tls: true, peerTLS: true}
+      - {name: kv-2, version: "3.7.3", ready: true, role: follower, tls: true, peerTLS: true}
 `
 
 func kvSpec(extra string) map[string]string {

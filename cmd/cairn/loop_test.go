@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -533,9 +534,10 @@ func TestEtcdUpgradeAcrossMinors(t *testing.T) {
 		steps, len(acked), failed, outage, strings.Join(l.timings, ", "))
 }
 
-// writer puts a key every 20 ms until stopped and keeps those etcd
-// acknowledged.
+// writer puts a key every 20 ms until stopped, through the client it
+// was last given, and keeps those etcd acknowledged.
 type writer struct {
+	cli    atomic.Pointer[clientv3.Client]
 	cancel context.CancelFunc
 	done   chan struct{}
 	acked  []string
@@ -546,13 +548,14 @@ type writer struct {
 func startWriter(ctx context.Context, cli *clientv3.Client) *writer {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &writer{cancel: cancel, done: make(chan struct{})}
+	w.use(cli)
 	go func() {
 		defer close(w.done)
 		var since time.Time
 		for i := 0; ctx.Err() == nil; i++ {
 			k := fmt.Sprintf("w-%06d", i)
 			wctx, c := context.WithTimeout(ctx, 2*time.Second)
-			_, err := cli.Put(wctx, k, "v")
+			_, err := w.cli.Load().Put(wctx, k, "v")
 			c()
 			switch {
 			case err == nil:
@@ -572,6 +575,9 @@ func startWriter(ctx context.Context, cli *clientv3.Client) *writer {
 	}()
 	return w
 }
+
+// use makes the writer write through cli from its next write on.
+func (w *writer) use(cli *clientv3.Client) { w.cli.Store(cli) }
 
 func (w *writer) stop() ([]string, int, time.Duration) {
 	w.cancel()

@@ -170,3 +170,14 @@ func TestRenderRefusesBadSpecWithoutWriting(t *testing.T) {
 		t.Errorf("rendered/ written for an invalid spec: %v", err)
 	}
 }
+
+// mustReplace replaces the first old in s with new, failing the test when
+// s holds no old: an edit of a fixture that matches nothing would test
+// nothing.
+func mustReplace(t *testing.T, s, old, new string) string {
+	t.Helper()
+	if !strings.Contains(s, old) {
+		t.Fatalf("the fixture holds no %q", old)
+	}
+	return strings.Replace(s, old, new, 1)
+}

@@ -75,10 +75,10 @@ func TestProposeLocalProviderStepByStep(t *testing.T) {
 		t.Fatalf("after merge:\n%s", out)
 	}
 	// The member joined: the next step's pull request opens.
-	grown := strings.Replace(string(data), "statefulSet: {readOnlyRootFilesystem: true, replicas: 1, updatePartition: 0, version: \"3.2.13\"}",
-		"statefulSet: {readOnlyRootFilesystem: true, replicas: 2, updatePartition: 0, version: \"3.2.13\"}", 1)
-	grown = strings.Replace(grown, "      - {name: my-etcd-cluster-0, version: \"3.2.13\", ready: true, role: leader}\n",
-		"      - {name: my-etcd-cluster-0, version: \"3.2.13\", ready: true, role: leader}\n      - {name: my-etcd-cluster-1, version: \"3.2.13\", ready: true, role: follower}\n", 1)
+	grown := mustReplace(t, string(data), "statefulSet: {readOnlyRootFilesystem: true, replicas: 1, updatePartition: 0, version: \"3.2.13\"}",
+		"statefulSet: {readOnlyRootFilesystem: true, replicas: 2, updatePartition: 0, version: \"3.2.13\"}")
+	grown = mustReplace(t, grown, "      - {name: my-etcd-cluster-0, version: \"3.2.13\", ready: true, role: leader, tls: true, peerTLS: true}\n",
+		"      - {name: my-etcd-cluster-0, version: \"3.2.13\", ready: true, role: leader, tls: true, peerTLS: true}\n      - {name: my-etcd-cluster-1, version: \"3.2.13\", ready: true, role: follower, tls: true, peerTLS: true}\n")
 	_ = os.WriteFile(liveFile, []byte(grown), 0o644)
 	if out = propose(); !strings.Contains(out, "etcd-add-2") || !strings.Contains(out, "opened") {
 		t.Fatalf("next step:\n%s", out)

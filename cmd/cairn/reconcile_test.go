@@ -59,14 +59,14 @@ func TestReconcileHoldsUntilTheMergedStepShowsDone(t *testing.T) {
 		t.Fatalf("after merge: %+v", o)
 	}
 	// The pod exists but is not ready: still held, whatever the planner says.
-	joined := strings.Replace(string(base), "statefulSet: {readOnlyRootFilesystem: true, replicas: 1,", "statefulSet: {readOnlyRootFilesystem: true, replicas: 2,", 1)
-	joined = strings.Replace(joined, "role: leader}\n", "role: leader}\n      - {name: my-etcd-cluster-1, version: \"3.2.13\", ready: false, role: follower}\n", 1)
+	joined := mustReplace(t, string(base), "statefulSet: {readOnlyRootFilesystem: true, replicas: 1,", "statefulSet: {readOnlyRootFilesystem: true, replicas: 2,")
+	joined = mustReplace(t, joined, "role: leader, tls: true, peerTLS: true}\n", "role: leader, tls: true, peerTLS: true}\n      - {name: my-etcd-cluster-1, version: \"3.2.13\", ready: false, role: follower}\n")
 	setLive(joined)
 	if o := etcdOf(); o.Action != publish.ActionHeld || !strings.Contains(o.Note, "my-etcd-cluster-1 is ready") {
 		t.Fatalf("member not ready: %+v", o)
 	}
 	// Ready and voting: the gates pass and the next step's pull request opens.
-	setLive(strings.Replace(joined, "ready: false", "ready: true", 1))
+	setLive(mustReplace(t, joined, "ready: false", "ready: true"))
 	if o := etcdOf(); o.Action != publish.ActionOpened || o.Step != "etcd-add-2" {
 		t.Fatalf("after the step showed done: %+v", o)
 	}
