@@ -104,11 +104,17 @@ func (b *Bed) ClientTLS(ctx context.Context, cluster string) (*tls.Config, error
 	if b.mode(cluster) != contract.TLSRequire {
 		return nil, nil
 	}
-	m, err := (&certs.Files{Client: b.client, Namespace: b.ns, Cluster: cluster}).Material(ctx)
+	m, err := b.Material(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}
 	return m.ClientConfig(contract.EtcdClientServerName(cluster, b.ns))
+}
+
+// Material is cluster's certificates as the runtime keeps them: a test
+// reaches the members over TLS with them whatever mode they run in.
+func (b *Bed) Material(ctx context.Context, cluster string) (certs.Material, error) {
+	return (&certs.Files{Client: b.client, Namespace: b.ns, Cluster: cluster}).Material(ctx)
 }
 
 func (b *Bed) mode(cluster string) string {
