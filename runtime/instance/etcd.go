@@ -57,7 +57,10 @@ type Etcd struct {
 	// Version is the version of the etcd binary the member runs
 	// (EtcdBinaryVersion); empty when unknown.
 	Version string
-	Log     *slog.Logger
+	// Turns times the restarts that load a changed CA bundle, with TLS
+	// on (etcdturn.go); zero fields take their defaults.
+	Turns RestartTurns
+	Log   *slog.Logger
 }
 
 // Args decides how the member starts and returns the etcd flags for it:
