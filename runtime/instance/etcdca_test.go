@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -320,6 +321,17 @@ func TestEtcdRestartsOntoANewCA(t *testing.T) {
 	if err := admitted(t, ca2Client, eps[0]); err == nil {
 		t.Fatal("a member trusting CA1 alone admitted a client of CA2")
 	}
+
+	// A bundle that does not parse is not restarted onto.
+	broken := maps.Clone(files1["e-1"])
+	broken[contract.TLSFileCA] = []byte("-----BEGIN CERTIFICATE-----\nnot base64\n")
+	project(t, dirs["e-1"], broken)
+	eventually(t, 10*time.Second, "e-1 refuses the broken bundle", func(context.Context) error {
+		if logs.count("member=e-1", "cannot be used") == 0 {
+			return errors.New("not logged yet")
+		}
+		return nil
+	})
 
 	// The first move, into every member's files at once.
 	down := sampleDown(metrics)

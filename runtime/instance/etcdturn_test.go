@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/runtime/certs"
 )
 
 func TestInTurn(t *testing.T) {
@@ -106,5 +108,33 @@ func TestDecideRestart(t *testing.T) {
 				t.Fatalf("decideRestart = %+v, want restart %v with a reason containing %q", d, tc.restart, tc.reason)
 			}
 		})
+	}
+}
+
+// kubeletRefresh bounds how late the kubelet brings a changed Secret
+// into a running pod's projected volume: its sync period (1 minute) and
+// its Secret cache's TTL (1 minute; with the default Watch strategy the
+// cache is current within seconds).
+const kubeletRefresh = 2 * time.Minute
+
+// TestCAOverlapCoversEveryRestart: the runtime's overlap between its two
+// moves (certs.DefaultCAOverlap) leaves time for every member to restart
+// onto the new bundle with the default turns, and for many turns missed
+// to a member that is down.
+func TestCAOverlapCoversEveryRestart(t *testing.T) {
+	var r RestartTurns
+	cycle := etcdTurns * r.turn()
+	// Every member sees the new bundle by kubeletRefresh and a poll; each
+	// has its turn within the next cycle, and its restart (a stop of at
+	// most r.stop(), then a start) ends within it.
+	all := kubeletRefresh + r.poll() + cycle + r.stop()
+	missed := (certs.DefaultCAOverlap - all) / cycle
+	t.Logf("every member restarts within %s of the first move; the overlap (%s) leaves %d more cycles of turns (%s each)",
+		all, certs.DefaultCAOverlap, missed, cycle)
+	if missed < 10 {
+		t.Fatalf("the overlap leaves %d cycles of turns to spare, want at least 10", missed)
+	}
+	if r.poll() > r.turn()/2 {
+		t.Fatalf("a poll every %s can miss the first half of a %s turn", r.poll(), r.turn())
 	}
 }
