@@ -32,7 +32,8 @@ func newInstanceEtcd() *cobra.Command {
 			err = instance.RunEtcd(ctx, e)
 			// With TLS on etcd runs as a child: the pod's process ends
 			// with its status, as it would were it etcd itself.
-			if ee := (*instance.EtcdExitError)(nil); errors.As(err, &ee) {
+			var ee *instance.EtcdExitError
+			if errors.As(err, &ee) {
 				return &exitError{code: ee.Code, err: err}
 			}
 			return err

@@ -24,7 +24,8 @@ import (
 //
 // etcd reads its certificate and key files again at each handshake, so a
 // renewed leaf takes effect without a restart; the CA bundle (ca.crt) is
-// read when etcd starts.
+// read when etcd starts, so the instance manager restarts etcd, in turn
+// with the other members, when the bundle changes (etcdca.go).
 //
 // accept (clients over both, peers over plain HTTP) is a mode the
 // PostgreSQL kind moves through; no etcd cluster is rendered in it yet
