@@ -154,8 +154,9 @@ func (p *etcdProc) stop(timeout time.Duration) {
 	}
 }
 
-// exitErr is how etcd ended: nil for status 0 and for the SIGTERM of a
-// stop (etcd, as a container's first process, exits 0 on it); else an
+// exitErr is how etcd ended: nil for status 0 and, during a stop, for
+// dying of SIGTERM or SIGINT (a terminal's Ctrl-C reaches etcd too; etcd,
+// as a container's first process, exits 0 on either); else an
 // *EtcdExitError with its status, 128 + the signal's number when a
 // signal ended it, as a shell reports it.
 func (p *etcdProc) exitErr() error {
@@ -169,7 +170,7 @@ func (p *etcdProc) exitErr() error {
 	}
 	code := ee.ExitCode()
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		if p.stopping.Load() && ws.Signal() == syscall.SIGTERM {
+		if p.stopping.Load() && (ws.Signal() == syscall.SIGTERM || ws.Signal() == syscall.SIGINT) {
 			return nil
 		}
 		code = 128 + int(ws.Signal())
