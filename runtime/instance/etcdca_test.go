@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -215,6 +216,11 @@ func sampleDown(urls map[string]string) *downSampler {
 	return s
 }
 
+func (s *downSampler) halt() {
+	close(s.stop)
+	<-s.finished
+}
+
 func (s *downSampler) samples(m string) int32 {
 	c, ok := s.down.Load(m)
 	if !ok {
@@ -255,6 +261,69 @@ func startWriter(t *testing.T, c *clientv3.Client) *writer {
 
 func (w *writer) halt() { close(w.stop); w.wg.Wait() }
 
+// caBed is three members e-0..e-2 under their supervisors, each with
+// its own projected certificate files, and a control member e-4 that
+// etcd runs unsupervised.
+type caBed struct {
+	*etcdTLSBed
+	names   []string
+	eps     []string          // the supervised members' client URLs
+	health  map[string]string // member -> its plain metrics URL
+	dirs    map[string]string // member (or "control") -> its files' directory
+	files   map[string]map[string][]byte
+	sups    map[string]*supervised
+	logs    *logLines
+	turns   RestartTurns
+	control string // the control's client URL
+}
+
+// newCABed starts the members with files of ca, each trusting ca alone.
+func newCABed(t *testing.T) *caBed {
+	b := &caBed{etcdTLSBed: newEtcdTLSBed(t, 3), names: []string{"e-0", "e-1", "e-2"},
+		health: map[string]string{}, dirs: map[string]string{}, files: map[string]map[string][]byte{},
+		sups: map[string]*supervised{}, logs: &logLines{},
+		turns: RestartTurns{Poll: 200 * time.Millisecond, Turn: 6 * time.Second, Stop: 10 * time.Second}}
+	for _, m := range b.names {
+		b.eps = append(b.eps, httpsURL(b.host(m), b.cli[m]))
+		b.health[m] = url(b.host(m), b.metrics[m])
+	}
+	for _, m := range append(slices.Clone(b.names), "control") {
+		b.dirs[m], b.files[m] = t.TempDir(), tlsFiles(t, b.ca, b.ca.CertPEM)
+		project(t, b.dirs[m], b.files[m])
+	}
+	for _, m := range b.names {
+		b.sups[m] = supervise(t, b.bin, b.supervised(t, m))
+	}
+	ctl := b.manager("e-4", "new")
+	ctl.TLSDir = b.dirs["control"]
+	peer, cli := httpsURL(b.host("e-4"), b.peer["e-4"]), httpsURL(b.host("e-4"), b.cli["e-4"])
+	start(t, nil, b.bin, append([]string{"--name", "e-4", "--data-dir", filepath.Join(b.dir, "control"),
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "e-4=" + peer,
+		"--listen-client-urls", cli, "--advertise-client-urls", cli}, ctl.tlsArgs()...)...)
+	b.control = cli
+	return b
+}
+
+// supervised is member m's instance manager, logging to b.logs.
+func (b *caBed) supervised(t *testing.T, m string) *Etcd {
+	e := b.manager(m, "new")
+	e.TLSDir, e.Turns, e.Endpoints = b.dirs[m], b.turns, b.eps
+	e.Log = slog.New(slog.NewTextHandler(io.MultiWriter(b.logs, testWriter{t}), nil))
+	return e
+}
+
+// projectAll writes bundle, with each one's leaves, into every member's
+// files, the control's too.
+func (b *caBed) projectAll(t *testing.T, bundle []byte) {
+	for m, f := range b.files {
+		f[contract.TLSFileCA] = bundle
+		project(t, b.dirs[m], f)
+	}
+}
+
+// starts is how many times etcd started under m's supervisor.
+func (b *caBed) starts(m string) int { return b.logs.count(`msg="etcd started"`, "member="+m) }
+
 // TestEtcdRestartsOntoANewCA: three members under their supervisors
 // trust CA1. The runtime's first move (a bundle of CA1 and CA2) is
 // projected into every member's files at once: each member restarts in
@@ -265,7 +334,7 @@ func (w *writer) halt() { close(w.stop); w.wg.Wait() }
 // alone are admitted, and a member started again with its CA2 peer
 // certificate rejoins.
 func TestEtcdRestartsOntoANewCA(t *testing.T) {
-	b := newEtcdTLSBed(t, 3)
+	b := newCABed(t)
 	now := time.Now()
 	ca1 := b.ca
 	ca2, err := pki.NewCA("test etcd CA 2", now, time.Hour)
@@ -273,82 +342,42 @@ func TestEtcdRestartsOntoANewCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	bundle12, bundle21 := pki.Bundle(ca1, ca2.CertPEM, now), pki.Bundle(ca2, ca1.CertPEM, now)
-	names := []string{"e-0", "e-1", "e-2"}
-	var eps []string
-	metrics := map[string]string{}
-	for _, m := range names {
-		eps = append(eps, httpsURL(b.host(m), b.cli[m]))
-		metrics[m] = url(b.host(m), b.metrics[m])
-	}
-	logs := &logLines{}
-	turns := RestartTurns{Poll: 200 * time.Millisecond, Turn: 6 * time.Second, Stop: 10 * time.Second}
-	dirs, files1 := map[string]string{}, map[string]map[string][]byte{}
-	manager := func(m string) *Etcd {
-		e := b.manager(m, "new")
-		e.TLSDir, e.Turns, e.Endpoints = dirs[m], turns, eps
-		e.Log = slog.New(slog.NewTextHandler(io.MultiWriter(logs, testWriter{t}), nil))
-		return e
-	}
-	sups := map[string]*supervised{}
-	for _, m := range names {
-		dirs[m], files1[m] = t.TempDir(), tlsFiles(t, ca1, ca1.CertPEM)
-		project(t, dirs[m], files1[m])
-		sups[m] = supervise(t, b.bin, manager(m))
-	}
-	root := dial(t, clientConfig(t, files1["e-0"], ca1.CertPEM), eps...)
-	eventually(t, 60*time.Second, "three supervised members", func(ctx context.Context) error {
-		_, err := root.Put(ctx, "k", "v")
-		return err
-	})
-
-	// The control: a member of its own that etcd runs unsupervised.
-	ctlDir, ctlFiles := t.TempDir(), tlsFiles(t, ca1, ca1.CertPEM)
-	project(t, ctlDir, ctlFiles)
-	ctl := b.manager("e-4", "new")
-	ctl.TLSDir = ctlDir
-	peer4, cli4 := httpsURL(b.host("e-4"), b.peer["e-4"]), httpsURL(b.host("e-4"), b.cli["e-4"])
-	start(t, nil, b.bin, append([]string{"--name", "e-4", "--data-dir", filepath.Join(b.dir, "control"),
-		"--listen-peer-urls", peer4, "--initial-advertise-peer-urls", peer4, "--initial-cluster", "e-4=" + peer4,
-		"--listen-client-urls", cli4, "--advertise-client-urls", cli4}, ctl.tlsArgs()...)...)
-	eventually(t, 30*time.Second, "the control member", func(context.Context) error {
-		return admitted(t, clientConfig(t, ctlFiles, ca1.CertPEM), cli4)
+	root := dial(t, clientConfig(t, b.files["e-0"], ca1.CertPEM), b.eps...)
+	eventually(t, 60*time.Second, "three supervised members and the control", func(ctx context.Context) error {
+		if _, err := root.Put(ctx, "k", "v"); err != nil {
+			return err
+		}
+		return admitted(t, clientConfig(t, b.files["control"], ca1.CertPEM), b.control)
 	})
 
 	// A client of CA2 is refused while the members trust CA1 alone: what
 	// the restarts must change.
 	ca2Files := tlsFiles(t, ca2, bundle21)
 	ca2Client := clientConfig(t, ca2Files, bundle12)
-	if err := admitted(t, ca2Client, eps[0]); err == nil {
+	if err := admitted(t, ca2Client, b.eps[0]); err == nil {
 		t.Fatal("a member trusting CA1 alone admitted a client of CA2")
 	}
 
 	// A bundle that does not parse is not restarted onto.
-	broken := maps.Clone(files1["e-1"])
+	broken := maps.Clone(b.files["e-1"])
 	broken[contract.TLSFileCA] = []byte("-----BEGIN CERTIFICATE-----\nnot base64\n")
-	project(t, dirs["e-1"], broken)
+	project(t, b.dirs["e-1"], broken)
 	eventually(t, 10*time.Second, "e-1 refuses the broken bundle", func(context.Context) error {
-		if logs.count("member=e-1", "cannot be used") == 0 {
+		if b.logs.count("member=e-1", "cannot be used") == 0 {
 			return errors.New("not logged yet")
 		}
 		return nil
 	})
 
 	// The first move, into every member's files at once.
-	down := sampleDown(metrics)
+	down := sampleDown(b.health)
 	w := startWriter(t, root)
 	time.Sleep(500 * time.Millisecond)
 	moved := time.Now()
-	for _, m := range append(names, "control") {
-		dir, f := ctlDir, ctlFiles
-		if m != "control" {
-			dir, f = dirs[m], files1[m]
-		}
-		f[contract.TLSFileCA] = bundle12
-		project(t, dir, f)
-	}
+	b.projectAll(t, bundle12)
 	eventually(t, 2*time.Minute, "every member restarted onto the new bundle", func(context.Context) error {
-		for _, m := range names {
-			if n := logs.count(`msg="etcd started"`, "member="+m); n < 2 {
+		for _, m := range b.names {
+			if n := b.starts(m); n < 2 {
 				return fmt.Errorf("%s started %d times", m, n)
 			}
 		}
@@ -357,11 +386,11 @@ func TestEtcdRestartsOntoANewCA(t *testing.T) {
 	t.Logf("every member restarted within %s of the new bundle", time.Since(moved).Round(time.Second))
 	time.Sleep(time.Second)
 	w.halt()
-	close(down.stop)
-	<-down.finished
-	for _, m := range names {
-		t.Logf("%s: down in %d samples of 100 ms; restarts: %d", m, down.samples(m), logs.count("restarting etcd", "member="+m))
-		if n := logs.count("restarting etcd", "member="+m); n != 1 {
+	down.halt()
+	for _, m := range b.names {
+		n := b.logs.count("restarting etcd", "member="+m)
+		t.Logf("%s: down in %d samples of 100 ms; restarts: %d", m, down.samples(m), n)
+		if n != 1 {
 			t.Errorf("%s restarted %d times, want 1", m, n)
 		}
 	}
@@ -372,38 +401,43 @@ func TestEtcdRestartsOntoANewCA(t *testing.T) {
 		t.Fatalf("%d of %d writes failed during the restarts", w.failed.Load(), w.done.Load())
 	}
 	t.Logf("%d writes during the restarts, none failed; at most %d member down at once", w.done.Load(), down.maxDown.Load())
-
-	for i, m := range names {
-		if err := admitted(t, ca2Client, eps[i]); err != nil {
+	for i, m := range b.names {
+		if err := admitted(t, ca2Client, b.eps[i]); err != nil {
 			t.Errorf("%s, restarted, refuses a client of CA2: %v", m, err)
 		}
 	}
-	if err := admitted(t, ca2Client, cli4); err == nil {
+	if err := admitted(t, ca2Client, b.control); err == nil {
 		t.Error("the control member, not restarted, admitted a client of CA2")
 	}
 
-	// The second move: every leaf from CA2, the same bundle reordered.
-	started, changed := logs.count(`msg="etcd started"`), logs.count("the CA bundle changed")
-	for _, m := range names {
-		project(t, dirs[m], tlsFiles(t, ca2, bundle21))
+	t.Run("second move", func(t *testing.T) { testSecondMove(t, b, ca2, ca2Files, bundle21) })
+}
+
+// testSecondMove: leaves from CA2 and the bundle reordered restart
+// nobody; members present their CA2 leaves to clients trusting CA2
+// alone, and a member stopped and started again rejoins, its peer
+// connections made with its CA2 leaf both ways.
+func testSecondMove(t *testing.T, b *caBed, ca2 *pki.CA, ca2Files map[string][]byte, bundle21 []byte) {
+	started, changed := b.logs.count(`msg="etcd started"`), b.logs.count("the CA bundle changed")
+	for _, m := range b.names {
+		project(t, b.dirs[m], tlsFiles(t, ca2, bundle21))
 	}
 	time.Sleep(2 * time.Second)
-	if n, c := logs.count(`msg="etcd started"`), logs.count("the CA bundle changed"); n != started || c != changed {
+	if n, c := b.logs.count(`msg="etcd started"`), b.logs.count("the CA bundle changed"); n != started || c != changed {
 		t.Errorf("the second move was taken for a change of trust: %d starts (%d before), %d waits logged (%d before)", n, started, c, changed)
 	}
 	ca2Only := clientConfig(t, ca2Files, ca2.CertPEM)
-	for i, m := range names {
-		if err := admitted(t, ca2Only, eps[i]); err != nil {
+	for i, m := range b.names {
+		if err := admitted(t, ca2Only, b.eps[i]); err != nil {
 			t.Errorf("%s, with a leaf of CA2, refuses a client trusting CA2 alone: %v", m, err)
 		}
 	}
-	// e-0 stops as for the pod's SIGTERM and starts again, its peer
-	// connections now made with its CA2 leaf both ways.
-	if err := sups["e-0"].stop(t); err != nil {
+	// Stopped as for the pod's SIGTERM: the supervisor returns nil.
+	if err := b.sups["e-0"].stop(t); err != nil {
 		t.Fatalf("e-0's supervisor, stopped: %v", err)
 	}
-	sups["e-0"] = supervise(t, b.bin, manager("e-0"))
-	only0 := dial(t, ca2Only, eps[0])
+	b.sups["e-0"] = supervise(t, b.bin, b.supervised(t, "e-0"))
+	only0 := dial(t, ca2Only, b.eps[0])
 	eventually(t, 30*time.Second, "e-0 back with its CA2 peer certificate", func(ctx context.Context) error {
 		_, err := only0.Put(ctx, "after", "v")
 		return err
