@@ -79,7 +79,11 @@ func (e *Etcd) watch(ctx context.Context, p *etcdProc, running caBundle, ord int
 		select {
 		case <-p.done:
 			err := p.exitErr()
-			log.Warn("etcd exited", "err", fmt.Sprint(err))
+			if err != nil {
+				log.Warn("etcd exited on its own", "err", err.Error())
+			} else {
+				log.Info("etcd exited on its own with status 0")
+			}
 			return false, err
 		case <-ctx.Done():
 			log.Info("stopping etcd")
