@@ -122,7 +122,7 @@ func supervise(t *testing.T, bin string, e *Etcd) *supervised {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervised{e: e, cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- e.Supervise(ctx, bin, out, out) }()
+	go func() { s.done <- e.Supervise(ctx, bin, nil, out, out) }()
 	t.Cleanup(func() {
 		s.stop(t)
 		out.Close()

@@ -26,29 +26,26 @@ func (e *EtcdExitError) Error() string { return e.Err.Error() }
 func (e *EtcdExitError) Unwrap() error { return e.Err }
 
 // Supervise runs etcd (bin) as a child until it ends or ctx does, with
-// TLS on: it decides how the member starts (Args, waiting while it
-// cannot), starts etcd, and reads the mounted CA bundle every
-// RestartTurns.Poll. When the bundle's set of certificates changes, it
-// restarts etcd in its turn (decideRestart), stopping it gracefully and
-// starting it with flags freshly decided from its data, so that etcd
-// trusts a new CA before the runtime issues leaves from it
-// (etcdca.go). When ctx ends (the pod's SIGTERM or SIGINT) it stops etcd
-// with SIGTERM, which etcd handles as either, and returns nil if etcd
-// stopped cleanly. When etcd ends on its own it returns an
-// *EtcdExitError with etcd's status, or nil for 0.
-func (e *Etcd) Supervise(ctx context.Context, bin string, stdout, stderr io.Writer) error {
+// TLS on. args are the flags of etcd's first start (nil: decided by
+// Args, waiting while the member cannot start). It reads the mounted CA
+// bundle every RestartTurns.Poll and, when the bundle's set of
+// certificates changes, restarts etcd in its turn (decideRestart),
+// stopping it gracefully and starting it with flags decided afresh from
+// its data, so that etcd trusts a new CA before the runtime issues
+// leaves from it (etcdca.go). When ctx ends (the pod's SIGTERM or
+// SIGINT) it stops etcd with SIGTERM, which etcd handles as either, and
+// returns nil if etcd stopped cleanly. When etcd ends on its own it
+// returns an *EtcdExitError with etcd's status, or nil for 0.
+func (e *Etcd) Supervise(ctx context.Context, bin string, args []string, stdout, stderr io.Writer) error {
 	ord, err := contract.PodOrdinal(e.Name)
 	if err != nil {
 		return err
 	}
 	for {
-		var args []string
-		err := retry(ctx, e.Log.Info, func() (err error) {
-			args, err = e.Args(ctx)
-			return err
-		})
-		if err != nil {
-			return err
+		if args == nil {
+			if args, err = e.startArgs(ctx); err != nil {
+				return err
+			}
 		}
 		// Read before etcd starts: a bundle swapped in between is read by
 		// etcd and looks changed here, which costs a restart, never a
@@ -63,7 +60,17 @@ func (e *Etcd) Supervise(ctx context.Context, bin string, stdout, stderr io.Writ
 		if !restart {
 			return err
 		}
+		args = nil
 	}
+}
+
+// startArgs are Args, waited for while the member cannot start.
+func (e *Etcd) startArgs(ctx context.Context) (args []string, err error) {
+	err = retry(ctx, e.Log.Info, func() (err error) {
+		args, err = e.Args(ctx)
+		return err
+	})
+	return args, err
 }
 
 // watch waits for etcd to end, for ctx to end, or for its turn to
