@@ -138,9 +138,10 @@ func startEtcd(bin string, args []string, stdout, stderr io.Writer) (*etcdProc, 
 	cmd.Args[0] = "etcd"
 	cmd.Env = childEnv()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// Outside a pod nothing else would end etcd if the instance manager
-	// were killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// No Pdeathsig: Linux sends it when the thread that started the child
+	// ends, not the process, and Go may end a thread. In a pod the
+	// instance manager is the first process of the container's PID
+	// namespace, and its end ends etcd.
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start etcd: %w", err)
 	}
