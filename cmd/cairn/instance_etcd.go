@@ -27,6 +27,7 @@ func newInstanceEtcd() *cobra.Command {
 				return err
 			}
 			e := etcdInPod(env, cfg, dataDir, peerService, instanceLog(cmd.ErrOrStderr()))
+			e.ConfigDir = configDir
 			ctx, cancel := signalContext()
 			defer cancel()
 			err = instance.RunEtcd(ctx, e)

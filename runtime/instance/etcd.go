@@ -60,7 +60,11 @@ type Etcd struct {
 	// Turns times the restarts that load a changed CA bundle, with TLS
 	// on (etcdturn.go); zero fields take their defaults.
 	Turns RestartTurns
-	Log   *slog.Logger
+	// ConfigDir, when set, is the mounted <cluster>-cairn ConfigMap
+	// Config was read from; such a restart reads it again, as a new
+	// container would.
+	ConfigDir string
+	Log       *slog.Logger
 }
 
 // Args decides how the member starts and returns the etcd flags for it:

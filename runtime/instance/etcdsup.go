@@ -60,8 +60,28 @@ func (e *Etcd) Supervise(ctx context.Context, bin string, args []string, stdout,
 		if !restart {
 			return err
 		}
+		if ctx.Err() != nil {
+			return nil // stopped during the restart, cleanly
+		}
+		e.rereadConfig()
 		args = nil
 	}
+}
+
+// rereadConfig reads the mounted config again before a restart, as a new
+// container would: a merged step (a scale-in removing this member) may
+// have changed it since the instance manager started. An unreadable
+// config keeps the one read before.
+func (e *Etcd) rereadConfig() {
+	if e.ConfigDir == "" {
+		return
+	}
+	cfg, err := ReadConfig(e.ConfigDir)
+	if err != nil {
+		e.Log.Warn("the config cannot be read again; restarting with the one read at start", "member", e.Name, "err", err.Error())
+		return
+	}
+	e.Config = cfg
 }
 
 // startArgs are Args, waited for while the member cannot start.

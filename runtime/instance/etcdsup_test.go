@@ -3,6 +3,8 @@ package instance
 import (
 	"crypto/sha256"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +106,30 @@ func TestEtcdProcExit(t *testing.T) {
 				t.Fatalf("exitErr = %v, want status %d", err, tc.code)
 			}
 		})
+	}
+}
+
+// TestEtcdRestartRereadsItsConfig: a restart onto a new bundle reads the
+// mounted config again, as a new container would (a scale-in merged
+// since the start names this member), and keeps the one it has when the
+// config does not read.
+func TestEtcdRestartRereadsItsConfig(t *testing.T) {
+	dir := t.TempDir()
+	e := &Etcd{Name: "e-2", ConfigDir: dir, Config: Config{Bootstrap: contract.BootstrapNew, TLS: contract.TLSRequire}, Log: testLogger(t)}
+	write := func(key, v string) {
+		if err := os.WriteFile(filepath.Join(dir, key), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(contract.KeyTLS, contract.TLSRequire)
+	write(contract.KeyRequestRemoveMember, "e-2")
+	e.rereadConfig()
+	if e.Config.RemoveMember != "e-2" || e.Config.Bootstrap != contract.BootstrapExisting {
+		t.Fatalf("config after a restart: %+v", e.Config)
+	}
+	write(contract.KeyBootstrap, "sideways")
+	e.rereadConfig()
+	if e.Config.RemoveMember != "e-2" || e.Config.Bootstrap != contract.BootstrapExisting {
+		t.Fatalf("an unreadable config replaced the one read before: %+v", e.Config)
 	}
 }
