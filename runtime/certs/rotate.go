@@ -44,7 +44,7 @@ const (
 // longer than the instance managers' minute between checks, and than
 // the about 6 minutes etcd members (up to 7) need to restart in turn
 // onto the new bundle, with room for 15 cycles of turns missed to a
-// member that is down (runtime/instance TestCAOverlapCoversEveryRestart).
+// member that is down (runtime/instance TestEtcdCAOverlapCoversEveryRestart).
 const DefaultCAOverlap = time.Hour
 
 // trust is what the leaves' ca.crt must trust besides the signing CA:

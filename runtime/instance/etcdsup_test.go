@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/runtime/pki"
 )
 
-func TestReadCABundle(t *testing.T) {
+func TestEtcdReadCABundle(t *testing.T) {
 	now := time.Now()
 	ca1, err := pki.NewCA("CA 1", now, time.Hour)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/cairn-dev/cairn/runtime/certs"
 )
 
-func TestInTurn(t *testing.T) {
+func TestEtcdInTurn(t *testing.T) {
 	turn := 30 * time.Second
 	cycle := etcdTurns * turn
 	base := time.Unix(0, 0).Add(100 * cycle) // the start of ordinal 0's turn
@@ -49,7 +49,7 @@ func TestInTurn(t *testing.T) {
 	}
 }
 
-func TestDecideRestart(t *testing.T) {
+func TestEtcdDecideRestart(t *testing.T) {
 	turn := 30 * time.Second
 	// ordinal 1's turn began at start.
 	start := time.Unix(0, 0).Add(50*etcdTurns*turn + turn)
@@ -117,11 +117,11 @@ func TestDecideRestart(t *testing.T) {
 // cache is current within seconds).
 const kubeletRefresh = 2 * time.Minute
 
-// TestCAOverlapCoversEveryRestart: the runtime's overlap between its two
+// TestEtcdCAOverlapCoversEveryRestart: the runtime's overlap between its two
 // moves (certs.DefaultCAOverlap) leaves time for every member to restart
 // onto the new bundle with the default turns, and for many turns missed
 // to a member that is down.
-func TestCAOverlapCoversEveryRestart(t *testing.T) {
+func TestEtcdCAOverlapCoversEveryRestart(t *testing.T) {
 	var r RestartTurns
 	cycle := etcdTurns * r.turn()
 	// Every member sees the new bundle by kubeletRefresh and a poll; each
