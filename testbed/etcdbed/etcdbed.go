@@ -256,8 +256,8 @@ type member struct {
 }
 
 // run waits until the instance manager lets the member start, as
-// instance.RunEtcd does, then runs etcd until it exits or is stopped:
-// with TLS on under the instance manager's supervisor, as RunEtcd does.
+// instance.RunEtcd does, then runs etcd until it exits or is stopped,
+// with TLS on under the instance manager's supervisor.
 func (m *member) run(ctx context.Context) {
 	defer close(m.done)
 	if m.files != nil {

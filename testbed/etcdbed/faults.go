@@ -71,15 +71,24 @@ func (b *Bed) Down(t testing.TB, cluster string, ord int) {
 	m.mu.Unlock()
 	if cmd != nil && cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	} else if pid, ok := supervisedEtcd(m.etcd.DataDir); ok {
-		// With TLS on etcd is the supervisor's child, which then ends
-		// with it, as the container would.
-		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	select {
-	case <-m.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("member %s did not stop", pod)
+	deadline := time.After(30 * time.Second)
+	for {
+		if cmd == nil {
+			// With TLS on etcd is the supervisor's child (the supervisor
+			// then ends, as the container would); between two of its
+			// starts there is none to find for a moment.
+			if pid, ok := supervisedEtcd(m.etcd.DataDir); ok {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		select {
+		case <-m.done:
+			return
+		case <-deadline:
+			t.Fatalf("member %s did not stop", pod)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
