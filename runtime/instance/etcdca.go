@@ -128,7 +128,9 @@ func (e *Etcd) observeTurn(ctx context.Context, bundle caBundle, ord int) turnSt
 }
 
 // memberViews lists the members and asks each other started one for its
-// status, all at once.
+// status, all at once. Unlike Args (cluster), it may ask this member
+// too, which runs: a cluster of one, or a bed with no other endpoint,
+// still answers.
 func (e *Etcd) memberViews(ctx context.Context) ([]memberView, error) {
 	tc, err := e.clientTLS()
 	if err != nil {

@@ -58,18 +58,18 @@ func project(t *testing.T, dir string, files map[string][]byte) {
 }
 
 // tlsFiles are a member's certificate files: bundle, and a peer and a
-// client certificate from ca.
+// client certificate from ca, for 30 minutes.
 func tlsFiles(t *testing.T, ca *pki.CA, bundle []byte) map[string][]byte {
 	t.Helper()
 	var ips []net.IP
 	for i := range 5 {
 		ips = append(ips, net.ParseIP(hostOf(i)))
 	}
-	peer, err := ca.IssuePeer(contract.EtcdServerNames("e", "ns"), ips, time.Now(), time.Hour)
+	peer, err := ca.IssuePeer(contract.EtcdServerNames("e", "ns"), ips, time.Now(), 30*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := ca.IssueClient(contract.EtcdClientCommonName, time.Now(), time.Hour)
+	client, err := ca.IssueClient(contract.EtcdClientCommonName, time.Now(), 30*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
