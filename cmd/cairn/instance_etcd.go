@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -26,9 +27,17 @@ func newInstanceEtcd() *cobra.Command {
 				return err
 			}
 			e := etcdInPod(env, cfg, dataDir, peerService, instanceLog(cmd.ErrOrStderr()))
+			e.ConfigDir = configDir
 			ctx, cancel := signalContext()
 			defer cancel()
-			return instance.RunEtcd(ctx, e)
+			err = instance.RunEtcd(ctx, e)
+			// With TLS on etcd runs as a child: the pod's process ends
+			// with its status, as it would were it etcd itself.
+			var ee *instance.EtcdExitError
+			if errors.As(err, &ee) {
+				return &exitError{code: ee.Code, err: err}
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "/var/lib/etcd/data", "etcd data directory")

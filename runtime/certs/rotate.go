@@ -18,9 +18,10 @@ import (
 //  1. introduce: a new CA is made and kept beside the current one
 //     (caKeyNextCert, caKeyNextKey, since caAnnotationNextSince). The
 //     leaves stay as they are, signed by the current CA, and their
-//     ca.crt trusts both: members load it at their next check (every
-//     minute, a reload), so they come to trust the new CA before anyone
-//     presents a certificate it signed;
+//     ca.crt trusts both: members load it (PostgreSQL's at their next
+//     check, every minute, a reload; etcd's by restarting one at a
+//     time, each in its turn, runtime/instance/etcdturn.go), so they come
+//     to trust the new CA before anyone presents a certificate it signed;
 //  2. switch, once the overlap (Keeper.CAOverlap) has passed since: the
 //     new CA signs, the old one's certificate stays as caKeyPreviousCert,
 //     and the leaves are issued again by the new CA (pki.Due: not signed
@@ -40,7 +41,10 @@ const (
 )
 
 // DefaultCAOverlap is how long a new CA is trusted before it signs: far
-// longer than the instance managers' minute between checks.
+// longer than the instance managers' minute between checks, and than
+// the about 6 minutes etcd members (up to 7) need to restart in turn
+// onto the new bundle, with room for 15 cycles of turns missed to a
+// member that is down (runtime/instance TestEtcdCAOverlapCoversEveryRestart).
 const DefaultCAOverlap = time.Hour
 
 // trust is what the leaves' ca.crt must trust besides the signing CA:

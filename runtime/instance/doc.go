@@ -9,7 +9,9 @@
 // member whose data went stale (it was removed while down) has its data
 // moved aside, never deleted, and joins again. A member that is still in
 // the membership but lost its data is left to the runtime, which replaces
-// it (remove, then re-add).
+// it (remove, then re-add). With TLS on the instance manager stays
+// etcd's parent (etcdsup.go) and restarts it onto a changed CA bundle,
+// one member at a time (etcdca.go, etcdturn.go).
 //
 // PostgreSQL: postgres.go decides how a member comes up, and each way has
 // its own file: pginitdb.go (a new cluster), restore.go (a create step

@@ -57,7 +57,14 @@ type Etcd struct {
 	// Version is the version of the etcd binary the member runs
 	// (EtcdBinaryVersion); empty when unknown.
 	Version string
-	Log     *slog.Logger
+	// Turns times the restarts that load a changed CA bundle, with TLS
+	// on (etcdturn.go); zero fields take their defaults.
+	Turns RestartTurns
+	// ConfigDir, when set, is the mounted <cluster>-cairn ConfigMap
+	// Config was read from; such a restart reads it again, as a new
+	// container would.
+	ConfigDir string
+	Log       *slog.Logger
 }
 
 // Args decides how the member starts and returns the etcd flags for it:

@@ -39,7 +39,8 @@ import (
 //
 // etcd reads its certificate and key files again at each handshake, so a
 // renewed leaf takes effect without a restart; the CA bundle (ca.crt) is
-// read when etcd starts.
+// read when etcd starts, so the instance manager restarts etcd, in turn
+// with the other members, when the bundle changes (etcdca.go).
 
 // EtcdSchemes are the URL schemes of an etcd member's client and peer
 // URLs in TLS mode mode: https in require; http in off and in accept,

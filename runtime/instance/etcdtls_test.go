@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -50,22 +49,8 @@ func newEtcdTLSBed(t *testing.T, members int) *etcdTLSBed {
 // whole by a rename as the kubelet swaps a projected volume's files.
 func (b *etcdTLSBed) issue(t *testing.T) (serial string) {
 	t.Helper()
-	var ips []net.IP
-	for i := range 5 {
-		ips = append(ips, net.ParseIP(hostOf(i)))
-	}
-	peer, err := b.ca.IssuePeer(contract.EtcdServerNames("e", "ns"), ips, time.Now(), 30*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := b.ca.IssueClient(contract.EtcdClientCommonName, time.Now(), 30*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range map[string][]byte{
-		contract.TLSFileCA: b.ca.CertPEM, contract.TLSFileServerCert: peer.CertPEM, contract.TLSFileServerKey: peer.KeyPEM,
-		contract.TLSFileClientCert: client.CertPEM, contract.TLSFileClientKey: client.KeyPEM,
-	} {
+	files := tlsFiles(t, b.ca, b.ca.CertPEM)
+	for name, data := range files {
 		tmp := filepath.Join(b.tlsDir, "."+name)
 		if err := os.WriteFile(tmp, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -74,7 +59,7 @@ func (b *etcdTLSBed) issue(t *testing.T) (serial string) {
 			t.Fatal(err)
 		}
 	}
-	c, err := tls.X509KeyPair(peer.CertPEM, peer.KeyPEM)
+	c, err := tls.X509KeyPair(files[contract.TLSFileServerCert], files[contract.TLSFileServerKey])
 	if err != nil {
 		t.Fatal(err)
 	}

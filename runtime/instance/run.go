@@ -10,14 +10,22 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // retryDelay is how long a member waits before it tries again to find its
 // cluster.
 const retryDelay = 5 * time.Second
 
-// RunEtcd decides how the member starts, waiting while it cannot, and then
-// replaces this process with etcd, so etcd receives the pod's signals.
+// RunEtcd runs the pod's etcd member: it decides how the member starts,
+// waiting while it cannot, and starts etcd. With the cluster's TLS on,
+// the instance manager stays etcd's parent (Supervise): it restarts
+// etcd, in turn with the other members, when the mounted CA bundle
+// changes, which etcd reads only when it starts. With TLS off there is
+// no bundle to follow, so, as before TLS, it replaces this process with
+// etcd, which then receives the pod's signals itself: clusters rendered
+// before TLS run exactly as they did.
 func RunEtcd(ctx context.Context, e *Etcd) error {
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
@@ -28,13 +36,12 @@ func RunEtcd(ctx context.Context, e *Etcd) error {
 			e.Log.Warn("the etcd binary's version is unknown", "err", err.Error())
 		}
 	}
-	var args []string
-	err = retry(ctx, e.Log.Info, func() (err error) {
-		args, err = e.Args(ctx)
-		return err
-	})
+	args, err := e.startArgs(ctx)
 	if err != nil {
 		return err
+	}
+	if contract.TLSOn(e.Config.TLS) {
+		return e.Supervise(ctx, bin, args, os.Stdout, os.Stderr)
 	}
 	return syscall.Exec(bin, append([]string{"etcd"}, args...), childEnv())
 }

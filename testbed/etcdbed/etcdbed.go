@@ -262,7 +262,8 @@ type member struct {
 }
 
 // run waits until the instance manager lets the member start, as
-// instance.RunEtcd does, then runs etcd until it exits or is stopped.
+// instance.RunEtcd does, then runs etcd until it exits or is stopped,
+// with TLS on under the instance manager's supervisor.
 func (m *member) run(ctx context.Context) {
 	defer close(m.done)
 	if m.files != nil {
@@ -302,6 +303,16 @@ func (m *member) run(ctx context.Context) {
 		return
 	}
 	defer log.Close()
+	if m.files != nil {
+		// With TLS on, as instance.RunEtcd: the instance manager stays
+		// etcd's parent and restarts it onto a changed CA bundle; the
+		// kubelet's grace period bounds its stop.
+		m.etcd.Turns.Stop = stopGrace
+		if err := m.etcd.Supervise(ctx, m.bin, args, log, log); err != nil && ctx.Err() == nil {
+			m.etcd.Log.Info("etcd exited", "err", err.Error())
+		}
+		return
+	}
 	cmd := exec.Command(m.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -344,8 +355,13 @@ func (m *member) exited() bool {
 	}
 }
 
+// stopGrace is the grace period a member is stopped in before it is
+// killed.
+const stopGrace = 10 * time.Second
+
 // stop ends the member as a kubelet ends a container: SIGTERM, and
-// SIGKILL after a grace period.
+// SIGKILL after a grace period (with TLS on, the supervisor's: the end
+// of ctx is its SIGTERM).
 func (m *member) stop() {
 	m.mu.Lock()
 	m.cancel()
@@ -355,7 +371,7 @@ func (m *member) stop() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-m.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(stopGrace):
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 	}

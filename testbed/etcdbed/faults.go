@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -70,10 +72,23 @@ func (b *Bed) Down(t testing.TB, cluster string, ord int) {
 	if cmd != nil && cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	select {
-	case <-m.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("member %s did not stop", pod)
+	deadline := time.After(30 * time.Second)
+	for {
+		if cmd == nil {
+			// With TLS on etcd is the supervisor's child (the supervisor
+			// then ends, as the container would); between two of its
+			// starts there is none to find for a moment.
+			if pid, ok := supervisedEtcd(m.etcd.DataDir); ok {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		select {
+		case <-m.done:
+			return
+		case <-deadline:
+			t.Fatalf("member %s did not stop", pod)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
@@ -112,4 +127,47 @@ func (b *Bed) Destroy(ctx context.Context, t testing.TB, cluster string, ord int
 		}
 		return nil
 	})
+}
+
+// supervisedEtcd finds the etcd process that runs on dataDir (each
+// member's is its own) among this process's children: with TLS on the
+// instance manager's supervisor starts it, and the bed has no handle on
+// it.
+func supervisedEtcd(dataDir string) (int, bool) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, false
+	}
+	want := "\x00--data-dir\x00" + dataDir + "\x00"
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), want) || parentOf(pid) != os.Getpid() {
+			continue
+		}
+		return pid, true
+	}
+	return 0, false
+}
+
+// parentOf is pid's parent's pid, from /proc/<pid>/stat (its fourth
+// field, after the command's parenthesised name).
+func parentOf(pid int) int {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
