@@ -33,8 +33,9 @@ func absent(dir, re string) probe { return probe{dir, regexp.MustCompile(re)} }
 
 var (
 	// Steps moving an existing etcd cluster to TLS would be the
-	// planner's, as PostgreSQL's tls-accept and tls-require are.
-	noEtcdTLSSteps = []probe{absent("../planner", `EtcdConfigureTLS|"etcd-tls-`)}
+	// planner's, as PostgreSQL's tls-accept and tls-require are (the
+	// etcd-tls-issuer-* rules are refusals, not steps).
+	noEtcdTLSSteps = []probe{absent("../planner", `EtcdConfigureTLS|"etcd-tls-(accept|require)`)}
 	noReclone      = []probe{absent("../runtime", `(?i)re-?clone|requested WAL segment`)}
 	// pg_upgrade --check runs inside the upgrade step (runtime/instance);
 	// a step of its own before the downtime would be the planner's.
@@ -48,6 +49,9 @@ var claims = []claim{
 	{file: "README.md", text: "what is not rendered yet", checked: "points at rendering.md's \"Not yet\" section, whose claims are tied below"},
 	{file: "rendering.md", text: "## Not yet", checked: "a heading: its bullets are tied below"},
 	{file: "rendering.md", text: "No step moves an etcd cluster rendered before etcd TLS to TLS yet", absent: noEtcdTLSSteps},
+	{file: "spec-reference.md", text: "A cluster rendered before etcd TLS does not take it yet", absent: noEtcdTLSSteps},
+	{file: "planner-rules.md", text: "which no step moves to TLS yet", absent: noEtcdTLSSteps},
+	{file: "planner-rules.md", text: "no step moves such a cluster to TLS yet, so the issuer", absent: noEtcdTLSSteps},
 	{file: "rendering.md", text: "A replica whose retained volume is older than the primary's WAL", absent: noReclone},
 	{file: "rendering.md", text: "does not re-clone on its own yet", absent: noReclone},
 	{file: "backups.md", text: "## Not built yet", checked: "a heading: its bullets are tied below"},
