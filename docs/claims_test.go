@@ -51,6 +51,7 @@ var claims = []claim{
 	{file: "rendering.md", text: "No step moves an etcd cluster rendered before etcd TLS to TLS yet", absent: noEtcdTLSSteps},
 	{file: "spec-reference.md", text: "A cluster rendered before etcd TLS does not take it yet", absent: noEtcdTLSSteps},
 	{file: "planner-rules.md", text: "which no step moves to TLS yet", absent: noEtcdTLSSteps},
+	{file: "security.md", text: "which no step moves to TLS yet", absent: noEtcdTLSSteps},
 	{file: "planner-rules.md", text: "no step moves such a cluster to TLS yet, so the issuer", absent: noEtcdTLSSteps},
 	{file: "rendering.md", text: "A replica whose retained volume is older than the primary's WAL", absent: noReclone},
 	{file: "rendering.md", text: "does not re-clone on its own yet", absent: noReclone},

@@ -9,17 +9,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/certs"
 )
 
 // keepTLS makes the pass's view of TLS the rendered config's: with its
-// TLS mode on, the cluster's certificate Secrets are made current
-// (Certs.Ensure: the CA made when missing, leaves issued when missing or
-// due) and the members are reached over TLS, with root's client
+// TLS mode on, the members are reached over TLS, with root's client
 // certificate, verifying each member's certificate against the cluster's
 // CA and the client Service's name, which every member's certificate
-// carries; with it off, over plain HTTP. A cluster whose config turns TLS
-// on and a runtime with no Certs is an error: the members would wait for
-// certificates nobody issues.
+// carries; with it off, over plain HTTP. With TLS on, the certificates
+// come from the runtime (Certs.Ensure: the CA made when missing, leaves
+// issued when missing or due), or, when the config names a cert-manager
+// issuer (contract.KeyTLSIssuerName), from cert-manager: root's Secret is
+// read, never written, and no CA is made. A cluster whose config turns
+// TLS on without an issuer and a runtime with no Certs is an error: the
+// members would wait for certificates nobody issues.
 func (m *Membership) keepTLS(ctx context.Context, config map[string]string) error {
 	mode, ok := contract.TLSMode(config[contract.KeyTLS])
 	if !ok {
@@ -29,10 +32,7 @@ func (m *Membership) keepTLS(ctx context.Context, config map[string]string) erro
 		m.tls.Store(nil)
 		return nil
 	}
-	if m.Certs == nil {
-		return fmt.Errorf("config %s turns TLS on, and this runtime keeps no certificates", contract.ConfigMap(m.Cluster))
-	}
-	material, _, err := m.Certs.Ensure(ctx)
+	material, err := m.certificates(ctx, config[contract.KeyTLSIssuerName] != "")
 	if err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
@@ -42,6 +42,20 @@ func (m *Membership) keepTLS(ctx context.Context, config map[string]string) erro
 	}
 	m.tls.Store(tc)
 	return nil
+}
+
+// certificates are root's client certificate and the cluster's CA: read
+// from the Secret cert-manager writes when certManager (cert-manager
+// renews it), kept by Certs otherwise.
+func (m *Membership) certificates(ctx context.Context, certManager bool) (certs.Material, error) {
+	if certManager {
+		return (&certs.Files{Client: m.Client, Namespace: m.Namespace, Cluster: m.Cluster}).Material(ctx)
+	}
+	if m.Certs == nil {
+		return certs.Material{}, fmt.Errorf("config %s turns TLS on, and this runtime keeps no certificates", contract.ConfigMap(m.Cluster))
+	}
+	material, _, err := m.Certs.Ensure(ctx)
+	return material, err
 }
 
 // dial is a client of the members at endpoints, over TLS when the last
