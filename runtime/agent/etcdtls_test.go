@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,7 +67,7 @@ func (b *etcdBed) certManagerSetup() string {
 			b.t.Fatal(err)
 		}
 	}
-	b.tlsDir = b.dir + "/tls"
+	b.tlsDir = filepath.Join(b.dir, "tls")
 	if _, err := (&certs.Files{Client: b.kube, Namespace: b.ns, Cluster: "e", Dir: b.tlsDir, Uid: -1, Gid: -1}).Sync(b.ctx); err != nil {
 		b.t.Fatal(err)
 	}
