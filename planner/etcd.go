@@ -30,6 +30,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	case size%2 == 0:
 		r.refuse(RuleEtcdSizeEven, "spec.size", "etcd size %d tolerates no more failures than %d; use %d or %d (even sizes occur only between steps)", size, size-1, size-1, size+1)
 	}
+	refuseIssuerNamespace(&r, c, etcdIssuerRules) // tlsissuer.go
 	if obs == nil {
 		if len(r.Refusals) == 0 {
 			r.add(createStep(c, size, "members"))
@@ -37,6 +38,8 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 		}
 		return r
 	}
+	refuseIssuerChange(&r, c, obs, etcdIssuerRules)
+	refuseEtcdIssuerBeforeTLS(&r, c, obs)
 	refuseShrink(&r, c, obs)
 	refuseStorageClass(&r, c, obs)
 	refuseQuotaBelowData(&r, c, obs)

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -72,41 +71,6 @@ func tlsServed(when plan.Phase) plan.Gate {
 // tlsConfigApplied: every member has loaded the TLS step's config.
 func tlsConfigApplied(rev string) plan.Gate {
 	return plan.Gate{Kind: plan.GateConfigApplied, When: plan.After, Revision: rev, Description: "every member has loaded config revision " + rev}
-}
-
-// refuseIssuerNamespace: a cert-manager issuer's server certificate
-// names the cluster's Services in its namespace, which must be known.
-func refuseIssuerNamespace(r *Result, c *spec.PostgresCluster) {
-	if c.Spec.Issuer() != nil && c.Metadata.Namespace == "" {
-		r.refuse(RulePostgresTLSIssuerNamespace, "spec.tls.issuerRef",
-			"a cert-manager issuer's server certificate names the cluster's Services in its namespace (%s.<namespace>.svc), and this spec names none; set metadata.namespace",
-			contract.PrimaryService(c.Metadata.Name))
-	}
-}
-
-// refuseIssuerChange: the issuer of a cluster serving TLS stays. Its
-// members and clients trust the CA that signed the certificates they
-// hold; certificates from another CA would cut them off. A cluster
-// rendered before TLS takes the spec's issuer with its tls-accept step.
-func refuseIssuerChange(r *Result, c *spec.PostgresCluster, obs *live.Cluster) {
-	mode, _ := contract.TLSMode(obs.TLS)
-	if !contract.TLSOn(mode) {
-		return
-	}
-	want, have := c.Spec.Issuer(), obs.TLSIssuer
-	if want == nil && have == nil || want != nil && have != nil && *want == *have {
-		return
-	}
-	r.refuse(RulePostgresTLSIssuerChange, "spec.tls.issuerRef",
-		"the cluster serves TLS with certificates from %s; moving to %s would give its members and clients certificates of a CA they do not trust. Keep the issuer, or create a new cluster with it and restore a backup into it (spec.restoreFrom)",
-		issuerText(have), issuerText(want))
-}
-
-func issuerText(i *contract.IssuerRef) string {
-	if i == nil {
-		return "the cairn runtime's own CA"
-	}
-	return fmt.Sprintf("the cert-manager %s %s (%s)", i.Kind, i.Name, i.Group)
 }
 
 // paramsAfter are the PostgreSQL parameters rendered once the steps

@@ -41,7 +41,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 		}
 		r.refuse(RulePostgresInstancesRange, "spec.instances", "instances must be 1 to %d, got %d: %s", MaxPostgresInstances, n, why)
 	}
-	refuseIssuerNamespace(&r, c)
+	refuseIssuerNamespace(&r, c, postgresIssuerRules)
 	if obs == nil {
 		if len(r.Refusals) == 0 {
 			r.add(pgCreateStep(c, n))
@@ -49,7 +49,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 		}
 		return r
 	}
-	refuseIssuerChange(&r, c, obs)
+	refuseIssuerChange(&r, c, obs, postgresIssuerRules)
 	refuseShrink(&r, c, obs)
 	refuseStorageClass(&r, c, obs)
 	want := c.Spec.Version.Parse()

@@ -111,3 +111,20 @@ const (
 	// not know for an etcd cluster.
 	RuleEtcdUnknownTLS = "etcd-unknown-tls-mode"
 )
+
+// Rules of etcd's TLS: PostgreSQL's issuer rules, for etcd's peer
+// certificate (tlsissuer.go).
+const (
+	// RuleEtcdTLSIssuerNamespace: spec.tls.issuerRef without
+	// metadata.namespace; the peer certificate must name the Services in
+	// the cluster's namespace.
+	RuleEtcdTLSIssuerNamespace = "etcd-tls-issuer-needs-namespace"
+	// RuleEtcdTLSIssuerChange: spec.tls.issuerRef set, changed or removed
+	// on a cluster that serves TLS: members trust the CA of the
+	// certificates they hold, as peers and as servers.
+	RuleEtcdTLSIssuerChange = "etcd-tls-issuer-change"
+	// RuleEtcdTLSIssuerNeedsTLS: spec.tls.issuerRef on an etcd cluster
+	// rendered before etcd TLS, which serves plain HTTP: no step moves
+	// such a cluster to TLS yet, so the issuer could not take effect.
+	RuleEtcdTLSIssuerNeedsTLS = "etcd-tls-issuer-needs-tls"
+)

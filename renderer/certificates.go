@@ -42,8 +42,13 @@ const (
 
 // certificateObjects are the two cert-manager Certificates of a cluster
 // whose spec names an issuer: the members' server certificate and the
-// superuser's client certificate, in the Secrets the members and the
-// runtime read (the same names and keys as the runtime's own).
+// client certificate cairn's clients present, in the Secrets the members
+// and the runtime read (the same names and keys as the runtime's own).
+// For PostgreSQL, a server certificate and the superuser's; for etcd, as
+// the runtime's own CA issues them (runtime/certs): a peer certificate,
+// which the members serve and present to each other (server and client
+// authentication), with the common name etcd admits peers by
+// (--peer-cert-allowed-cn), and root's.
 func certificateObjects(n names, issuer contract.IssuerRef) []Object {
 	key := certificateKey{Algorithm: "ECDSA", Size: 256, RotationPolicy: "Always"}
 	cert := func(name, file string, spec certificateSpec) Object {
@@ -51,16 +56,38 @@ func certificateObjects(n names, issuer contract.IssuerRef) []Object {
 		return Object{File: file, Obj: &certificate{TypeMeta: typeMeta(contract.CertificateAPIVersion, contract.CertificateKind),
 			ObjectMeta: n.meta(name, "tls"), Spec: spec}}
 	}
+	server := certificateSpec{
+		SecretName: contract.ServerTLSSecret(n.cluster),
+		DNSNames:   contract.PostgresServerNames(n.cluster, n.namespace),
+		Usages:     []string{"server auth", "digital signature"},
+	}
+	client := certificateSpec{
+		SecretName: contract.ClientTLSSecret(n.cluster),
+		CommonName: contract.PostgresSuperuser,
+		Usages:     []string{"client auth", "digital signature"},
+	}
+	if n.app == contract.AppEtcd {
+		server.CommonName = contract.EtcdPeerCommonName(n.cluster)
+		server.DNSNames = contract.EtcdServerNames(n.cluster, n.namespace)
+		server.Usages = []string{"server auth", "client auth", "digital signature"}
+		client.CommonName = contract.EtcdClientCommonName
+	}
 	return []Object{
-		cert(contract.ServerTLSSecret(n.cluster), "certificate-server.yaml", certificateSpec{
-			SecretName: contract.ServerTLSSecret(n.cluster),
-			DNSNames:   contract.PostgresServerNames(n.cluster, n.namespace),
-			Usages:     []string{"server auth", "digital signature"},
-		}),
-		cert(contract.ClientTLSSecret(n.cluster), "certificate-superuser.yaml", certificateSpec{
-			SecretName: contract.ClientTLSSecret(n.cluster),
-			CommonName: contract.PostgresSuperuser,
-			Usages:     []string{"client auth", "digital signature"},
-		}),
+		cert(contract.ServerTLSSecret(n.cluster), "certificate-server.yaml", server),
+		cert(contract.ClientTLSSecret(n.cluster), "certificate-superuser.yaml", client),
+	}
+}
+
+// tlsConfigKeys add the TLS keys of the ConfigMap <cluster>-cairn, both
+// kinds alike: the mode while TLS is on, and the cert-manager issuer when
+// the spec names one (contract.KeyTLSIssuer*), which tells the runtime to
+// read the certificates rather than keep them.
+func tlsConfigKeys(keys map[string]string, s Settings) {
+	if !contract.TLSOn(s.TLS) {
+		return
+	}
+	keys[contract.KeyTLS] = s.TLS
+	if i := s.TLSIssuer; i != nil {
+		keys[contract.KeyTLSIssuerName], keys[contract.KeyTLSIssuerKind], keys[contract.KeyTLSIssuerGroup] = i.Name, i.Kind, i.Group
 	}
 }

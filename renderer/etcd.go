@@ -46,6 +46,9 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 		cairnConfig(n, s, token, initial, etcdConfigKeys(s)),
 	}
 	objs = append(objs, grownVolumes(n, s)...)
+	if contract.TLSOn(s.TLS) && s.TLSIssuer != nil {
+		objs = append(objs, certificateObjects(n, *s.TLSIssuer)...)
+	}
 	if networkRestricted(s) {
 		// Peers reach each other on both ports; the runtime and clients
 		// reach the client port only.
@@ -155,7 +158,7 @@ func etcdStatefulSet(n names, s Settings, image string, res corev1.ResourceRequi
 const tlsVolume = "tls"
 
 // etcdTLSVolume projects the server and client Secrets the runtime keeps
-// into one read-only volume, as the contract.TLSFile* files. The kubelet
+// (or cert-manager, with the spec's issuer) into one read-only volume, as the contract.TLSFile* files. The kubelet
 // waits for both Secrets before it starts the pod (a new cluster's
 // members start once the runtime has issued them), and replaces the
 // files when they are renewed. Keys are readable by the pod's group
@@ -184,12 +187,10 @@ func etcdTLSVolume(n names) corev1.Volume {
 
 // etcdConfigKeys are the etcd keys of the ConfigMap <cluster>-cairn: the
 // compaction policy the runtime runs, the space quota the instance
-// managers start the members with, and the TLS mode.
+// managers start the members with, and the TLS mode and issuer.
 func etcdConfigKeys(s Settings) map[string]string {
 	out := map[string]string{}
-	if contract.TLSOn(s.TLS) {
-		out[contract.KeyTLS] = s.TLS
-	}
+	tlsConfigKeys(out, s)
 	if c := s.Compaction; c != nil {
 		out[contract.KeyEtcdCompactionMode], out[contract.KeyEtcdCompactionRetention] = c.Mode, c.Retention
 	}

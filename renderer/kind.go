@@ -59,8 +59,9 @@ func (etcdKind) Created(c spec.Cluster, s Settings) Settings {
 	s.Compaction = &plan.CompactionSettings{Mode: p.Mode, Retention: string(p.Retention)}
 	s.SpaceQuota = strconv.FormatInt(e.Spec.QuotaBytes(), 10)
 	// A new cluster serves and requires TLS, clients and peers, from its
-	// first start.
-	s.TLS = contract.TLSRequire
+	// first start, with the certificates of the spec's issuer if it names
+	// one.
+	s.TLS, s.TLSIssuer = contract.TLSRequire, e.Spec.Issuer()
 	return s
 }
 

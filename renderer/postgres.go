@@ -321,12 +321,7 @@ func pgUpgradeContainer(o Options, from, to int, env []corev1.EnvVar) corev1.Con
 // pgConfigKeys are the PostgreSQL keys of the cairn ConfigMap.
 func pgConfigKeys(s Settings) map[string]string {
 	keys := map[string]string{contract.KeySynchronousStandbys: strconv.Itoa(s.Sync)}
-	if contract.TLSOn(s.TLS) {
-		keys[contract.KeyTLS] = s.TLS
-		if i := s.TLSIssuer; i != nil {
-			keys[contract.KeyTLSIssuerName], keys[contract.KeyTLSIssuerKind], keys[contract.KeyTLSIssuerGroup] = i.Name, i.Kind, i.Group
-		}
-	}
+	tlsConfigKeys(keys, s)
 	if s.ConfigRevision != "" {
 		keys[contract.KeyConfigRevision] = s.ConfigRevision
 	}

@@ -91,6 +91,14 @@ const etcdLiveResources = "resources: {requests: {cpu: 500m, memory: 1Gi}, limit
 // the pg-tls-* cases start from clusters rendered before TLS.
 const pgLiveTLS = "tls: require\n"
 
+// etcdIssuerSpec names a cert-manager Issuer of the cluster's namespace
+// (kind and group defaulted); etcdLiveIssuer is a cluster created with
+// it, as its rendered config says.
+const (
+	etcdIssuerSpec = "  tls: {issuerRef: {name: etcd-ca}}"
+	etcdLiveIssuer = "tls: require\ntlsIssuer: {name: etcd-ca, kind: Issuer, group: cert-manager.io}\n"
+)
+
 // liveNetwork: a cluster cairn created has its NetworkPolicy rendered.
 const liveNetwork = "network: restricted\n"
 
@@ -116,6 +124,11 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 var renderCases = []renderCase{
 	{"etcd-create", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), "", "create"},
+	// Certificates from a cert-manager issuer instead of the runtime's CA:
+	// at create, and in the base and steps of a cluster created with it.
+	{"etcd-create-cert-manager", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", etcdIssuerSpec), "", "create"},
+	{"etcd-cert-manager-configure-backup", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", etcdIssuerSpec+"\n  backup: {schedule: '@daily', timeZone: UTC, storageLocation: 'file:///backups/e'}"),
+		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), liveNetwork, liveNetwork+etcdLiveIssuer, 1), "configure-backup"},
 	{"etcd-add-learner", fill(etcdSpecYAML, "%SIZE%", "5", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.5.21", 0), "etcd-add-3"},
 	{"etcd-add-voter-3.2", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.2.13", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(1, "3.2.13", 0), "etcd-add-1"},
 	{"etcd-remove-member", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""), etcdLiveYAML(5, "3.5.21", 4), "etcd-remove-4"},

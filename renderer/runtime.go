@@ -72,7 +72,8 @@ func commonRuntimeRules(n names) []rbacv1.PolicyRule {
 // replaced claim is a member to replace) and the rendered config (a merged step's remove request, the backup
 // policy); listing the pods (a ready member to back up from); keeping its
 // status ConfigMap (backups patch their own key); recording Events; with
-// TLS on, keeping the cluster's certificate Secrets (certificateRules).
+// TLS on, keeping the cluster's certificate Secrets, or with a
+// cert-manager issuer only reading root's (certificateRules).
 func etcdRuntimeRules(n names, s Settings) []rbacv1.PolicyRule {
 	status := contract.StatusConfigMap(n.cluster)
 	return append(append(commonRuntimeRules(n), certificateRules(n, s)...),
@@ -91,7 +92,8 @@ func etcdRuntimeRules(n names, s Settings) []rbacv1.PolicyRule {
 // certificateRules let a runtime keep the cluster's CA and certificate
 // Secrets when TLS is on: creating a Secret cannot be narrowed by name,
 // reading and renewing them is; with a cert-manager issuer, it only
-// reads the client certificate.
+// reads the client certificate (the superuser's, etcd's root), which is
+// all either kind's runtime needs to reach the members.
 func certificateRules(n names, s Settings) []rbacv1.PolicyRule {
 	switch {
 	case contract.TLSOn(s.TLS) && s.TLSIssuer != nil:

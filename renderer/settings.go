@@ -51,12 +51,14 @@ type Settings struct {
 	// bytes ("" renders none: etcd's default).
 	Compaction *plan.CompactionSettings
 	SpaceQuota string
-	// TLS is PostgreSQL's TLS mode (contract.TLSModes; "" is off): what
+	// TLS is the cluster's TLS mode (contract.TLSModes; "" is off): what
 	// the servers serve, what pg_hba admits, and the certificate Secrets
 	// the members and the runtime may read.
 	TLS string
-	// TLSIssuer is the cert-manager issuer of the certificates; nil while
-	// the runtime issues them.
+	// TLSIssuer is the cert-manager issuer of the certificates, rendered
+	// as Certificates while TLS is on; nil while the runtime issues them.
+	// A step that turns TLS on sets it from the spec (PostgreSQL's
+	// tls-accept: PostgresConfigureTLSParams.Issuer).
 	TLSIssuer *contract.IssuerRef
 	// Network is contract.NetworkRestricted when the cluster's
 	// NetworkPolicy is rendered ("" renders none, as before it).

@@ -90,6 +90,14 @@ func baseCase(t *testing.T, r *rand.Rand, i int) (spec.Cluster, *live.Cluster) {
 		if obs.StatefulSet.Images != nil {
 			obs.StatefulSet.Images[contract.EtcdContainer] = "registry.example/etcd:v3.5.21"
 		}
+		// Rendered before etcd TLS, or requiring it, with the runtime's
+		// CA or a cert-manager issuer.
+		if r.IntN(2) == 0 {
+			obs.TLS = contract.TLSRequire
+			if r.IntN(2) == 0 {
+				obs.TLSIssuer = &contract.IssuerRef{Name: "etcd-ca", Kind: contract.IssuerKind, Group: contract.CertManagerGroup}
+			}
+		}
 		doc = fmt.Sprintf("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: %s}\nspec: {size: 3, version: '3.5.21', storage: 10Gi}\n", name)
 		if extra != "" && extra[0] != 'p' {
 			doc = fmt.Sprintf("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: %s}\nspec: {size: 3, version: '3.5.21', storage: 10Gi, %s}\n", name, extra)

@@ -148,7 +148,7 @@ func (c *checker) cluster(cl *Cluster, path string) {
 
 // etcdSpace checks an etcd cluster's space (a quota in bytes, named
 // alarms, sizes that are not negative) and the modes a rendered config
-// sets (network, PostgreSQL's TLS and issuer).
+// sets (network, TLS and its issuer).
 func (c *checker) etcdSpace(cl *Cluster, path string) {
 	if _, ok := contract.NetworkMode(cl.Network); !ok {
 		c.fail(path+".network", "must be one of %s, got %s", strings.Join(contract.NetworkModes, ", "), strictyaml.Quote(cl.Network))

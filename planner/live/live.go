@@ -69,7 +69,7 @@ type Cluster struct {
 	// SpaceQuota is the etcd space quota the rendered config sets, in
 	// bytes; empty when it sets none (etcd's default, 2 GiB).
 	SpaceQuota string `json:"spaceQuota,omitempty"`
-	// TLS is the PostgreSQL TLS mode the rendered config sets
+	// TLS is the TLS mode the rendered config sets
 	// (contract.TLSModes); empty when it sets none (off).
 	TLS string `json:"tls,omitempty"`
 	// TLSIssuer is the cert-manager issuer the rendered config names

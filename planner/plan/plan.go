@@ -94,7 +94,7 @@ type Baseline struct {
 	// in bytes; empty when it sets none (etcd's default).
 	Compaction *CompactionSettings `json:"compaction,omitempty"`
 	SpaceQuota string              `json:"spaceQuota,omitempty"`
-	// TLS is the PostgreSQL TLS mode the rendered config sets
+	// TLS is the TLS mode the rendered config sets
 	// (contract.TLSModes); empty for off.
 	TLS string `json:"tls,omitempty"`
 	// TLSIssuer is the cert-manager issuer of the certificates; nil when

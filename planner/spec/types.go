@@ -46,6 +46,9 @@ type Common struct {
 	Backup            *Backup
 	MaintenanceWindow *MaintenanceWindow
 	RestoreFrom       *RestoreFrom
+	// TLSIssuer is spec.tls.issuerRef as written; nil when the runtime
+	// issues the certificates.
+	TLSIssuer *IssuerRef
 }
 
 // ObjectMeta is the part of Kubernetes object metadata a cluster spec uses.
@@ -92,13 +95,14 @@ type IssuerRef struct {
 	Group string `json:"group,omitempty" desc:"The issuer's API group; default cert-manager.io."`
 }
 
-// Issuer is the issuer spec.tls names, with its defaults; nil when the
-// runtime issues the certificates.
-func (s PostgresSpec) Issuer() *contract.IssuerRef {
-	if s.TLS == nil || s.TLS.IssuerRef == nil {
+// Contract is the issuer with its defaults (kind Issuer, group
+// cert-manager.io), as the renderer writes it and the rendered config
+// records it; nil for nil. Both kinds default it here, so an issuer
+// written the same way is the same issuer for either.
+func (r *IssuerRef) Contract() *contract.IssuerRef {
+	if r == nil {
 		return nil
 	}
-	r := s.TLS.IssuerRef
 	out := &contract.IssuerRef{Name: r.Name, Kind: r.Kind, Group: r.Group}
 	if out.Kind == "" {
 		out.Kind = contract.IssuerKind
@@ -107,6 +111,17 @@ func (s PostgresSpec) Issuer() *contract.IssuerRef {
 		out.Group = contract.CertManagerGroup
 	}
 	return out
+}
+
+// Issuer is the issuer spec.tls names, with its defaults; nil when the
+// runtime issues the certificates.
+func (s PostgresSpec) Issuer() *contract.IssuerRef { return s.TLS.issuerRef().Contract() }
+
+func (t *PostgresTLS) issuerRef() *IssuerRef {
+	if t == nil {
+		return nil
+	}
+	return t.IssuerRef
 }
 
 // PostgreSQLConfig holds postgresql.conf settings.
@@ -136,6 +151,23 @@ type EtcdSpec struct {
 	MaintenanceWindow *MaintenanceWindow `json:"maintenanceWindow,omitempty" desc:"When disruptive steps may start. Without it they may start any time after review."`
 	Compaction        *EtcdCompaction    `json:"compaction,omitempty" desc:"How the cairn runtime compacts etcd's history (revisions older than the retention are dropped; their space is reused, and defragmentation gives it back). Default: periodic, keeping 1h. etcd itself never compacts unless told to, so without compaction every revision of every key is kept and the database grows until it reaches spaceQuota and etcd stops taking writes; one hour keeps enough history for a watch that reconnects within the hour to resume without a full re-list. A change is a step of its own that changes only the runtime's config: no member restarts."`
 	SpaceQuota        Quantity           `json:"spaceQuota,omitempty" desc:"etcd's space quota (--quota-backend-bytes), a Kubernetes quantity: once a member's database file reaches it, etcd raises the NOSPACE alarm and takes no writes until the runtime has compacted, defragmented and disarmed it. Default 2Gi, etcd's own default. 1Mi to 10Gi (etcd suggests at most 8Gi and warns above it; beyond 10Gi, the memory map etcd opens its database with, growing the file blocks reads and writes); when written, at most half of storage, since defragmentation writes a copy of the database beside it. A change is a rolling restart, one member at a time."`
+	TLS               *EtcdTLS           `json:"tls,omitempty" desc:"Where the cluster's TLS certificates come from. Every etcd cluster cairn creates requires TLS, for clients and for peers; without this, the cairn runtime keeps a CA of the cluster's own and issues and renews the certificates itself."`
+}
+
+// EtcdTLS says where an etcd cluster's TLS certificates come from.
+type EtcdTLS struct {
+	IssuerRef *IssuerRef `json:"issuerRef,omitempty" desc:"A cert-manager issuer that issues the members' peer certificate (server and client authentication, common name *.<name>, which the members admit as peers) and root's client certificate instead of the runtime: cairn renders two cert-manager Certificates, whose Secrets (<name>-server-tls, <name>-superuser-tls) the members mount and the runtime reads. The issuer must write its CA into each Secret's ca.crt (a CA or Vault issuer does). Needs metadata.namespace, since the peer certificate names the cluster's Services in it. It takes effect when the cluster is created; changing it on a cluster that serves TLS is refused. A cluster rendered before etcd TLS does not take it yet: no step moves such a cluster to TLS."`
+}
+
+// Issuer is the issuer spec.tls names, with its defaults; nil when the
+// runtime issues the certificates.
+func (s EtcdSpec) Issuer() *contract.IssuerRef { return s.TLS.issuerRef().Contract() }
+
+func (t *EtcdTLS) issuerRef() *IssuerRef {
+	if t == nil {
+		return nil
+	}
+	return t.IssuerRef
 }
 
 // EtcdCompaction is how etcd's history is compacted.
@@ -217,7 +249,8 @@ func (c *PostgresCluster) Source() *Source { return &c.src }
 // Common implements Cluster.
 func (c *PostgresCluster) Common() Common {
 	s := c.Spec
-	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Resources: s.Resources, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
+	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Resources: s.Resources, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom,
+		TLSIssuer: s.TLS.issuerRef()}
 }
 
 // Ref implements Cluster.
@@ -231,5 +264,6 @@ func (c *EtcdCluster) Source() *Source { return &c.src }
 // Common implements Cluster.
 func (c *EtcdCluster) Common() Common {
 	s := c.Spec
-	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Resources: s.Resources, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}
+	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Resources: s.Resources, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom,
+		TLSIssuer: s.TLS.issuerRef()}
 }

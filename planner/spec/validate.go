@@ -129,15 +129,13 @@ func (v *validator) meta(m ObjectMeta) {
 }
 
 func (v *validator) postgres(s PostgresSpec) {
-	v.common(Common{Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom}, s.Resources)
+	v.common(Common{Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom,
+		TLSIssuer: s.TLS.issuerRef()}, s.Resources)
 	if s.SynchronousStandbys < 0 {
 		v.fail("spec.synchronousStandbys", "must be 0 (asynchronous) or more, got %d", s.SynchronousStandbys)
 	} else if s.SynchronousStandbys > 0 && s.SynchronousStandbys >= s.Instances {
 		v.fail("spec.synchronousStandbys", "%d synchronous standbys need at least %d instances, got %d; lower it or add instances",
 			s.SynchronousStandbys, s.SynchronousStandbys+1, s.Instances)
-	}
-	if s.TLS != nil && s.TLS.IssuerRef != nil {
-		v.issuer(*s.TLS.IssuerRef)
 	}
 	if s.PostgreSQL == nil {
 		return
@@ -180,6 +178,9 @@ func (v *validator) common(c Common, r *Resources) {
 		}
 	}
 	v.resources(r)
+	if c.TLSIssuer != nil {
+		v.issuer(*c.TLSIssuer)
+	}
 	if b := c.Backup; b != nil {
 		v.timeZone("spec.backup.timeZone", b.TimeZone)
 		if r := b.Retention; r != nil {

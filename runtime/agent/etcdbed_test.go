@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/certs"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	"github.com/cairn-dev/cairn/testbed"
 )
@@ -59,6 +61,11 @@ type etcdBed struct {
 	errs    []error
 	// quota is the members' space quota; 0 leaves etcd's default.
 	quota int64
+	// certManager: the cluster's certificates come from a cert-manager
+	// issuer (etcdtls_test.go); the members serve and require TLS with
+	// them from tlsDir, as their projected volume holds them.
+	certManager bool
+	tlsDir      string
 }
 
 const maxMembers = 5
@@ -84,13 +91,22 @@ func newEtcdBed(t *testing.T, size int, opts ...func(*etcdBed)) *etcdBed {
 	cp := testbed.Start(t)
 	b.kube = cp.Client(t)
 	b.ns = cp.Namespace(t, "db")
-	testbed.ApplyRenderedRBAC(t, b.kube, b.ns, etcdSpec)
+	rbacSpec := etcdSpec
+	if b.certManager {
+		rbacSpec = b.certManagerSetup() // etcdtls_test.go
+	}
+	testbed.ApplyRenderedRBAC(t, b.kube, b.ns, rbacSpec)
 	b.reg = prometheus.NewRegistry()
 	metrics, err := NewEtcdMetrics(b.reg, "e")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.members = &Membership{Endpoints: b.clientURLs(), Client: testbed.AsRuntime(t, cp.Config(), b.ns, "e"), Namespace: b.ns, Cluster: "e", Metrics: metrics, Log: b.log}
+	if b.certManager {
+		// As Etcd wires it: a runtime that kept the certificates itself
+		// would use it.
+		b.members.Certs = &certs.Keeper{Client: b.members.Client, Namespace: b.ns, Cluster: "e", App: contract.AppEtcd, Log: b.log}
+	}
 	b.statefulSet(size)
 	for i := range size {
 		b.claim("e-" + strconv.Itoa(i))
@@ -111,7 +127,13 @@ func freeOn(t *testing.T, ip string) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func (b *etcdBed) url(ip string, port int) string { return "http://" + ip + ":" + strconv.Itoa(port) }
+func (b *etcdBed) url(ip string, port int) string {
+	scheme := "http"
+	if b.tlsDir != "" {
+		scheme = "https"
+	}
+	return scheme + "://" + ip + ":" + strconv.Itoa(port)
+}
 
 func (b *etcdBed) clientURLs() []string {
 	var out []string
@@ -163,11 +185,15 @@ func (b *etcdBed) passErrors() []error {
 }
 
 func (b *etcdBed) manager(name string, bootstrap string) *instance.Etcd {
-	return &instance.Etcd{Name: name, DataDir: filepath.Join(b.dir, name),
+	e := &instance.Etcd{Name: name, DataDir: filepath.Join(b.dir, name),
 		Config:  instance.Config{Bootstrap: bootstrap, InitialMembers: b.initial, Token: "t", RemoveMember: b.removeRequest(), SpaceQuota: b.quota},
 		PeerURL: func(m string) string { return b.url(b.ip[m], b.peer[m]) }, ClientURL: func(m string) string { return b.url(b.ip[m], b.cli[m]) },
 		ListenPeerURL: b.url(b.ip[name], b.peer[name]), ListenClientURL: b.url(b.ip[name], b.cli[name]),
 		Endpoints: b.clientURLs(), DialTimeout: 2 * time.Second, Log: b.log}
+	if b.tlsDir != "" {
+		e.Config.TLS, e.TLSDir = contract.TLSRequire, b.tlsDir
+	}
+	return e
 }
 
 // start runs member name's instance manager until it says how to start,
@@ -377,7 +403,14 @@ func (b *etcdBed) reasons() []string {
 
 // etcd is a client of every member.
 func (b *etcdBed) etcd() *clientv3.Client {
-	c, err := clientv3.New(clientv3.Config{Endpoints: b.clientURLs(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	var tc *tls.Config
+	if b.tlsDir != "" {
+		var err error
+		if tc, err = instance.EtcdClientTLS(b.tlsDir); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: b.clientURLs(), DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: tc})
 	if err != nil {
 		b.t.Fatal(err)
 	}

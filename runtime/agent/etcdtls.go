@@ -13,21 +13,25 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/certs"
 )
 
 // keepTLS makes the pass's view of TLS the rendered config's and returns
-// its mode. With TLS on (accept or require), the cluster's certificate
-// Secrets are made current (Certs.Ensure: the CA made when missing,
-// leaves issued when missing or due), so a member restarted with TLS
-// finds them. With TLS required, the members are reached over TLS, with
-// root's client certificate, verifying each member's certificate against
-// the cluster's CA and the client Service's name, which every member's
-// certificate carries. Otherwise they are reached over plain HTTP, which
-// every member serves while a cluster accepts TLS (members not restarted
-// for it serve nothing else); in accept the TLS configuration is kept
-// apart to check which members serve TLS (servedTLS). A cluster whose
-// config turns TLS on and a runtime with no Certs is an error: the
-// members would wait for certificates nobody issues.
+// its mode. With TLS on (accept or require), the cluster's certificates
+// are made current: by the runtime (Certs.Ensure: the CA made when
+// missing, leaves issued when missing or due), so a member restarted with
+// TLS finds them, or, when the config names a cert-manager issuer
+// (contract.KeyTLSIssuerName), by cert-manager: root's Secret is read,
+// never written, and no CA is made. With TLS required, the members are
+// reached over TLS, with root's client certificate, verifying each
+// member's certificate against the cluster's CA and the client Service's
+// name, which every member's certificate carries. Otherwise they are
+// reached over plain HTTP, which every member serves while a cluster
+// accepts TLS (members not restarted for it serve nothing else); in
+// accept the TLS configuration is kept apart to check which members
+// serve TLS (servedTLS). A cluster whose config turns TLS on without an
+// issuer and a runtime with no Certs is an error: the members would wait
+// for certificates nobody issues.
 func (m *Membership) keepTLS(ctx context.Context, config map[string]string) (string, error) {
 	mode, ok := contract.TLSMode(config[contract.KeyTLS])
 	if !ok {
@@ -38,10 +42,7 @@ func (m *Membership) keepTLS(ctx context.Context, config map[string]string) (str
 		m.offered.Store(nil)
 		return mode, nil
 	}
-	if m.Certs == nil {
-		return "", fmt.Errorf("config %s turns TLS on, and this runtime keeps no certificates", contract.ConfigMap(m.Cluster))
-	}
-	material, _, err := m.Certs.Ensure(ctx)
+	material, err := m.certificates(ctx, config[contract.KeyTLSIssuerName] != "")
 	if err != nil {
 		return "", fmt.Errorf("certificates: %w", err)
 	}
@@ -182,6 +183,20 @@ func servesPeerTLS(ctx context.Context, tc *tls.Config, host string) bool {
 		conn.Close()
 	}
 	return verified
+}
+
+// certificates are root's client certificate and the cluster's CA: read
+// from the Secret cert-manager writes when certManager (cert-manager
+// renews it), kept by Certs otherwise.
+func (m *Membership) certificates(ctx context.Context, certManager bool) (certs.Material, error) {
+	if certManager {
+		return (&certs.Files{Client: m.Client, Namespace: m.Namespace, Cluster: m.Cluster}).Material(ctx)
+	}
+	if m.Certs == nil {
+		return certs.Material{}, fmt.Errorf("config %s turns TLS on, and this runtime keeps no certificates", contract.ConfigMap(m.Cluster))
+	}
+	material, _, err := m.Certs.Ensure(ctx)
+	return material, err
 }
 
 // dial is a client of the members at endpoints, over TLS when the last

@@ -43,8 +43,9 @@ type Membership struct {
 	// now is the clock; time.Now when nil.
 	now func() time.Time
 	// Certs keeps the cluster's certificate Secrets while its rendered
-	// config turns TLS on (etcdtls.go); nil leaves the cluster to plain
-	// HTTP whatever the config says.
+	// config turns TLS on without a cert-manager issuer (etcdtls.go); nil
+	// fails such a pass: the members would wait for certificates nobody
+	// issues.
 	Certs *certs.Keeper
 	// tls is how the members are reached: the client configuration of the
 	// last pass, nil for plain HTTP. Backups read it from their own
