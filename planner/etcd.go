@@ -39,7 +39,6 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 		return r
 	}
 	refuseIssuerChange(&r, c, obs, etcdIssuerRules)
-	refuseEtcdIssuerBeforeTLS(&r, c, obs)
 	refuseShrink(&r, c, obs)
 	refuseStorageClass(&r, c, obs)
 	refuseQuotaBelowData(&r, c, obs)

@@ -20,7 +20,7 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 	tlsTo := etcdTLSAccept(obs) // etcdtls.go
 	var rs *restart
 	if changed || newImages != nil || quotaChanged || harden || tlsTo != "" {
-		t := &plan.TemplateChange{Resources: res, SpaceQuota: quota, ReadOnlyRoot: harden, TLS: tlsTo,
+		t := &plan.TemplateChange{Resources: res, SpaceQuota: quota, ReadOnlyRoot: harden, TLS: tlsTo, Issuer: etcdTLSIssuer(c, tlsTo),
 			Revision: contract.TemplateRevisionOf(derefResources(res), withTLS(revisionInputs(quotaInputs(c), newImages, harden), tlsTo))}
 		var what []string
 		if changed {

@@ -52,6 +52,15 @@ func etcdTLSAccept(obs *live.Cluster) string {
 	return ""
 }
 
+// etcdTLSIssuer is the issuer a restart into mode brings: the spec's,
+// taken with the move into accept, as PostgreSQL's tls-accept takes it.
+func etcdTLSIssuer(c *spec.EtcdCluster, mode string) *contract.IssuerRef {
+	if mode != contract.TLSAccept {
+		return nil
+	}
+	return c.Spec.Issuer()
+}
+
 // withTLS adds the TLS mode a restart brings to a template revision's
 // inputs (a map revisionInputs made for the call), so each move has a
 // revision of its own; nothing when the mode stays, so the revisions of

@@ -123,8 +123,4 @@ const (
 	// on a cluster that serves TLS: members trust the CA of the
 	// certificates they hold, as peers and as servers.
 	RuleEtcdTLSIssuerChange = "etcd-tls-issuer-change"
-	// RuleEtcdTLSIssuerNeedsTLS: spec.tls.issuerRef on an etcd cluster
-	// rendered before etcd TLS, which serves plain HTTP: no step moves
-	// such a cluster to TLS yet, so the issuer could not take effect.
-	RuleEtcdTLSIssuerNeedsTLS = "etcd-tls-issuer-needs-tls"
 )

@@ -40,7 +40,7 @@ func refuseIssuerNamespace(r *Result, c spec.Cluster, rules issuerRules) {
 // members and clients trust the CA that signed the certificates they
 // hold; certificates from another CA would cut them off. A cluster
 // rendered before TLS takes the spec's issuer with the step that moves it
-// to TLS (PostgreSQL's tls-accept).
+// to TLS (PostgreSQL's tls-accept, etcd's first restart into accept).
 func refuseIssuerChange(r *Result, c spec.Cluster, obs *live.Cluster, rules issuerRules) {
 	mode, _ := contract.TLSMode(obs.TLS)
 	if !contract.TLSOn(mode) {
@@ -53,24 +53,6 @@ func refuseIssuerChange(r *Result, c spec.Cluster, obs *live.Cluster, rules issu
 	r.refuse(rules.change, "spec.tls.issuerRef",
 		"the cluster serves TLS with certificates from %s; moving to %s would give its members and clients certificates of a CA they do not trust. Keep the issuer, or create a new cluster with it and restore a backup into it (spec.restoreFrom)",
 		issuerText(have), issuerText(want))
-}
-
-// refuseEtcdIssuerBeforeTLS: an etcd cluster rendered before etcd TLS
-// serves plain HTTP, and no step moves it to TLS yet, so a spec issuer
-// could not take effect: refused rather than left unapplied under a
-// converged plan. This is the hook of the steps that will move such a
-// cluster to TLS: the first of them carries c.Spec.Issuer() (as
-// PostgreSQL's tls-accept carries PostgresConfigureTLSParams.Issuer, and
-// the renderer sets Settings.TLSIssuer from it when TLS goes on), and
-// this refusal goes.
-func refuseEtcdIssuerBeforeTLS(r *Result, c *spec.EtcdCluster, obs *live.Cluster) {
-	mode, ok := contract.TLSMode(obs.TLS)
-	if !ok || contract.TLSOn(mode) || c.Spec.Issuer() == nil {
-		return
-	}
-	r.refuse(RuleEtcdTLSIssuerNeedsTLS, "spec.tls.issuerRef",
-		"the cluster was rendered before etcd TLS and serves plain HTTP, and no step moves it to TLS yet, so %s would issue nothing it uses. Remove spec.tls.issuerRef, or create a new cluster with it and restore a snapshot into it (spec.restoreFrom)",
-		issuerText(c.Spec.Issuer()))
 }
 
 func issuerText(i *contract.IssuerRef) string {

@@ -18,10 +18,9 @@ func etcdSpecIn(t *testing.T, ns string, extra ...string) spec.Cluster {
 	return decodeOne(t, doc)
 }
 
-// An etcd cluster's cert-manager issuer: taken at create, refused
-// without a namespace, never changed on a cluster that serves TLS, and
-// refused on a cluster rendered before etcd TLS (no step moves it there
-// yet, so the issuer would not take effect).
+// An etcd cluster's cert-manager issuer: taken at create, or by the
+// first restart into TLS of a cluster rendered before it; refused
+// without a namespace; never changed on a cluster that serves TLS.
 func TestEtcdTLSIssuer(t *testing.T) {
 	issuer := "tls: {issuerRef: {name: company-ca, kind: ClusterIssuer}}"
 	company := &contract.IssuerRef{Name: "company-ca", Kind: contract.ClusterIssuerKind, Group: contract.CertManagerGroup}
@@ -65,13 +64,29 @@ func TestEtcdTLSIssuer(t *testing.T) {
 		{name: "the same name, another kind", spec: etcdSpecIn(t, "db", "tls: {issuerRef: {name: company-ca}}"), obs: serving(company), wantRule: RuleEtcdTLSIssuerChange},
 		{name: "an issuer to the runtime's CA", spec: etcdSpecIn(t, "db"), obs: serving(company), wantRule: RuleEtcdTLSIssuerChange,
 			wantText: "moving to the cairn runtime's own CA"},
-		{name: "rendered before etcd TLS", spec: etcdSpecIn(t, "db", issuer), obs: etcdLive(3, "3.5.21", 0), wantRule: RuleEtcdTLSIssuerNeedsTLS,
-			wantText: "serves plain HTTP, and no step moves it to TLS yet"},
-		{name: "rendered before etcd TLS, no issuer", spec: etcdSpecIn(t, "db"), obs: etcdLive(3, "3.5.21", 0), check: func(t *testing.T, p plan.Plan) {
-			if len(p.Steps) != 0 {
-				t.Fatalf("steps %v", stepIDs(p))
+		// A cluster rendered before etcd TLS takes the issuer with its
+		// first restart into TLS, and only with it.
+		{name: "rendered before etcd TLS", spec: etcdSpecIn(t, "db", issuer), obs: with(etcdLive(3, "3.5.21", 0), tlsMode("", false, false)), check: func(t *testing.T, p plan.Plan) {
+			first := p.Steps[0].Params.RestartMember.Template
+			if got := issuersOf(p); len(got) != 1 || *got[0] != *company || first.Issuer != got[0] {
+				t.Fatalf("issuers of the steps %v; want only the first, company-ca", got)
 			}
 		}},
+		{name: "rendered before etcd TLS, no issuer", spec: etcdSpecIn(t, "db"), obs: with(etcdLive(3, "3.5.21", 0), tlsMode("", false, false)), check: func(t *testing.T, p plan.Plan) {
+			if len(p.Steps) != 6 || len(issuersOf(p)) != 0 {
+				t.Fatalf("steps %v, issuers %v", stepIDs(p), issuersOf(p))
+			}
+		}},
+		{name: "moving to TLS with an issuer", spec: etcdSpecIn(t, "db", issuer), obs: with(etcdLive(3, "3.5.21", 0), func(c *live.Cluster) {
+			tlsMode(contract.TLSAccept, true, false)(c)
+			c.TLSIssuer = company
+		}), check: func(t *testing.T, p plan.Plan) {
+			if len(p.Steps) != 3 || len(issuersOf(p)) != 0 {
+				t.Fatalf("steps %v, issuers %v", stepIDs(p), issuersOf(p))
+			}
+		}},
+		{name: "moving to TLS, then an issuer", spec: etcdSpecIn(t, "db", issuer), obs: with(etcdLive(3, "3.5.21", 0), tlsMode(contract.TLSAccept, true, false)),
+			wantRule: RuleEtcdTLSIssuerChange},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,4 +108,16 @@ func TestEtcdTLSIssuer(t *testing.T) {
 			tc.check(t, p)
 		})
 	}
+}
+
+// issuersOf are the issuers the plan's restarts bring, in order; a step
+// that brings none is left out.
+func issuersOf(p plan.Plan) []*contract.IssuerRef {
+	var out []*contract.IssuerRef
+	for _, s := range p.Steps {
+		if rm := s.Params.RestartMember; rm != nil && rm.Template != nil && rm.Template.Issuer != nil {
+			out = append(out, rm.Template.Issuer)
+		}
+	}
+	return out
 }

@@ -184,6 +184,10 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 			if t.TLS != "" {
 				next.TLS = t.TLS
 			}
+			if t.TLS == contract.TLSAccept {
+				// The issuer comes with the move to TLS (planner/etcdtls.go).
+				next.TLSIssuer = t.Issuer
+			}
 		}
 	case plan.PostgresReloadParameters:
 		next.Parameters, next.ConfigRevision = p.PostgresReloadParameters.To, p.PostgresReloadParameters.Revision

@@ -330,6 +330,10 @@ type TemplateChange struct {
 	// then to require, each by a rolling restart; empty when the restart
 	// leaves the mode.
 	TLS string `json:"tls,omitempty"`
+	// Issuer is the cert-manager issuer of the certificates a restart
+	// into TLS mode accept brings (spec.tls.issuerRef); nil for the
+	// runtime's own CA, and on every other restart.
+	Issuer *contract.IssuerRef `json:"issuer,omitempty"`
 }
 
 // ParameterChange changes the spec's PostgreSQL parameters in the

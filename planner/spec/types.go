@@ -156,7 +156,7 @@ type EtcdSpec struct {
 
 // EtcdTLS says where an etcd cluster's TLS certificates come from.
 type EtcdTLS struct {
-	IssuerRef *IssuerRef `json:"issuerRef,omitempty" desc:"A cert-manager issuer that issues the members' peer certificate (server and client authentication, common name *.<name>, which the members admit as peers) and root's client certificate instead of the runtime: cairn renders two cert-manager Certificates, whose Secrets (<name>-server-tls, <name>-superuser-tls) the members mount and the runtime reads. The issuer must write its CA into each Secret's ca.crt (a CA or Vault issuer does). Needs metadata.namespace, since the peer certificate names the cluster's Services in it. It takes effect when the cluster is created; changing it on a cluster that serves TLS is refused. A cluster rendered before etcd TLS does not take it yet: no step moves such a cluster to TLS."`
+	IssuerRef *IssuerRef `json:"issuerRef,omitempty" desc:"A cert-manager issuer that issues the members' peer certificate (server and client authentication, common name *.<name>, which the members admit as peers) and root's client certificate instead of the runtime: cairn renders two cert-manager Certificates, whose Secrets (<name>-server-tls, <name>-superuser-tls) the members mount and the runtime reads. The issuer must write its CA into each Secret's ca.crt (a CA or Vault issuer does). Needs metadata.namespace, since the peer certificate names the cluster's Services in it. It takes effect when the cluster is created, or, for a cluster rendered before etcd TLS, with its first restart into TLS; changing it on a cluster that serves TLS is refused."`
 }
 
 // Issuer is the issuer spec.tls names, with its defaults; nil when the
