@@ -115,6 +115,15 @@ func etcdRequireMove(s *plan.Step, obs *live.Cluster, mode string, ord int) {
 		return
 	}
 	s.Summary += "; " + etcdTLSText(contract.TLSRequire)
+	// The member's peers reach it again only once the runtime has moved
+	// its advertised peer URL to https: until then the next member must
+	// not restart (two members that listen for their peers over TLS only
+	// and advertise plain URLs reach each other by no way at all). A
+	// member being ready is no proof: it dials its peers itself, and
+	// etcd's streams carry their messages back.
+	name := contract.MemberName(obs.Name, ord)
+	s.Gates = append(s.Gates, plan.Gate{Kind: plan.GateMemberPeerTLS, When: plan.After, Member: name,
+		Description: name + "'s peers reach it over TLS (its advertised peer URL is https)"})
 	s.Disruptive = true
 	s.Reversible = false
 	s.Rollback = "Not by reverting this pull request: the member advertises an https peer URL from now on, which it would no longer serve without TLS. " +

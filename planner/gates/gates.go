@@ -128,6 +128,8 @@ func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool,
 		return configApplied(obs, g)
 	case plan.GateTLSServed:
 		return tlsServed(obs)
+	case plan.GateMemberPeerTLS:
+		return m != nil && m.PeerTLS, fmt.Sprintf("%s still advertises a plain HTTP peer URL", g.Member)
 	case plan.GateCompactionApplied:
 		return compactionApplied(nil, c, obs)
 	case plan.GateQuorumLost:

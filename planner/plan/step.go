@@ -91,9 +91,12 @@ const (
 	// to Version (major.minor) enabled, with every member's storage
 	// migrated to it; with Version empty, no downgrade enabled.
 	GateEtcdDowngrade GateKind = "EtcdDowngrade"
-	// GateTLSServed: every PostgreSQL member serves TLS with its
-	// cluster's server certificate, as the runtime verified it.
+	// GateTLSServed: every member serves TLS with its cluster's server
+	// certificate, as the runtime verified it.
 	GateTLSServed GateKind = "TLSServed"
+	// GateMemberPeerTLS: etcd member Member's peers reach it over TLS
+	// only: every peer URL it advertises is https.
+	GateMemberPeerTLS GateKind = "MemberPeerTLS"
 )
 
 // Gate is a condition on the live state.

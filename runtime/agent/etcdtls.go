@@ -123,7 +123,11 @@ func httpsURL(clientURLs []string) (string, bool) {
 // changes without quorum. One member a pass, as every membership change.
 func (m *Membership) movePeersToTLS(ctx context.Context, cli *clientv3.Client, mode string, l etcdLook) ([]event, bool) {
 	tc := m.tls.Load()
-	if mode != contract.TLSRequire || tc == nil || !l.listed || !quorate(l) {
+	if mode != contract.TLSRequire || tc == nil {
+		return nil, false
+	}
+	if !l.listed || !quorate(l) {
+		m.logger().Debug("peer URLs not moved to TLS: the membership is not listed or has no quorum")
 		return nil, false
 	}
 	for _, lm := range l.members {
@@ -131,7 +135,11 @@ func (m *Membership) movePeersToTLS(ctx context.Context, cli *clientv3.Client, m
 			continue
 		}
 		u, err := url.Parse(lm.peerURLs[0])
-		if err != nil || u.Scheme != "http" || !servesPeerTLS(ctx, tc, u.Host) {
+		if err != nil || u.Scheme != "http" {
+			continue
+		}
+		if !servesPeerTLS(ctx, tc, u.Host) {
+			m.logger().Debug("peer URL not moved to TLS: the member's peer port serves no certificate of the cluster", "member", lm.name, "peer_url", lm.peerURLs[0])
 			continue
 		}
 		to := "https://" + u.Host
