@@ -78,6 +78,9 @@ func genEtcd(t testing.TB, r *rand.Rand) convergenceCase {
 		if r.IntN(4) == 0 { // rendered before read-only roots
 			c.observed.StatefulSet.ReadOnlyRoot = false
 		}
+		if r.IntN(4) == 0 { // its runtime rendered before its read-only root
+			c.observed.Runtime.ReadOnlyRoot = false
+		}
 	}
 	return c
 }
@@ -109,6 +112,9 @@ func genPostgres(t testing.TB, r *rand.Rand) convergenceCase {
 		}
 		if r.IntN(4) == 0 {
 			c.observed.StatefulSet.ReadOnlyRoot = false
+		}
+		if r.IntN(4) == 0 {
+			c.observed.Runtime.ReadOnlyRoot = false
 		}
 		switch tls := contract.TLSModes[r.IntN(len(contract.TLSModes))]; tls {
 		case contract.TLSOff, contract.TLSAccept:

@@ -72,6 +72,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	etcdTemplate(&r, c, obs, &m, env.Images)
 	etcdResize(&r, &m, size)
 	networkStep(&r, "etcd", obs)
+	runtimeStep(&r, obs)
 	sayImages(&r, obs, env.Images, contract.EtcdContainer)
 	sealStep(&r, obs)
 	return r

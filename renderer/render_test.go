@@ -58,7 +58,7 @@ func fill(tmpl string, kv ...string) string {
 
 func etcdLiveYAML(n int, version string, leader int) string {
 	var b strings.Builder
-	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\n" + liveNetwork + etcdLiveCompaction + "\nstatefulSet: {readOnlyRootFilesystem: true, replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\", " + etcdLiveResources + "}\nmembers:\n")
+	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\n" + liveNetwork + liveRuntime + etcdLiveCompaction + "\nstatefulSet: {readOnlyRootFilesystem: true, replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\", " + etcdLiveResources + "}\nmembers:\n")
 	for i := range n {
 		role := "follower"
 		if i == leader {
@@ -86,13 +86,17 @@ const pgLiveTLS = "tls: require\n"
 // liveNetwork: a cluster cairn created has its NetworkPolicy rendered.
 const liveNetwork = "network: restricted\n"
 
+// liveRuntime: a cluster cairn created runs its runtime with a read-only
+// root filesystem.
+const liveRuntime = "runtime: {readOnlyRootFilesystem: true}\n"
+
 // pgLiveParameters are the spec's parameters and the archive settings
 // its backup policy brings, as the observer reads them back.
 const pgLiveParameters = `parameters: {max_connections: "'200'", shared_buffers: "'256MB'", archive_mode: "'on'", archive_timeout: "'60s'", archive_command: "'/cairn-bin/cairn instance wal --socket /var/run/postgresql/.s.cairn-wal push %f %p'"}`
 
 func pgLiveYAML(n int, version string, primary int, extra string) string {
 	var b strings.Builder
-	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\n" + liveNetwork + pgLiveTLS + pgLiveParameters + "\nstatefulSet: {readOnlyRootFilesystem: true, replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
+	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\n" + liveNetwork + liveRuntime + pgLiveTLS + pgLiveParameters + "\nstatefulSet: {readOnlyRootFilesystem: true, replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
 	b.WriteString("backup: {schedule: \"0 2 * * *\", timeZone: UTC, storageLocation: \"s3://bkp/pg\", retentionCount: 7}\n" + extra + "members:\n")
 	for i := range n {
 		role := "replica"
@@ -162,6 +166,11 @@ var renderCases = []renderCase{
 		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), "readOnlyRootFilesystem: true, ", "", 1), "restart-2-7a8d730fd511"},
 	{"pg-restart-read-only-root", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
 		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), "readOnlyRootFilesystem: true, ", "", 1), "restart-2-518fa22c578c"},
+	// A runtime rendered before its read-only root gets it by a step.
+	{"etcd-runtime-read-only-root", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""),
+		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), liveRuntime, "", 1), "runtime-read-only-root"},
+	{"pg-runtime-read-only-root", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
+		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), liveRuntime, "", 1), "runtime-read-only-root"},
 	{"pg-converged", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 2, ""), ""},
 }
 
@@ -298,6 +307,8 @@ var allowedChanges = map[plan.Kind][]string{
 		"cairn-config.patch.yaml /data/postgres.config-revision", "cairn-config.patch.yaml /data/tls",
 		"member-role.patch.yaml /rules", "runtime-role.patch.yaml /rules"},
 	plan.RestrictNetwork: {"networkpolicy.yaml", "cairn-config.patch.yaml /data/network"},
+	plan.HardenRuntime: {"runtime-deployment.patch.yaml /spec/template/spec/volumes", "runtime-deployment.patch.yaml /spec/template/spec/containers/0/volumeMounts",
+		"runtime-deployment.patch.yaml /spec/template/spec/containers/0/securityContext/readOnlyRootFilesystem"},
 	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1"},
 }
