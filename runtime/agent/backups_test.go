@@ -25,6 +25,7 @@ import (
 // cluster "kv", with the cluster's rendered config and StatefulSet.
 type backupBed struct {
 	t      *testing.T
+	cp     *testbed.ControlPlane
 	c      kubernetes.Interface
 	ns     string
 	port   int
@@ -34,7 +35,7 @@ type backupBed struct {
 
 func newBackupBed(t *testing.T) *backupBed {
 	cp := testbed.Start(t)
-	b := &backupBed{t: t, c: cp.Client(t), ns: cp.Namespace(t, "backups"), stores: t.TempDir()}
+	b := &backupBed{t: t, cp: cp, c: cp.Client(t), ns: cp.Namespace(t, "backups"), stores: t.TempDir()}
 	ctx := context.Background()
 	curl, cli := testbed.EtcdMember(t, "kv-0", filepath.Join(t.TempDir(), "d"), "")
 	b.port, _ = strconv.Atoi(curl[strings.LastIndexByte(curl, ':')+1:])
