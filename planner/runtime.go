@@ -17,8 +17,9 @@ import (
 //
 // It is not disruptive: the Deployment replaces the runtime's two pods
 // one at a time and no member restarts; while the leading replica is
-// replaced, failover and backups wait for its Lease to pass to the other
-// (at most its 15 s).
+// replaced, failover and backups wait until the other takes its Lease
+// over once it expires (15 s: the leader does not release it on its way
+// out, runtime/agent).
 func runtimeStep(r *Result, obs *live.Cluster) {
 	if obs.Runtime.ReadOnlyRoot {
 		return

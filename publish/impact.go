@@ -96,7 +96,7 @@ func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
 			"(where the cluster's network enforces NetworkPolicies). Label the clients' pods before merging"}
 	case pa.HardenRuntime != nil:
 		return impact{true, nil, "no member restarts; the runtime's pods (Deployment " + md(pa.HardenRuntime.Deployment) + ") are replaced one at a time. " +
-			"While the leading one is replaced, failover and backups wait until the other takes over its Lease (at most 15 s); a backup under way is cut off, and the new leader takes the missed one at once"}
+			"While the leading one is replaced, failover and backups wait until the other takes its Lease over once it expires (15 s); a backup under way is cut off, and the new leader takes the missed one at once"}
 	case pa.SealBootstrap != nil:
 		return impact{true, nil, "none: the rendered config switches from bootstrap to join"}
 	case pa.EtcdRecover != nil:

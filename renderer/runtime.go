@@ -69,7 +69,8 @@ func runtimeDeployment(n names, o Options, meta metav1.ObjectMeta) *appsv1.Deplo
 // without, the Deployment stays as cairn rendered it before, so the
 // runtime's pods are not replaced outside a step. The runtime writes
 // nothing to its filesystem (docs/security.md): backups stream from the
-// member to the store, certificates and kubeconfig stay in memory.
+// member to the store, certificates live in Secrets and memory, its
+// token is only read.
 func hardenRuntime(d *appsv1.Deployment, s Settings) *appsv1.Deployment {
 	if !s.RuntimeReadOnlyRoot {
 		return d
