@@ -33,7 +33,7 @@ func decodeSpec(t *testing.T, doc string) spec.Cluster {
 func etcdCluster(name string, n int, version string) *live.Cluster {
 	c := &live.Cluster{Kind: spec.EtcdKind, Name: name, Storage: "8Gi", ClusterVersion: version[:strings.LastIndexByte(version, '.')], Network: contract.NetworkRestricted,
 		Runtime: live.Runtime{ReadOnlyRoot: true}, StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true},
-		Compaction:  &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
+		Compaction: &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
 	for i := range n {
 		role := live.RoleFollower
 		if i == 0 {
