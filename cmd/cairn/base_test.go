@@ -147,8 +147,8 @@ func runsDiff(want, got *live.Cluster) string {
 		return fmt.Sprintf("parameters %v (%q), live %v (%q)", got.Parameters, got.ConfigRevision, want.Parameters, want.ConfigRevision)
 	case want.TLS != got.TLS || (want.TLSIssuer == nil) != (got.TLSIssuer == nil) || want.TLSIssuer != nil && *want.TLSIssuer != *got.TLSIssuer:
 		return fmt.Sprintf("TLS %q %+v, live %q %+v", got.TLS, got.TLSIssuer, want.TLS, want.TLSIssuer)
-	case want.Runtime != got.Runtime:
-		return fmt.Sprintf("runtime %+v, live %+v", got.Runtime, want.Runtime)
+	case w.ReadOnlyRoot != g.ReadOnlyRoot || want.Runtime != got.Runtime:
+		return fmt.Sprintf("read-only roots: members %t, runtime %t; live %t, %t", g.ReadOnlyRoot, got.Runtime.ReadOnlyRoot, w.ReadOnlyRoot, want.Runtime.ReadOnlyRoot)
 	case want.SynchronousStandbys != got.SynchronousStandbys || want.Bootstrap != got.Bootstrap:
 		return fmt.Sprintf("sync/bootstrap %d/%s, live %d/%s", got.SynchronousStandbys, got.Bootstrap, want.SynchronousStandbys, want.Bootstrap)
 	case (want.Backup == nil) != (got.Backup == nil) || want.Backup != nil && (want.Backup.Schedule != got.Backup.Schedule || want.Backup.StorageLocation != got.Backup.StorageLocation || want.Backup.RetentionCount != got.Backup.RetentionCount):
