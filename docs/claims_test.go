@@ -48,6 +48,10 @@ var claims = []claim{
 	{file: "README.md", text: "what is not rendered yet", checked: "points at rendering.md's \"Not yet\" section, whose claims are tied below"},
 	{file: "rendering.md", text: "## Not yet", checked: "a heading: its bullets are tied below"},
 	{file: "rendering.md", text: "No step moves an etcd cluster rendered before etcd TLS to TLS yet", absent: noEtcdTLSSteps},
+	// Keeping the runtime's image would observe it (live.Runtime) and
+	// plan its change, as the members' images are.
+	{file: "rendering.md", text: "The runtime Deployment's image is not kept as it runs yet", absent: []probe{absent("../planner", `Runtime\.Image|RuntimeImage`)}},
+	{file: "rendering.md", text: "the runtime's own image is not yet (below)", absent: []probe{absent("../planner", `Runtime\.Image|RuntimeImage`)}},
 	{file: "rendering.md", text: "A replica whose retained volume is older than the primary's WAL", absent: noReclone},
 	{file: "rendering.md", text: "does not re-clone on its own yet", absent: noReclone},
 	{file: "backups.md", text: "## Not built yet", checked: "a heading: its bullets are tied below"},
