@@ -87,6 +87,9 @@ func genEtcd(t testing.TB, r *rand.Rand) convergenceCase {
 				c.observed.Members[i].TLS, c.observed.Members[i].PeerTLS = contract.TLSOn(tls), false
 			}
 		}
+		if r.IntN(4) == 0 { // its runtime rendered before its read-only root
+			c.observed.Runtime.ReadOnlyRoot = false
+		}
 	}
 	return c
 }
@@ -118,6 +121,9 @@ func genPostgres(t testing.TB, r *rand.Rand) convergenceCase {
 		}
 		if r.IntN(4) == 0 {
 			c.observed.StatefulSet.ReadOnlyRoot = false
+		}
+		if r.IntN(4) == 0 {
+			c.observed.Runtime.ReadOnlyRoot = false
 		}
 		switch tls := contract.TLSModes[r.IntN(len(contract.TLSModes))]; tls {
 		case contract.TLSOff, contract.TLSAccept:

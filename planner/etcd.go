@@ -76,6 +76,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	etcdTLSRequire(&r, c, obs, &m) // etcdtls.go
 	etcdResize(&r, &m, size)
 	networkStep(&r, "etcd", obs)
+	runtimeStep(&r, obs)
 	sayImages(&r, obs, env.Images, contract.EtcdContainer)
 	sealStep(&r, obs)
 	return r

@@ -64,7 +64,7 @@ func etcdLive(n int, version string, leader int) *live.Cluster {
 	// A cluster cairn created: it requires TLS and its NetworkPolicy is
 	// rendered (etcdtls_test.go and network_test.go plan the way there
 	// for one rendered before them).
-	c := &live.Cluster{Kind: spec.EtcdKind, Name: "e", Storage: "8Gi", Network: contract.NetworkRestricted, TLS: contract.TLSRequire,
+	c := &live.Cluster{Kind: spec.EtcdKind, Name: "e", Storage: "8Gi", Network: contract.NetworkRestricted, TLS: contract.TLSRequire, Runtime: live.Runtime{ReadOnlyRoot: true},
 		StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true},
 		// The default compaction, as a cluster created with it runs it.
 		Compaction: &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
@@ -85,7 +85,7 @@ func pgLive(n int, version string, primary int) *live.Cluster {
 	// rendered (pgtls_test.go and network_test.go plan the way there for
 	// one rendered before them).
 	c := &live.Cluster{Kind: spec.PostgresKind, Name: "pg", Storage: "10Gi", TLS: contract.TLSRequire, Network: contract.NetworkRestricted,
-		StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true}}
+		Runtime: live.Runtime{ReadOnlyRoot: true}, StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true}}
 	for i := range n {
 		role := live.RoleReplica
 		if i == primary {

@@ -148,6 +148,7 @@ func baseline(obs *live.Cluster) *plan.Baseline {
 		TLSIssuer:           obs.TLSIssuer,
 		Network:             obs.Network,
 		ReadOnlyRoot:        obs.StatefulSet.ReadOnlyRoot,
+		RuntimeReadOnlyRoot: obs.Runtime.ReadOnlyRoot,
 	}
 }
 

@@ -94,6 +94,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 	pgSync(&r, &m, c.Spec.SynchronousStandbys, "as the spec asks")
 	pgTLS(&r, c, obs)
 	networkStep(&r, "PostgreSQL", obs)
+	runtimeStep(&r, obs)
 	sayImages(&r, obs, env.Images, contract.PostgresContainer)
 	sealStep(&r, obs)
 	return r

@@ -62,7 +62,7 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 	if s.Kind == plan.CreateCluster {
 		p := s.Params.CreateCluster
 		out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Storage: p.Storage, Bootstrap: "new", Network: contract.NetworkRestricted,
-			StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version, ReadOnlyRoot: true}}
+			Runtime: live.Runtime{ReadOnlyRoot: true}, StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version, ReadOnlyRoot: true}}
 		for i := range p.Members {
 			out.Members = append(out.Members, live.Member{Name: contract.MemberName(ref.Name, i), Version: p.Version, Ready: true, Role: settledRole(ref.Kind, i, 0)})
 		}
@@ -164,6 +164,8 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		out.SynchronousStandbys = p.PostgresSynchronousStandbys.To
 	case plan.RestrictNetwork:
 		out.Network = contract.NetworkRestricted
+	case plan.HardenRuntime:
+		out.Runtime.ReadOnlyRoot = true
 	case plan.PostgresConfigureTLS:
 		t := p.PostgresConfigureTLS
 		out.TLS, out.ConfigRevision = t.To, t.Revision

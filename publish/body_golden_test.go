@@ -32,8 +32,8 @@ func decodeSpec(t *testing.T, doc string) spec.Cluster {
 
 func etcdCluster(name string, n int, version string) *live.Cluster {
 	c := &live.Cluster{Kind: spec.EtcdKind, Name: name, Storage: "8Gi", ClusterVersion: version[:strings.LastIndexByte(version, '.')], Network: contract.NetworkRestricted, TLS: contract.TLSRequire,
-		StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true},
-		Compaction:  &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
+		Runtime: live.Runtime{ReadOnlyRoot: true}, StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true},
+		Compaction: &live.Compaction{Mode: spec.DefaultEtcdCompactionMode, Retention: spec.DefaultEtcdCompactionRetention, Applied: true}}
 	for i := range n {
 		role := live.RoleFollower
 		if i == 0 {
@@ -46,7 +46,8 @@ func etcdCluster(name string, n int, version string) *live.Cluster {
 
 func pgCluster(name string, n int, version string, primary int) *live.Cluster {
 	// Created by cairn: it requires TLS and has its NetworkPolicy.
-	c := &live.Cluster{Kind: spec.PostgresKind, Name: name, Storage: "100Gi", TLS: contract.TLSRequire, Network: contract.NetworkRestricted, StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true}}
+	c := &live.Cluster{Kind: spec.PostgresKind, Name: name, Storage: "100Gi", TLS: contract.TLSRequire, Network: contract.NetworkRestricted,
+		Runtime: live.Runtime{ReadOnlyRoot: true}, StatefulSet: live.StatefulSet{Replicas: n, Version: version, ReadOnlyRoot: true}}
 	for i := range n {
 		role := live.RoleReplica
 		if i == primary {
@@ -164,6 +165,14 @@ func TestBodyGolden(t *testing.T) {
 			pgOpen.Network = ""
 			pl := planOf(t, pgSpecDoc("my-production-db", 3, "14.5"), pgOpen)
 			return BodyInput{Plan: pl, Current: stepOf(t, pl, plan.RestrictNetwork), SpecCommit: specSHA, Head: headSHA, Live: pgOpen, WebURL: web}
+		}},
+		{"pg-runtime-read-only-root", func(t *testing.T) BodyInput {
+			// A runtime rendered before its read-only root: the step says
+			// no member restarts and what the runtime's rollout pauses.
+			pgOld := pgCluster("my-production-db", 3, "14.5", 0)
+			pgOld.Runtime.ReadOnlyRoot = false
+			pl := planOf(t, pgSpecDoc("my-production-db", 3, "14.5"), pgOld)
+			return BodyInput{Plan: pl, Current: stepOf(t, pl, plan.HardenRuntime), SpecCommit: specSHA, Head: headSHA, Live: pgOld, WebURL: web}
 		}},
 		{"pg-major-upgrade", func(t *testing.T) BodyInput {
 			pg13 := pgCluster("my-production-db", 3, "13.14", 0)

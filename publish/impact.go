@@ -94,6 +94,9 @@ func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
 		return impact{true, nil, "no member restarts; once the NetworkPolicy " + md(n.Policy) + " applies, the members admit only each other, the cluster's runtime " +
 			"and pods of the cluster's namespace labelled " + md(n.ClientLabel+"="+contract.ClientLabelValue) + ": every other client is cut off " +
 			"(where the cluster's network enforces NetworkPolicies). Label the clients' pods before merging"}
+	case pa.HardenRuntime != nil:
+		return impact{true, nil, "no member restarts; the runtime's pods (Deployment " + md(pa.HardenRuntime.Deployment) + ") are replaced one at a time. " +
+			"While the leading one is replaced, failover and backups wait until the other takes its Lease over once it expires (15 s); a backup under way is cut off, and the new leader takes the missed one at once"}
 	case pa.SealBootstrap != nil:
 		return impact{true, nil, "none: the rendered config switches from bootstrap to join"}
 	case pa.EtcdRecover != nil:

@@ -56,7 +56,7 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 			peerAccess{from: []networkingv1.NetworkPolicyPeer{membersPeer(n)}, ports: []int32{etcdClientPort, etcdPeerPort}},
 			peerAccess{from: []networkingv1.NetworkPolicyPeer{runtimePeer(n), clientsPeer(n)}, ports: []int32{etcdClientPort}}))
 	}
-	return append(objs, runtimeObjects(n, o, etcdRuntimeRules(n, s))...), nil
+	return append(objs, runtimeObjects(n, o, s, etcdRuntimeRules(n, s))...), nil
 }
 
 // etcdPeerService is the headless Service that gives every member a

@@ -62,7 +62,7 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 			ports: []int32{pgPort},
 		}))
 	}
-	return append(objs, runtimeObjects(n, o, postgresRuntimeRules(n, s))...), nil
+	return append(objs, runtimeObjects(n, o, s, postgresRuntimeRules(n, s))...), nil
 }
 
 // pgService selects the cluster's pods, narrowed by the runtime's role

@@ -58,7 +58,7 @@ func fill(tmpl string, kv ...string) string {
 
 func etcdLiveYAML(n int, version string, leader int) string {
 	var b strings.Builder
-	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\n" + liveNetwork + etcdLiveTLS + etcdLiveCompaction + "\nstatefulSet: {readOnlyRootFilesystem: true, replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\", " + etcdLiveResources + "}\nmembers:\n")
+	b.WriteString("kind: EtcdCluster\nname: e\nstorage: 8Gi\n" + liveNetwork + liveRuntime + etcdLiveTLS + etcdLiveCompaction + "\nstatefulSet: {readOnlyRootFilesystem: true, replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\", " + etcdLiveResources + "}\nmembers:\n")
 	for i := range n {
 		role := "follower"
 		if i == leader {
@@ -96,11 +96,15 @@ const pgLiveTLS = "tls: require\n"
 // it, as its rendered config says.
 const (
 	etcdIssuerSpec = "  tls: {issuerRef: {name: etcd-ca}}"
-	etcdLiveIssuer = "tls: require\ntlsIssuer: {name: etcd-ca, kind: Issuer, group: cert-manager.io}\n"
+	etcdLiveIssuer = "tlsIssuer: {name: etcd-ca, kind: Issuer, group: cert-manager.io}\n"
 )
 
 // liveNetwork: a cluster cairn created has its NetworkPolicy rendered.
 const liveNetwork = "network: restricted\n"
+
+// liveRuntime: a cluster cairn created runs its runtime with a read-only
+// root filesystem.
+const liveRuntime = "runtime: {readOnlyRootFilesystem: true}\n"
 
 // pgLiveParameters are the spec's parameters and the archive settings
 // its backup policy brings, as the observer reads them back.
@@ -108,7 +112,7 @@ const pgLiveParameters = `parameters: {max_connections: "'200'", shared_buffers:
 
 func pgLiveYAML(n int, version string, primary int, extra string) string {
 	var b strings.Builder
-	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\n" + liveNetwork + pgLiveTLS + pgLiveParameters + "\nstatefulSet: {readOnlyRootFilesystem: true, replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
+	b.WriteString("kind: PostgresCluster\nname: pg\nstorage: 10Gi\n" + liveNetwork + liveRuntime + pgLiveTLS + pgLiveParameters + "\nstatefulSet: {readOnlyRootFilesystem: true, replicas: " + itoa(n) + ", updatePartition: 0, version: \"" + version + "\"}\n")
 	b.WriteString("backup: {schedule: \"0 2 * * *\", timeZone: UTC, storageLocation: \"s3://bkp/pg\", retentionCount: 7}\n" + extra + "members:\n")
 	for i := range n {
 		role := "replica"
@@ -142,6 +146,9 @@ var renderCases = []renderCase{
 		strings.Replace(strings.Replace(etcdLiveYAML(5, "3.5.21", 0), "storage: 8Gi", "storage: 16Gi", 1), "updatePartition: 0,", "updatePartition: 0, volumeClaimStorage: 8Gi,", 1), "scale-in-4"},
 	// A cluster rendered before TLS moves to it in two rolling restarts.
 	{"etcd-tls-accept", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""),
+		strings.Replace(strings.ReplaceAll(etcdLiveYAML(3, "3.5.21", 0), etcdLiveMemberTLS, ""), etcdLiveTLS, "", 1), "restart-2-0b5a5ca12c04"},
+	// ... and takes a cert-manager issuer with its first restart.
+	{"etcd-tls-accept-cert-manager", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", etcdIssuerSpec),
 		strings.Replace(strings.ReplaceAll(etcdLiveYAML(3, "3.5.21", 0), etcdLiveMemberTLS, ""), etcdLiveTLS, "", 1), "restart-2-0b5a5ca12c04"},
 	{"etcd-tls-require", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""),
 		strings.Replace(strings.ReplaceAll(etcdLiveYAML(3, "3.5.21", 0), etcdLiveMemberTLS, ", tls: true"), etcdLiveTLS, "tls: accept\n", 1), "restart-2-501a06f93976"},
@@ -188,6 +195,11 @@ var renderCases = []renderCase{
 		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), "readOnlyRootFilesystem: true, ", "", 1), "restart-2-7a8d730fd511"},
 	{"pg-restart-read-only-root", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
 		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), "readOnlyRootFilesystem: true, ", "", 1), "restart-2-518fa22c578c"},
+	// A runtime rendered before its read-only root gets it by a step.
+	{"etcd-runtime-read-only-root", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""),
+		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), liveRuntime, "", 1), "runtime-read-only-root"},
+	{"pg-runtime-read-only-root", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
+		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), liveRuntime, "", 1), "runtime-read-only-root"},
 	{"pg-converged", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 2, ""), ""},
 }
 
@@ -324,17 +336,21 @@ var allowedChanges = map[plan.Kind][]string{
 		"cairn-config.patch.yaml /data/postgres.config-revision", "cairn-config.patch.yaml /data/tls",
 		"member-role.patch.yaml /rules", "runtime-role.patch.yaml /rules"},
 	plan.RestrictNetwork: {"networkpolicy.yaml", "cairn-config.patch.yaml /data/network"},
+	plan.HardenRuntime: {"runtime-deployment.patch.yaml /spec/template/spec/volumes", "runtime-deployment.patch.yaml /spec/template/spec/containers/0/volumeMounts",
+		"runtime-deployment.patch.yaml /spec/template/spec/containers/0/securityContext/readOnlyRootFilesystem"},
 	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1"},
 }
 
 // etcdTLSChanges are what the restart that moves an etcd cluster to a TLS
 // mode changes besides a restart's own: the mode, the certificate rules
-// of the runtime's Role, and the pod's certificate volume, metrics port
-// and the probe that reads it.
+// of the runtime's Role, the pod's certificate volume, metrics port and
+// the probe that reads it, and a cert-manager issuer's Certificates.
 var etcdTLSChanges = []string{"cairn-config.patch.yaml /data/tls", "runtime-role.patch.yaml /rules",
 	"statefulset.patch.yaml /spec/template/spec/containers/0/ports/", "statefulset.patch.yaml /spec/template/spec/containers/0/readinessProbe/httpGet/port",
-	"statefulset.patch.yaml /spec/template/spec/containers/0/volumeMounts", "statefulset.patch.yaml /spec/template/spec/volumes"}
+	"statefulset.patch.yaml /spec/template/spec/containers/0/volumeMounts", "statefulset.patch.yaml /spec/template/spec/volumes",
+	// with spec.tls.issuerRef, the issuer's Certificates and its keys
+	"certificate-server.yaml", "certificate-superuser.yaml", "cairn-config.patch.yaml /data/tls.issuer."}
 
 func TestOverlaysHoldOnlyTheirStep(t *testing.T) {
 	r, _ := New(Options{}, Etcd(), Postgres())

@@ -5,6 +5,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -13,10 +14,9 @@ const runtimeReplicas = 2
 
 // runtimeObjects renders the cluster's runtime: its ServiceAccount, a Role
 // with only the verbs it uses, the binding, and the Deployment.
-func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []Object {
+func runtimeObjects(n names, o Options, s Settings, rules []rbacv1.PolicyRule) []Object {
 	name := contract.Runtime(n.cluster)
 	meta := n.meta(name, "runtime")
-	labels := contract.Selector(contract.AppRuntime, n.cluster)
 	return []Object{
 		{File: "runtime-serviceaccount.yaml", Obj: &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta}},
 		{File: "runtime-role.yaml", Obj: &rbacv1.Role{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta, Rules: rules}},
@@ -25,36 +25,67 @@ func runtimeObjects(n names, o Options, rules []rbacv1.PolicyRule) []Object {
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name}},
 		}},
-		{File: "runtime-deployment.yaml", Obj: &appsv1.Deployment{
-			TypeMeta: typeMeta("apps/v1", "Deployment"), ObjectMeta: meta,
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr(int32(runtimeReplicas)),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{
-						ServiceAccountName: name,
-						Containers: []corev1.Container{{
-							Name:    "runtime",
-							Image:   o.CairnImage,
-							Command: []string{"/cairn", "runtime", "--kind", n.kind, "--cluster", n.cluster},
-							Env: []corev1.EnvVar{
-								envFrom(contract.EnvPodName, "metadata.name"),
-								envFrom(contract.EnvPodNamespace, "metadata.namespace"),
-							},
-							EnvFrom:         backupCredentials(n),
-							Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}},
-							SecurityContext: restricted(),
-						}},
-						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)),
-							SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-						Affinity: spreadRuntime(labels),
-					},
-				},
-			},
-		}},
+		{File: "runtime-deployment.yaml", Obj: hardenRuntime(runtimeDeployment(n, o, meta), s)},
 	}
 }
+
+// runtimeDeployment runs `cairn runtime` as the cluster's ServiceAccount
+// of the same name, two replicas spread over nodes.
+func runtimeDeployment(n names, o Options, meta metav1.ObjectMeta) *appsv1.Deployment {
+	labels := contract.Selector(contract.AppRuntime, n.cluster)
+	return &appsv1.Deployment{
+		TypeMeta: typeMeta("apps/v1", "Deployment"), ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr(int32(runtimeReplicas)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: meta.Name,
+					Containers: []corev1.Container{{
+						Name:    contract.RuntimeContainer,
+						Image:   o.CairnImage,
+						Command: []string{"/cairn", "runtime", "--kind", n.kind, "--cluster", n.cluster},
+						Env: []corev1.EnvVar{
+							envFrom(contract.EnvPodName, "metadata.name"),
+							envFrom(contract.EnvPodNamespace, "metadata.namespace"),
+						},
+						EnvFrom:         backupCredentials(n),
+						Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}},
+						SecurityContext: restricted(),
+					}},
+					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+					Affinity: spreadRuntime(labels),
+				},
+			},
+		},
+	}
+}
+
+// hardenRuntime gives the runtime's container a read-only root
+// filesystem, with contract.RuntimeTmpDir as a bounded emptyDir, when s
+// asks for it (a create step, or the runtime-read-only-root step);
+// without, the Deployment stays as cairn rendered it before, so the
+// runtime's pods are not replaced outside a step. The runtime writes
+// nothing to its filesystem (docs/security.md): backups stream from the
+// member to the store, certificates live in Secrets and memory, its
+// token is only read.
+func hardenRuntime(d *appsv1.Deployment, s Settings) *appsv1.Deployment {
+	if !s.RuntimeReadOnlyRoot {
+		return d
+	}
+	spec := &d.Spec.Template.Spec
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: runtimeTmpVolume, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse(contract.RuntimeTmpSizeLimit))}}})
+	c := &spec.Containers[0]
+	c.SecurityContext.ReadOnlyRootFilesystem = ptr(true)
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: runtimeTmpVolume, MountPath: contract.RuntimeTmpDir})
+	return d
+}
+
+// runtimeTmpVolume is the volume of the runtime's /tmp.
+const runtimeTmpVolume = "tmp"
 
 // commonRuntimeRules are what every runtime uses: its leader Lease.
 func commonRuntimeRules(n names) []rbacv1.PolicyRule {

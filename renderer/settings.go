@@ -67,6 +67,10 @@ type Settings struct {
 	// root filesystems and their writable folders as volumes; false
 	// renders the template as cairn did before (writable roots).
 	ReadOnlyRoot bool
+	// RuntimeReadOnlyRoot renders the runtime's container with a read-only
+	// root filesystem and its /tmp as a volume; false renders the
+	// Deployment as cairn did before.
+	RuntimeReadOnlyRoot bool
 }
 
 // requests are the runtime's instructions from merged steps. Each is keyed
@@ -100,7 +104,7 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 		Resources: b.Resources, StorageClass: b.StorageClass, TemplateRevision: b.TemplateRevision, Images: b.Images,
 		Parameters: b.Parameters, ConfigRevision: b.ConfigRevision,
 		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota, TLS: b.TLS, TLSIssuer: b.TLSIssuer, Network: b.Network,
-		ReadOnlyRoot: b.ReadOnlyRoot,
+		ReadOnlyRoot: b.ReadOnlyRoot, RuntimeReadOnlyRoot: b.RuntimeReadOnlyRoot,
 	}
 }
 
@@ -111,8 +115,9 @@ func createSettings(k Kind, c spec.Cluster, cp *plan.CreateClusterParams) Settin
 		Backup: backupOf(c.Common().Backup), Bootstrap: contract.BootstrapNew, Restore: cp.RestoreFrom,
 		Resources: c.Common().Resources.Contract(), StorageClass: c.Common().StorageClass,
 		// A new cluster admits only its members, runtime and clients,
-		// and its containers write only to their volumes.
-		Network: contract.NetworkRestricted, ReadOnlyRoot: true,
+		// and its containers, the runtime's too, write only to their
+		// volumes.
+		Network: contract.NetworkRestricted, ReadOnlyRoot: true, RuntimeReadOnlyRoot: true,
 	}
 	return k.Created(c, s)
 }
@@ -199,6 +204,8 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 		}
 	case plan.RestrictNetwork:
 		next.Network = contract.NetworkRestricted
+	case plan.HardenRuntime:
+		next.RuntimeReadOnlyRoot = true
 	case plan.EtcdConfigureCompaction:
 		to := p.EtcdConfigureCompaction.To
 		next.Compaction = &to

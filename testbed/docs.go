@@ -18,7 +18,7 @@ func EtcdSpec(size int, version, extra string) string {
 // required TLS, as a cluster cairn created has them.
 func EtcdLive(n int, version string, removedTop bool, extra string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n  network: restricted\n  tls: require\n  %s\n%s  statefulSet: {readOnlyRootFilesystem: true, replicas: %d, version: %q}\n  members:\n", EtcdLiveCompaction, extra, n, version)
+	fmt.Fprintf(&b, "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n  network: restricted\n  tls: require\n  %s\n%s  runtime: {readOnlyRootFilesystem: true}\n  statefulSet: {readOnlyRootFilesystem: true, replicas: %d, version: %q}\n  members:\n", EtcdLiveCompaction, extra, n, version)
 	for i := range n {
 		role, ready := "follower", true
 		if i == 0 {

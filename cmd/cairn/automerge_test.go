@@ -21,7 +21,7 @@ const autoMergePolicy = "apiVersion: cairn.dev/v1alpha1\nkind: Policy\nmetadata:
 
 // oneMember is a one-member etcd at 3.5.20: its upgrade to 3.5.21 is
 // disruptive (the only member restarts) and reversible.
-const oneMember = "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: big\n  storage: 8Gi\n  network: restricted\n  tls: require\n  compaction: {mode: periodic, retention: 1h, applied: true}\n  statefulSet: {readOnlyRootFilesystem: true, replicas: 1, version: \"3.5.20\"}\n  members:\n  - {name: big-0, version: \"3.5.20\", ready: true, role: leader, tls: true, peerTLS: true}\n"
+const oneMember = "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: big\n  storage: 8Gi\n  network: restricted\n  tls: require\n  compaction: {mode: periodic, retention: 1h, applied: true}\n  runtime: {readOnlyRootFilesystem: true}\n  statefulSet: {readOnlyRootFilesystem: true, replicas: 1, version: \"3.5.20\"}\n  members:\n  - {name: big-0, version: \"3.5.20\", ready: true, role: leader, tls: true, peerTLS: true}\n"
 
 // The end-to-end case of issue 9: a step outside its maintenance window
 // gets a pull request marked held, with a pending status and no merge;

@@ -29,6 +29,7 @@ kind: LiveState
 clusters:
   - kind: EtcdCluster
     name: kv
+    runtime: {readOnlyRootFilesystem: true}
     statefulSet: {readOnlyRootFilesystem: true, replicas: 3, updatePartition: 0, version: "3.7.3"}
     storage: 8Gi
     network: restricted

@@ -18,10 +18,11 @@ import (
 // TestTheBaseIsWhatRuns: whatever the spec says, the base of the rendered
 // tree is what the live state says runs. Random live states (resources
 // written as people write them, parameters, storage classes, template and
-// config revisions, partitions, backups) are planned against random
-// specs; the base is synced to a real API server and observed back; what
-// was observed must be the live state the plan was made from. So no spec
-// change reaches a running cluster except through a step of its own.
+// config revisions, partitions, backups, runtimes with and without a
+// read-only root) are planned against random specs; the base is synced to
+// a real API server and observed back; what was observed must be the live
+// state the plan was made from. So no spec change reaches a running
+// cluster except through a step of its own.
 func TestTheBaseIsWhatRuns(t *testing.T) {
 	cp := testbed.Start(t)
 	cp.InstallCRD(t, "cert-manager.io_certificates.yaml")
@@ -128,6 +129,8 @@ func baseCase(t *testing.T, r *rand.Rand, i int) (spec.Cluster, *live.Cluster) {
 		}
 		doc += "}\n"
 	}
+	// Its runtime rendered before its read-only root, or after.
+	obs.Runtime.ReadOnlyRoot = r.IntN(2) == 0
 	cs, err := spec.Decode("spec.yaml", []byte(doc))
 	if err != nil {
 		t.Fatalf("%s: %v", doc, err)
@@ -152,6 +155,8 @@ func runsDiff(want, got *live.Cluster) string {
 		return fmt.Sprintf("parameters %v (%q), live %v (%q)", got.Parameters, got.ConfigRevision, want.Parameters, want.ConfigRevision)
 	case want.TLS != got.TLS || (want.TLSIssuer == nil) != (got.TLSIssuer == nil) || want.TLSIssuer != nil && *want.TLSIssuer != *got.TLSIssuer:
 		return fmt.Sprintf("TLS %q %+v, live %q %+v", got.TLS, got.TLSIssuer, want.TLS, want.TLSIssuer)
+	case w.ReadOnlyRoot != g.ReadOnlyRoot || want.Runtime != got.Runtime:
+		return fmt.Sprintf("read-only roots: members %t, runtime %t; live %t, %t", g.ReadOnlyRoot, got.Runtime.ReadOnlyRoot, w.ReadOnlyRoot, want.Runtime.ReadOnlyRoot)
 	case want.SynchronousStandbys != got.SynchronousStandbys || want.Bootstrap != got.Bootstrap:
 		return fmt.Sprintf("sync/bootstrap %d/%s, live %d/%s", got.SynchronousStandbys, got.Bootstrap, want.SynchronousStandbys, want.Bootstrap)
 	case (want.Backup == nil) != (got.Backup == nil) || want.Backup != nil && (want.Backup.Schedule != got.Backup.Schedule || want.Backup.StorageLocation != got.Backup.StorageLocation || want.Backup.RetentionCount != got.Backup.RetentionCount):

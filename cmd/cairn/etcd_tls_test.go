@@ -32,6 +32,7 @@ import (
 func TestEtcdMovesToTLSThroughItsPullRequests(t *testing.T) {
 	const kv = "legacy"
 	l := newLoop(t, etcdSpec(kv, 3))
+	l.within = 8 * time.Minute // six rolling restarts
 	l.createLegacyEtcd(kv, 3)
 	w := startWriter(l.ctx, l.client(kv, 3)) // plain HTTP: the cluster serves nothing else
 

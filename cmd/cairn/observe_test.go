@@ -30,6 +30,17 @@ func TestPlanWithKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its runtime runs with a read-only root: observe reads it, and the
+	// replayed plan below has it too.
+	rsel := map[string]string{"app.kubernetes.io/name": "cairn-runtime", "app.kubernetes.io/instance": "my-etcd-cluster"}
+	_, err = c.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "my-etcd-cluster-runtime"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: rsel}, Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: rsel},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "runtime", Image: "ghcr.io/cairn-dev/cairn:v0.1.0",
+				SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: new(true)}}}}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, name := range []string{"my-etcd-cluster-0", "my-etcd-cluster-1", "my-etcd-cluster-2"} {
 		pod, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: sel},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{container}}}, metav1.CreateOptions{})
@@ -70,6 +81,9 @@ func TestPlanWithKubeconfig(t *testing.T) {
 		code, snap, errOut := cairn(t, "observe", "--repo", "../../examples/fleet", "--kubeconfig", kc, "--context", "testbed", "--namespace", ns, "-o", format)
 		if code != exitOK {
 			t.Fatalf("observe -o %s: exit %d: %s", format, code, errOut)
+		}
+		if !strings.Contains(snap, "readOnlyRootFilesystem") {
+			t.Fatalf("observe -o %s: no runtime read-only root in\n%s", format, snap)
 		}
 		file := filepath.Join(t.TempDir(), "live."+format)
 		if err := os.WriteFile(file, []byte(snap), 0o644); err != nil {

@@ -130,7 +130,8 @@ func memberWorks(t *testing.T, admin, sa kubernetes.Interface, ns string) {
 	}
 }
 
-// observerWorks: the observer reads a cluster, its pods and claims.
+// observerWorks: the observer reads a cluster, its pods and claims, and
+// its runtime's Deployment.
 func observerWorks(t *testing.T, admin, sa kubernetes.Interface, ns string) {
 	ctx := context.Background()
 	labels := map[string]string{"app.kubernetes.io/instance": "kv", "app.kubernetes.io/name": "etcd"}
@@ -140,6 +141,17 @@ func observerWorks(t *testing.T, admin, sa kubernetes.Interface, ns string) {
 		Selector: &metav1.LabelSelector{MatchLabels: labels}, ServiceName: "kv",
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec}}}
 	if _, err := admin.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Its runtime, read-only: the observer reads its Deployment.
+	rlabels := map[string]string{"app.kubernetes.io/instance": "kv", "app.kubernetes.io/name": "cairn-runtime"}
+	rsc := *sc
+	rsc.ReadOnlyRootFilesystem = new(true)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "kv-runtime"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: rlabels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: rlabels}, Spec: corev1.PodSpec{SecurityContext: psc,
+			Containers: []corev1.Container{{Name: "runtime", Image: "ghcr.io/cairn-dev/cairn:v0.1.0", SecurityContext: &rsc}}}}}}
+	if _, err := admin.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kv-0", Labels: labels}, Spec: podSpec}
@@ -155,7 +167,7 @@ func observerWorks(t *testing.T, admin, sa kubernetes.Interface, ns string) {
 	if err != nil {
 		t.Fatalf("observe as the ServiceAccount: %v", err)
 	}
-	if len(snap.Clusters) != 1 || len(snap.Clusters[0].Members) != 1 || snap.Clusters[0].StatefulSet.Version != "3.7.3" {
+	if len(snap.Clusters) != 1 || len(snap.Clusters[0].Members) != 1 || snap.Clusters[0].StatefulSet.Version != "3.7.3" || !snap.Clusters[0].Runtime.ReadOnlyRoot {
 		t.Fatalf("observed %+v", snap.Clusters)
 	}
 }

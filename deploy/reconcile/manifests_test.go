@@ -225,6 +225,7 @@ func TestTheRolesAreLeastPrivilege(t *testing.T) {
 	want := map[string][]string{
 		"coordination.k8s.io/leases": {"create", "get", "list", "update"},
 		"apps/statefulsets":          {"get"},
+		"apps/deployments":           {"get"},
 		"/pods":                      {"list"},
 		"/persistentvolumeclaims":    {"get"},
 		"/configmaps":                {"get"},

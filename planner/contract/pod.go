@@ -38,3 +38,16 @@ const (
 	EtcdContainer          = "etcd"
 	PGUpgradeInitContainer = "pg-upgrade"
 )
+
+// RuntimeContainer is the container of the runtime's Deployment
+// (Runtime(cluster)), whose security context observe reads back.
+const RuntimeContainer = "runtime"
+
+// RuntimeTmpDir is the runtime container's only writable folder under its
+// read-only root (an emptyDir of at most RuntimeTmpSizeLimit): Go's
+// os.TempDir, which nothing of cairn's writes to today, kept bounded for
+// the libraries that might.
+const (
+	RuntimeTmpDir       = "/tmp"
+	RuntimeTmpSizeLimit = "64Mi"
+)

@@ -79,6 +79,10 @@ type Cluster struct {
 	// Network says whether the rendered config restricts who reaches the
 	// members (contract.NetworkModes); empty when it says nothing (open).
 	Network string `json:"network,omitempty"`
+	// Runtime is the runtime's Deployment as the API server has it; the
+	// zero value (omitted) for one rendered before cairn hardened it, or
+	// none at all.
+	Runtime Runtime `json:"runtime,omitzero"`
 	// Alarms are the alarms etcd raised (NOSPACE, CORRUPT), as the
 	// runtime last reported them.
 	Alarms []Alarm `json:"alarms,omitempty"`
@@ -147,6 +151,14 @@ type StatefulSet struct {
 	// ReadOnlyRoot: the template's database container has a read-only
 	// root filesystem (false for a template rendered before cairn set
 	// it).
+	ReadOnlyRoot bool `json:"readOnlyRootFilesystem,omitempty"`
+}
+
+// Runtime is the part of the runtime's Deployment (contract.Runtime)
+// the planner reads.
+type Runtime struct {
+	// ReadOnlyRoot: the runtime's container has a read-only root
+	// filesystem (false for a Deployment rendered before cairn set it).
 	ReadOnlyRoot bool `json:"readOnlyRootFilesystem,omitempty"`
 }
 

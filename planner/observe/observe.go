@@ -80,6 +80,9 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 		return nil, err
 	}
 	applyConfig(out, config)
+	if out.Runtime, err = o.runtime(ctx, ns, ref.Name); err != nil {
+		return nil, err
+	}
 	if ref.Kind == spec.PostgresKind {
 		pgConf, err := o.configMap(ctx, ns, contract.PostgresConfig(ref.Name))
 		if err != nil {

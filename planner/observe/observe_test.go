@@ -106,6 +106,8 @@ func TestObserveARealAPIServer(t *testing.T) {
 		map[string]string{contract.StatusKeyEtcd: freshStatus(t)})
 	deploy(t, c, ns, "pg", "postgresql", "docker.io/library/postgres:14.5", []bool{true, true}, []string{"primary", ""}, []string{"10Gi", "10Gi"}, []string{"10Gi", "11Gi"},
 		map[string]string{"bootstrap": "new", "synchronous-standbys": "1", "backup.schedule": "0 2 * * *", "backup.time-zone": "UTC", "backup.storage-location": "s3://b/pg", "backup.retention.count": "7"}, nil)
+	// pg's runtime was rendered read-only; e's is not there to read.
+	deployRuntime(t, c, ns, "pg", ptr(true))
 	specs := decode(t, `apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdCluster
 metadata: {name: e}
@@ -136,7 +138,7 @@ spec: {version: "14.5", instances: 1, storage: 10Gi}
 			}},
 		// The provisioner rounded pg-1's volume up to 11Gi: the claims
 		// still request 10Gi, which is what the spec is compared with.
-		{Kind: "PostgresCluster", Name: "pg", Storage: "10Gi", Capacity: "10Gi", Bootstrap: "new", SynchronousStandbys: 1,
+		{Kind: "PostgresCluster", Name: "pg", Storage: "10Gi", Capacity: "10Gi", Bootstrap: "new", SynchronousStandbys: 1, Runtime: live.Runtime{ReadOnlyRoot: true},
 			Backup: &live.Backup{Schedule: "0 2 * * *", TimeZone: "UTC", StorageLocation: "s3://b/pg", RetentionCount: 7},
 			StatefulSet: live.StatefulSet{Replicas: 2, UpdatePartition: 1, Version: "14.5", VolumeClaimStorage: "8Gi",
 				Images: map[string]string{"postgres": "docker.io/library/postgres:14.5"}},

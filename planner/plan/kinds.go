@@ -72,6 +72,9 @@ const (
 	// RestrictNetwork renders the cluster's NetworkPolicy: its members
 	// then admit only each other, the runtime and labelled clients.
 	RestrictNetwork Kind = "RestrictNetwork"
+	// HardenRuntime renders the runtime's Deployment with a read-only root
+	// filesystem and its writable folders as volumes; no member restarts.
+	HardenRuntime Kind = "HardenRuntime"
 )
 
 // Irreversible reports whether every step of kind k is irreversible: a
@@ -107,6 +110,7 @@ type Params struct {
 	EtcdDowngrade               *EtcdDowngradeParams               `json:"etcdDowngrade,omitempty"`
 	PostgresConfigureTLS        *PostgresConfigureTLSParams        `json:"postgresConfigureTLS,omitempty"`
 	RestrictNetwork             *RestrictNetworkParams             `json:"restrictNetwork,omitempty"`
+	HardenRuntime               *HardenRuntimeParams               `json:"hardenRuntime,omitempty"`
 }
 
 // kinds is the one list of the step kinds, each with whether a Params
@@ -136,6 +140,7 @@ var kinds = []struct {
 	{EtcdDowngrade, func(p Params) bool { return p.EtcdDowngrade != nil }},
 	{PostgresConfigureTLS, func(p Params) bool { return p.PostgresConfigureTLS != nil }},
 	{RestrictNetwork, func(p Params) bool { return p.RestrictNetwork != nil }},
+	{HardenRuntime, func(p Params) bool { return p.HardenRuntime != nil }},
 }
 
 // Kinds are every step kind, in the order they are declared.
@@ -366,6 +371,14 @@ type PostgresConfigureTLSParams struct {
 type RestrictNetworkParams struct {
 	Policy      string `json:"policy"`
 	ClientLabel string `json:"clientLabel"`
+}
+
+// HardenRuntimeParams: render the runtime's Deployment with a read-only
+// root filesystem; its container writes only to the Writable folders,
+// each an emptyDir of its own.
+type HardenRuntimeParams struct {
+	Deployment string   `json:"deployment"`
+	Writable   []string `json:"writable"`
 }
 
 // EtcdRecoverParams: bring an etcd cluster that lost quorum back. Seed

@@ -106,6 +106,9 @@ type Baseline struct {
 	// ReadOnlyRoot: the pod template's containers have read-only root
 	// filesystems.
 	ReadOnlyRoot bool `json:"readOnlyRootFilesystem,omitempty"`
+	// RuntimeReadOnlyRoot: the runtime Deployment's container has a
+	// read-only root filesystem.
+	RuntimeReadOnlyRoot bool `json:"runtimeReadOnlyRootFilesystem,omitempty"`
 }
 
 // Refusal is a spec change a rule forbids.

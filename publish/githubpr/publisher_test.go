@@ -41,6 +41,7 @@ clusters:
   network: restricted
   tls: require
   compaction: {mode: periodic, retention: 1h, applied: true}
+  runtime: {readOnlyRootFilesystem: true}
   statefulSet: {readOnlyRootFilesystem: true, replicas: 3, version: "3.5.21"}
   members:
   - {name: e-0, version: "3.5.21", ready: true, role: leader, tls: true, peerTLS: true}
@@ -232,7 +233,7 @@ func TestHeldStepTurnsGreenWhenItsWindowOpens(t *testing.T) {
 	f.UseRepo(bare)
 	// A one-member etcd upgrade is disruptive; the spec sets a window.
 	setSpec(t, bare, "apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec:\n  size: 1\n  version: \"3.5.21\"\n  maintenanceWindow: {schedule: \"0 22 * * *\", duration: 2h, timeZone: UTC}\n")
-	one := "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n  network: restricted\n  tls: require\n  compaction: {mode: periodic, retention: 1h, applied: true}\n  statefulSet: {readOnlyRootFilesystem: true, replicas: 1, version: \"3.5.20\"}\n  members:\n  - {name: e-0, version: \"3.5.20\", ready: true, role: leader, tls: true, peerTLS: true}\n"
+	one := "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: EtcdCluster\n  name: e\n  storage: 8Gi\n  network: restricted\n  tls: require\n  compaction: {mode: periodic, retention: 1h, applied: true}\n  runtime: {readOnlyRootFilesystem: true}\n  statefulSet: {readOnlyRootFilesystem: true, replicas: 1, version: \"3.5.20\"}\n  members:\n  - {name: e-0, version: \"3.5.20\", ready: true, role: leader, tls: true, peerTLS: true}\n"
 	noon := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	p, _ := newProvider(t, f.URL, f.Token)
 	if _, err := publishWith(t, bare, p, one, policies.Set{policies.SpecWindow{Now: noon}}); err != nil {

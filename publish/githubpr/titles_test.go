@@ -27,7 +27,7 @@ func pgSpec(version string, instances int) string {
 
 func pgLive(version string, primary int) string {
 	doc := fmt.Sprintf("apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: PostgresCluster\n  name: %s\n  storage: 100Gi\n  network: restricted\n"+
-		"  statefulSet: {readOnlyRootFilesystem: true, replicas: 3, version: %q}\n  backup: {schedule: \"0 2 * * *\", timeZone: UTC, storageLocation: \"s3://my-backup-bucket/postgres\", lastSuccessful: \"2026-11-30T02:04:31Z\"}\n  members:\n", long, version)
+		"  runtime: {readOnlyRootFilesystem: true}\n  statefulSet: {readOnlyRootFilesystem: true, replicas: 3, version: %q}\n  backup: {schedule: \"0 2 * * *\", timeZone: UTC, storageLocation: \"s3://my-backup-bucket/postgres\", lastSuccessful: \"2026-11-30T02:04:31Z\"}\n  members:\n", long, version)
 	for i := range 3 {
 		role := "replica"
 		if i == primary {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -24,17 +25,24 @@ import (
 // backupBed is one real etcd member behind a ready pod "kv-0" of the
 // cluster "kv", with the cluster's rendered config and StatefulSet.
 type backupBed struct {
-	t      *testing.T
-	c      kubernetes.Interface
-	ns     string
-	port   int
-	cli    *clientv3.Client
-	stores string
+	t *testing.T
+	c kubernetes.Interface
+	// cluster is the cluster's name; "" is "kv".
+	cluster string
+	ns      string
+	port    int
+	cli     *clientv3.Client
+	stores  string
 }
 
 func newBackupBed(t *testing.T) *backupBed {
 	cp := testbed.Start(t)
-	b := &backupBed{t: t, c: cp.Client(t), ns: cp.Namespace(t, "backups"), stores: t.TempDir()}
+	return newBackupBedIn(t, cp, cp.Namespace(t, "backups"))
+}
+
+// newBackupBedIn is the bed in namespace ns of control plane cp.
+func newBackupBedIn(t *testing.T, cp *testbed.ControlPlane, ns string) *backupBed {
+	b := &backupBed{t: t, c: cp.Client(t), ns: ns, stores: t.TempDir()}
 	ctx := context.Background()
 	curl, cli := testbed.EtcdMember(t, "kv-0", filepath.Join(t.TempDir(), "d"), "")
 	b.port, _ = strconv.Atoi(curl[strings.LastIndexByte(curl, ':')+1:])
@@ -67,7 +75,7 @@ func (b *backupBed) source() func(context.Context) (backup.Source, string, error
 // setPolicy writes the rendered config's backup policy.
 func (b *backupBed) setPolicy(data map[string]string) {
 	ctx := context.Background()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("kv")}, Data: data}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap(cmp.Or(b.cluster, "kv"))}, Data: data}
 	if _, err := b.c.CoreV1().ConfigMaps(b.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		if _, err := b.c.CoreV1().ConfigMaps(b.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			b.t.Fatal(err)
@@ -86,7 +94,7 @@ func (b *backupBed) runtime(ctx context.Context) <-chan struct{} {
 }
 
 func (b *backupBed) status() BackupStatus {
-	st, _, err := (&Backups{Client: b.c, Namespace: b.ns, Cluster: "kv"}).readStatus(context.Background())
+	st, _, err := (&Backups{Client: b.c, Namespace: b.ns, Cluster: cmp.Or(b.cluster, "kv")}).readStatus(context.Background())
 	if err != nil {
 		b.t.Fatal(err)
 	}

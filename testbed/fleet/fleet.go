@@ -272,7 +272,7 @@ func (c Cluster) writeLive(b *strings.Builder) {
 	if s.bootstrap != "" {
 		fmt.Fprintf(b, "  bootstrap: %s\n", s.bootstrap)
 	}
-	fmt.Fprintf(b, "  statefulSet: {readOnlyRootFilesystem: true, replicas: %d, updatePartition: %d, version: %q}\n", len(s.members), s.partition, s.version)
+	fmt.Fprintf(b, "  runtime: {readOnlyRootFilesystem: true}\n  statefulSet: {readOnlyRootFilesystem: true, replicas: %d, updatePartition: %d, version: %q}\n", len(s.members), s.partition, s.version)
 	if c.backup {
 		fmt.Fprintf(b, "  backup: {schedule: %q, timeZone: UTC, storageLocation: %q}\n", c.schedule(), c.location())
 		if c.Kind == Postgres {

@@ -1,0 +1,38 @@
+package planner
+
+import (
+	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/planner/live"
+	"github.com/cairn-dev/cairn/planner/plan"
+)
+
+// runtimeStep hardens a running cluster's runtime by a reviewed step: its
+// Deployment's container gets a read-only root filesystem and writes
+// only to an emptyDir at contract.RuntimeTmpDir. A cluster created by
+// cairn has it from its create step; one rendered before keeps its
+// runtime as it runs (the base renders what observe reads back) until
+// this step is merged, so the change never rides in another step's pull
+// request. No step goes back: the spec has no way to ask for a writable
+// root.
+//
+// It is not disruptive: the Deployment replaces the runtime's two pods
+// one at a time and no member restarts; while the leading replica is
+// replaced, failover and backups wait until the other takes its Lease
+// over once it expires (15 s: the leader does not release it on its way
+// out, runtime/agent).
+func runtimeStep(r *Result, obs *live.Cluster) {
+	if obs.Runtime.ReadOnlyRoot {
+		return
+	}
+	d := contract.Runtime(obs.Name)
+	r.add(plan.Step{
+		ID:   "runtime-read-only-root",
+		Kind: plan.HardenRuntime,
+		Summary: "Run the cluster's runtime (Deployment " + d + ") with a read-only root filesystem, writing only to an emptyDir of at most " +
+			contract.RuntimeTmpSizeLimit + " at " + contract.RuntimeTmpDir + " (its pods are replaced one at a time; no member restarts)",
+		Reversible: true,
+		Rollback:   "Revert this pull request: the runtime's pods come back with a writable root filesystem.",
+		Gates:      []plan.Gate{healthyBefore()},
+		Params:     plan.Params{HardenRuntime: &plan.HardenRuntimeParams{Deployment: d, Writable: []string{contract.RuntimeTmpDir}}},
+	})
+}
