@@ -324,18 +324,46 @@ func (m *Member) stop(cause error) {
 	m.held, m.slot = map[int]*holding{}, nil
 	m.mu.Unlock()
 	ctx := context.Background() // every call has its own timeout
-	release := func(l *coordv1.Lease, at time.Time) *coordv1.Lease { return released(l, at) }
 	for _, h := range held {
-		if _, err := m.write(ctx, h.lease, release); err != nil && !lostRace(err) {
+		if err := m.release(ctx, h.lease); err != nil {
 			m.log.Warn("could not release a shard: it moves once its lease expires", "shard", h.index, "err", err.Error())
 		}
 	}
 	if slot != nil {
-		if _, err := m.write(ctx, slot.lease, release); err != nil && !lostRace(err) {
+		if err := m.release(ctx, slot.lease); err != nil {
 			m.log.Warn("could not release the replica slot", "slot", slot.index, "err", err.Error())
 		}
 	}
 	m.log.Info("released the leases", "shards", len(held))
+}
+
+// release gives up lease l while this replica holds it. A conflict means
+// the Lease changed since l was read (this replica's own renewal in
+// flight as it stopped, or another replica's write): it is read again and
+// released only if this replica still holds it, so a stopped replica
+// never leaves a Lease held until it expires because its copy was stale.
+func (m *Member) release(ctx context.Context, l *coordv1.Lease) error {
+	for range 3 {
+		_, err := m.write(ctx, l, released)
+		if !apierrors.IsConflict(err) {
+			if err != nil && !lostRace(err) {
+				return err
+			}
+			return nil
+		}
+		cur, err := m.store.get(ctx, l.Name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if holder(cur) != m.identity {
+			return nil
+		}
+		l = cur
+	}
+	return fmt.Errorf("lease %s changed at each of 3 attempts to release it", l.Name)
 }
 
 // Notify has every replica pass again soon (their Triggers), by changing

@@ -386,3 +386,41 @@ func TestDisagreeingShardMapsOwnNothing(t *testing.T) {
 		t.Errorf("once b is gone a owns %v", a.Owned())
 	}
 }
+
+// A replica that stops while its copy of a Lease is stale (its own last
+// renewal landed after it read the Lease, or another write did) reads it
+// again and releases it while it still holds it: nothing it held waits
+// for its lease to expire, and a Lease it no longer holds is left alone.
+func TestAStoppedReplicaReleasesLeasesItsCopyOfIsStale(t *testing.T) {
+	w := newWorld(t, 7, 4)
+	a := w.add("a")
+	for start := w.now; len(a.Owned()) < 4 && w.now.Sub(start) < 3*dur; {
+		w.step(50 * time.Millisecond)
+	}
+	if len(a.Owned()) != 4 {
+		t.Fatalf("a owns %v, want every shard", a.Owned())
+	}
+	// Every Lease a holds changes behind its back, its holder kept (a
+	// renewal in flight), but for one another replica took meanwhile.
+	var taken string
+	for name, l := range w.leases {
+		if holder(l) != a.Identity() {
+			continue
+		}
+		if taken == "" && strings.HasPrefix(name, "cairn-shard-") {
+			taken = name
+			l = l.DeepCopy()
+			l.Spec.HolderIdentity = new("other")
+		}
+		w.put(l)
+	}
+	w.stop(a)
+	for name, l := range w.leases {
+		switch h := holder(l); {
+		case name == taken && h != "other":
+			t.Errorf("%s, taken by another replica, is now held by %q", name, h)
+		case name != taken && h == a.Identity():
+			t.Errorf("%s is still held by the stopped replica", name)
+		}
+	}
+}
