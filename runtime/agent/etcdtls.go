@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -42,7 +43,17 @@ func (m *Membership) keepTLS(ctx context.Context, config map[string]string) (str
 		m.offered.Store(nil)
 		return mode, nil
 	}
-	material, err := m.certificates(ctx, config[contract.KeyTLSIssuerName] != "")
+	issuer := config[contract.KeyTLSIssuerName] != ""
+	material, err := m.certificates(ctx, issuer)
+	if err != nil && issuer && mode == contract.TLSAccept && errors.Is(err, certs.ErrNotIssued) {
+		// cert-manager has not issued the certificates the accept restart
+		// brings yet: the members serve plain HTTP, which the pass uses,
+		// so membership care goes on and only the TLS check waits.
+		m.tls.Store(nil)
+		m.offered.Store(nil)
+		m.logger().Info("the issuer's certificates do not exist yet; TLS is checked once they do", "err", err.Error())
+		return mode, nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("certificates: %w", err)
 	}
