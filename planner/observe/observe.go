@@ -149,7 +149,7 @@ func statefulSet(sts *appsv1.StatefulSet, container string) live.StatefulSet {
 	for _, c := range sts.Spec.Template.Spec.Containers {
 		if c.Name == container {
 			s.Resources = resourcesOf(c.Resources)
-			s.ReadOnlyRoot = c.SecurityContext != nil && c.SecurityContext.ReadOnlyRootFilesystem != nil && *c.SecurityContext.ReadOnlyRootFilesystem
+			s.ReadOnlyRoot = readOnlyRoot(c)
 		}
 	}
 	for _, ic := range sts.Spec.Template.Spec.InitContainers {

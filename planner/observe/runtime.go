@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -29,13 +30,19 @@ func (o *Observer) runtime(ctx context.Context, ns, cluster string) (live.Runtim
 	return runtimeOf(d), nil
 }
 
+// readOnlyRoot reports whether container c runs with a read-only root
+// filesystem.
+func readOnlyRoot(c corev1.Container) bool {
+	sc := c.SecurityContext
+	return sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
+}
+
 // runtimeOf reads the runtime container's security context.
 func runtimeOf(d *appsv1.Deployment) live.Runtime {
 	var out live.Runtime
 	for _, c := range d.Spec.Template.Spec.Containers {
 		if c.Name == contract.RuntimeContainer {
-			sc := c.SecurityContext
-			out.ReadOnlyRoot = sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
+			out.ReadOnlyRoot = readOnlyRoot(c)
 		}
 	}
 	return out

@@ -209,13 +209,20 @@ func (b *etcdBed) start(name string) {
 		args, err = b.manager(name, bootstrap).Args(b.ctx)
 		return err
 	})
+	b.exec(name, args)
+	b.t.Cleanup(func() { b.kill(name) })
+}
+
+// exec starts etcd for member name with args; the bed's cleanup stops
+// the latest process of each member.
+func (b *etcdBed) exec(name string, args []string) {
+	b.t.Helper()
 	cmd := exec.Command(b.bin, append(args, "--log-level", "warn")...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		b.t.Fatal(err)
 	}
 	b.procs[name] = cmd
-	b.t.Cleanup(func() { b.kill(name) })
 }
 
 func (b *etcdBed) kill(name string) {

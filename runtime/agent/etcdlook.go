@@ -58,6 +58,22 @@ type lookedMember struct {
 // the highest term any member reports, is the leader.
 func (m lookedMember) healthy() bool { return m.answered && m.noErrors && m.following }
 
+// voterHealth counts the voters, learners left out, and those healthy.
+func voterHealth(members []lookedMember) (healthy, voters int) {
+	for _, m := range members {
+		if !m.learner {
+			voters++
+			if m.healthy() {
+				healthy++
+			}
+		}
+	}
+	return healthy, voters
+}
+
+// quorate: more than half of the voters are healthy.
+func quorate(healthy, voters int) bool { return voters > 0 && healthy >= voters/2+1 }
+
 const callTimeout = 3 * time.Second
 
 // look lists the members (linearizably, else from one member's own view,

@@ -137,7 +137,7 @@ func (m *Membership) movePeersToTLS(ctx context.Context, cli *clientv3.Client, m
 	if mode != contract.TLSRequire || tc == nil {
 		return nil, false
 	}
-	if !l.listed || !quorate(l) {
+	if !l.listed || !quorate(voterHealth(l.members)) {
 		m.logger().Debug("peer URLs not moved to TLS: the membership is not listed or has no quorum")
 		return nil, false
 	}
@@ -165,20 +165,6 @@ func (m *Membership) movePeersToTLS(ctx context.Context, cli *clientv3.Client, m
 			Message: fmt.Sprintf("%s requires TLS from its peers: its peer URL is now %s (was %s)", lm.name, to, lm.peerURLs[0])}}, true
 	}
 	return nil, false
-}
-
-// quorate: more than half of the voters are healthy.
-func quorate(l etcdLook) bool {
-	voters, healthy := 0, 0
-	for _, lm := range l.members {
-		if !lm.learner {
-			voters++
-			if lm.healthy() {
-				healthy++
-			}
-		}
-	}
-	return voters > 0 && healthy > voters/2
 }
 
 // servesPeerTLS reports whether the peer port at host serves a

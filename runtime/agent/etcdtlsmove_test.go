@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -278,16 +277,4 @@ func (w *switchableWriter) stop() ([]string, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.acked), w.failed
-}
-
-// exec starts etcd for member name with args; the bed's cleanup stops
-// the latest process of each member.
-func (b *etcdBed) exec(name string, args []string) {
-	b.t.Helper()
-	cmd := exec.Command(b.bin, append(args, "--log-level", "warn")...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		b.t.Fatal(err)
-	}
-	b.procs[name] = cmd
 }

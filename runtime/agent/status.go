@@ -31,22 +31,16 @@ type (
 // joined again; the remove request once it is done; and a message.
 func nextStatus(prev *etcdStatus, seen etcdLook, claims map[string]string, req removeRequest, a action, changed bool, now time.Time) etcdStatus {
 	st := etcdStatus{ObservedAt: now.UTC().Format(time.RFC3339), ClusterVersion: seen.clusterVersion}
-	healthy, voters := 0, 0
+	healthy, voters := voterHealth(seen.members)
 	for _, s := range seen.members {
 		m := etcdMember{Name: s.name, ID: strconv.FormatUint(s.id, 16), PeerURLs: s.peerURLs, Learner: s.learner,
 			Leader: s.leads, Healthy: s.healthy(), Version: s.version, Revision: s.revision, ClaimUID: recordedClaim(prev, s.id), TLS: s.servesTLS}
 		if m.ClaimUID == "" {
 			m.ClaimUID = claims[s.name]
 		}
-		if !m.Learner {
-			voters++
-			if m.Healthy {
-				healthy++
-			}
-		}
 		st.Members = append(st.Members, m)
 	}
-	st.Quorum = voters > 0 && healthy >= voters/2+1
+	st.Quorum = quorate(healthy, voters)
 	if !st.Quorum {
 		for i := range st.Members {
 			st.Members[i].Healthy, st.Members[i].Leader = false, false
