@@ -38,6 +38,8 @@ type ControlPlane struct {
 	URL   string
 	Token string
 	dir   string
+	// users holds the tokens of Options.Node's users, by name.
+	users map[string]string
 }
 
 // Bin returns the path of a test binary in the repo's .cache/bin, failing
@@ -71,12 +73,38 @@ type Options struct {
 	// plane otherwise installs (deploy/admission): for the test that shows
 	// what the runtime could do without it.
 	WithoutRuntimePolicy bool
+	// Node makes the control plane of a real node (package kubenode)
+	// instead of one for the node stand-in; nil for the stand-in.
+	Node *NodeOptions
+}
+
+// NodeOptions make a control plane that a real kubelet, kube-proxy and
+// the pods they run can use: the API server binds and advertises Address
+// (so the kubernetes Service has an endpoint pods reach), authorizes
+// with Node and RBAC, serves Services from ServiceCIDR, and
+// kube-scheduler and the controllers of a whole cluster run beside it.
+type NodeOptions struct {
+	Address     string
+	ServiceCIDR string
+	// Users get tokens of their own (KubeconfigFor): the kubelet's
+	// system:node:<name> in system:nodes, kube-proxy's system:kube-proxy.
+	Users []User
+}
+
+// User is an identity the API server's token file holds.
+type User struct {
+	Name   string
+	Groups []string
 }
 
 // controllers are the kube-controller-manager controllers a test bed runs.
 // There is no kubelet and no cloud: a node stand-in binds pods and claims.
 const controllers = "statefulset-controller,garbage-collector-controller,serviceaccount-controller," +
 	"serviceaccount-token-controller,persistentvolumeclaim-protection-controller"
+
+// nodeControllers are those of a control plane with a real node: all but
+// the node IPAM controller (the bridge CNI hands out pod addresses itself).
+const nodeControllers = "*,-node-ipam-controller"
 
 // Start starts etcd and kube-apiserver on loopback, waits until the API
 // server is ready and installs the runtime's admission policy
@@ -119,52 +147,91 @@ func start(t testing.TB, opts Options) (*ControlPlane, error) {
 		"--listen-peer-urls", "http://127.0.0.1:"+strconv.Itoa(etcdPeer),
 		"--initial-advertise-peer-urls", "http://127.0.0.1:"+strconv.Itoa(etcdPeer),
 		"--initial-cluster", "default=http://127.0.0.1:"+strconv.Itoa(etcdPeer))
-	token := randomHex(t)
+	cp := &ControlPlane{Token: randomHex(t), dir: dir, users: map[string]string{}}
 	keyFile := filepath.Join(dir, "sa.key")
 	writeKey(t, keyFile)
 	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
+	lines := cp.Token + ",admin,admin,system:masters\n"
+	address, serviceCIDR, authz := "127.0.0.1", "10.96.0.0/16", "RBAC"
+	// Loopback cannot back the kubernetes Service; the stand-in's tests
+	// do not need it.
+	reconciler := "none"
+	if n := opts.Node; n != nil {
+		address, serviceCIDR, authz, reconciler = n.Address, n.ServiceCIDR, "Node,RBAC", "lease"
+		for _, u := range n.Users {
+			tok := randomHex(t)
+			cp.users[u.Name] = tok
+			lines += fmt.Sprintf("%s,%s,%s,\"%s\"\n", tok, u.Name, u.Name, strings.Join(u.Groups, ","))
+		}
+	}
+	if err := os.WriteFile(tokens, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	api := run(t, dir, "kube-apiserver", Bin(t, "kube-apiserver"),
 		"--etcd-servers", "http://127.0.0.1:"+strconv.Itoa(etcdClient),
-		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+		"--bind-address", address, "--advertise-address", address,
 		"--secure-port", strconv.Itoa(apiPort), "--cert-dir", filepath.Join(dir, "certs"),
-		"--token-auth-file", tokens, "--authorization-mode", "RBAC",
+		"--token-auth-file", tokens, "--authorization-mode", authz,
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", keyFile, "--service-account-signing-key-file", keyFile,
-		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged",
-		// Loopback cannot back the kubernetes Service; tests do not need it.
-		"--endpoint-reconciler-type", "none")
-	cp := &ControlPlane{URL: "https://127.0.0.1:" + strconv.Itoa(apiPort), Token: token, dir: dir}
+		"--service-cluster-ip-range", serviceCIDR, "--allow-privileged",
+		"--endpoint-reconciler-type", reconciler)
+	cp.URL = "https://" + net.JoinHostPort(address, strconv.Itoa(apiPort))
+	procs := []*process{etcd, api}
+	stopAll := func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop()
+		}
+	}
 	if err := cp.waitReady(t, etcd, api); err != nil {
-		api.stop()
-		etcd.stop()
+		stopAll()
 		return nil, err
 	}
 	if !opts.WithoutRuntimePolicy {
 		if err := cp.ServerSideApply(t, "", admission.RuntimePolicy(), false); err != nil {
-			api.stop()
-			etcd.stop()
+			stopAll()
 			return nil, fmt.Errorf("install the runtime's admission policy: %w", err)
 		}
 	}
-	if opts.ControllerManager {
-		kcm := run(t, dir, "kube-controller-manager", Bin(t, "kube-controller-manager"),
-			"--kubeconfig", cp.Kubeconfig(t), "--controllers", controllers,
+	if opts.ControllerManager || opts.Node != nil {
+		set, ownIdentities := controllers, "false"
+		if opts.Node != nil {
+			// Every controller, each under its own identity, as in a cluster.
+			set, ownIdentities = nodeControllers, "true"
+		}
+		procs = append(procs, run(t, dir, "kube-controller-manager", Bin(t, "kube-controller-manager"),
+			"--kubeconfig", cp.Kubeconfig(t), "--controllers", set,
 			"--leader-elect=false", "--secure-port=0",
 			"--service-account-private-key-file", keyFile,
 			"--root-ca-file", filepath.Join(dir, "certs", "apiserver.crt"),
-			"--use-service-account-credentials=false",
-			"--concurrent-statefulset-syncs=5", "--min-resync-period=1m")
+			"--use-service-account-credentials="+ownIdentities,
+			"--concurrent-statefulset-syncs=5", "--min-resync-period=1m"))
+	}
+	if opts.Node != nil {
+		procs = append(procs, run(t, dir, "kube-scheduler", Bin(t, "kube-scheduler"),
+			"--kubeconfig", cp.Kubeconfig(t), "--leader-elect=false", "--secure-port=0"))
+	}
+	if len(procs) > 2 {
 		time.Sleep(300 * time.Millisecond)
-		if kcm.exited() {
-			api.stop()
-			etcd.stop()
-			return nil, fmt.Errorf("kube-controller-manager exited at once: %s", kcm.tail())
+	}
+	for _, p := range procs[2:] {
+		if p.exited() {
+			stopAll()
+			return nil, fmt.Errorf("%s exited at once: %s", p.name, p.tail())
 		}
 	}
 	return cp, nil
+}
+
+// KubeconfigFor writes a kubeconfig file with the token of one of
+// Options.Node's users and returns its path.
+func (cp *ControlPlane) KubeconfigFor(t testing.TB, user string) string {
+	t.Helper()
+	tok, ok := cp.users[user]
+	if !ok {
+		t.Fatalf("the control plane has no user %q", user)
+	}
+	return cp.writeKubeconfig(t, "kubeconfig-"+strings.NewReplacer(":", "-").Replace(user), tok)
 }
 
 // Config is a client config with the admin token.
@@ -236,6 +303,27 @@ func (p *process) tail() string {
 	}
 	return string(data)
 }
+
+// Process is a server a test started with Run.
+type Process struct{ p *process }
+
+// Run starts bin with args as a server of the test, its output in
+// dir/<name>.log, in a process group of its own; it is stopped (SIGTERM,
+// then SIGKILL after 10 s) when the test ends, and the end of its log is
+// shown when the test failed.
+func Run(t testing.TB, dir, name, bin string, args ...string) *Process {
+	t.Helper()
+	return &Process{run(t, dir, name, bin, args...)}
+}
+
+// Exited reports that the process has ended.
+func (p *Process) Exited() bool { return p.p.exited() }
+
+// Tail is the end of the process's log.
+func (p *Process) Tail() string { return p.p.tail() }
+
+// Stop ends the process now.
+func (p *Process) Stop() { p.p.stop() }
 
 func run(t testing.TB, dir, name, bin string, args ...string) *process {
 	t.Helper()
@@ -342,24 +430,29 @@ func (cp *ControlPlane) Namespace(t testing.TB, name string) string {
 	return name
 }
 
-// Kubeconfig writes a kubeconfig file for the control plane and returns
-// its path.
+// Kubeconfig writes a kubeconfig file for the control plane with the
+// admin token and returns its path.
 func (cp *ControlPlane) Kubeconfig(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join(cp.dir, "kubeconfig")
+	return cp.writeKubeconfig(t, "kubeconfig", cp.Token)
+}
+
+func (cp *ControlPlane) writeKubeconfig(t testing.TB, name, token string) string {
+	t.Helper()
+	p := filepath.Join(cp.dir, name)
 	data := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: testbed
   cluster: {server: %q, insecure-skip-tls-verify: true}
 users:
-- name: admin
+- name: user
   user: {token: %q}
 contexts:
 - name: testbed
-  context: {cluster: testbed, user: admin}
+  context: {cluster: testbed, user: user}
 current-context: testbed
-`, cp.URL, cp.Token)
+`, cp.URL, token)
 	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}

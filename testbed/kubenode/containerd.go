@@ -1,0 +1,116 @@
+package kubenode
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// SandboxImage is the pause image every pod's sandbox runs; make image
+// builds it (images/pause).
+const SandboxImage = "registry.k8s.io/pause:3.10"
+
+// containerdConfig is containerd's configuration for the node: its own
+// root, state and socket; the CRI plugin with the node's bridge CNI, the
+// locally built sandbox image, and every registry pointed at a closed
+// port, so that nothing is ever pulled from outside the machine. The
+// sandbox may not lower oom_score_adj, hence restrict_oom_score_adj.
+const containerdConfig = `version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = %[3]q
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[4]q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[5]q
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %[6]q
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %[7]q
+`
+
+// closedRegistry sends every pull to a port nothing listens on.
+const closedRegistry = `server = "http://127.0.0.1:9"
+[host."http://127.0.0.1:9"]
+  capabilities = ["pull", "resolve"]
+`
+
+// cniConfig is the node's bridge network: pods on the cni0 bridge with
+// addresses of the node's pod range, the bridge their gateway.
+const cniConfig = `{
+  "cniVersion": "0.4.0",
+  "name": %[1]q,
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": %[2]q, "ranges": [[{"subnet": %[3]q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`
+
+func (c *Cluster) startContainerd(t testing.TB) {
+	t.Helper()
+	dir := filepath.Join(c.root, "containerd")
+	cni := filepath.Join(c.root, "cni")
+	hosts := filepath.Join(dir, "hosts", "_default")
+	for _, d := range []string{dir, cni, hosts} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		filepath.Join(dir, "config.toml"): fmt.Sprintf(containerdConfig, filepath.Join(dir, "root"), filepath.Join(dir, "state"),
+			c.containerd, filepath.Join(dir, "opt"), SandboxImage, cni, filepath.Join(dir, "hosts")),
+		filepath.Join(hosts, "hosts.toml"):       closedRegistry,
+		filepath.Join(cni, "10-bridge.conflist"): fmt.Sprintf(cniConfig, c.slot.netns(), filepath.Join(c.root, "ipam"), c.slot.podCIDR()),
+	}
+	for p, data := range files {
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := c.run(t, "containerd", "containerd", "--config", filepath.Join(dir, "config.toml"))
+	err := waitFor(30*time.Second, func() (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("containerd exited: %s", p.Tail())
+		}
+		conn, err := net.Dial("unix", c.containerd)
+		if err != nil {
+			return false, nil
+		}
+		conn.Close()
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// importImage imports an image archive into the node's containerd, in
+// the namespace the kubelet's images live in.
+func (c *Cluster) importImage(t testing.TB, archive string) {
+	t.Helper()
+	out, err := exec.Command("ctr", "--address", c.containerd, "--namespace", "k8s.io", "images", "import", archive).CombinedOutput()
+	if err != nil {
+		t.Fatalf("import %s: %v: %s", archive, err, bytes.TrimSpace(out))
+	}
+}
+
+// ImportImage imports another image archive of .cache/images into the
+// running node.
+func (c *Cluster) ImportImage(t testing.TB, name string) { c.importImage(t, Image(t, name)) }

@@ -1,0 +1,212 @@
+package kubenode
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ip runs iproute2's ip with args.
+func ip(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// makeNetwork makes the node's network namespace, links it to the
+// machine with a veth pair, and routes the node's pod and Service ranges
+// into it.
+func makeNetwork(s slot) error {
+	ns := s.netns()
+	steps := [][]string{
+		{"netns", "add", ns},
+		{"link", "add", s.hostLink(), "type", "veth", "peer", "name", s.nodeLink(), "netns", ns},
+		{"addr", "add", s.hostIP() + "/30", "dev", s.hostLink()},
+		{"link", "set", s.hostLink(), "up"},
+		{"-n", ns, "addr", "add", s.nodeIP() + "/30", "dev", s.nodeLink()},
+		{"-n", ns, "link", "set", s.nodeLink(), "up"},
+		{"-n", ns, "link", "set", "lo", "up"},
+		{"-n", ns, "route", "add", "default", "via", s.hostIP()},
+		{"route", "add", s.podCIDR(), "via", s.nodeIP()},
+		{"route", "add", s.serviceCIDR(), "via", s.nodeIP()},
+	}
+	for _, st := range steps {
+		if err := ip(st...); err != nil {
+			return err
+		}
+	}
+	// The node forwards between its pods' bridge and the machine, and
+	// kube-proxy's rules see bridged traffic, as on any node.
+	for _, k := range []string{"net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables"} {
+		if err := inNetns(s, "sh", "-c", "echo 1 > /proc/sys/"+k); err != nil && k == "net/ipv4/ip_forward" {
+			return err
+		}
+	}
+	return nil
+}
+
+// inNetns runs a command in the node's network namespace.
+func inNetns(s slot, name string, args ...string) error {
+	out, err := exec.Command("ip", append([]string{"netns", "exec", s.netns(), name}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s in %s: %w: %s", name, strings.Join(args, " "), s.netns(), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// cgroupHierarchies are the cgroup v1 hierarchies mounted on the machine,
+// by the folder they are mounted on.
+func cgroupHierarchies() ([]string, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		i := slices.Index(f, "-")
+		if i < 0 || i+1 >= len(f) || f[i+1] != "cgroup" {
+			continue
+		}
+		dirs = append(dirs, f[4])
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("no cgroup v1 hierarchy is mounted (the node runs with cgroup v1 here)")
+	}
+	return dirs, nil
+}
+
+// makeCgroups makes the node's cgroup (the kubelet's cgroupRoot) in every
+// hierarchy, and its system child, where the node's own processes run.
+// A new cpuset has no CPUs or memory nodes until given its parent's.
+func makeCgroups(s slot) error {
+	hs, err := cgroupHierarchies()
+	if err != nil {
+		return err
+	}
+	for _, h := range hs {
+		for _, d := range []string{filepath.Join(h, s.cgroup()), filepath.Join(h, s.cgroup(), "system")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("cgroup %s: %w", d, err)
+			}
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				parent, err := os.ReadFile(filepath.Join(filepath.Dir(d), f))
+				if err != nil {
+					continue
+				}
+				if err := os.WriteFile(filepath.Join(d, f), parent, 0o644); err != nil {
+					return fmt.Errorf("cgroup %s: %w", filepath.Join(d, f), err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// cgroupProcs are the processes in the node's cgroups, in any hierarchy.
+func cgroupProcs(s slot) []int {
+	hs, _ := cgroupHierarchies()
+	seen := map[int]bool{}
+	var pids []int
+	for _, h := range hs {
+		_ = filepath.WalkDir(filepath.Join(h, s.cgroup()), func(p string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			data, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+			for _, f := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(f); err == nil && !seen[pid] {
+					seen[pid] = true
+					pids = append(pids, pid)
+				}
+			}
+			return nil
+		})
+	}
+	return pids
+}
+
+// cleanSlot takes down whatever a node of slot s left: its processes and
+// containers (everything in its cgroups), the mounts under its root
+// folder, its pods' network namespaces, its own network namespace (and
+// with it its links and routes) and its cgroups. Each part is done even
+// when another fails; it is for cleaning up, so it reports nothing.
+func cleanSlot(s slot) {
+	for range 50 {
+		pids := cgroupProcs(s)
+		if len(pids) == 0 {
+			break
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if root, err := os.ReadFile(filepath.Join(s.dir(), "root")); err == nil && len(root) > 0 {
+		unmountUnder(string(root))
+	}
+	removePodNetns(s)
+	_ = ip("netns", "del", s.netns())
+	hs, _ := cgroupHierarchies()
+	for _, h := range hs {
+		removeCgroup(filepath.Join(h, s.cgroup()))
+	}
+}
+
+// unmountUnder unmounts every mount at or below dir, deepest first.
+func unmountUnder(dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			points = append(points, f[4])
+		}
+	}
+	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
+	for _, p := range points {
+		_ = syscall.Unmount(p, syscall.MNT_DETACH)
+	}
+}
+
+// removePodNetns removes the network namespaces containerd made for the
+// node's pods (/var/run/netns/cni-*), told from other nodes' by their
+// addresses in the node's pod range.
+func removePodNetns(s slot) {
+	entries, _ := os.ReadDir("/var/run/netns")
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "cni-") {
+			continue
+		}
+		out, err := exec.Command("ip", "-n", e.Name(), "-o", "-4", "addr").CombinedOutput()
+		if err == nil && strings.Contains(string(out), " "+s.podPrefix()) {
+			_ = ip("netns", "del", e.Name())
+		}
+	}
+}
+
+// removeCgroup removes a cgroup and its children, deepest first.
+func removeCgroup(dir string) {
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		_ = os.Remove(dirs[i])
+	}
+}
