@@ -6,7 +6,7 @@ PKGS     := ./...
 # The suites that run PostgreSQL members; unit runs them on 15, then on 13.
 PG_PKGS  := ./runtime/instance ./runtime/backup ./runtime/agent
 
-.PHONY: all build test vet fmt-check unit race fuzz bench generate clean testbin testbin-kube testbin-pg13 testbin-crds
+.PHONY: all build test vet fmt-check unit race fuzz bench generate clean testbin testbin-kube testbin-pg13 testbin-crds testbin-node
 
 all: build
 
@@ -23,7 +23,7 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-unit: testbin testbin-kube testbin-pg13 testbin-crds
+unit: testbin testbin-kube testbin-pg13 testbin-crds testbin-node
 	$(GO) test -count=1 -timeout 40m $(PKGS)
 	@echo "unit: the PostgreSQL suites again, on PostgreSQL 13"
 	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin $(GO) test -count=1 -timeout 40m $(PG_PKGS)
@@ -122,6 +122,36 @@ testbin-kube: .cache/bin/kube-apiserver .cache/bin/kube-controller-manager
 
 .cache/bin/kube-controller-manager: .ci/kube/go.mod .ci/kube/go.sum
 	cd .ci/kube && $(GO) build -o ../../.cache/bin/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+
+## testbin-node: what a real node runs (testbed/kubenode): kubelet,
+## kube-proxy and kube-scheduler from the same k8s.io/kubernetes module as
+## the control plane (about a minute once it is built); CoreDNS with the
+## plugins a test cluster's DNS uses (.ci/coredns, about a minute); Flux's
+## source-controller and kustomize-controller v1.9.6 (.ci/flux) and their
+## CRDs from the same modules. containerd, runc, the CNI plugins and
+## iptables come from Debian's packages (.ci/run installs them).
+FLUX_CRDS := .cache/crds/flux/.v1.9.6
+testbin-node: .cache/bin/kubelet .cache/bin/kube-proxy .cache/bin/kube-scheduler .cache/bin/coredns \
+	.cache/bin/source-controller .cache/bin/kustomize-controller $(FLUX_CRDS)
+
+.cache/bin/kubelet .cache/bin/kube-proxy .cache/bin/kube-scheduler: .ci/kube/go.mod .ci/kube/go.sum
+	cd .ci/kube && $(GO) build -o ../../$@ k8s.io/kubernetes/cmd/$(notdir $@)
+
+.cache/bin/coredns: .ci/coredns/go.mod .ci/coredns/go.sum .ci/coredns/main.go
+	cd .ci/coredns && $(GO) build -o ../../$@ .
+
+.cache/bin/source-controller .cache/bin/kustomize-controller: .ci/flux/go.mod .ci/flux/go.sum
+	cd .ci/flux && $(GO) build -o ../../$@ github.com/fluxcd/$(notdir $@)
+
+## Every CRD of both controllers: kustomize-controller watches every
+## source kind, so all must be served.
+$(FLUX_CRDS): .ci/flux/go.mod
+	rm -rf .cache/crds/flux && mkdir -p .cache/crds/flux
+	for c in source kustomize; do \
+		dir=$$(cd .ci/flux && $(GO) list -m -f '{{.Dir}}' github.com/fluxcd/$$c-controller) && test -n "$$dir" && \
+		install -m 0644 "$$dir"/config/crd/bases/*.yaml .cache/crds/flux/ || exit 1; \
+	done
+	touch $@
 
 ## monitoring: the alert rules (deploy/monitoring) pass promtool's checks and
 ## their unit tests, and the Go test checks the dashboard's queries with it.

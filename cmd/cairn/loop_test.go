@@ -32,7 +32,9 @@ import (
 	"github.com/cairn-dev/cairn/runtime/agent"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/etcdbed"
+	"github.com/cairn-dev/cairn/testbed/fluxbed"
 	"github.com/cairn-dev/cairn/testbed/gitbed"
+	"github.com/cairn-dev/cairn/testbed/kubenode"
 	"github.com/cairn-dev/cairn/testbed/pgbed"
 )
 
@@ -56,6 +58,10 @@ type loop struct {
 	timings []string
 	// within bounds each converge; zero means 3 minutes.
 	within time.Duration
+	// node and flux are set on a real node (newNodeLoop): Flux applies
+	// each merge, and the sync stand-in and the beds are nil.
+	node *kubenode.Cluster
+	flux *fluxbed.Flux
 }
 
 // etcdSpec is an EtcdCluster spec file at etcd 3.7.3 with extra lines
@@ -288,6 +294,10 @@ func (l *loop) mergeAndSync(cluster, step string) {
 }
 
 func (l *loop) syncMain() {
+	if l.flux != nil {
+		l.fluxApplied()
+		return
+	}
 	tree, err := testbed.FromRepo(l.bare, "main")
 	if err != nil {
 		l.t.Fatal(err)
@@ -298,6 +308,12 @@ func (l *loop) syncMain() {
 }
 
 func (l *loop) noDrift(when string) {
+	if l.flux != nil {
+		// Flux re-applies on its interval; a Kustomization that applied
+		// the head and is Ready shows no drift it knows of.
+		l.fluxApplied()
+		return
+	}
 	if drift, err := l.sync.Drift(l.ctx); err != nil || len(drift) > 0 {
 		l.t.Fatalf("drift %s: %v %v", when, drift, err)
 	}

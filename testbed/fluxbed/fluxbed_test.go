@@ -1,0 +1,87 @@
+package fluxbed_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/gittestserver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cairn-dev/cairn/testbed/fluxbed"
+	"github.com/cairn-dev/cairn/testbed/gitbed"
+	"github.com/cairn-dev/cairn/testbed/kubenode"
+)
+
+// TestFluxAppliesAndPrunes runs real Flux on a real node with the
+// example Kustomization: a commit is applied (and, with wait, only Ready
+// once its StatefulSet's pod runs), and an object a later commit drops is
+// pruned.
+func TestFluxAppliesAndPrunes(t *testing.T) {
+	c := kubenode.Start(t)
+	f := fluxbed.Start(t, c.ControlPlane)
+	ctx := context.Background()
+	cl := c.Client(t)
+	c.Namespace(t, "databases")
+
+	srv, err := gittestserver.NewTempGitServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(srv.Root()) })
+	srv.Auth("x-access-token", "git-t0ken")
+	if err := srv.StartHTTP(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.StopHTTP)
+	fixture := t.TempDir()
+	gitbed.WriteFiles(t, fixture, map[string]string{"README.md": "gitops\n"})
+	if err := srv.InitRepo(fixture, "main", "org/gitops.git"); err != nil {
+		t.Fatal(err)
+	}
+	bare := filepath.Join(srv.Root(), "org", "gitops.git")
+	first := gitbed.Commit(t, bare, map[string]string{
+		"rendered/demo/kustomization.yaml": "resources: [config.yaml, web.yaml]\n",
+		"rendered/demo/config.yaml":        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n",
+		"rendered/demo/web.yaml":           web,
+	})
+	f.GitRepository(t, srv.HTTPAddress()+"/org/gitops.git", "main", "x-access-token", "git-t0ken", 2*time.Second)
+	f.Kustomization(t, "demo", "databases")
+	f.WaitApplied(t, "demo", first.String(), 3*time.Minute)
+	if _, err := cl.CoreV1().ConfigMaps("databases").Get(ctx, "settings", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the applied ConfigMap: %v", err)
+	}
+	sts, err := cl.AppsV1().StatefulSets("databases").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || sts.Status.ReadyReplicas != 1 {
+		t.Fatalf("Flux reported Ready before the StatefulSet was: %v %+v", err, sts.Status)
+	}
+
+	second := gitbed.Commit(t, bare, map[string]string{
+		"rendered/demo/kustomization.yaml": "resources: [web.yaml]\n",
+		"rendered/demo/config.yaml":        "",
+	})
+	f.WaitApplied(t, "demo", second.String(), 2*time.Minute)
+	if _, err := cl.CoreV1().ConfigMaps("databases").Get(ctx, "settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the dropped ConfigMap was not pruned: %v", err)
+	}
+}
+
+const web = `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  replicas: 1
+  serviceName: web
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: c
+        image: ` + kubenode.SandboxImage + `
+        securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+`
