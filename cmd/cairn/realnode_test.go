@@ -148,7 +148,7 @@ const smallEtcd = "resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memo
 // from the node's provisioner, peers finding each other through the
 // headless Service's DNS names), real Flux applies every merged step, and
 // the plan goes create -> 3 voters -> 5 -> a pod deleted and back -> 3.
-func TestEtcdOnARealNode(t *testing.T) {
+func TestRealNodeEtcdWalkthrough(t *testing.T) {
 	const demo = "demo"
 	start := time.Now()
 	l := newNodeLoop(t, etcdSpec(demo, 3, smallEtcd), []string{demo}, "etcd-3.7")

@@ -16,11 +16,11 @@ import (
 	"github.com/cairn-dev/cairn/testbed/kubenode"
 )
 
-// TestFluxAppliesAndPrunes runs real Flux on a real node with the
+// TestRealNodeFluxAppliesAndPrunes runs real Flux on a real node with the
 // example Kustomization: a commit is applied (and, with wait, only Ready
 // once its StatefulSet's pod runs), and an object a later commit drops is
 // pruned.
-func TestFluxAppliesAndPrunes(t *testing.T) {
+func TestRealNodeFluxAppliesAndPrunes(t *testing.T) {
 	c := kubenode.Start(t)
 	f := fluxbed.Start(t, c.ControlPlane)
 	ctx := context.Background()

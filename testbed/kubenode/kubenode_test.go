@@ -18,14 +18,14 @@ import (
 	"github.com/cairn-dev/cairn/testbed/kubenode"
 )
 
-// TestARealNodeRunsPods starts a real node and shows what the cairn
+// TestRealNodeRunsPods starts a real node and shows what the cairn
 // walkthroughs rely on: a StatefulSet's pods start in containers under
 // the restricted security context with volumes a local-path provisioner
 // made, the cluster DNS answers for Services and for a headless
 // Service's pods (and for nothing outside the cluster), Service addresses
 // route through kube-proxy, an image that is not on the node is never
 // pulled from outside the machine, and a deleted claim's volume goes.
-func TestARealNodeRunsPods(t *testing.T) {
+func TestRealNodeRunsPods(t *testing.T) {
 	c := kubenode.Start(t)
 	ctx := context.Background()
 	cl := c.Client(t)
