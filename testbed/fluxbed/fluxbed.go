@@ -61,6 +61,10 @@ func Start(t testing.TB, cp *testbed.ControlPlane) *Flux {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	// source-controller stores artifacts in a folder that must exist.
+	if err := os.Mkdir(filepath.Join(dir, "artifacts"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	kubeconfig := "KUBECONFIG=" + cp.Kubeconfig(t)
 	storage := net.JoinHostPort("127.0.0.1", strconv.Itoa(testbed.FreePort(t)))
 	srcHealth, kusHealth := testbed.FreePort(t), testbed.FreePort(t)
