@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,7 @@ import (
 	"github.com/fluxcd/pkg/gittestserver"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"google.golang.org/grpc"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
@@ -79,38 +81,26 @@ func newNodeLoop(t *testing.T, specs map[string]string, clusters []string, image
 	return l
 }
 
-// fluxApplied waits until every cluster's Kustomization has applied the
-// head of main and is Ready: Flux's own word that the merged commit runs.
+// fluxApplied waits until the Kustomization of every cluster rendered on
+// main has applied main's head and is Ready: Flux's own word that the
+// merged commit runs. A cluster not rendered yet has nothing to apply.
 func (l *loop) fluxApplied() {
 	head := gitbed.Head(l.t, l.bare, "main").String()
 	for _, c := range l.flux.Names(l.t) {
+		if len(gitbed.Files(l.t, l.bare, "main", "rendered/"+c+"/")) == 0 {
+			continue
+		}
 		l.flux.WaitApplied(l.t, c, head, 5*time.Minute)
 	}
 }
 
 // nodeVoters checks, on the real node, that the cluster has exactly n
-// members, all healthy voters, reached at their pods' addresses over TLS
-// with the cluster's certificates, as the runtime reaches them.
+// members, all healthy voters, reached as the runtime reaches them: at
+// their names under the peer Service, looked up in the cluster's DNS,
+// over TLS with the cluster's certificates.
 func (l *loop) nodeVoters(cluster string, n int) func() error {
 	return func() error {
-		c := l.cp.Client(l.t)
-		var eps []string
-		for i := range n {
-			p, err := c.CoreV1().Pods(l.ns).Get(l.ctx, fmt.Sprintf("%s-%d", cluster, i), metav1.GetOptions{})
-			if err != nil || p.Status.PodIP == "" {
-				return fmt.Errorf("pod %s-%d: %v", cluster, i, err)
-			}
-			eps = append(eps, "https://"+p.Status.PodIP+":2379")
-		}
-		m, err := (&certs.Files{Client: c, Namespace: l.ns, Cluster: cluster}).Material(l.ctx)
-		if err != nil {
-			return err
-		}
-		tc, err := m.ClientConfig(contract.EtcdClientServerName(cluster, l.ns))
-		if err != nil {
-			return err
-		}
-		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: tc})
+		cli, eps, err := l.nodeEtcdClient(cluster, n)
 		if err != nil {
 			return err
 		}
@@ -136,6 +126,55 @@ func (l *loop) nodeVoters(cluster string, n int) func() error {
 		}
 		return nil
 	}
+}
+
+// nodeEtcdClient is an etcd client of the cluster's first n members on
+// the real node, and their endpoints. Names resolve in the cluster's DNS,
+// as in a pod; a TLS handshake with each first says what etcd's client
+// would only report as a deadline.
+func (l *loop) nodeEtcdClient(cluster string, n int) (*clientv3.Client, []string, error) {
+	c := l.cp.Client(l.t)
+	m, err := (&certs.Files{Client: c, Namespace: l.ns, Cluster: cluster}).Material(l.ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, err := m.ClientConfig(contract.EtcdClientServerName(cluster, l.ns))
+	if err != nil {
+		return nil, nil, err
+	}
+	r := l.node.Resolver()
+	dial := func(ctx context.Context, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(strings.TrimPrefix(addr, "https://"))
+		if err != nil {
+			return nil, err
+		}
+		ips, err := r.LookupHost(ctx, host)
+		if err != nil || len(ips) == 0 {
+			return nil, fmt.Errorf("look up %s: %v", host, err)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", net.JoinHostPort(ips[0], port))
+	}
+	var eps []string
+	for i := range n {
+		host := fmt.Sprintf("%s-%d.%s.%s.svc.cluster.local", cluster, i, contract.EtcdPeerService(cluster), l.ns)
+		eps = append(eps, "https://"+net.JoinHostPort(host, "2379"))
+		ctx, cancel := context.WithTimeout(l.ctx, 3*time.Second)
+		raw, err := dial(ctx, net.JoinHostPort(host, "2379"))
+		cancel()
+		if err != nil {
+			return nil, nil, err
+		}
+		conn := tls.Client(raw, tc)
+		err = conn.Handshake()
+		conn.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("TLS to %s: %w", host, err)
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: tc,
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(dial)}})
+	return cli, eps, err
 }
 
 // smallEtcd are resources that let five members and the runtime share

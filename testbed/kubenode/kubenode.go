@@ -98,6 +98,7 @@ func Start(t testing.TB, images ...string) *Cluster {
 	c.startDNS(t)
 	startProvisioner(t, c)
 	c.waitNodeReady(t)
+	t.Cleanup(func() { c.report(t) })
 	return c
 }
 
@@ -169,5 +170,45 @@ func waitFor(timeout time.Duration, cond func() (bool, error)) error {
 			return fmt.Errorf("timed out after %s", timeout)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// report shows, when the test failed, every pod's phase and conditions
+// and the end of each container's log, as `kubectl describe` and `kubectl
+// logs` would: read from the API server and the kubelet's log folder.
+func (c *Cluster) report(t testing.TB) {
+	if !t.Failed() {
+		return
+	}
+	pods, err := c.Client(t).CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("node report: %v", err)
+		return
+	}
+	for _, p := range pods.Items {
+		var states []string
+		for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			state := fmt.Sprintf("%s ready=%v restarts=%d", s.Name, s.Ready, s.RestartCount)
+			switch {
+			case s.State.Waiting != nil:
+				state += " waiting " + s.State.Waiting.Reason + ": " + s.State.Waiting.Message
+			case s.State.Terminated != nil:
+				state += fmt.Sprintf(" terminated %s (%d): %s", s.State.Terminated.Reason, s.State.Terminated.ExitCode, s.State.Terminated.Message)
+			}
+			if l := s.LastTerminationState.Terminated; l != nil {
+				state += fmt.Sprintf("; last %s (%d)", l.Reason, l.ExitCode)
+			}
+			states = append(states, state)
+		}
+		t.Logf("pod %s/%s %s %s: %s", p.Namespace, p.Name, p.Status.Phase, p.Status.PodIP, strings.Join(states, "; "))
+	}
+	logs, _ := filepath.Glob(filepath.Join(c.root, "pod-logs", "*", "*", "*.log"))
+	for _, f := range logs {
+		data, _ := os.ReadFile(f)
+		if len(data) > 2500 {
+			data = data[len(data)-2500:]
+		}
+		rel, _ := filepath.Rel(filepath.Join(c.root, "pod-logs"), f)
+		t.Logf("log %s (tail):\n%s", rel, data)
 	}
 }
