@@ -166,7 +166,7 @@ func (s *WALServer) do(ctx context.Context, req wal.Request) error {
 		path, dir := s.recovery, s.dir
 		s.mu.Unlock()
 		if path == nil {
-			return errors.New("no restore is under way")
+			return s.fetchForStandby(ctx, req)
 		}
 		if !strings.HasPrefix(filepath.Clean(req.Path), filepath.Join(dir, "pg_wal")+string(filepath.Separator)) {
 			return fmt.Errorf("fetch %s: %s is outside the pg_wal of %s", req.Name, req.Path, dir)
@@ -181,6 +181,32 @@ func (s *WALServer) do(ctx context.Context, req wal.Request) error {
 		return s.chown(req.Path)
 	}
 	return fmt.Errorf("unknown WAL operation %q", req.Op)
+}
+
+// fetchForStandby serves the restore_command of the member's own server
+// when no restore is under way: a replica of a cluster that archives WAL
+// reads the segments its primary no longer keeps from the archive of its
+// own system, into its own pg_wal. A file the archive does not hold is
+// ErrNotFound (exit 1), and PostgreSQL goes on streaming.
+func (s *WALServer) fetchForStandby(ctx context.Context, req wal.Request) error {
+	if s.Archive == nil {
+		return errors.New("no restore is under way and this cluster archives no WAL")
+	}
+	if !strings.HasPrefix(filepath.Clean(req.Path), filepath.Join(s.PGData, "pg_wal")+string(filepath.Separator)) {
+		return fmt.Errorf("fetch %s: %s is outside the pg_wal of %s", req.Name, req.Path, s.PGData)
+	}
+	system, err := SystemIdentifier(s.PGData)
+	if err != nil {
+		return err
+	}
+	a, err := s.Archive(system)
+	if err != nil {
+		return err
+	}
+	if err := a.Fetch(ctx, req.Name, req.Path); err != nil {
+		return err
+	}
+	return s.chown(req.Path)
 }
 
 // SystemIdentifier reads the system identifier from the first field of
