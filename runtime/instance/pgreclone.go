@@ -45,10 +45,12 @@ type recloneState struct {
 	pending bool
 	why     string
 	// attempts are the re-clones in a row, the last one at last; spent
-	// says the limit was reported.
+	// says the limit was reported, and waited that the backoff after
+	// attempt waited was.
 	attempts int
 	last     time.Time
 	spent    bool
+	waited   int
 }
 
 // wait is how long the next re-clone must wait after the last one, and
@@ -70,7 +72,7 @@ func (r *recloneState) caughtUp(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.attempts > 0 && now.Sub(r.last) >= recloneQuiet {
-		r.attempts, r.spent = 0, false
+		r.attempts, r.spent, r.waited = 0, false, 0
 	}
 }
 
@@ -108,7 +110,10 @@ func (p *Postgres) reclonePlanned(primary, why string) bool {
 		return false
 	case spent:
 		return false
+	case wait > 0 && r.waited == r.attempts:
+		return false
 	case wait > 0:
+		r.waited = r.attempts
 		p.Log.Info("replica cannot catch up: re-clone waits for its backoff", "member", p.Name, "primary", primary, "retry_in", wait.Round(time.Second).String(), "reason", why)
 		return false
 	}

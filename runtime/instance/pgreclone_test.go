@@ -257,3 +257,26 @@ func TestReplicaCatchesUpFromTheArchive(t *testing.T) {
 		t.Fatalf("old data kept %v, %d re-clones, want no re-clone", b.oldDataKept(), b.attempts())
 	}
 }
+
+// Re-clones that fail (here pg_basebackup cannot log in) keep the old
+// data each time, back off, and stop at recloneLimit; the replica goes
+// on serving what it has.
+func TestReplicaRecloneFailuresAreBounded(t *testing.T) {
+	b := newGapBed(t, "")
+	b.replica.ReplicationPassword = "not the password"
+	b.replica.RecloneBackoff = 50 * time.Millisecond
+	stop := b.runReplica()
+	defer stop()
+	eventually(t, 2*time.Minute, "the re-clones spent", func(context.Context) error {
+		b.replica.rc.mu.Lock()
+		defer b.replica.rc.mu.Unlock()
+		if !b.replica.rc.spent {
+			return fmt.Errorf("%d attempts", b.replica.rc.attempts)
+		}
+		return nil
+	})
+	if !b.oldDataKept() || b.attempts() != recloneLimit {
+		t.Fatalf("old data kept %v after %d re-clones, want kept after %d", b.oldDataKept(), b.attempts(), recloneLimit)
+	}
+	b.waitRows(1, 10)
+}

@@ -187,7 +187,10 @@ func (s *WALServer) do(ctx context.Context, req wal.Request) error {
 // when no restore is under way: a replica of a cluster that archives WAL
 // reads the segments its primary no longer keeps from the archive of its
 // own system, into its own pg_wal. A file the archive does not hold is
-// ErrNotFound (exit 1), and PostgreSQL goes on streaming.
+// ErrNotFound (exit 1), and PostgreSQL goes on streaming. So is an
+// archive that cannot be read or a damaged copy, logged here: an exit
+// above 125 would stop a standby's recovery, and with it a replica that
+// can still stream from its primary.
 func (s *WALServer) fetchForStandby(ctx context.Context, req wal.Request) error {
 	if s.Archive == nil {
 		return errors.New("no restore is under way and this cluster archives no WAL")
@@ -195,6 +198,16 @@ func (s *WALServer) fetchForStandby(ctx context.Context, req wal.Request) error 
 	if !strings.HasPrefix(filepath.Clean(req.Path), filepath.Join(s.PGData, "pg_wal")+string(filepath.Separator)) {
 		return fmt.Errorf("fetch %s: %s is outside the pg_wal of %s", req.Name, req.Path, s.PGData)
 	}
+	err := s.fetchOwn(ctx, req)
+	if err == nil || errors.Is(err, backup.ErrNotFound) {
+		return err
+	}
+	s.Log.Warn("a standby's WAL fetch failed: it goes on streaming", "file", req.Name, "err", err.Error())
+	return fmt.Errorf("fetch %s for the standby: %v: %w", req.Name, err, backup.ErrNotFound)
+}
+
+// fetchOwn fetches req's file from the archive of the member's system.
+func (s *WALServer) fetchOwn(ctx context.Context, req wal.Request) error {
 	system, err := SystemIdentifier(s.PGData)
 	if err != nil {
 		return err

@@ -33,10 +33,14 @@ func TestWALServerChecksEachRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	seg := "000000010000000000000003"
+	damaged := "000000010000000000000005.partial"
 	if err := os.WriteFile(filepath.Join(pgdata, "pg_wal", seg), []byte("wal"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	st := &backup.FileStore{Root: t.TempDir()}
+	if _, err := st.Put(ctx, backup.WALPrefix("db", 42)+damaged+".gz", strings.NewReader("not gzip")); err != nil {
+		t.Fatal(err)
+	}
 	s := &WALServer{Socket: filepath.Join(t.TempDir(), "wal.sock"), PGData: pgdata, Log: slog.New(slog.DiscardHandler),
 		Archive: func(system uint64) (backup.WALArchive, error) {
 			return backup.WALArchive{Store: st, Cluster: "db", System: system}, nil
@@ -74,6 +78,8 @@ func TestWALServerChecksEachRequest(t *testing.T) {
 		{wal.OpFetch, seg, filepath.Join(pgdata, "pg_wal", "RECOVERYXLOG"), 0, ""},
 		{wal.OpFetch, "000000010000000000000004", filepath.Join(pgdata, "pg_wal", "RECOVERYXLOG"), wal.ExitMissing, ""},
 		{wal.OpFetch, "00000002.history", filepath.Join(pgdata, "pg_wal", "RECOVERYHISTORY"), wal.ExitMissing, ""},
+		// A damaged copy stops no standby: it goes on streaming.
+		{wal.OpFetch, damaged, filepath.Join(pgdata, "pg_wal", "RECOVERYXLOG"), wal.ExitMissing, ""},
 		{"delete", seg, outside, wal.ExitFailed, "neither push nor fetch"},
 	} {
 		code, msg := call(c.op, c.name, c.path)
