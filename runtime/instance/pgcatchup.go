@@ -130,6 +130,7 @@ func (p *Postgres) watchCatchUp(ctx context.Context, s *Server) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var streak gapStreak
+	var lastErr string // a check that fails the same way is logged once
 	for {
 		select {
 		case <-ctx.Done():
@@ -148,10 +149,13 @@ func (p *Postgres) watchCatchUp(ctx context.Context, s *Server) {
 		}
 		w, err := p.readPositions(ctx, primary)
 		if err != nil {
-			p.Log.Debug("catch-up check failed", "member", p.Name, "primary", primary, "err", err.Error())
-			streak = gapStreak{}
+			if err.Error() != lastErr {
+				p.Log.Warn("catch-up check failed: no re-clone is decided while it fails", "member", p.Name, "primary", primary, "err", err.Error())
+			}
+			lastErr, streak = err.Error(), gapStreak{}
 			continue
 		}
+		lastErr = ""
 		v, why := judge(w)
 		if v == noGap && w.Have >= w.PrimaryLSN {
 			p.rc.caughtUp(time.Now())

@@ -280,3 +280,35 @@ func TestReplicaRecloneFailuresAreBounded(t *testing.T) {
 	}
 	b.waitRows(1, 10)
 }
+
+// An archive that cannot be read might hold the segment: the replica is
+// never re-cloned while it fails, and catches up from it once it can be
+// read again.
+func TestReplicaIsNotReclonedWhileItsArchiveFails(t *testing.T) {
+	archive := t.TempDir()
+	b := newGapBed(t, "file://"+archive)
+	aside := archive + ".aside"
+	if err := os.Rename(archive, aside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(archive, []byte("not a folder"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stop := b.runReplica()
+	defer stop()
+	b.waitRows(1, 10)
+	time.Sleep(20 * b.replica.CatchUpEvery)
+	if !b.oldDataKept() || b.attempts() != 0 {
+		t.Fatalf("with the archive failing: old data kept %v, %d re-clones", b.oldDataKept(), b.attempts())
+	}
+	if err := os.Remove(archive); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(aside, archive); err != nil {
+		t.Fatal(err)
+	}
+	b.waitRows(1, b.rows)
+	if !b.oldDataKept() || b.attempts() != 0 {
+		t.Fatalf("caught up: old data kept %v, %d re-clones, want no re-clone", b.oldDataKept(), b.attempts())
+	}
+}
