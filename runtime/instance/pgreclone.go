@@ -17,8 +17,9 @@ import (
 // A replica the catch-up watch (pgcatchup.go) found unable to catch up is
 // re-cloned from the primary: the server is stopped, and the next Prepare
 // clones into the .cloning folder beside the data directory while the old
-// data stays in place, replacing it only once the clone is complete (or,
-// when the volume cannot hold both, removing it first). It is never done
+// data stays in place, replacing it only once the clone is complete, by
+// renames (swapIn), or, when the volume cannot hold both, removing it
+// first. It is never done
 // on a member that is not a standby, one labelled primary, or while no
 // primary answers: then the old data is kept and the member starts from it
 // as before. Re-clones are bounded: recloneLimit attempts in a row, each
@@ -147,7 +148,7 @@ func (p *Postgres) prepareReclone(ctx context.Context, primary string) (bool, er
 	}
 	if !keep {
 		log.Warn("re-clone: the volume cannot hold the old data beside the clone; removing the old data first", "need_bytes", need, "free_bytes", free)
-		if err := os.RemoveAll(p.PGData); err != nil {
+		if err := removeData(p.PGData); err != nil {
 			return true, fmt.Errorf("re-clone: remove the old data: %w", err)
 		}
 	}
@@ -188,4 +189,13 @@ func (p *Postgres) roomToKeep(ctx context.Context, primary string) (keep bool, n
 	need = uint64(size) + uint64(size)/10 + 64<<20
 	free = st.Bavail * uint64(st.Bsize)
 	return free >= need, need, free, nil
+}
+
+// removeData removes a data directory, PG_VERSION first: one whose
+// removal a crash cut short never looks like data.
+func removeData(dir string) error {
+	if err := os.Remove(filepath.Join(dir, "PG_VERSION")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return os.RemoveAll(dir)
 }

@@ -312,3 +312,50 @@ func TestReplicaIsNotReclonedWhileItsArchiveFails(t *testing.T) {
 		t.Fatalf("caught up: old data kept %v, %d re-clones, want no re-clone", b.oldDataKept(), b.attempts())
 	}
 }
+
+// A re-clone's swap stopped by a crash: the old data is put back when
+// nothing took its place, and removed when the clone did or when its
+// removal had begun (no PG_VERSION).
+func TestInterruptedSwapIsUndone(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		replacedWhole, clonedIn bool
+		wantReplaced            bool
+		wantVersion             string
+	}{
+		{"between the renames", true, false, false, "old"},
+		{"after the clone moved in", true, true, false, "new"},
+		{"removal begun", false, false, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			m := &Postgres{Name: "pg-1", PGData: filepath.Join(dir, "pgdata"), Log: testLogger(t)}
+			mk := func(d, version string) {
+				if err := os.MkdirAll(filepath.Join(d, "base"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if version != "" {
+					_ = os.WriteFile(filepath.Join(d, "PG_VERSION"), []byte(version), 0o600)
+				}
+			}
+			version := ""
+			if c.replacedWhole {
+				version = "old"
+			}
+			mk(m.replacedDir(), version)
+			if c.clonedIn {
+				mk(m.PGData, "new")
+			}
+			mk(m.cloneDir(), "partial")
+			if err := m.discardPartialClone(); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(filepath.Join(m.PGData, "PG_VERSION"))
+			_, rerr := os.Stat(m.replacedDir())
+			_, cerr := os.Stat(m.cloneDir())
+			if string(got) != c.wantVersion || (rerr == nil) != c.wantReplaced || cerr == nil {
+				t.Errorf("data %q, replaced left %v, clone left %v; want data %q", got, rerr == nil, cerr == nil, c.wantVersion)
+			}
+		})
+	}
+}
