@@ -50,8 +50,8 @@ func RunEtcd(ctx context.Context, e *Etcd) error {
 // PostgreSQL as a child and watches it: a primary labelled away, or
 // unconfirmed for its lease, is stopped and prepared again (rewound, to
 // follow); a replica that cannot catch up is stopped and re-cloned
-// (pgcatchup.go, pgreclone.go). On SIGTERM or SIGINT it shuts the server down fast. It returns
-// when the server exits on its own or ctx ends.
+// (pgcatchup.go, pgreclone.go). On SIGTERM or SIGINT it shuts the server
+// down fast. It returns when the server exits on its own or ctx ends.
 func RunPostgres(ctx context.Context, p *Postgres, out io.Writer) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
