@@ -359,3 +359,27 @@ func TestInterruptedSwapIsUndone(t *testing.T) {
 		})
 	}
 }
+
+// A pending re-clone is called off, the data kept, when no primary
+// answers or the member is labelled primary; nothing pending does
+// nothing.
+func TestRecloneCalledOff(t *testing.T) {
+	for _, c := range []struct {
+		name, primary, label string
+		pending              bool
+	}{
+		{"nothing pending", "127.0.0.1:1", "replica", false},
+		{"no primary", "", "replica", true},
+		{"labelled primary", "127.0.0.1:1", "primary", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &Postgres{Name: "pg-1", PGData: filepath.Join(t.TempDir(), "pgdata"), Log: testLogger(t),
+				RoleLabel: func() string { return c.label }}
+			m.rc.pending, m.rc.why = c.pending, "test"
+			recloned, err := m.prepareReclone(context.Background(), c.primary)
+			if recloned || err != nil || m.rc.isPending() {
+				t.Errorf("re-cloned %v, %v, still pending %v", recloned, err, m.rc.isPending())
+			}
+		})
+	}
+}
