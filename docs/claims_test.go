@@ -32,7 +32,6 @@ type probe struct {
 func absent(dir, re string) probe { return probe{dir, regexp.MustCompile(re)} }
 
 var (
-	noReclone = []probe{absent("../runtime", `(?i)re-?clone|requested WAL segment`)}
 	// pg_upgrade --check runs inside the upgrade step (runtime/instance);
 	// a step of its own before the downtime would be the planner's.
 	noUpgradeCheck = []probe{absent("../planner", `(?i)upgrade.?check|preflight|pre-flight`)}
@@ -48,8 +47,6 @@ var claims = []claim{
 	// plan its change, as the members' images are.
 	{file: "rendering.md", text: "The runtime Deployment's image is not kept as it runs yet", absent: []probe{absent("../planner", `Runtime\.Image|RuntimeImage`)}},
 	{file: "rendering.md", text: "the runtime's own image is not yet (below)", absent: []probe{absent("../planner", `Runtime\.Image|RuntimeImage`)}},
-	{file: "rendering.md", text: "A replica whose retained volume is older than the primary's WAL", absent: noReclone},
-	{file: "rendering.md", text: "does not re-clone on its own yet", absent: noReclone},
 	{file: "backups.md", text: "## Not built yet", checked: "a heading: its bullets are tied below"},
 	{file: "backups.md", text: "Tablespaces outside the data directory are refused", absent: []probe{absent("../runtime/backup", `(?i)tablespace map|TablespaceMap`)}},
 	{file: "backups.md", text: "Backups are not encrypted by cairn", absent: []probe{absent("../runtime/backup", `crypto/cipher|crypto/aes`)}},

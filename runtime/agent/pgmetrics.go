@@ -14,6 +14,8 @@ import (
 //	cairn_postgres_last_failover_seconds     how long its last one took, recorded to promoted
 //	cairn_postgres_primary{member}           1 for the member that is primary, 0 for the others
 //	cairn_postgres_replica_lag_bytes{member} the primary's WAL position less what the replica replayed
+//	cairn_postgres_replica_wal_removed{member}
+//	                                         1 while a replica needs WAL the primary no longer keeps
 //	cairn_postgres_certificate_expiry_timestamp_seconds{secret}
 //	                                         when the certificate in each of the cluster's certificate Secrets ends (TLS on)
 //	cairn_postgres_wal_last_archived_timestamp_seconds{member}
@@ -34,6 +36,7 @@ type PostgresMetrics struct {
 	last    *prometheus.GaugeVec
 	primary *prometheus.GaugeVec
 	lag     *prometheus.GaugeVec
+	removed *prometheus.GaugeVec
 	expiry  *prometheus.GaugeVec
 	// The primary's WAL archiver.
 	archived, failing, pending, walBytes *prometheus.GaugeVec
@@ -52,6 +55,8 @@ func NewPostgresMetrics(reg prometheus.Registerer, cluster string) (*PostgresMet
 		last:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_last_failover_seconds", Help: "Seconds the last failover of the leading runtime took, from recorded to promoted.", ConstLabels: labels}, nil),
 		primary:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_primary", Help: "1 for the member that answers as the one primary, 0 for the others, as the leading runtime last saw them.", ConstLabels: labels}, []string{"member"}),
 		lag:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_replica_lag_bytes", Help: "Bytes of the primary's WAL a replica has not replayed, as the leading runtime last saw them.", ConstLabels: labels}, []string{"member"}),
+		removed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_replica_wal_removed",
+			Help: "1 while a replica needs WAL the primary no longer keeps (its instance manager reads it from the archive or re-clones it), 0 otherwise.", ConstLabels: labels}, []string{"member"}),
 		expiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_certificate_expiry_timestamp_seconds",
 			Help: "When the certificate in each of the cluster's certificate Secrets ends (Unix seconds), as the leading runtime last checked them; the runtime renews leaves past two thirds of their lifetime.", ConstLabels: labels}, []string{"secret"}),
 		archived: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_wal_last_archived_timestamp_seconds",
@@ -64,7 +69,7 @@ func NewPostgresMetrics(reg prometheus.Registerer, cluster string) (*PostgresMet
 			Help: "Bytes in the primary's pg_wal.", ConstLabels: labels}, []string{"member"}),
 		members: map[string]bool{},
 	}
-	if err := register(reg, m.failovers, m.last, m.primary, m.lag, m.expiry, m.archived, m.failing, m.pending, m.walBytes); err != nil {
+	if err := register(reg, m.failovers, m.last, m.primary, m.lag, m.removed, m.expiry, m.archived, m.failing, m.pending, m.walBytes); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -92,7 +97,7 @@ func (m *PostgresMetrics) observe(members, primaries []pgMember) {
 	}
 	for name := range m.members {
 		if !seen[name] {
-			for _, g := range []*prometheus.GaugeVec{m.primary, m.lag, m.archived, m.failing, m.pending, m.walBytes} {
+			for _, g := range []*prometheus.GaugeVec{m.primary, m.lag, m.removed, m.archived, m.failing, m.pending, m.walBytes} {
 				g.DeleteLabelValues(name)
 			}
 		}
@@ -118,6 +123,26 @@ func (m *PostgresMetrics) archive(mem pgMember, isPrimary bool) {
 	m.failing.WithLabelValues(mem.Name).Set(boolGauge(a.failing()))
 	m.pending.WithLabelValues(mem.Name).Set(float64(a.Pending))
 	m.walBytes.WithLabelValues(mem.Name).Set(float64(a.WALBytes))
+}
+
+// walRemoved records which members need WAL the primary no longer keeps
+// (the status's record): 1 for those, 0 for the other replicas; members
+// that are neither have no series.
+func (m *PostgresMetrics) walRemoved(members []pgMember, removed map[string]string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mem := range members {
+		_, behind := removed[mem.Name]
+		switch {
+		case behind || mem.replica():
+			m.removed.WithLabelValues(mem.Name).Set(boolGauge(behind))
+		default:
+			m.removed.DeleteLabelValues(mem.Name)
+		}
+	}
 }
 
 // certificates records when the cluster's certificates end, by Secret;
@@ -150,6 +175,7 @@ func (m *PostgresMetrics) forget() {
 	m.last.Reset()
 	m.primary.Reset()
 	m.lag.Reset()
+	m.removed.Reset()
 	m.expiry.Reset()
 	for _, g := range []*prometheus.GaugeVec{m.archived, m.failing, m.pending, m.walBytes} {
 		g.Reset()

@@ -182,6 +182,7 @@ func (p *pgPass) report(ctx context.Context, prev pgStatus) error {
 	}
 	p.r.Metrics.observe(p.view.Members, primaries)
 	if len(primaries) == 1 {
+		p.reportWALRemoved(ctx, prev, &st, primaries[0])
 		p.archiveEvents(ctx, prev.ArchiveFailing, primaries[0])
 		st.ArchiveFailing = ""
 		if a := primaries[0].Probe.Archive; a.failing() {

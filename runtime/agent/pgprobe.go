@@ -51,7 +51,13 @@ type pgProbe struct {
 	SyncSetting  string
 	// Archive is the member's WAL archiver (pg_stat_archiver).
 	Archive archiveStats
-	Err     string
+	// OldestSegment is, on a primary, the number of the oldest segment
+	// in its pg_wal (0: unknown; segment 0 is never written), and
+	// SegmentSize the server's wal_segment_size: whether a replica's next
+	// WAL is still there (pgwalgone.go).
+	OldestSegment uint64
+	SegmentSize   int64
+	Err           string
 }
 
 // archiveStats is what a member's WAL archiver reports. Only a primary
@@ -92,7 +98,10 @@ const probeSQL = `SELECT pg_is_in_recovery(),
   CASE WHEN pg_is_in_recovery() OR current_setting('archive_mode') = 'off' THEN 0
     ELSE (SELECT count(*) FROM pg_ls_archive_statusdir() WHERE name LIKE '%.ready') END,
   CASE WHEN pg_is_in_recovery() OR current_setting('archive_mode') = 'off' THEN 0
-    ELSE (SELECT COALESCE(sum(size), 0) FROM pg_ls_waldir())::int8 END
+    ELSE (SELECT COALESCE(sum(size), 0) FROM pg_ls_waldir())::int8 END,
+  CASE WHEN pg_is_in_recovery() THEN ''
+    ELSE COALESCE((SELECT min(substr(name, 9)) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'), '') END,
+  (SELECT setting::int8 FROM pg_settings WHERE name = 'wal_segment_size')
 FROM pg_stat_archiver a`
 
 // probeMembers asks every pod's member at once; a pod without an address,
@@ -149,14 +158,15 @@ func probe(ctx context.Context, cfg *pgx.ConnConfig) pgProbe {
 	}
 	defer conn.Close(context.Background())
 	var pr pgProbe
-	var recv, replay, syncs string
+	var recv, replay, syncs, oldest string
 	var archivedAt, failedAt float64
 	a := &pr.Archive
 	err = conn.QueryRow(cctx, probeSQL).Scan(&pr.InRecovery, &recv, &replay, &pr.Timeline, &pr.Streaming, &pr.Upstream, &pr.SyncSetting, &syncs,
-		&a.On, &a.LastArchived, &archivedAt, &a.LastFailed, &failedAt, &a.Pending, &a.WALBytes)
+		&a.On, &a.LastArchived, &archivedAt, &a.LastFailed, &failedAt, &a.Pending, &a.WALBytes, &oldest, &pr.SegmentSize)
 	if err != nil {
 		return pgProbe{Reach: classify(err), Err: err.Error()}
 	}
+	pr.OldestSegment = segmentNumber(oldest, pr.SegmentSize)
 	a.LastArchivedAt, a.LastFailedAt = epoch(archivedAt), epoch(failedAt)
 	pr.Received, _ = parseLSN(recv)
 	pr.Replayed, _ = parseLSN(replay)

@@ -40,6 +40,9 @@ type pgStatus struct {
 	// rarely, so the status is not rewritten at every segment (the
 	// metrics say when the last one was archived).
 	ArchiveFailing string `json:"archiveFailing,omitempty"`
+	// WALRemoved are the replicas that need WAL the primary no longer
+	// keeps, each with the position it needs (pgwalgone.go).
+	WALRemoved map[string]string `json:"walRemoved,omitempty"`
 }
 
 // pgFailover is a failover under way.

@@ -18,7 +18,10 @@
 // from a backup), pgclone.go (a member without data), pgfollow.go
 // (rewind a former primary, follow the primary), pgupgrade.go (member 0
 // to a new major, in its init container). server.go runs the server and
-// watchdog.go is the fence a primary keeps on itself.
+// watchdog.go is the fence a primary keeps on itself. A running replica
+// checks it can catch up (pgcatchup.go): WAL its primary removed is read
+// from the cluster's archive (its restore_command, pgwal.go), and when
+// neither holds it the replica is re-cloned (pgreclone.go).
 //
 // The names it shares with the rendered manifests (ConfigMap keys, role
 // label values, member names) come from planner/contract. It imports

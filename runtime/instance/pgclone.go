@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,22 +35,62 @@ func (p *Postgres) clone(ctx context.Context, primary string) error {
 	if err != nil {
 		return fmt.Errorf("clone from %s: %w", primary, err)
 	}
-	if err := os.RemoveAll(p.PGData); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, p.PGData); err != nil {
+	if err := p.swapIn(tmp); err != nil {
 		return fmt.Errorf("clone from %s: %w", primary, err)
 	}
 	return p.follow(primary)
 }
 
-func (p *Postgres) cloneDir() string { return strings.TrimRight(p.PGData, "/") + ".cloning" }
+// swapIn puts the complete clone in tmp in place of the data directory
+// by renames only, so a crash never leaves a half-removed data directory
+// that still looks like data: the old one (a re-cloned replica's) is
+// renamed to replacedDir first and removed last.
+func (p *Postgres) swapIn(tmp string) error {
+	replaced := p.replacedDir()
+	if err := os.RemoveAll(replaced); err != nil {
+		return err
+	}
+	if err := os.Rename(p.PGData, replaced); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.Rename(tmp, p.PGData); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(replaced); err != nil {
+		return fmt.Errorf("remove the replaced data directory: %w", err)
+	}
+	return nil
+}
 
-// discardPartialClone removes what an interrupted clone left: it was never
-// data, only a copy in progress.
+func (p *Postgres) cloneDir() string    { return strings.TrimRight(p.PGData, "/") + ".cloning" }
+func (p *Postgres) replacedDir() string { return strings.TrimRight(p.PGData, "/") + ".replaced" }
+
+// discardPartialClone removes what an interrupted clone left: the copy in
+// progress was never data. A data directory being replaced when the
+// manager stopped is put back if nothing took its place (the re-clone is
+// decided again), and removed if the clone did.
 func (p *Postgres) discardPartialClone() error {
 	if err := os.RemoveAll(p.cloneDir()); err != nil {
 		return fmt.Errorf("remove an interrupted clone: %w", err)
+	}
+	replaced := p.replacedDir()
+	whole, err := dirHas(filepath.Join(replaced, "PG_VERSION"))
+	if err != nil {
+		return err
+	}
+	has, err := dirHas(p.PGData)
+	if err != nil {
+		return err
+	}
+	if has || !whole {
+		if err := os.RemoveAll(replaced); err != nil {
+			return fmt.Errorf("remove the replaced data directory: %w", err)
+		}
+		return nil
+	}
+	p.Log.Warn("a re-clone stopped between its renames: putting the old data back", "member", p.Name)
+	if err := os.Rename(replaced, p.PGData); err != nil {
+		return fmt.Errorf("put the replaced data directory back: %w", err)
 	}
 	return nil
 }

@@ -19,7 +19,8 @@ import (
 
 // ServeWAL starts the member's WAL server on WALSocket (walserver.go),
 // until ctx ends: pushes into the cluster's archive when its config names
-// one, and fetches for a point-in-time restore.
+// one, fetches for a point-in-time restore, and fetches for the member's
+// own server while it is a standby (standbyRestore).
 func (p *Postgres) ServeWAL(ctx context.Context) error {
 	if p.WALSocket == "" {
 		return errors.New("no WAL socket is set")
@@ -43,6 +44,36 @@ func (p *Postgres) ServeWAL(ctx context.Context) error {
 	}
 	p.wal = s
 	return nil
+}
+
+// serverSettings are the -c settings the member's server starts with:
+// Settings, and standbyRestore's.
+func (p *Postgres) serverSettings() map[string]string {
+	settings := maps.Clone(p.Settings)
+	if settings == nil {
+		settings = map[string]string{}
+	}
+	maps.Copy(settings, p.standbyRestore())
+	return settings
+}
+
+// standbyRestore gives a standby of a cluster that archives WAL a
+// restore_command through the WAL server: segments its primary removed
+// before the standby received them (beyond wal_keep_size, or while the
+// standby was down) are read from the archive, and it catches up without
+// a new clone. PostgreSQL runs restore_command only during recovery, so
+// the setting is inert once the member is promoted. It is the instance
+// manager's, on the command line, never in a rendered file: the rendered
+// manifests of a cluster stay the same. Nil for a primary, a cluster
+// without a backup location, or a manager that serves no WAL socket.
+func (p *Postgres) standbyRestore() map[string]string {
+	if p.Config.ArchiveLocation == "" || p.WALCommand == "" || p.wal == nil || !p.isStandby() {
+		return nil
+	}
+	if _, set := p.Settings["restore_command"]; set {
+		return nil
+	}
+	return map[string]string{"restore_command": p.WALCommand + " fetch %f %p"}
 }
 
 // recoverTo replays path's archived WAL into the unpacked backup in dir,

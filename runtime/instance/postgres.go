@@ -43,7 +43,9 @@ const (
 //   - data of a former primary while another member is primary: pg_rewind
 //     onto the primary's timeline and follow it, never a second primary
 //     (pgfollow.go);
-//   - data of a replica: follow the current primary (pgfollow.go);
+//   - data of a replica: follow the current primary (pgfollow.go), or,
+//     when the catch-up watch found it cannot catch up (its next WAL gone
+//     from the primary and the archive), re-clone it (pgreclone.go);
 //   - otherwise start from the data as it is, as the primary once its role
 //     label is confirmed.
 //
@@ -107,7 +109,13 @@ type Postgres struct {
 	// with push|fetch %f %p); see walserver.go.
 	WALSocket, WALCommand string
 
+	// CatchUpEvery is how often a replica checks that it can catch up
+	// (pgcatchup.go; 15 s when 0), and RecloneBackoff the first wait
+	// between two re-clones (a minute when 0), doubling after each.
+	CatchUpEvery, RecloneBackoff time.Duration
+
 	wal *WALServer
+	rc  recloneState
 }
 
 // Prepare makes the data directory ready and says in which role the
@@ -212,8 +220,14 @@ func (p *Postgres) prepareData(ctx context.Context, primary string) (role string
 		}
 		return StartReplica, false, p.follow(primary)
 	case primary != "":
+		if recloned, err := p.prepareReclone(ctx, primary); recloned || err != nil {
+			return StartReplica, false, err
+		}
 		return StartReplica, false, p.follow(primary)
 	case standby:
+		if pending, why := p.rc.take(); pending {
+			p.Log.Warn("re-clone called off: no primary answers; keeping the data", "member", p.Name, "reason", why)
+		}
 		return StartReplica, false, nil
 	}
 	if p.RoleLabel != nil {

@@ -49,8 +49,9 @@ func RunEtcd(ctx context.Context, e *Etcd) error {
 // RunPostgres prepares the member, waiting while it cannot start, starts
 // PostgreSQL as a child and watches it: a primary labelled away, or
 // unconfirmed for its lease, is stopped and prepared again (rewound, to
-// follow). On SIGTERM or SIGINT it shuts the server down fast. It returns
-// when the server exits on its own or ctx ends.
+// follow); a replica that cannot catch up is stopped and re-cloned
+// (pgcatchup.go, pgreclone.go). On SIGTERM or SIGINT it shuts the server
+// down fast. It returns when the server exits on its own or ctx ends.
 func RunPostgres(ctx context.Context, p *Postgres, out io.Writer) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -72,7 +73,7 @@ func RunPostgres(ctx context.Context, p *Postgres, out io.Writer) error {
 	}()
 	for {
 		err := runPostgresOnce(wctx, p, out)
-		if !errors.Is(err, errDemoted) {
+		if !errors.Is(err, errDemoted) && !errors.Is(err, errReclone) {
 			return err
 		}
 	}
@@ -97,12 +98,17 @@ func runPostgresOnce(ctx context.Context, p *Postgres, out io.Writer) error {
 		go p.analyzeAfterUpgrade(ctx)
 	}
 	go p.keepCerts(ctx, s)
+	if role == StartReplica {
+		go p.watchCatchUp(ctx, s)
+	}
 	err = p.watchdog(ctx, s)
 	switch {
 	case errors.Is(err, errDemoted):
 		return err
 	case ctx.Err() != nil:
 		return s.Stop()
+	case p.rc.isPending():
+		return errReclone
 	}
 	return fmt.Errorf("postgres exited: %v", err)
 }

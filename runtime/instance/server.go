@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -24,13 +25,9 @@ type Server struct {
 // Output goes to out.
 func (p *Postgres) Start(ctx context.Context, initialised bool, out io.Writer) (*Server, error) {
 	args := []string{"-D", p.PGData}
-	keys := make([]string, 0, len(p.Settings))
-	for k := range p.Settings {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		args = append(args, "-c", k+"="+p.Settings[k])
+	settings := p.serverSettings()
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		args = append(args, "-c", k+"="+settings[k])
 	}
 	cmd := exec.Command(p.bin("postgres"), args...)
 	cmd.Stdout, cmd.Stderr = out, out

@@ -166,7 +166,7 @@ func (s *WALServer) do(ctx context.Context, req wal.Request) error {
 		path, dir := s.recovery, s.dir
 		s.mu.Unlock()
 		if path == nil {
-			return errors.New("no restore is under way")
+			return s.fetchForStandby(ctx, req)
 		}
 		if !strings.HasPrefix(filepath.Clean(req.Path), filepath.Join(dir, "pg_wal")+string(filepath.Separator)) {
 			return fmt.Errorf("fetch %s: %s is outside the pg_wal of %s", req.Name, req.Path, dir)
@@ -181,6 +181,45 @@ func (s *WALServer) do(ctx context.Context, req wal.Request) error {
 		return s.chown(req.Path)
 	}
 	return fmt.Errorf("unknown WAL operation %q", req.Op)
+}
+
+// fetchForStandby serves the restore_command of the member's own server
+// when no restore is under way: a replica of a cluster that archives WAL
+// reads the segments its primary no longer keeps from the archive of its
+// own system, into its own pg_wal. A file the archive does not hold is
+// ErrNotFound (exit 1), and PostgreSQL goes on streaming. So is an
+// archive that cannot be read or a damaged copy, logged here: an exit
+// above 125 would stop a standby's recovery, and with it a replica that
+// can still stream from its primary.
+func (s *WALServer) fetchForStandby(ctx context.Context, req wal.Request) error {
+	if s.Archive == nil {
+		return errors.New("no restore is under way and this cluster archives no WAL")
+	}
+	if !strings.HasPrefix(filepath.Clean(req.Path), filepath.Join(s.PGData, "pg_wal")+string(filepath.Separator)) {
+		return fmt.Errorf("fetch %s: %s is outside the pg_wal of %s", req.Name, req.Path, s.PGData)
+	}
+	err := s.fetchOwn(ctx, req)
+	if err == nil || errors.Is(err, backup.ErrNotFound) {
+		return err
+	}
+	s.Log.Warn("a standby's WAL fetch failed: it goes on streaming", "file", req.Name, "err", err.Error())
+	return fmt.Errorf("fetch %s for the standby: %v: %w", req.Name, err, backup.ErrNotFound)
+}
+
+// fetchOwn fetches req's file from the archive of the member's system.
+func (s *WALServer) fetchOwn(ctx context.Context, req wal.Request) error {
+	system, err := SystemIdentifier(s.PGData)
+	if err != nil {
+		return err
+	}
+	a, err := s.Archive(system)
+	if err != nil {
+		return err
+	}
+	if err := a.Fetch(ctx, req.Name, req.Path); err != nil {
+		return err
+	}
+	return s.chown(req.Path)
 }
 
 // SystemIdentifier reads the system identifier from the first field of

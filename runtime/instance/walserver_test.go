@@ -15,8 +15,9 @@ import (
 )
 
 // The WAL server archives only files of its own pg_wal under their own
-// names, fetches only during a restore and into that restore's pg_wal,
-// and answers a missing file as PostgreSQL expects.
+// names, fetches into a restore's pg_wal during a restore and into its
+// own otherwise (a standby's restore_command), and answers a missing file
+// as PostgreSQL expects.
 func TestWALServerChecksEachRequest(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -32,10 +33,14 @@ func TestWALServerChecksEachRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	seg := "000000010000000000000003"
+	damaged := "000000010000000000000005.partial"
 	if err := os.WriteFile(filepath.Join(pgdata, "pg_wal", seg), []byte("wal"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	st := &backup.FileStore{Root: t.TempDir()}
+	if _, err := st.Put(ctx, backup.WALPrefix("db", 42)+damaged+".gz", strings.NewReader("not gzip")); err != nil {
+		t.Fatal(err)
+	}
 	s := &WALServer{Socket: filepath.Join(t.TempDir(), "wal.sock"), PGData: pgdata, Log: slog.New(slog.DiscardHandler),
 		Archive: func(system uint64) (backup.WALArchive, error) {
 			return backup.WALArchive{Store: st, Cluster: "db", System: system}, nil
@@ -67,7 +72,14 @@ func TestWALServerChecksEachRequest(t *testing.T) {
 		{wal.OpPush, seg, filepath.Join(pgdata, "pg_wal", seg), 0, ""},
 		{wal.OpPush, seg, outside, wal.ExitPushFailed, "is not " + filepath.Join(pgdata, "pg_wal", seg)},
 		{wal.OpPush, "../../etc/passwd", filepath.Join(pgdata, "pg_wal", seg), wal.ExitPushFailed, "is not the name of a WAL"},
-		{wal.OpFetch, seg, filepath.Join(restoreDir, "pg_wal", "RECOVERYXLOG"), wal.ExitFailed, "no restore is under way"},
+		// No restore under way: a standby's fetch from its own system's
+		// archive, into its own pg_wal only.
+		{wal.OpFetch, seg, filepath.Join(restoreDir, "pg_wal", "RECOVERYXLOG"), wal.ExitFailed, "outside the pg_wal of " + pgdata},
+		{wal.OpFetch, seg, filepath.Join(pgdata, "pg_wal", "RECOVERYXLOG"), 0, ""},
+		{wal.OpFetch, "000000010000000000000004", filepath.Join(pgdata, "pg_wal", "RECOVERYXLOG"), wal.ExitMissing, ""},
+		{wal.OpFetch, "00000002.history", filepath.Join(pgdata, "pg_wal", "RECOVERYHISTORY"), wal.ExitMissing, ""},
+		// A damaged copy stops no standby: it goes on streaming.
+		{wal.OpFetch, damaged, filepath.Join(pgdata, "pg_wal", "RECOVERYXLOG"), wal.ExitMissing, ""},
 		{"delete", seg, outside, wal.ExitFailed, "neither push nor fetch"},
 	} {
 		code, msg := call(c.op, c.name, c.path)
@@ -97,7 +109,19 @@ func TestWALServerChecksEachRequest(t *testing.T) {
 			t.Errorf("fetch %s to %s: exit %d %q, want %d %q", c.name, c.path, code, msg, c.code, c.err)
 		}
 	}
-	if got, _ := os.ReadFile(filepath.Join(restoreDir, "pg_wal", "RECOVERYXLOG")); string(got) != "wal" {
-		t.Errorf("fetched %q", got)
+	for _, dir := range []string{restoreDir, pgdata} {
+		if got, _ := os.ReadFile(filepath.Join(dir, "pg_wal", "RECOVERYXLOG")); string(got) != "wal" {
+			t.Errorf("fetched %q into %s", got, dir)
+		}
+	}
+	// A cluster that archives no WAL gives its standbys nothing to fetch.
+	done()
+	s = &WALServer{Socket: filepath.Join(t.TempDir(), "wal.sock"), PGData: pgdata, Log: slog.New(slog.DiscardHandler)}
+	go func() { _ = s.Serve(ctx, ready) }()
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	if code, msg := call(wal.OpFetch, seg, filepath.Join(pgdata, "pg_wal", "RECOVERYXLOG")); code != wal.ExitFailed || !strings.Contains(msg, "archives no WAL") {
+		t.Errorf("fetch without an archive: exit %d %q", code, msg)
 	}
 }
