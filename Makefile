@@ -14,7 +14,7 @@ build:
 	$(GO) build -o bin/cairn ./cmd/cairn
 
 ## test: everything CI checks: formatting, vet, unit tests, a bounded fuzz run.
-test: fmt-check vet monitoring unit race fuzz
+test: fmt-check vet monitoring unit race fuzz image-test
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -194,7 +194,8 @@ $(IMG)/etcd-%.tar: .cache/bin/etcd-% $(IMGROOTS)/bookworm-base/.debs $(IMGTOOL)
 $(IMG)/%.checked: $(IMG)/%.tar
 	$(IMGTOOL) check $< > $@.tmp && cat $@.tmp && mv $@.tmp $@
 
-## image-test: the image tool's own tests (a fake tree: layout, users,
-## env, entry points, byte-identical archives from two builds).
+## image-test: the image tool's own module: vet and its tests (fake
+## roots: layout, users, env, entry points, byte-identical archives from
+## two builds); the real images are `make image`'s.
 image-test:
-	cd images/build && $(GO) test -count=1 ./...
+	cd images/build && $(GO) vet ./... && $(GO) test -count=1 ./...
