@@ -153,20 +153,27 @@ IMGROOTS := $(IMG)/roots
 ETCD_IMAGES := $(IMG)/etcd-3.7.tar $(IMG)/etcd-3.6.tar $(IMG)/etcd-3.5.tar $(IMG)/etcd-3.4.tar
 IMAGES   := $(IMG)/cairn.tar $(IMG)/postgres-15.tar $(IMG)/postgres-13.tar $(IMG)/postgres-upgrade-13-to-15.tar $(ETCD_IMAGES)
 CAIRN_SRC := $(shell git ls-files '*.go' go.mod go.sum 2>/dev/null | grep -v '^images/')
-IMGTOOL_SRC := $(wildcard images/build/*.go) images/build/go.mod images/build/go.sum renderer/options.go version/version.go
+IMGTOOL_SRC := $(wildcard images/build/*.go) images/build/go.mod images/build/go.sum renderer/options.go version/version.go planner/spec/versions.go
 
 image: $(IMAGES) $(IMAGES:.tar=.checked)
 
 # Archives made by a pattern rule are kept, not removed as intermediates.
 .SECONDARY: $(IMAGES)
 
-# go build leaves an up-to-date binary untouched, so what depends on it
-# is rebuilt only when it changes.
-$(IMGTOOL): $(IMGTOOL_SRC)
-	cd images/build && $(GO) build -o ../../$@ .
+# The binaries are replaced only when their bytes change (a stamp records
+# the build), so that an edit that builds the same binary rebuilds no
+# archive.
+$(IMGTOOL): $(IMGTOOL).stamp ;
+$(IMGTOOL).stamp: $(IMGTOOL_SRC)
+	cd images/build && $(GO) build -o ../../$(IMGTOOL).new .
+	cmp -s $(IMGTOOL).new $(IMGTOOL) && rm $(IMGTOOL).new || mv $(IMGTOOL).new $(IMGTOOL)
+	touch $@
 
-$(IMG)/bin/cairn: $(CAIRN_SRC)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ ./cmd/cairn
+$(IMG)/bin/cairn: $(IMG)/bin/cairn.stamp ;
+$(IMG)/bin/cairn.stamp: $(CAIRN_SRC)
+	mkdir -p $(@D) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(IMG)/bin/cairn.new ./cmd/cairn
+	cmp -s $(IMG)/bin/cairn.new $(IMG)/bin/cairn && rm $(IMG)/bin/cairn.new || mv $(IMG)/bin/cairn.new $(IMG)/bin/cairn
+	touch $@
 
 # A Debian root (images/build/roots.txt), fetched again when its list changes.
 $(IMGROOTS)/%/.debs: images/build/fetch-debs images/build/roots.txt | $(IMGTOOL)
