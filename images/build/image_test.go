@@ -66,7 +66,8 @@ func fakeRoots(t *testing.T) (base, pg15, pg13 string) {
 		"bin/dash*":                                      "dash",
 		"bin/busybox*":                                   "busybox",
 		"usr/lib/locale/C.utf8/LC_CTYPE":                 "ctype",
-		".debs":                                          "dash=0.5.12-2\npostgresql-15=15.4-0+deb12u1\n",
+		"usr/share/ca-certificates/mozilla/A.crt":        "cert 15",
+		".debs": "dash=0.5.12-2\npostgresql-15=15.4-0+deb12u1\n",
 	})
 	pg13 = writeTree(t, map[string]string{
 		"usr/lib/postgresql/13/bin/postgres*":       "postgres 13",
@@ -106,6 +107,7 @@ func TestImages(t *testing.T) {
 		"bin/sh":                               {mode: 0o777, link: "dash"},
 		"bin/cp":                               {mode: 0o777, link: "busybox"},
 		"etc/localtime":                        {mode: 0o777, link: "/usr/share/zoneinfo/Etc/UTC"},
+		caBundle:                               {mode: 0o644, content: "cert 15\n"},
 	}
 	cases := []struct {
 		name    string

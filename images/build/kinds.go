@@ -189,7 +189,9 @@ var busyboxCommands = []string{"cat", "cp", "ls", "ln", "mkdir", "mv", "ps", "rm
 
 // postgresTree is a PostgreSQL root laid out as the official image: the
 // programs under /usr/lib/postgresql/<major>/bin, the postgres user and
-// group 999, PGDATA and the socket directory writable by it.
+// group 999, PGDATA and the socket directory writable by it; and the CA
+// bundle, for cairn's instance manager, which runs in this image and
+// reaches object storage over TLS.
 func postgresTree(root string) (*tree, error) {
 	t := newTree()
 	if err := t.addDir(root, "", skipDebianDocs); err != nil {
@@ -199,6 +201,9 @@ func postgresTree(root string) (*tree, error) {
 	t.dir(pgDataDir, 0o777, postgresUID, postgresUID)
 	t.dir(pgSocketDir, 0o3777, postgresUID, postgresUID)
 	t.symlink("etc/localtime", "/usr/share/zoneinfo/Etc/UTC")
+	if err := addCABundle(t, root); err != nil {
+		return nil, err
+	}
 	if !t.has("bin/sh") {
 		t.symlink("bin/sh", "dash")
 	}
