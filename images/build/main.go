@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func writeImage(spec imageSpec, out string) error {
 	if err != nil {
 		return err
 	}
-	scratch, err := os.MkdirTemp(dirOf(out), ".layers-")
+	scratch, err := os.MkdirTemp(filepath.Dir(out), ".layers-")
 	if err != nil {
 		return err
 	}
@@ -93,13 +94,6 @@ func writeImage(spec imageSpec, out string) error {
 	}
 	fmt.Printf("%s: %s\n", out, spec.tag)
 	return nil
-}
-
-func dirOf(p string) string {
-	if i := strings.LastIndex(p, "/"); i >= 0 {
-		return p[:i+1]
-	}
-	return "."
 }
 
 // sourceDate is the one date every file and record of an image carries.
