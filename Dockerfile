@@ -3,6 +3,9 @@
 # instance manager from there; the runtime Deployment runs it directly.
 #
 #   docker build -t ghcr.io/cairn-dev/cairn:v0.1.0 .
+#
+# Without a Docker engine, `make image` builds the same image (and the
+# PostgreSQL, pg_upgrade and etcd ones) into .cache/images (docs/images.md).
 FROM golang:1.26.8-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./

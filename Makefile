@@ -6,7 +6,7 @@ PKGS     := ./...
 # The suites that run PostgreSQL members; unit runs them on 15, then on 13.
 PG_PKGS  := ./runtime/instance ./runtime/backup ./runtime/agent
 
-.PHONY: all build test vet fmt-check unit race fuzz bench generate clean testbin testbin-kube testbin-pg13 testbin-crds testbin-node
+.PHONY: all build test vet fmt-check unit race fuzz bench generate clean testbin testbin-kube testbin-pg13 testbin-crds testbin-node image image-test
 
 all: build
 
@@ -14,7 +14,7 @@ build:
 	$(GO) build -o bin/cairn ./cmd/cairn
 
 ## test: everything CI checks: formatting, vet, unit tests, a bounded fuzz run.
-test: fmt-check vet monitoring unit race fuzz
+test: fmt-check vet monitoring unit race fuzz image-test
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -165,3 +165,74 @@ monitoring: .cache/bin/promtool
 
 .cache/bin/promtool: .ci/promtool/go.mod .ci/promtool/go.sum
 	cd .ci/promtool && $(GO) build -ldflags '-X github.com/prometheus/common/version.Version=3.16.0' -o ../../.cache/bin/promtool github.com/prometheus/prometheus/cmd/promtool
+
+## image: OCI image archives (docker-archive: a manifest.json with
+## RepoTags, which `ctr -n k8s.io images import` and `kind load
+## image-archive` read) of cairn, PostgreSQL 13 and 15, the 13-to-15
+## pg_upgrade image and etcd 3.4-3.7, under .cache/images, tagged as the
+## renderer names them; no Docker engine. images/build is the tool
+## (go-containerregistry, a module of its own); Debian's packages come
+## through images/build/fetch-debs (a sources list of its own, apt-get
+## download, dpkg -x). Every date in an archive is SOURCE_DATE_EPOCH (0
+## when unset): the same inputs give the same bytes. Each archive is
+## checked once built (imagebuild check: unpacked, no library missing,
+## its programs run through the image's own loader). See docs/images.md.
+IMG      := .cache/images
+IMGTOOL  := $(IMG)/bin/imagebuild
+IMGROOTS := $(IMG)/roots
+ETCD_IMAGES := $(IMG)/etcd-3.7.tar $(IMG)/etcd-3.6.tar $(IMG)/etcd-3.5.tar $(IMG)/etcd-3.4.tar
+IMAGES   := $(IMG)/cairn.tar $(IMG)/postgres-15.tar $(IMG)/postgres-13.tar $(IMG)/postgres-upgrade-13-to-15.tar $(ETCD_IMAGES)
+CAIRN_SRC := $(shell git ls-files '*.go' go.mod go.sum 2>/dev/null | grep -v '^images/')
+IMGTOOL_SRC := $(wildcard images/build/*.go) images/build/go.mod images/build/go.sum renderer/options.go version/version.go planner/spec/versions.go
+
+image: $(IMAGES) $(IMAGES:.tar=.checked)
+
+# Archives made by a pattern rule are kept, not removed as intermediates.
+.SECONDARY: $(IMAGES)
+
+# The binaries are replaced only when their bytes change (a stamp records
+# the build), so that an edit that builds the same binary rebuilds no
+# archive.
+$(IMGTOOL): $(IMGTOOL).stamp ;
+$(IMGTOOL).stamp: $(IMGTOOL_SRC)
+	cd images/build && $(GO) build -o ../../$(IMGTOOL).new .
+	cmp -s $(IMGTOOL).new $(IMGTOOL) && rm $(IMGTOOL).new || mv $(IMGTOOL).new $(IMGTOOL)
+	touch $@
+
+$(IMG)/bin/cairn: $(IMG)/bin/cairn.stamp ;
+$(IMG)/bin/cairn.stamp: $(CAIRN_SRC)
+	mkdir -p $(@D) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(IMG)/bin/cairn.new ./cmd/cairn
+	cmp -s $(IMG)/bin/cairn.new $(IMG)/bin/cairn && rm $(IMG)/bin/cairn.new || mv $(IMG)/bin/cairn.new $(IMG)/bin/cairn
+	touch $@
+
+# A Debian root (images/build/roots.txt), fetched again when its list changes.
+$(IMGROOTS)/%/.debs: images/build/fetch-debs images/build/roots.txt | $(IMGTOOL)
+	IMAGEBUILD=$(IMGTOOL) images/build/fetch-debs $*
+
+$(IMG)/cairn.tar: $(IMG)/bin/cairn $(IMGROOTS)/bookworm-base/.debs $(IMGTOOL)
+	$(IMGTOOL) cairn -bin $< -base $(IMGROOTS)/bookworm-base -out $@
+
+$(IMG)/postgres-15.tar: $(IMGROOTS)/bookworm-pg15/.debs $(IMGTOOL)
+	$(IMGTOOL) postgres -root $(<D) -out $@
+
+$(IMG)/postgres-13.tar: $(IMGROOTS)/bullseye-pg13/.debs $(IMGTOOL)
+	$(IMGTOOL) postgres -root $(<D) -out $@
+
+$(IMG)/postgres-upgrade-13-to-15.tar: $(IMGROOTS)/bullseye-pg13/.debs $(IMGROOTS)/bookworm-pg15/.debs $(IMGTOOL)
+	$(IMGTOOL) postgres-upgrade -from $(IMGROOTS)/bullseye-pg13 -to $(IMGROOTS)/bookworm-pg15 -out $@
+
+# etcd-<minor>.tar carries the binary `make testbin` built or fetched.
+$(IMG)/etcd-3.7.tar: .cache/bin/etcd $(IMGROOTS)/bookworm-base/.debs $(IMGTOOL)
+	$(IMGTOOL) etcd -bin $< -base $(IMGROOTS)/bookworm-base -out $@
+
+$(IMG)/etcd-%.tar: .cache/bin/etcd-% $(IMGROOTS)/bookworm-base/.debs $(IMGTOOL)
+	$(IMGTOOL) etcd -bin $< -base $(IMGROOTS)/bookworm-base -out $@
+
+$(IMG)/%.checked: $(IMG)/%.tar
+	$(IMGTOOL) check $< > $@.tmp && cat $@.tmp && mv $@.tmp $@
+
+## image-test: the image tool's own module: vet and its tests (fake
+## roots: layout, users, env, entry points, byte-identical archives from
+## two builds); the real images are `make image`'s.
+image-test:
+	cd images/build && $(GO) vet ./... && $(GO) test -count=1 ./...

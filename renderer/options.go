@@ -35,7 +35,7 @@ type Options struct {
 var DefaultOptions = Options{
 	EtcdRepository:            "quay.io/coreos/etcd",
 	PostgresRepository:        "docker.io/library/postgres",
-	PostgresUpgradeRepository: "ghcr.io/cairn-dev/postgres-upgrade", // images/postgres-upgrade
+	PostgresUpgradeRepository: "ghcr.io/cairn-dev/postgres-upgrade", // make image (docs/images.md)
 	CairnImage:                "ghcr.io/cairn-dev/cairn:" + version.Release,
 }
 
