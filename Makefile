@@ -23,7 +23,7 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-unit: testbin testbin-kube testbin-pg13 testbin-crds testbin-node
+unit: testbin testbin-kube testbin-pg13 testbin-crds testbin-node image
 	$(GO) test -count=1 -timeout 40m $(PKGS)
 	@echo "unit: the PostgreSQL suites again, on PostgreSQL 13"
 	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin $(GO) test -count=1 -timeout 40m $(PG_PKGS)
@@ -181,9 +181,9 @@ IMG      := .cache/images
 IMGTOOL  := $(IMG)/bin/imagebuild
 IMGROOTS := $(IMG)/roots
 ETCD_IMAGES := $(IMG)/etcd-3.7.tar $(IMG)/etcd-3.6.tar $(IMG)/etcd-3.5.tar $(IMG)/etcd-3.4.tar
-IMAGES   := $(IMG)/cairn.tar $(IMG)/postgres-15.tar $(IMG)/postgres-13.tar $(IMG)/postgres-upgrade-13-to-15.tar $(ETCD_IMAGES)
+IMAGES   := $(IMG)/cairn.tar $(IMG)/postgres-15.tar $(IMG)/postgres-13.tar $(IMG)/postgres-upgrade-13-to-15.tar $(ETCD_IMAGES) $(IMG)/pause.tar
 CAIRN_SRC := $(shell git ls-files '*.go' go.mod go.sum 2>/dev/null | grep -v '^images/')
-IMGTOOL_SRC := $(wildcard images/build/*.go) images/build/go.mod images/build/go.sum renderer/options.go version/version.go planner/spec/versions.go
+IMGTOOL_SRC := $(wildcard images/build/*.go) images/build/go.mod images/build/go.sum renderer/options.go version/version.go planner/spec/versions.go testbed/sandbox/sandbox.go
 
 image: $(IMAGES) $(IMAGES:.tar=.checked)
 
@@ -227,6 +227,13 @@ $(IMG)/etcd-3.7.tar: .cache/bin/etcd $(IMGROOTS)/bookworm-base/.debs $(IMGTOOL)
 
 $(IMG)/etcd-%.tar: .cache/bin/etcd-% $(IMGROOTS)/bookworm-base/.debs $(IMGTOOL)
 	$(IMGTOOL) etcd -bin $< -base $(IMGROOTS)/bookworm-base -out $@
+
+# The test node's pod sandbox (testbed/kubenode), cairn's own pause.
+$(IMG)/bin/pause: images/build/pause/main.go
+	mkdir -p $(@D) && cd images/build && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o ../../$@ ./pause
+
+$(IMG)/pause.tar: $(IMG)/bin/pause $(IMGTOOL)
+	$(IMGTOOL) pause -bin $< -out $@
 
 $(IMG)/%.checked: $(IMG)/%.tar
 	$(IMGTOOL) check $< > $@.tmp && cat $@.tmp && mv $@.tmp $@

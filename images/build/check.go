@@ -24,6 +24,7 @@ import (
 // prints its version.
 var checkedPrograms = []struct{ glob, arg string }{
 	{"cairn", "version"},
+	{"pause", "--version"},
 	{"usr/local/bin/etcd", "--version"},
 	{"usr/lib/postgresql/*/bin/postgres", "--version"},
 	{"usr/lib/postgresql/*/bin/pg_upgrade", "--version"},

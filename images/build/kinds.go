@@ -12,7 +12,23 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/cairn-dev/cairn/renderer"
+	"github.com/cairn-dev/cairn/testbed/sandbox"
 )
+
+// pauseImage is the test node's pod sandbox: the static pause binary
+// alone, run as nobody.
+func pauseImage(bin string) (imageSpec, error) {
+	t := newTree()
+	if err := t.addPath(bin, "pause"); err != nil {
+		return imageSpec{}, err
+	}
+	t.entries["pause"].mode = 0o755
+	return imageSpec{
+		tag:    sandbox.Image,
+		layers: []*tree{t},
+		config: v1.Config{Entrypoint: []string{"/pause"}, User: "65535:65535"},
+	}, nil
+}
 
 // The users of the images: the postgres user of the official postgres
 // images, and distroless's nonroot, which the renderer runs cairn's

@@ -26,6 +26,7 @@ const usage = `usage:
   imagebuild etcd -bin FILE -base ROOT -out TAR
   imagebuild postgres -root ROOT -out TAR
   imagebuild postgres-upgrade -from ROOT -to ROOT -out TAR
+  imagebuild pause -bin FILE -out TAR              the test node's pod sandbox
   imagebuild check TAR...`
 
 func run(ctx context.Context, args []string) error {
@@ -73,6 +74,8 @@ func buildSpec(ctx context.Context, kind, bin, base, root, from, to string) (ima
 		return postgresImage(root)
 	case "postgres-upgrade":
 		return upgradeImage(from, to)
+	case "pause":
+		return pauseImage(bin)
 	}
 	return imageSpec{}, fmt.Errorf("unknown image %q\n%s", kind, usage)
 }

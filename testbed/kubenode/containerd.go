@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/testbed/sandbox"
 )
 
 // SandboxImage is the pause image every pod's sandbox runs; make image
-// builds it (images/pause).
-const SandboxImage = "registry.k8s.io/pause:3.10"
+// builds it (images/build/pause).
+const SandboxImage = sandbox.Image
 
 // containerdConfig is containerd's configuration for the node: its own
 // root, state and socket; the CRI plugin with the node's bridge CNI, the
