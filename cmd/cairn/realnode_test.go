@@ -16,8 +16,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 	"github.com/cairn-dev/cairn/renderer"
 	"github.com/cairn-dev/cairn/runtime/certs"
@@ -183,10 +185,11 @@ const smallEtcd = "resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memo
 
 // Walkthrough 1 on a real node: the etcd cluster cairn renders runs in
 // containers (cairn's instance manager installed by its init container,
-// etcd from its image, cairn's runtime as its Deployment's pod, volumes
+// etcd from its image, cairn's runtime as its Deployment's pods, volumes
 // from the node's provisioner, peers finding each other through the
 // headless Service's DNS names), real Flux applies every merged step, and
-// the plan goes create -> 3 voters -> 5 -> a pod deleted and back -> 3.
+// the plan goes create -> 3 voters -> 5 -> a pod deleted and back -> 3,
+// with a client writing throughout.
 func TestRealNodeEtcdWalkthrough(t *testing.T) {
 	const demo = "demo"
 	start := time.Now()
@@ -196,5 +199,70 @@ func TestRealNodeEtcdWalkthrough(t *testing.T) {
 	if strings.Join(steps, ",") != "create,seal-bootstrap" {
 		t.Fatalf("create: steps %v", steps)
 	}
-	t.Logf("created in %.1fs; from each merge to the next pull request: %s", time.Since(start).Seconds(), strings.Join(l.timings, ", "))
+	created := time.Since(start)
+	cli, _, err := l.nodeEtcdClient(demo, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	w := startWriter(l.ctx, cli)
+
+	l.editSpec(etcdSpec(demo, 5, smallEtcd))
+	if steps := l.converge(demo, nil); strings.Join(steps, ",") != "etcd-add-3,etcd-add-4" {
+		t.Fatalf("3 -> 5: steps %v", steps)
+	}
+	testbed.Eventually(t, "5 healthy voters", l.nodeVoters(demo, 5))
+
+	// A member's pod deleted: the StatefulSet makes it again on its
+	// volume, it rejoins, and no pull request opens meanwhile.
+	c := l.cp.Client(t)
+	old, err := c.CoreV1().Pods(l.ns).Get(l.ctx, demo+"-2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	if err := c.CoreV1().Pods(l.ns).Delete(l.ctx, demo+"-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, "the deleted pod back as a healthy voter", func() error {
+		if o := l.pass()[demo]; o.Action == publish.ActionOpened {
+			t.Fatalf("a pull request while a pod came back: %+v", o)
+		}
+		p, err := c.CoreV1().Pods(l.ns).Get(l.ctx, demo+"-2", metav1.GetOptions{})
+		if err != nil || p.UID == old.UID {
+			return fmt.Errorf("not made again yet: %v", err)
+		}
+		return l.nodeVoters(demo, 5)()
+	})
+	healed := time.Since(deleted)
+
+	l.editSpec(etcdSpec(demo, 3, smallEtcd))
+	steps = l.converge(demo, nil)
+	testbed.Eventually(t, "3 healthy voters at the end", l.nodeVoters(demo, 3))
+	acked, failed, outage := w.stop()
+	l.noDrift("at the end")
+
+	// Every acknowledged write is there.
+	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "w-", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		have[string(kv.Key)] = true
+	}
+	lost := 0
+	for _, k := range acked {
+		if !have[k] {
+			lost++
+		}
+	}
+	if lost > 0 || len(acked) == 0 {
+		t.Fatalf("%d of %d acknowledged writes lost", lost, len(acked))
+	}
+	t.Logf("5 -> 3: steps %v", steps)
+	t.Logf("created in %.1fs; pod deleted to healthy voter again %.1fs; wall time %.1fs; %d writes acknowledged, %d lost, %d failed, longest outage %s; from each merge (or spec push) to the next pull request: %s",
+		created.Seconds(), healed.Seconds(), time.Since(start).Seconds(), len(acked), lost, failed, outage, strings.Join(l.timings, ", "))
 }
