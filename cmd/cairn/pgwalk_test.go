@@ -41,9 +41,10 @@ spec:
 `, name, version, instances)}
 }
 
-// roles are the pods' role labels, by pod, and whether each is ready.
+// roles are the members' role labels, by pod, and whether each is ready
+// (the runtime's pods, on a real node, are not members).
 func (l *loop) roles(cluster string) (map[string]string, error) {
-	pods, err := l.cp.Client(l.t).CoreV1().Pods(l.ns).List(l.ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + cluster})
+	pods, err := l.cp.Client(l.t).CoreV1().Pods(l.ns).List(l.ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=database,app.kubernetes.io/instance=" + cluster})
 	if err != nil {
 		return nil, err
 	}

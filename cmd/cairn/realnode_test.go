@@ -9,16 +9,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fluxcd/pkg/gittestserver"
+	"github.com/jackc/pgx/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 	"github.com/cairn-dev/cairn/renderer"
@@ -265,4 +268,226 @@ func TestRealNodeEtcdWalkthrough(t *testing.T) {
 	t.Logf("5 -> 3: steps %v", steps)
 	t.Logf("created in %.1fs; pod deleted to healthy voter again %.1fs; wall time %.1fs; %d writes acknowledged, %d lost, %d failed, longest outage %s; from each merge (or spec push) to the next pull request: %s",
 		created.Seconds(), healed.Seconds(), time.Since(start).Seconds(), len(acked), lost, failed, outage, strings.Join(l.timings, ", "))
+}
+
+// smallPostgres are resources that let three members and the runtime
+// share the test node's two cores.
+const smallPostgres = "  resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 1Gi}}\n"
+
+// pgWriter inserts a row every 20 ms through the cluster's -rw Service,
+// as an application does, connecting again after each failure, and keeps
+// the ids PostgreSQL acknowledged.
+type pgWriter struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	acked  []int
+	failed int
+	outage time.Duration
+	last   atomic.Pointer[error]
+}
+
+// rwConfig connects to the cluster's -rw Service as an application in
+// the cluster does: its DNS name looked up in the cluster's DNS, TLS
+// verified against the cluster's CA and that name, and the superuser's
+// client certificate (pg_hba admits the superuser over the network only
+// with one).
+func (l *loop) rwConfig(cluster string) *pgx.ConnConfig {
+	c := l.cp.Client(l.t)
+	m, err := (&certs.Files{Client: c, Namespace: l.ns, Cluster: cluster}).Material(l.ctx)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	name := contract.PrimaryService(cluster) + "." + l.ns + ".svc"
+	tc, err := m.ClientConfig(name)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://postgres@%s:5432/postgres?connect_timeout=2", name))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cfg.TLSConfig, cfg.Fallbacks = tc, nil
+	cfg.LookupFunc = l.node.PodLookup(l.ns)
+	cfg.DialFunc = (&net.Dialer{Timeout: 2 * time.Second}).DialContext
+	return cfg
+}
+
+func (l *loop) startPgWriter(cluster string) *pgWriter {
+	cfg := l.rwConfig(cluster)
+	ctx, cancel := context.WithCancel(l.ctx)
+	w := &pgWriter{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		var conn *pgx.Conn
+		var since time.Time
+		for id := 1; ctx.Err() == nil; id++ {
+			err := func() error {
+				wctx, c := context.WithTimeout(ctx, 2*time.Second)
+				defer c()
+				if conn == nil {
+					var err error
+					if conn, err = pgx.ConnectConfig(wctx, cfg); err != nil {
+						return err
+					}
+					if _, err := conn.Exec(wctx, "CREATE TABLE IF NOT EXISTS writes (id int primary key)"); err != nil {
+						return err
+					}
+				}
+				_, err := conn.Exec(wctx, "INSERT INTO writes VALUES ($1)", id)
+				return err
+			}()
+			switch {
+			case err == nil:
+				w.acked = append(w.acked, id)
+				if !since.IsZero() {
+					w.outage = max(w.outage, time.Since(since))
+					since = time.Time{}
+				}
+			case ctx.Err() == nil:
+				w.failed++
+				w.last.Store(&err)
+				if since.IsZero() {
+					since = time.Now()
+				}
+				if conn != nil {
+					conn.Close(context.Background())
+					conn = nil
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	return w
+}
+
+func (w *pgWriter) lastErr() error {
+	if e := w.last.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// stop stops the writer and counts the acknowledged rows the cluster no
+// longer has, read through the -rw Service.
+func (w *pgWriter) stop(l *loop, cluster string) (acked, lost int) {
+	w.cancel()
+	<-w.done
+	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, l.rwConfig(cluster))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	have := map[int]bool{}
+	rows, err := conn.Query(ctx, "SELECT id FROM writes")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int
+		if err := rows.Scan(&id); err != nil {
+			l.t.Fatal(err)
+		}
+		have[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		l.t.Fatal(err)
+	}
+	for _, id := range w.acked {
+		if !have[id] {
+			lost++
+		}
+	}
+	return len(w.acked), lost
+}
+
+// Walkthrough 3 on a real node: PostgreSQL members in containers of the
+// postgres image make, cairn's runtime as its Deployment's pods, real
+// Flux applying each step, and a client writing through the -rw Service.
+// The primary's container is killed once: the kubelet starts it again
+// and it comes back as the primary (a crash the runtime rides out). Then
+// it is killed each time it comes back, as a primary in a crash loop: the
+// runtime fails over on its own, with no pull request, the -rw Service
+// follows the new primary, and once the kills stop the old primary comes
+// back as a replica.
+func TestRealNodePostgresWalkthrough(t *testing.T) {
+	const shop = "shop"
+	start := time.Now()
+	spec := pgSpecAt(shop, 3, "15.20")
+	spec["clusters/shop.yaml"] += smallPostgres
+	l := newNodeLoop(t, spec, []string{shop}, "postgres-15")
+	l.pgSecrets(shop)
+	steps := l.converge(shop, nil)
+	var primary string
+	testbed.Eventually(t, "a primary and two replicas", func() (err error) { primary, err = l.primaryOf(shop, 3); return err })
+	created := time.Since(start)
+	w := l.startPgWriter(shop)
+	time.Sleep(2 * time.Second)
+
+	// One crash: the container is back before a failover is due.
+	l.node.KillContainer(t, l.ns, primary, "postgres")
+	crashed := len(w.acked)
+	testbed.Eventually(t, "writes again after one crash", func() error {
+		if len(w.acked) < crashed+10 {
+			return fmt.Errorf("%d writes since the crash (%d before it); last error: %v", len(w.acked)-crashed, crashed, w.lastErr())
+		}
+		return nil
+	})
+	crashOutage := w.outage
+
+	// A crash loop: the runtime fails over.
+	killed := time.Now()
+	var next string
+	kills := 0
+	testbed.Eventually(t, "a new primary behind -rw", func() error {
+		if next == "" && l.node.KillContainer(t, l.ns, primary, "postgres") {
+			kills++
+		}
+		if o := l.pass()[shop]; o.Action == publish.ActionOpened {
+			t.Fatalf("a pull request during the failover: %+v", o)
+		}
+		roles, err := l.roles(shop)
+		if err != nil {
+			return err
+		}
+		for pod, role := range roles {
+			if role == "primary" && pod != primary {
+				next = pod
+			}
+		}
+		if next == "" {
+			return fmt.Errorf("roles %v", roles)
+		}
+		if n := len(w.acked); n == 0 || time.Since(killed) < time.Second {
+			return fmt.Errorf("no write yet")
+		}
+		return nil
+	})
+	failoverOutage := w.outage
+	took := time.Since(killed)
+	testbed.Eventually(t, "the old primary back as a replica", func() error {
+		if o := l.pass()[shop]; o.Action == publish.ActionOpened {
+			t.Fatalf("a pull request after the failover: %+v", o)
+		}
+		p, err := l.primaryOf(shop, 3)
+		if err == nil && p != next {
+			err = fmt.Errorf("primary %s, want %s", p, next)
+		}
+		return err
+	})
+	time.Sleep(2 * time.Second)
+	acked, lost := w.stop(l, shop)
+	if o := l.pass()[shop]; o.Status != plan.StatusConverged || len(l.openOf(shop)) != 0 {
+		t.Fatalf("after the failover: %+v", o)
+	}
+	l.noDrift("after the failover")
+	if acked == 0 {
+		t.Fatal("no write was acknowledged")
+	}
+	t.Logf("steps %v; created in %.1fs; one crash: longest write outage %s; crash loop (%d kills): failover from %s to %s %.1fs from the first kill to the new primary labelled, longest write outage %s; %d writes acknowledged through -rw, %d lost, %d failed; from each merge to the next pull request: %s",
+		steps, created.Seconds(), crashOutage, kills, primary, next, took.Seconds(), failoverOutage, acked, lost, w.failed, strings.Join(l.timings, ", "))
 }

@@ -2,13 +2,17 @@ package kubenode
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/testbed/sandbox"
 )
@@ -116,3 +120,35 @@ func (c *Cluster) importImage(t testing.TB, archive string) {
 // ImportImage imports another image archive of .cache/images into the
 // running node.
 func (c *Cluster) ImportImage(t testing.TB, name string) { c.importImage(t, Image(t, name)) }
+
+// KillContainer kills a pod's container with SIGKILL through containerd,
+// as the kernel's OOM killer or a crash would: the kubelet sees it exit
+// and starts it again (after a back-off that grows with each crash). It
+// reports whether the container was running to be killed.
+func (c *Cluster) KillContainer(t testing.TB, namespace, pod, container string) bool {
+	t.Helper()
+	p, err := c.Client(t).CoreV1().Pods(namespace).Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name != container {
+			continue
+		}
+		id, ok := strings.CutPrefix(s.ContainerID, "containerd://")
+		if !ok || s.State.Running == nil {
+			return false
+		}
+		out, err := exec.Command("ctr", "--address", c.containerd, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id).CombinedOutput()
+		if err != nil {
+			// It ended between the API's word and the kill.
+			if strings.Contains(string(out), "not found") || strings.Contains(string(out), "process already finished") {
+				return false
+			}
+			t.Fatalf("kill %s of %s/%s: %v: %s", container, namespace, pod, err, bytes.TrimSpace(out))
+		}
+		return true
+	}
+	t.Fatalf("pod %s/%s has no container %s", namespace, pod, container)
+	return false
+}

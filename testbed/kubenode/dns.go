@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,4 +92,36 @@ func (c *Cluster) Resolver() *net.Resolver {
 		var d net.Dialer
 		return d.DialContext(ctx, network, net.JoinHostPort(c.DNSIP, "53"))
 	}}
+}
+
+// PodLookup looks names up as a pod of namespace does: the cluster DNS
+// with the search path the kubelet writes into its resolv.conf
+// (<namespace>.svc.cluster.local, svc.cluster.local, cluster.local, at
+// ndots 5), so that "shop-rw" or "shop-rw.gitops.svc" resolve as they do
+// in the cluster.
+func (c *Cluster) PodLookup(namespace string) func(ctx context.Context, host string) ([]string, error) {
+	r := c.Resolver()
+	search := []string{namespace + ".svc.cluster.local", "svc.cluster.local", "cluster.local"}
+	return func(ctx context.Context, host string) ([]string, error) {
+		if net.ParseIP(host) != nil {
+			return []string{host}, nil
+		}
+		names := []string{host}
+		if strings.Count(host, ".") < 5 && !strings.HasSuffix(host, ".") {
+			names = names[:0]
+			for _, s := range search {
+				names = append(names, host+"."+s)
+			}
+			names = append(names, host)
+		}
+		var last error
+		for _, n := range names {
+			addrs, err := r.LookupHost(ctx, n)
+			if err == nil && len(addrs) > 0 {
+				return addrs, nil
+			}
+			last = err
+		}
+		return nil, fmt.Errorf("look up %s as a pod of %s would: %w", host, namespace, last)
+	}
 }
