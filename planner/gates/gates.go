@@ -120,6 +120,8 @@ func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool,
 		return backupFresh(obs, g, now)
 	case plan.GateBackupConfigured:
 		return backupConfigured(c, obs)
+	case plan.GateUpgradeChecked:
+		return upgradeChecked(obs, g.Version)
 	case plan.GateMaintenanceWindow:
 		return windowOpen(c, now)
 	case plan.GateMemberRestarted:
