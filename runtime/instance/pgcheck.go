@@ -131,7 +131,8 @@ func (c *PgUpgradeCheck) recoverCopy(ctx context.Context, pg *Postgres, dir stri
 	if err := pg.linkConfigIn(dir); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, pg.bin("postgres"), "--single", "-D", dir, "-c", "archive_mode=off", "-c", "ssl=off", contract.PostgresDatabase)
+	args := append([]string{"--single", "-D", dir}, scratchSettings...)
+	cmd := exec.CommandContext(ctx, pg.bin("postgres"), append(args, contract.PostgresDatabase)...)
 	cmd.Env = childEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.Credential}
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -143,14 +144,18 @@ func (c *PgUpgradeCheck) recoverCopy(ctx context.Context, pg *Postgres, dir stri
 	return nil
 }
 
+// scratchSettings start the copies: no certificates in the Job (as in
+// the offline step), nothing archived into the cluster's archive, and
+// shared memory held small whatever the cluster's config asks, so the
+// Job's memory stays bounded.
+var scratchSettings = []string{"-c", "ssl=off", "-c", "archive_mode=off", "-c", "shared_buffers=128MB", "-c", "huge_pages=off"}
+
 // pgUpgradeCheck runs the new major's pg_upgrade --check on the pair, in
 // Work (its socket and log folder), and returns what it printed.
 func (c *PgUpgradeCheck) pgUpgradeCheck(ctx context.Context, old, next string) (string, error) {
 	args := []string{"--check", "--old-bindir", c.OldBin, "--new-bindir", c.NewBin,
 		"--old-datadir", old, "--new-datadir", next, "--username", Superuser,
-		// As in the offline step: no certificates in the Job, and the
-		// copy archives nothing into the cluster's archive.
-		"--old-options", "-c ssl=off -c archive_mode=off", "--new-options", "-c ssl=off -c archive_mode=off"}
+		"--old-options", strings.Join(scratchSettings, " "), "--new-options", strings.Join(scratchSettings, " ")}
 	cmd := exec.CommandContext(ctx, filepath.Join(c.NewBin, "pg_upgrade"), args...)
 	cmd.Dir = c.Work
 	cmd.Env = childEnv()
