@@ -26,7 +26,7 @@ func upgradeChecked(obs *live.Cluster, to string) (bool, string) {
 	case u.From != from.Major || u.To != want.Major:
 		return false, fmt.Sprintf("the pre-flight check Job checks the upgrade from %d to %d, not from %d to %d", u.From, u.To, from.Major, want.Major)
 	case u.Result == live.UpgradeCheckFailed:
-		return false, "pg_upgrade --check refused the upgrade; fix what it names, take a new backup, and delete the failed Job so it runs again: " + u.Reason
+		return false, "the check failed; fix what it names, take a new backup, and delete the failed Job so it runs again: " + u.Reason
 	case u.Result != live.UpgradeCheckPassed:
 		return false, fmt.Sprintf("the pre-flight check of the upgrade from %d to %d is still running", from.Major, want.Major)
 	}

@@ -27,7 +27,7 @@ func TestUpgradeCheckedGate(t *testing.T) {
 		{"no Job", nil, false, "no pre-flight check of the upgrade from 13 to 15 has run"},
 		{"still running", &live.UpgradeCheck{From: 13, To: 15}, false, "still running"},
 		{"refused", &live.UpgradeCheck{From: 13, To: 15, Result: live.UpgradeCheckFailed, Reason: "Checking for reg* data types in user tables fatal"},
-			false, "refused the upgrade; fix what it names, take a new backup, and delete the failed Job so it runs again: Checking for reg* data types"},
+			false, "the check failed; fix what it names, take a new backup, and delete the failed Job so it runs again: Checking for reg* data types"},
 		{"another target", &live.UpgradeCheck{From: 13, To: 14, Result: live.UpgradeCheckPassed}, false, "checks the upgrade from 13 to 14, not from 13 to 15"},
 		{"another source", &live.UpgradeCheck{From: 12, To: 15, Result: live.UpgradeCheckPassed}, false, "not from 13 to 15"},
 	}
