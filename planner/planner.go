@@ -159,7 +159,7 @@ func observedUpgradeCheck(u *live.UpgradeCheck) *plan.UpgradeCheckJob {
 	if u == nil {
 		return nil
 	}
-	return &plan.UpgradeCheckJob{From: u.From, To: u.To, StorageLocation: u.StorageLocation, Images: u.Images}
+	return &plan.UpgradeCheckJob{From: u.From, To: u.To, StorageLocation: u.StorageLocation, Scratch: u.Scratch, Images: u.Images}
 }
 
 func observedCompaction(c *live.Compaction) *plan.CompactionSettings {

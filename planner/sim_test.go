@@ -158,7 +158,7 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		u := p.PostgresUpgradeCheck
 		from, _ := spec.ParseRelease(u.From, 2)
 		to, _ := spec.ParseRelease(u.To, 2)
-		out.UpgradeCheck = &live.UpgradeCheck{From: from.Major, To: to.Major, StorageLocation: u.StorageLocation, Result: live.UpgradeCheckPassed}
+		out.UpgradeCheck = &live.UpgradeCheck{From: from.Major, To: to.Major, StorageLocation: u.StorageLocation, Scratch: out.Storage, Result: live.UpgradeCheckPassed}
 	case plan.PostgresMajorUpgrade:
 		out.UpgradeCheck = nil // the step's overlay removes the Job
 		sts := out.StatefulSet

@@ -57,7 +57,7 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 	}
 	objs = append(objs, memberObjects(n, s.TLS)...)
 	if u := s.UpgradeCheck; u != nil {
-		job, err := pgUpgradeCheckJob(n, *u, s.Storage, o)
+		job, err := pgUpgradeCheckJob(n, *u, o)
 		if err != nil {
 			return nil, err
 		}

@@ -172,7 +172,7 @@ var renderCases = []renderCase{
 	// step renders it as it runs until the upgrade's step removes it.
 	{"pg-upgrade-check", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "pg-upgrade-check-15.4"},
 	{"pg-major-upgrade-checked", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""),
-		pgLiveYAML(3, "14.5", 0, "upgradeCheck: {from: 14, to: 15, storageLocation: \"s3://bkp/pg\", result: passed}\n"), "pg-major-upgrade-15.4"},
+		pgLiveYAML(3, "14.5", 0, "upgradeCheck: {from: 14, to: 15, storageLocation: \"s3://bkp/pg\", scratch: 10Gi, result: passed}\n"), "pg-major-upgrade-15.4"},
 	{"pg-sync-standbys", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  synchronousStandbys: 1"), pgLiveYAML(3, "14.5", 0, ""), "sync-standbys-1"},
 	{"pg-expand-storage", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "20Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "expand-storage-20gi"},
 	{"pg-configure-backup", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), strings.Replace(pgLiveYAML(3, "14.5", 0, ""), "0 2 * * *", "0 4 * * *", 1), "configure-backup"},

@@ -183,7 +183,7 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 		if err != nil {
 			return cur, fmt.Errorf("step %s: %w", s.ID, err)
 		}
-		next.UpgradeCheck = &plan.UpgradeCheckJob{From: from.Major, To: to.Major, StorageLocation: u.StorageLocation}
+		next.UpgradeCheck = &plan.UpgradeCheckJob{From: from.Major, To: to.Major, StorageLocation: u.StorageLocation, Scratch: cur.Storage}
 	case plan.PostgresSynchronousStandbys:
 		next.Sync = p.PostgresSynchronousStandbys.To
 	case plan.RestartMember:

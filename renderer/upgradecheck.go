@@ -30,28 +30,38 @@ const (
 // runs `cairn instance pg-upgrade-check` in the upgrade's pg_upgrade
 // image, with cairn's binary copied in as the members' pods do. It
 // restores the newest base backup (with the backup store's credentials,
-// as a restore does) into its scratch volume, sized as a member's
-// volume, and never reaches a member. It is tried once (backoffLimit
+// as a restore does) into its scratch volume, sized as a member's volume
+// when the step rendered it, and never reaches a member. It is tried once (backoffLimit
 // 0): a refusal is an answer, not a fault to retry. It has no TTL: the
 // manifests hold it, so Argo CD or Flux would create it anew the moment
 // Kubernetes removed it; the major upgrade's step removes it instead.
 // Its pod carries none of the members' selector labels.
-func pgUpgradeCheckJob(n names, u plan.UpgradeCheckJob, storage string, o Options) (Object, error) {
+//
+// Its pod template is rendered from u alone and cairn's own labels (not
+// the spec's): a Job's template cannot change, so a later step that
+// renders it again must render it as it runs.
+func pgUpgradeCheckJob(n names, u plan.UpgradeCheckJob, o Options) (Object, error) {
 	name := contract.PGUpgradeCheckJob(n.cluster, u.From, u.To)
-	size, err := resource.ParseQuantity(storage)
-	if err != nil {
-		return Object{}, fmt.Errorf("upgrade check scratch volume: %w", err)
+	// Observed without a size (not as cairn renders it), it stays so.
+	var size *resource.Quantity
+	if u.Scratch != "" {
+		q, err := resource.ParseQuantity(u.Scratch)
+		if err != nil {
+			return Object{}, fmt.Errorf("upgrade check scratch volume: %w", err)
+		}
+		size = &q
+	}
+	podLabels := map[string]string{
+		contract.LabelName: contract.AppUpgradeCheck, contract.LabelInstance: n.cluster,
+		contract.LabelComponent: contract.ComponentUpgradeCheck, contract.LabelManagedBy: contract.ManagedByCairn,
+		contract.LabelUpgradeFrom: strconv.Itoa(u.From), contract.LabelUpgradeTo: strconv.Itoa(u.To),
 	}
 	labels := maps.Clone(n.labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	maps.Copy(labels, map[string]string{
-		contract.LabelName: contract.AppUpgradeCheck, contract.LabelInstance: n.cluster,
-		contract.LabelComponent: contract.ComponentUpgradeCheck, contract.LabelManagedBy: contract.ManagedByCairn,
-		contract.LabelUpgradeFrom: strconv.Itoa(u.From), contract.LabelUpgradeTo: strconv.Itoa(u.To),
-	})
-	scratch := writableDir{"scratch", contract.PGUpgradeCheckWorkDir}
+	maps.Copy(labels, podLabels)
+	scratch := writableDir{contract.PGUpgradeCheckScratchVolume, contract.PGUpgradeCheckWorkDir}
 	sc := restricted()
 	sc.ReadOnlyRootFilesystem = ptr(true)
 	check := corev1.Container{
@@ -83,7 +93,7 @@ func pgUpgradeCheckJob(n names, u plan.UpgradeCheckJob, storage string, o Option
 			BackoffLimit:          ptr(int32(0)),
 			ActiveDeadlineSeconds: ptr(int64(upgradeCheckDeadline)),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					InitContainers:               []corev1.Container{install},
@@ -94,7 +104,7 @@ func pgUpgradeCheckJob(n names, u plan.UpgradeCheckJob, storage string, o Option
 						{Name: "cairn-bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 						{Name: "postgres-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 							LocalObjectReference: corev1.LocalObjectReference{Name: contract.PostgresConfig(n.cluster)}}}},
-						{Name: scratch.volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &size}}},
+						{Name: scratch.volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: size}}},
 						{Name: tmpDir.volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 						{Name: pgSocketDir.volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 					},

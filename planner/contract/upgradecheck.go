@@ -27,9 +27,11 @@ const (
 	LabelUpgradeFrom        = LabelPrefix + "upgrade-from"
 	LabelUpgradeTo          = LabelPrefix + "upgrade-to"
 	PGUpgradeCheckContainer = "pg-upgrade-check"
-	// PGUpgradeCheckWorkDir is the Job's scratch emptyDir: the restored
-	// copy and the new major's scratch cluster.
-	PGUpgradeCheckWorkDir = "/scratch"
+	// PGUpgradeCheckWorkDir is where the Job's scratch emptyDir
+	// (PGUpgradeCheckScratchVolume) is mounted: the restored copy and the
+	// new major's scratch cluster.
+	PGUpgradeCheckWorkDir       = "/scratch"
+	PGUpgradeCheckScratchVolume = "scratch"
 )
 
 // TerminationMessageMax is how much of a container's termination message

@@ -192,6 +192,9 @@ func (c *checker) upgradeCheck(u *UpgradeCheck, path string) {
 	if u.Result != "" && u.Result != UpgradeCheckPassed && u.Result != UpgradeCheckFailed {
 		c.fail(path+".result", "must be %s, %s or empty, got %s", UpgradeCheckPassed, UpgradeCheckFailed, strictyaml.Quote(u.Result))
 	}
+	if _, err := resource.ParseQuantity(u.Scratch); u.Scratch != "" && err != nil {
+		c.fail(path+".scratch", "must be a Kubernetes quantity such as 100Gi, got %s", strictyaml.Quote(u.Scratch))
+	}
 	if len(u.Reason) > contract.TerminationMessageMax {
 		c.fail(path+".reason", "is %d bytes; at most %d", len(u.Reason), contract.TerminationMessageMax)
 	}

@@ -121,11 +121,13 @@ const (
 // it.
 type UpgradeCheck struct {
 	// From and To are the majors it checks (its contract.LabelUpgrade*
-	// labels); StorageLocation the backup location it reads, and Images
-	// its containers' images, as rendered.
+	// labels); StorageLocation the backup location it reads, Scratch
+	// its scratch volume's size and Images its containers' images, as
+	// rendered.
 	From            int               `json:"from"`
 	To              int               `json:"to"`
 	StorageLocation string            `json:"storageLocation,omitempty"`
+	Scratch         string            `json:"scratch,omitempty"`
 	Images          map[string]string `json:"images,omitempty"`
 	// Result is UpgradeCheckPassed or UpgradeCheckFailed once the Job
 	// finished; empty while it runs.

@@ -32,16 +32,17 @@ func (o *Observer) upgradeCheck(ctx context.Context, ns, cluster string) (*live.
 		return nil, fmt.Errorf("upgrade check Jobs (cairn needs list on batch/jobs): %w", err)
 	}
 	var job *batchv1.Job
+	var u *live.UpgradeCheck
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		if j.DeletionTimestamp == nil && (job == nil || job.CreationTimestamp.Before(&j.CreationTimestamp)) {
-			job = j
+		// A Job without the majors a check names is none of cairn's.
+		if c := checkOf(j); c.From > 0 && c.To > c.From && j.DeletionTimestamp == nil && (job == nil || job.CreationTimestamp.Before(&j.CreationTimestamp)) {
+			job, u = j, c
 		}
 	}
 	if job == nil {
 		return nil, nil
 	}
-	u := checkOf(job)
 	if u.Result == live.UpgradeCheckFailed {
 		reason, err := o.checkRefusal(ctx, ns, job)
 		if err != nil {
@@ -67,6 +68,11 @@ func checkOf(job *batchv1.Job) *live.UpgradeCheck {
 		u.Images[c.Name] = c.Image
 		if i := slices.Index(c.Command, "--location"); c.Name == contract.PGUpgradeCheckContainer && i >= 0 && i+1 < len(c.Command) {
 			u.StorageLocation = c.Command[i+1]
+		}
+	}
+	for _, v := range pod.Volumes {
+		if e := v.EmptyDir; v.Name == contract.PGUpgradeCheckScratchVolume && e != nil && e.SizeLimit != nil {
+			u.Scratch = e.SizeLimit.String()
 		}
 	}
 	for _, c := range job.Status.Conditions {

@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -29,7 +30,7 @@ func TestObserveUpgradeCheck(t *testing.T) {
 		t.Fatalf("no Job: %+v, %v", u, err)
 	}
 	job := checkJob(t, c, ns, "pg", 14, 15)
-	want := &live.UpgradeCheck{From: 14, To: 15, StorageLocation: "s3://b/pg",
+	want := &live.UpgradeCheck{From: 14, To: 15, StorageLocation: "s3://b/pg", Scratch: "10Gi",
 		Images: map[string]string{"install-cairn": "cairn:dev", contract.PGUpgradeCheckContainer: "upgrade:14-to-15"}}
 	observe := func(what string, result, reason string) {
 		t.Helper()
@@ -39,7 +40,7 @@ func TestObserveUpgradeCheck(t *testing.T) {
 		}
 		w := *want
 		w.Result = result
-		if u == nil || u.From != w.From || u.To != w.To || u.StorageLocation != w.StorageLocation || u.Result != w.Result || len(u.Images) != 2 ||
+		if u == nil || u.From != w.From || u.To != w.To || u.StorageLocation != w.StorageLocation || u.Scratch != w.Scratch || u.Result != w.Result || len(u.Images) != 2 ||
 			!strings.Contains(u.Reason, reason) || (reason == "") != (u.Reason == "") {
 			t.Fatalf("%s: observed %+v, want %+v with reason %q", what, u, w, reason)
 		}
@@ -89,13 +90,15 @@ func checkJob(t *testing.T, c kubernetes.Interface, ns, cluster string, from, to
 	t.Helper()
 	labels := map[string]string{contract.LabelName: contract.AppUpgradeCheck, contract.LabelInstance: cluster,
 		contract.LabelUpgradeFrom: "14", contract.LabelUpgradeTo: "15"}
+	scratch := resource.MustParse("10Gi")
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: contract.PGUpgradeCheckJob(cluster, from, to), Labels: labels},
 		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0)), Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: labels},
 			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 				InitContainers: []corev1.Container{{Name: "install-cairn", Image: "cairn:dev"}},
 				Containers: []corev1.Container{{Name: contract.PGUpgradeCheckContainer, Image: "upgrade:14-to-15",
-					Command: []string{"/cairn-bin/cairn", "instance", "pg-upgrade-check", "--from", "14", "--to", "15", "--location", "s3://b/pg"}}}}}}}
+					Command: []string{"/cairn-bin/cairn", "instance", "pg-upgrade-check", "--from", "14", "--to", "15", "--location", "s3://b/pg"}}},
+				Volumes: []corev1.Volume{{Name: contract.PGUpgradeCheckScratchVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &scratch}}}}}}}}
 	job, err := c.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

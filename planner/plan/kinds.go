@@ -310,12 +310,15 @@ type PostgresUpgradeCheckParams struct {
 }
 
 // UpgradeCheckJob is the check Job the manifests hold, as rendered: the
-// majors it checks, the backup location it reads and its images by
-// container name (nil renders the renderer's).
+// majors it checks, the backup location it reads, the size of its
+// scratch volume and its images by container name (nil renders the
+// renderer's). A Job's pod template cannot change, so what it was
+// rendered with is kept, never rendered anew.
 type UpgradeCheckJob struct {
 	From            int               `json:"from"`
 	To              int               `json:"to"`
 	StorageLocation string            `json:"storageLocation"`
+	Scratch         string            `json:"scratch"`
 	Images          map[string]string `json:"images,omitempty"`
 }
 
