@@ -82,3 +82,45 @@ func TestPgUpgradeCheckOnABaseBackup(t *testing.T) {
 		t.Fatalf("a check without a backup: %v", err)
 	}
 }
+
+// findings keeps pg_upgrade's refusal from its failed check on, with the
+// head of the problem list it names, and says something when it printed
+// nothing.
+func TestUpgradeCheckFindings(t *testing.T) {
+	dir := t.TempDir()
+	list := filepath.Join(dir, "tables_using_reg.txt")
+	if err := os.WriteFile(list, []byte("In database: postgres\n  public.t.fn\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused := "Checking cluster versions                                   ok\n" +
+		"Checking for reg* data types in user tables                 fatal\n\n" +
+		"Your installation contains one of the reg* data types in user tables.\n" +
+		"A list of the problem columns is in the file:\n    " + list + "\n\nFailure, exiting\n"
+	tests := []struct {
+		name, out string
+		want, not []string
+	}{
+		{"a failed check", refused, []string{"reg* data types in user tables", "tables_using_reg.txt:\nIn database: postgres\n  public.t.fn"}, []string{"Checking cluster versions"}},
+		{"no fatal line", "could not connect to source postmaster\n", []string{"could not connect to source postmaster"}, nil},
+		{"nothing printed", "", []string{"exit status 1"}, nil},
+		{"a list that is gone", strings.ReplaceAll(refused, list, filepath.Join(dir, "gone.txt")), []string{"reg* data types"}, []string{"gone.txt:"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := findings(tc.out, errors.New("exit status 1"))
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("findings do not say %q:\n%s", w, got)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("findings say %q:\n%s", n, got)
+				}
+			}
+			if len(got) > contract.TerminationMessageMax {
+				t.Errorf("findings are %d bytes", len(got))
+			}
+		})
+	}
+}
