@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
@@ -42,4 +43,28 @@ func pgUpgradeCheck(r *Result, c *spec.PostgresCluster, obs *live.Cluster, from,
 func upgradeCheckedGate(when plan.Phase, from, to spec.Version) plan.Gate {
 	return plan.Gate{Kind: plan.GateUpgradeChecked, When: when, Version: to.String(),
 		Description: fmt.Sprintf("pg_upgrade --check passed for the upgrade from %d to %d on the newest base backup", from.Major, to.Major)}
+}
+
+// pgDropUpgradeCheck removes the pre-flight check Job of a major upgrade
+// spec.version no longer asks for (set back to the running major after
+// the check's step merged): the manifests hold the Job as it runs until
+// a step removes it, and no other step may (nothing rides in another
+// step's pull request). An upgrade asked for again plans its check anew.
+func pgDropUpgradeCheck(r *Result, c *spec.PostgresCluster, obs *live.Cluster, cur, want spec.Version) {
+	u := obs.UpgradeCheck
+	if u == nil || u.From != cur.Major || want.Major != cur.Major {
+		return
+	}
+	job := contract.PGUpgradeCheckJob(c.Metadata.Name, u.From, u.To)
+	r.add(plan.Step{
+		ID:         fmt.Sprintf("pg-upgrade-check-remove-%d-%d", u.From, u.To),
+		Kind:       plan.PostgresUpgradeCheck,
+		Summary:    fmt.Sprintf("Remove Job %s, the pre-flight check of the upgrade from %d to %d that spec.version no longer asks for; no member is touched", job, u.From, u.To),
+		Reversible: true,
+		Rollback:   "Ask for the upgrade again in spec.version: its check is planned anew.",
+		Gates: []plan.Gate{{Kind: plan.GateUpgradeCheckRemoved, When: plan.After,
+			Description: "the pre-flight check Job " + job + " is gone"}},
+		Params: plan.Params{PostgresUpgradeCheck: &plan.PostgresUpgradeCheckParams{
+			From: cur.String(), To: strconv.Itoa(u.To), Job: job, Remove: true}},
+	})
 }

@@ -62,6 +62,24 @@ func TestUpgradeCheckOrderAndGates(t *testing.T) {
 			observed: with(pgBackedAt(pgLive(3, "14.5", 0), 0, "", "backup-before-16.2", false), checked(live.UpgradeCheckPassed, "", 14, 15)),
 			status:   plan.StatusPlanned, steps: []string{"pg-upgrade-check-16.2", "pg-major-upgrade-16.2", "pg-add-1", "pg-add-2"},
 		},
+		{
+			name: "an upgrade given up after its check: its Job removed", desired: pgSpec(t, 3, "14.5", withBackup), observed: with(pgBacked(pgLive(3, "14.5", 0)), checked(live.UpgradeCheckFailed, "refused", 14, 15)),
+			status: plan.StatusPlanned, steps: []string{"pg-upgrade-check-remove-14-15"},
+			check: func(t *testing.T, p plan.Plan) {
+				s := p.Steps[0]
+				if u := s.Params.PostgresUpgradeCheck; s.Kind != plan.PostgresUpgradeCheck || u == nil || !u.Remove || u.Job != contract.PGUpgradeCheckJob("pg", 14, 15) || s.Disruptive || !hasGate(s, plan.GateUpgradeCheckRemoved, plan.After) {
+					t.Errorf("removal step %+v", s)
+				}
+			},
+		},
+		{
+			name: "given up, then a minor upgrade: the Job goes first", desired: pgSpec(t, 1, "14.6", withBackup), observed: with(pgBacked(pgLive(1, "14.5", 0)), checked(live.UpgradeCheckPassed, "", 14, 15)),
+			status: plan.StatusPlanned, steps: []string{"pg-upgrade-check-remove-14-15", "upgrade-0-to-14.6"},
+		},
+		{
+			name: "the upgrade done, a Job the sync kept: left to the sync", desired: pgSpec(t, 1, "15.4", withBackup), observed: with(pgBacked(pgLive(1, "15.4", 0)), checked(live.UpgradeCheckPassed, "", 14, 15)),
+			status: plan.StatusConverged,
+		},
 		{name: "a minor upgrade has none", desired: pgSpec(t, 1, "14.6", withBackup), observed: pgBacked(pgLive(1, "14.5", 0)), status: plan.StatusPlanned, steps: []string{"upgrade-0-to-14.6"}},
 	})
 }

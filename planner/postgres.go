@@ -74,6 +74,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 	pgFinish(&r, obs, &m, want)
 	backupStep(&r, c, obs)
 	storageStep(&r, c, obs)
+	pgDropUpgradeCheck(&r, c, obs, cur, want)
 	if major {
 		// Re-cloned replicas come back up to the size the restart below
 		// runs at; those added after it start with the new template.

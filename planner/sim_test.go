@@ -156,6 +156,10 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		}
 	case plan.PostgresUpgradeCheck:
 		u := p.PostgresUpgradeCheck
+		if u.Remove {
+			out.UpgradeCheck = nil
+			break
+		}
 		from, _ := spec.ParseRelease(u.From, 2)
 		to, _ := spec.ParseRelease(u.To, 2)
 		out.UpgradeCheck = &live.UpgradeCheck{From: from.Major, To: to.Major, StorageLocation: u.StorageLocation, Scratch: out.Storage, Result: live.UpgradeCheckPassed}

@@ -171,6 +171,8 @@ var renderCases = []renderCase{
 	// The pre-flight check's Job, and a baseline that holds it: every
 	// step renders it as it runs until the upgrade's step removes it.
 	{"pg-upgrade-check", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "pg-upgrade-check-15.4"},
+	{"pg-upgrade-check-remove", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
+		pgLiveYAML(3, "14.5", 0, "upgradeCheck: {from: 14, to: 15, storageLocation: \"s3://bkp/pg\", scratch: 10Gi, result: failed, reason: refused}\n"), "pg-upgrade-check-remove-14-15"},
 	{"pg-major-upgrade-checked", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""),
 		pgLiveYAML(3, "14.5", 0, "upgradeCheck: {from: 14, to: 15, storageLocation: \"s3://bkp/pg\", scratch: 10Gi, result: passed}\n"), "pg-major-upgrade-15.4"},
 	{"pg-sync-standbys", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  synchronousStandbys: 1"), pgLiveYAML(3, "14.5", 0, ""), "sync-standbys-1"},

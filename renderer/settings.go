@@ -175,6 +175,10 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 		next.Images, next.UpgradeCheck = nil, nil
 	case plan.PostgresUpgradeCheck:
 		u := p.PostgresUpgradeCheck
+		if u.Remove {
+			next.UpgradeCheck = nil
+			break
+		}
 		from, err := spec.ParseRelease(u.From, 2)
 		if err != nil {
 			return cur, fmt.Errorf("step %s: %w", s.ID, err)

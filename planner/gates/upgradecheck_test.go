@@ -39,4 +39,11 @@ func TestUpgradeCheckedGate(t *testing.T) {
 			}
 		})
 	}
+	removed := plan.Gate{Kind: plan.GateUpgradeCheckRemoved, When: plan.After}
+	if r := Evaluate(removed, nil, obs(nil), time.Now()); !r.Pass {
+		t.Errorf("no Job: the removal gate does not pass: %s", r.Reason)
+	}
+	if r := Evaluate(removed, nil, obs(&live.UpgradeCheck{From: 13, To: 15}), time.Now()); r.Pass {
+		t.Error("the Job is there: the removal gate passes")
+	}
 }

@@ -301,12 +301,15 @@ type PostgresMajorUpgradeParams struct {
 // PostgresUpgradeCheckParams: render the Job Job, which checks the
 // upgrade from version From to version To with the new major's
 // pg_upgrade --check on the newest base backup in StorageLocation (the
-// backup policy's). The major upgrade's step removes the Job.
+// backup policy's). The major upgrade's step removes the Job; with
+// Remove set, the step removes it instead, for an upgrade no longer
+// asked for (To is then its major only).
 type PostgresUpgradeCheckParams struct {
 	From            string `json:"from"`
 	To              string `json:"to"`
 	Job             string `json:"job"`
-	StorageLocation string `json:"storageLocation"`
+	StorageLocation string `json:"storageLocation,omitempty"`
+	Remove          bool   `json:"remove,omitempty"`
 }
 
 // UpgradeCheckJob is the check Job the manifests hold, as rendered: the
