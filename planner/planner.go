@@ -149,7 +149,17 @@ func baseline(obs *live.Cluster) *plan.Baseline {
 		Network:             obs.Network,
 		ReadOnlyRoot:        obs.StatefulSet.ReadOnlyRoot,
 		RuntimeReadOnlyRoot: obs.Runtime.ReadOnlyRoot,
+		UpgradeCheck:        observedUpgradeCheck(obs.UpgradeCheck),
 	}
+}
+
+// observedUpgradeCheck is the pre-flight Job the manifests hold, so every
+// step renders it as it runs until the major upgrade's step removes it.
+func observedUpgradeCheck(u *live.UpgradeCheck) *plan.UpgradeCheckJob {
+	if u == nil {
+		return nil
+	}
+	return &plan.UpgradeCheckJob{From: u.From, To: u.To, StorageLocation: u.StorageLocation, Scratch: u.Scratch, Images: u.Images}
 }
 
 func observedCompaction(c *live.Compaction) *plan.CompactionSettings {

@@ -74,6 +74,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 	pgFinish(&r, obs, &m, want)
 	backupStep(&r, c, obs)
 	storageStep(&r, c, obs)
+	pgDropUpgradeCheck(&r, c, obs, cur, want)
 	if major {
 		// Re-cloned replicas come back up to the size the restart below
 		// runs at; those added after it start with the new template.
@@ -344,7 +345,8 @@ func pgResizeAt(r *Result, m *pgModel, target int, at spec.Version) {
 	}
 }
 
-// pgMajor plans an offline major upgrade: a fresh backup, the primary on
+// pgMajor plans an offline major upgrade: a fresh backup, pg_upgrade
+// --check on it while the database runs (pgcheck.go), the primary on
 // ordinal 0, no synchronous standbys, pg_upgrade with the replicas
 // stopped, then re-cloned replicas. The backup comes first and is held
 // for the maintenance window, as the upgrade is, so both go in one
@@ -358,6 +360,7 @@ func pgMajor(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgModel, 
 	if !taken {
 		pgTakeBackup(r, c, m, to, backupID)
 	}
+	pgUpgradeCheck(r, c, obs, m.version, to)
 	if m.primary != 0 && m.size > 1 {
 		pgSwitchover(r, m, 0, "for-"+to.String(), "so the upgrade runs on the member the StatefulSet keeps")
 	}
@@ -377,6 +380,7 @@ func pgMajor(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgModel, 
 			to.Major, backupID, m.version),
 		Gates: []plan.Gate{healthyBefore(),
 			freshBackupGate(),
+			upgradeCheckedGate(plan.Before, m.version, to),
 			memberGate(plan.GatePrimary, plan.Before, primary, primary+" is the primary"),
 			{Kind: plan.GateMemberVersion, When: plan.After, Member: primary, Version: to.String(), Description: primary + " runs " + to.String()},
 			memberGate(plan.GatePrimary, plan.After, primary, primary+" is the primary and takes writes")},

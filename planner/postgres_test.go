@@ -98,9 +98,9 @@ func TestPostgresPlans(t *testing.T) {
 		},
 		{
 			name: "major upgrade: fresh backup, offline pg_upgrade, replicas re-cloned", desired: pgSpec(t, 3, "15.4", withBackup), observed: pgBacked(pgLive(3, "14.5", 0)),
-			status: plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2"},
+			status: plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2"},
 			check: func(t *testing.T, p plan.Plan) {
-				m := p.Steps[1]
+				m := p.Steps[2]
 				if m.Reversible || !m.Disruptive || !hasGate(m, plan.GateBackupFresh, plan.Before) {
 					t.Errorf("major step: %+v", m)
 				}
@@ -116,12 +116,12 @@ func TestPostgresPlans(t *testing.T) {
 		},
 		{
 			name: "major upgrade with the primary elsewhere switches to ordinal 0 first", desired: pgSpec(t, 2, "16.2", withBackup), observed: pgBacked(pgLive(3, "14.5", 2)),
-			status: plan.StatusPlanned, steps: []string{"backup-before-16.2", "switchover-2-to-0-for-16.2", "pg-major-upgrade-16.2", "pg-add-1"},
+			status: plan.StatusPlanned, steps: []string{"backup-before-16.2", "pg-upgrade-check-16.2", "switchover-2-to-0-for-16.2", "pg-major-upgrade-16.2", "pg-add-1"},
 		},
 		{
 			name: "major upgrade with synchronous standbys turns them off while re-cloning", desired: pgSpec(t, 3, "15.4", withBackup, "synchronousStandbys: 1"),
 			observed: with(pgBacked(pgLive(3, "14.5", 0)), func(c *live.Cluster) { c.SynchronousStandbys = 1 }),
-			status:   plan.StatusPlanned, steps: []string{"backup-before-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2", "sync-standbys-1"},
+			status:   plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2", "sync-standbys-1"},
 		},
 		{name: "major upgrade without backups is refused", desired: pgSpec(t, 3, "15.4"), observed: pgLive(3, "14.5", 0), status: plan.StatusRefused, refusals: []string{RulePostgresMajorNeedsBackup}},
 		{name: "major downgrade is refused", desired: pgSpec(t, 3, "13.9", withBackup), observed: pgBacked(pgLive(3, "14.5", 0)), status: plan.StatusRefused, refusals: []string{RulePostgresMajorDowngrade}},

@@ -154,7 +154,17 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 				out.Members[i].Role = live.RolePrimary
 			}
 		}
+	case plan.PostgresUpgradeCheck:
+		u := p.PostgresUpgradeCheck
+		if u.Remove {
+			out.UpgradeCheck = nil
+			break
+		}
+		from, _ := spec.ParseRelease(u.From, 2)
+		to, _ := spec.ParseRelease(u.To, 2)
+		out.UpgradeCheck = &live.UpgradeCheck{From: from.Major, To: to.Major, StorageLocation: u.StorageLocation, Scratch: out.Storage, Result: live.UpgradeCheckPassed}
 	case plan.PostgresMajorUpgrade:
+		out.UpgradeCheck = nil // the step's overlay removes the Job
 		sts := out.StatefulSet
 		out.StatefulSet = live.StatefulSet{Replicas: 1, Version: p.PostgresMajorUpgrade.To, Resources: sts.Resources, StorageClass: sts.StorageClass, TemplateRevision: sts.TemplateRevision,
 			ReadOnlyRoot: sts.ReadOnlyRoot}

@@ -186,6 +186,18 @@ func TestBodyGolden(t *testing.T) {
 			pl := planOf(t, doc, pg13)
 			return BodyInput{Plan: pl, Current: stepOf(t, pl, plan.PostgresMajorUpgrade), SpecCommit: specSHA, Head: headSHA, Live: pg13, WebURL: web}
 		}},
+		// Its pre-flight check: nothing of the members is touched.
+		{"pg-upgrade-check", func(t *testing.T) BodyInput {
+			pg13 := pgCluster("my-production-db", 3, "13.14", 0)
+			pg13.Backup = &live.Backup{Schedule: "0 2 * * *", StorageLocation: "s3://backups/pg", LastSuccessful: "2026-01-01T02:00:00Z"}
+			pg13.Parameters = map[string]string{}
+			for k, v := range contract.PostgresArchiveSettings {
+				pg13.Parameters[k] = spec.ParamValue(v).Quoted()
+			}
+			doc := strings.Replace(pgSpecDoc("my-production-db", 3, "14.9"), "storage: 100Gi}", "storage: 100Gi, backup: {schedule: '0 2 * * *', storageLocation: 's3://backups/pg'}}", 1)
+			pl := planOf(t, doc, pg13)
+			return BodyInput{Plan: pl, Current: stepOf(t, pl, plan.PostgresUpgradeCheck), SpecCommit: specSHA, Head: headSHA, Live: pg13, WebURL: web}
+		}},
 		{"etcd-largest-plan-longest-name", func(t *testing.T) BodyInput {
 			etcdOld.Backup = &live.Backup{Schedule: "0 2 * * *", StorageLocation: "s3://backups/etcd", LastSuccessful: "2026-01-01T02:00:00Z"}
 			doc := strings.Replace(etcdSpecDoc(longName, 7, "3.6.4"), `"3.6.4"}`, `"3.6.4", backup: {schedule: '0 2 * * *', storageLocation: 's3://backups/etcd'}}`, 1)

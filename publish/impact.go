@@ -71,6 +71,10 @@ func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
 		return impact{true, nil, "none: the runtime changes how it compacts etcd's history (each compaction is a short pause of the members' writes)"}
 	case pa.TakeBackup != nil:
 		return impact{true, nil, "none: the runtime takes a backup"}
+	case pa.PostgresUpgradeCheck != nil && pa.PostgresUpgradeCheck.Remove:
+		return impact{true, nil, fmt.Sprintf("none: the finished pre-flight check Job %s is removed; no member is touched", md(pa.PostgresUpgradeCheck.Job))}
+	case pa.PostgresUpgradeCheck != nil:
+		return impact{true, nil, fmt.Sprintf("none: Job %s reads the newest backup from the backup store and runs pg\\_upgrade --check on a copy of its own; no member is touched (it uses a node's CPU, memory and a scratch volume the size of a member's)", md(pa.PostgresUpgradeCheck.Job))}
 	case pa.EtcdDowngrade != nil:
 		return impact{true, nil, etcdDowngradeEffect(pa.EtcdDowngrade)}
 	case pa.PostgresSynchronousStandbys != nil:

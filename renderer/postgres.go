@@ -56,6 +56,13 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 		objs = append(objs, certificateObjects(n, *s.TLSIssuer)...)
 	}
 	objs = append(objs, memberObjects(n, s.TLS)...)
+	if u := s.UpgradeCheck; u != nil {
+		job, err := pgUpgradeCheckJob(n, *u, o)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, job)
+	}
 	if networkRestricted(s) {
 		objs = append(objs, networkPolicy(n, peerAccess{
 			from:  []networkingv1.NetworkPolicyPeer{membersPeer(n), runtimePeer(n), clientsPeer(n)},

@@ -168,6 +168,13 @@ var renderCases = []renderCase{
 	{"pg-switchover", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.9", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "switchover-0-to-1-for-14.9"},
 	{"pg-take-backup", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "backup-before-15.4"},
 	{"pg-major-upgrade", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "pg-major-upgrade-15.4"},
+	// The pre-flight check's Job, and a baseline that holds it: every
+	// step renders it as it runs until the upgrade's step removes it.
+	{"pg-upgrade-check", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "pg-upgrade-check-15.4"},
+	{"pg-upgrade-check-remove", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
+		pgLiveYAML(3, "14.5", 0, "upgradeCheck: {from: 14, to: 15, storageLocation: \"s3://bkp/pg\", scratch: 10Gi, result: failed, reason: refused}\n"), "pg-upgrade-check-remove-14-15"},
+	{"pg-major-upgrade-checked", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""),
+		pgLiveYAML(3, "14.5", 0, "upgradeCheck: {from: 14, to: 15, storageLocation: \"s3://bkp/pg\", scratch: 10Gi, result: passed}\n"), "pg-major-upgrade-15.4"},
 	{"pg-sync-standbys", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  synchronousStandbys: 1"), pgLiveYAML(3, "14.5", 0, ""), "sync-standbys-1"},
 	{"pg-expand-storage", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "20Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "expand-storage-20gi"},
 	{"pg-configure-backup", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), strings.Replace(pgLiveYAML(3, "14.5", 0, ""), "0 2 * * *", "0 4 * * *", 1), "configure-backup"},
@@ -339,7 +346,10 @@ var allowedChanges = map[plan.Kind][]string{
 	plan.HardenRuntime: {"runtime-deployment.patch.yaml /spec/template/spec/volumes", "runtime-deployment.patch.yaml /spec/template/spec/containers/0/volumeMounts",
 		"runtime-deployment.patch.yaml /spec/template/spec/containers/0/securityContext/readOnlyRootFilesystem"},
 	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
-		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1"},
+		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1",
+		// and removes the pre-flight check's Job
+		"upgrade-check-"},
+	plan.PostgresUpgradeCheck: {"upgrade-check-"},
 }
 
 // etcdTLSChanges are what the restart that moves an etcd cluster to a TLS

@@ -71,6 +71,9 @@ type Settings struct {
 	// root filesystem and its /tmp as a volume; false renders the
 	// Deployment as cairn did before.
 	RuntimeReadOnlyRoot bool
+	// UpgradeCheck is a major upgrade's pre-flight check Job, rendered
+	// from its step until the upgrade's step removes it; nil renders none.
+	UpgradeCheck *plan.UpgradeCheckJob
 }
 
 // requests are the runtime's instructions from merged steps. Each is keyed
@@ -104,7 +107,7 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 		Resources: b.Resources, StorageClass: b.StorageClass, TemplateRevision: b.TemplateRevision, Images: b.Images,
 		Parameters: b.Parameters, ConfigRevision: b.ConfigRevision,
 		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota, TLS: b.TLS, TLSIssuer: b.TLSIssuer, Network: b.Network,
-		ReadOnlyRoot: b.ReadOnlyRoot, RuntimeReadOnlyRoot: b.RuntimeReadOnlyRoot,
+		ReadOnlyRoot: b.ReadOnlyRoot, RuntimeReadOnlyRoot: b.RuntimeReadOnlyRoot, UpgradeCheck: b.UpgradeCheck,
 	}
 }
 
@@ -169,7 +172,22 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 			return cur, fmt.Errorf("step %s: %w", s.ID, err)
 		}
 		next.Version, next.Replicas, next.Partition, next.UpgradeFrom = p.PostgresMajorUpgrade.To, 1, 0, from.Major
-		next.Images = nil
+		next.Images, next.UpgradeCheck = nil, nil
+	case plan.PostgresUpgradeCheck:
+		u := p.PostgresUpgradeCheck
+		if u.Remove {
+			next.UpgradeCheck = nil
+			break
+		}
+		from, err := spec.ParseRelease(u.From, 2)
+		if err != nil {
+			return cur, fmt.Errorf("step %s: %w", s.ID, err)
+		}
+		to, err := spec.ParseRelease(u.To, 2)
+		if err != nil {
+			return cur, fmt.Errorf("step %s: %w", s.ID, err)
+		}
+		next.UpgradeCheck = &plan.UpgradeCheckJob{From: from.Major, To: to.Major, StorageLocation: u.StorageLocation, Scratch: cur.Storage}
 	case plan.PostgresSynchronousStandbys:
 		next.Sync = p.PostgresSynchronousStandbys.To
 	case plan.RestartMember:

@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,10 @@ type Running struct {
 	// Stop ends the process (SIGTERM, then SIGKILL) and returns when it
 	// has ended.
 	Stop func()
+	// Outcome is how an ended process of a pod that is not restarted
+	// (restartPolicy Never: a Job's) ended: its exit code and termination
+	// message. Nil reports exit code 0.
+	Outcome func() (code int32, message string)
 }
 
 // Backer starts what runs behind a pod. A pod it does not back (ok false)
@@ -190,7 +195,7 @@ func (n *Node) ensureRunning(ctx context.Context, p *corev1.Pod) (*pod, error) {
 	n.mu.Lock()
 	r := n.running[p.UID]
 	n.mu.Unlock()
-	if r != nil && (r.run.Exited == nil || !r.run.Exited()) {
+	if r != nil && (r.run.Exited == nil || !r.run.Exited() || p.Spec.RestartPolicy == corev1.RestartPolicyNever) {
 		return r, nil
 	}
 	run, backed := Running{}, false
@@ -260,7 +265,9 @@ func podStatus(p *corev1.Pod, r *pod) corev1.PodStatus {
 	}
 	st := corev1.PodStatus{
 		Phase: corev1.PodRunning, HostIP: "127.0.0.1", PodIP: r.run.IP, PodIPs: []corev1.PodIP{{IP: r.run.IP}},
-		HostIPs: []corev1.HostIP{{IP: "127.0.0.1"}}, StartTime: &start, QOSClass: corev1.PodQOSBestEffort,
+		HostIPs: []corev1.HostIP{{IP: "127.0.0.1"}}, StartTime: &start,
+		// The API server sets the class from the requests (immutable).
+		QOSClass: cmp.Or(p.Status.QOSClass, corev1.PodQOSBestEffort),
 		Conditions: []corev1.PodCondition{
 			cond(corev1.PodScheduled, true, start), cond(corev1.PodInitialized, true, start),
 			cond(corev1.ContainersReady, r.ready, r.since), cond(corev1.PodReady, r.ready, r.since),
@@ -279,7 +286,36 @@ func podStatus(p *corev1.Pod, r *pod) corev1.PodStatus {
 			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: r.since}},
 		})
 	}
+	ended(p, r, &st)
 	return st
+}
+
+// ended reports a pod that is not restarted and whose process ended as a
+// kubelet does: Succeeded or Failed, its containers terminated with the
+// process's exit code and message.
+func ended(p *corev1.Pod, r *pod, st *corev1.PodStatus) {
+	if p.Spec.RestartPolicy != corev1.RestartPolicyNever || r.run.Exited == nil || !r.run.Exited() {
+		return
+	}
+	var code int32
+	var msg string
+	if r.run.Outcome != nil {
+		code, msg = r.run.Outcome()
+	}
+	st.Phase = corev1.PodSucceeded
+	if code != 0 {
+		st.Phase = corev1.PodFailed
+	}
+	for i := range st.ContainerStatuses {
+		cs := &st.ContainerStatuses[i]
+		cs.Ready, cs.Started = false, new(false)
+		cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: msg, StartedAt: r.since, FinishedAt: metav1.Now()}}
+	}
+	for i := range st.Conditions {
+		if t := st.Conditions[i].Type; t == corev1.ContainersReady || t == corev1.PodReady {
+			st.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
 }
 
 // stop stops the process of a pod being deleted.

@@ -67,7 +67,8 @@ func FindBin(name string) (string, error) {
 type Options struct {
 	// ControllerManager starts kube-controller-manager with the
 	// controllers cairn's manifests rely on: StatefulSets, the garbage
-	// collector, ServiceAccounts and their tokens, PVC protection.
+	// collector, ServiceAccounts and their tokens, PVC protection, and
+	// Jobs (a major upgrade's pre-flight check).
 	ControllerManager bool
 	// WithoutRuntimePolicy leaves out the admission policy every control
 	// plane otherwise installs (deploy/admission): for the test that shows
@@ -100,7 +101,7 @@ type User struct {
 // controllers are the kube-controller-manager controllers a test bed runs.
 // There is no kubelet and no cloud: a node stand-in binds pods and claims.
 const controllers = "statefulset-controller,garbage-collector-controller,serviceaccount-controller," +
-	"serviceaccount-token-controller,persistentvolumeclaim-protection-controller"
+	"serviceaccount-token-controller,persistentvolumeclaim-protection-controller,job-controller"
 
 // nodeControllers are those of a control plane with a real node: all but
 // the node IPAM controller (the bridge CNI hands out pod addresses itself).

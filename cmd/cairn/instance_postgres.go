@@ -19,9 +19,10 @@ import (
 )
 
 // instancePostgres is the PostgreSQL row's `cairn instance` subcommands:
-// the member, and the pg_upgrade init container of a major upgrade.
+// the member, the pg_upgrade init container of a major upgrade and its
+// pre-flight check.
 func instancePostgres() []*cobra.Command {
-	return []*cobra.Command{newInstancePostgres(), newInstancePgUpgrade(), newInstanceWAL()}
+	return []*cobra.Command{newInstancePostgres(), newInstancePgUpgrade(), newInstancePgUpgradeCheck(), newInstanceWAL()}
 }
 
 // newInstanceWAL is archive_command and restore_command: a client of the

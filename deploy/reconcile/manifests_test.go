@@ -229,6 +229,7 @@ func TestTheRolesAreLeastPrivilege(t *testing.T) {
 		"/pods":                      {"list"},
 		"/persistentvolumeclaims":    {"get"},
 		"/configmaps":                {"get"},
+		"batch/jobs":                 {"list"},
 	}
 	got := map[string][]string{}
 	for _, r := range m.roles {

@@ -120,6 +120,10 @@ func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool,
 		return backupFresh(obs, g, now)
 	case plan.GateBackupConfigured:
 		return backupConfigured(c, obs)
+	case plan.GateUpgradeChecked:
+		return upgradeChecked(obs, g.Version)
+	case plan.GateUpgradeCheckRemoved:
+		return obs.UpgradeCheck == nil, "the pre-flight check Job is still there"
 	case plan.GateMaintenanceWindow:
 		return windowOpen(c, now)
 	case plan.GateMemberRestarted:

@@ -127,6 +127,7 @@ func (c *checker) cluster(cl *Cluster, path string) {
 		}
 	}
 	c.etcdSpace(cl, path)
+	c.upgradeCheck(cl.UpgradeCheck, path+".upgradeCheck")
 	ordinals := map[int]bool{}
 	for j, m := range cl.Members {
 		mp := fmt.Sprintf("%s.members[%d]", path, j)
@@ -176,5 +177,25 @@ func (c *checker) etcdSpace(cl *Cluster, path string) {
 		if m.DBSize < 0 || m.DBSizeInUse < 0 || m.SpaceQuota < 0 || m.DBSizeInUse > m.DBSize {
 			c.fail(fmt.Sprintf("%s.members[%d]", path, j), "dbSize, dbSizeInUse and spaceQuota are bytes, not negative, and dbSizeInUse is at most dbSize")
 		}
+	}
+}
+
+// upgradeCheck bounds a major upgrade's pre-flight check: majors cairn
+// accepts, a known result, a reason within a termination message.
+func (c *checker) upgradeCheck(u *UpgradeCheck, path string) {
+	if u == nil {
+		return
+	}
+	if u.From < 1 || u.To <= u.From || u.To > 100 {
+		c.fail(path, "from (%d) and to (%d) must be PostgreSQL majors, to the later", u.From, u.To)
+	}
+	if u.Result != "" && u.Result != UpgradeCheckPassed && u.Result != UpgradeCheckFailed {
+		c.fail(path+".result", "must be %s, %s or empty, got %s", UpgradeCheckPassed, UpgradeCheckFailed, strictyaml.Quote(u.Result))
+	}
+	if _, err := resource.ParseQuantity(u.Scratch); u.Scratch != "" && err != nil {
+		c.fail(path+".scratch", "must be a Kubernetes quantity such as 100Gi, got %s", strictyaml.Quote(u.Scratch))
+	}
+	if len(u.Reason) > contract.TerminationMessageMax {
+		c.fail(path+".reason", "is %d bytes; at most %d", len(u.Reason), contract.TerminationMessageMax)
 	}
 }

@@ -106,6 +106,35 @@ type Cluster struct {
 	// Recovering is the recovery ID the rendered config carries (a merged
 	// EtcdRecover step's, until a later step renders the config again).
 	Recovering string `json:"recovering,omitempty"`
+	// UpgradeCheck is the cluster's pre-flight pg_upgrade --check Job (a
+	// merged PostgresUpgradeCheck step's); nil when there is none.
+	UpgradeCheck *UpgradeCheck `json:"upgradeCheck,omitempty"`
+}
+
+// The outcomes of an UpgradeCheck; empty while the Job runs.
+const (
+	UpgradeCheckPassed = "passed"
+	UpgradeCheckFailed = "failed"
+)
+
+// UpgradeCheck is a major upgrade's pre-flight Job as the API server has
+// it.
+type UpgradeCheck struct {
+	// From and To are the majors it checks (its contract.LabelUpgrade*
+	// labels); StorageLocation the backup location it reads, Scratch
+	// its scratch volume's size and Images its containers' images, as
+	// rendered.
+	From            int               `json:"from"`
+	To              int               `json:"to"`
+	StorageLocation string            `json:"storageLocation,omitempty"`
+	Scratch         string            `json:"scratch,omitempty"`
+	Images          map[string]string `json:"images,omitempty"`
+	// Result is UpgradeCheckPassed or UpgradeCheckFailed once the Job
+	// finished; empty while it runs.
+	Result string `json:"result,omitempty"`
+	// Reason is pg_upgrade's refusal (its pod's termination message) or
+	// why the Job failed, when it did.
+	Reason string `json:"reason,omitempty"`
 }
 
 // QuorumLoss is an etcd cluster's lost quorum, as the runtime reports it.

@@ -35,6 +35,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"bad quantity", head + "- {kind: EtcdCluster, name: e, storage: lots}\n", `clusters[0].storage: must be a Kubernetes quantity`},
 		{"negative replicas", head + "- {kind: EtcdCluster, name: e, statefulSet: {replicas: -1}}\n", `replicas and updatePartition must be 0 to 1000`},
 		{"huge replicas", head + "- {kind: EtcdCluster, name: e, statefulSet: {replicas: 20000000}}\n", `replicas and updatePartition must be 0 to 1000`},
+		{"upgrade check backwards", head + "- {kind: PostgresCluster, name: p, upgradeCheck: {from: 15, to: 13}}\n", `clusters[0].upgradeCheck: from (15) and to (13) must be PostgreSQL majors`},
+		{"upgrade check result", head + "- {kind: PostgresCluster, name: p, upgradeCheck: {from: 13, to: 15, result: maybe}}\n", `clusters[0].upgradeCheck.result: must be passed, failed or empty`},
+		{"upgrade check scratch", head + "- {kind: PostgresCluster, name: p, upgradeCheck: {from: 13, to: 15, scratch: lots}}\n", `clusters[0].upgradeCheck.scratch: must be a Kubernetes quantity`},
 		{"two documents", head + "---\n" + head, `exactly one document, found 2`},
 		{"not yaml", "a: [", `f.yaml:1:1: invalid YAML`},
 	}

@@ -89,6 +89,9 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 			return nil, err
 		}
 		out.Parameters = parameters(pgConf[contract.PostgresConfFile])
+		if out.UpgradeCheck, err = o.upgradeCheck(ctx, ns, ref.Name); err != nil {
+			return nil, err
+		}
 	}
 	if err := applyBackupStatus(out, status[contract.StatusKeyBackup]); err != nil {
 		return nil, fmt.Errorf("runtime status of %s: %w", ref.Name, err)

@@ -40,6 +40,10 @@ const (
 	PostgresSwitchover Kind = "PostgresSwitchover"
 	// PostgresMajorUpgrade runs an offline pg_upgrade of the primary.
 	PostgresMajorUpgrade Kind = "PostgresMajorUpgrade"
+	// PostgresUpgradeCheck runs pg_upgrade --check before a major
+	// upgrade's downtime, in a Job, on a restored copy of the newest base
+	// backup: no member is touched.
+	PostgresUpgradeCheck Kind = "PostgresUpgradeCheck"
 	// PostgresSynchronousStandbys changes the number of synchronous
 	// standbys.
 	PostgresSynchronousStandbys Kind = "PostgresSynchronousStandbys"
@@ -101,6 +105,7 @@ type Params struct {
 	PostgresAddReplica          *PostgresAddReplicaParams          `json:"postgresAddReplica,omitempty"`
 	PostgresSwitchover          *PostgresSwitchoverParams          `json:"postgresSwitchover,omitempty"`
 	PostgresMajorUpgrade        *PostgresMajorUpgradeParams        `json:"postgresMajorUpgrade,omitempty"`
+	PostgresUpgradeCheck        *PostgresUpgradeCheckParams        `json:"postgresUpgradeCheck,omitempty"`
 	PostgresSynchronousStandbys *PostgresSynchronousStandbysParams `json:"postgresSynchronousStandbys,omitempty"`
 	SealBootstrap               *SealBootstrapParams               `json:"sealBootstrap,omitempty"`
 	RestartMember               *RestartMemberParams               `json:"restartMember,omitempty"`
@@ -141,6 +146,7 @@ var kinds = []struct {
 	{PostgresConfigureTLS, func(p Params) bool { return p.PostgresConfigureTLS != nil }},
 	{RestrictNetwork, func(p Params) bool { return p.RestrictNetwork != nil }},
 	{HardenRuntime, func(p Params) bool { return p.HardenRuntime != nil }},
+	{PostgresUpgradeCheck, func(p Params) bool { return p.PostgresUpgradeCheck != nil }},
 }
 
 // Kinds are every step kind, in the order they are declared.
@@ -290,6 +296,33 @@ type PostgresMajorUpgradeParams struct {
 	From    string `json:"from"`
 	To      string `json:"to"`
 	Primary string `json:"primary"`
+}
+
+// PostgresUpgradeCheckParams: render the Job Job, which checks the
+// upgrade from version From to version To with the new major's
+// pg_upgrade --check on the newest base backup in StorageLocation (the
+// backup policy's). The major upgrade's step removes the Job; with
+// Remove set, the step removes it instead, for an upgrade no longer
+// asked for (To is then its major only).
+type PostgresUpgradeCheckParams struct {
+	From            string `json:"from"`
+	To              string `json:"to"`
+	Job             string `json:"job"`
+	StorageLocation string `json:"storageLocation,omitempty"`
+	Remove          bool   `json:"remove,omitempty"`
+}
+
+// UpgradeCheckJob is the check Job the manifests hold, as rendered: the
+// majors it checks, the backup location it reads, the size of its
+// scratch volume and its images by container name (nil renders the
+// renderer's). A Job's pod template cannot change, so what it was
+// rendered with is kept, never rendered anew.
+type UpgradeCheckJob struct {
+	From            int               `json:"from"`
+	To              int               `json:"to"`
+	StorageLocation string            `json:"storageLocation"`
+	Scratch         string            `json:"scratch"`
+	Images          map[string]string `json:"images,omitempty"`
 }
 
 // PostgresSynchronousStandbysParams: change the number of synchronous

@@ -109,6 +109,10 @@ type Baseline struct {
 	// RuntimeReadOnlyRoot: the runtime Deployment's container has a
 	// read-only root filesystem.
 	RuntimeReadOnlyRoot bool `json:"runtimeReadOnlyRootFilesystem,omitempty"`
+	// UpgradeCheck is the pre-flight check Job of a major upgrade the
+	// manifests hold (a merged PostgresUpgradeCheck step's, until the
+	// upgrade's step removes it); nil when there is none.
+	UpgradeCheck *UpgradeCheckJob `json:"upgradeCheck,omitempty"`
 }
 
 // Refusal is a spec change a rule forbids.

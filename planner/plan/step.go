@@ -60,6 +60,12 @@ const (
 	GatePrimary GateKind = "Primary"
 	// GateBackupFresh: a verified backup younger than MaxAge exists.
 	GateBackupFresh GateKind = "BackupFresh"
+	// GateUpgradeChecked: the pre-flight Job of the major upgrade to
+	// Version's major, from the major the cluster runs, passed:
+	// pg_upgrade --check found nothing to refuse.
+	GateUpgradeChecked GateKind = "UpgradeChecked"
+	// GateUpgradeCheckRemoved: the cluster has no pre-flight check Job.
+	GateUpgradeCheckRemoved GateKind = "UpgradeCheckRemoved"
 	// GateBackupConfigured: the runtime runs the backup schedule of the spec.
 	GateBackupConfigured GateKind = "BackupConfigured"
 	// GateStorageCapacity: every member's volume reports at least Quantity.

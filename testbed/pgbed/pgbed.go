@@ -6,6 +6,7 @@
 // initialise, clone, rewind, follow, confirm the role label through the
 // API server) with the pod's rendered ConfigMaps and the cluster's
 // Secrets, on the pod's own 127.x.y.z address and PostgreSQL's usual port.
+// A major upgrade's pre-flight check pod runs its check (check.go).
 // A member's data directory is keyed by its claim's UID.
 //
 // It is for tests only.
@@ -74,6 +75,9 @@ func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *B
 
 // Start backs a PostgreSQL pod; other pods are not backed.
 func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool, error) {
+	if pod.Labels[contract.LabelName] == contract.AppUpgradeCheck {
+		return b.startCheck(ctx, pod)
+	}
 	if pod.Labels[contract.LabelName] != contract.AppPostgres {
 		return testbed.Running{}, false, nil
 	}
