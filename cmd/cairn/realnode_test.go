@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -280,10 +280,23 @@ const smallPostgres = "  resources: {requests: {cpu: 50m, memory: 64Mi}, limits:
 type pgWriter struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	mu     sync.Mutex
 	acked  []int
 	failed int
+	// outage is the longest run of failed writes since the last look.
 	outage time.Duration
-	last   atomic.Pointer[error]
+	last   error
+}
+
+// look returns how many writes were acknowledged so far, the longest
+// outage since the last look, and the last error.
+func (w *pgWriter) look() (acked int, outage time.Duration, last error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	acked, outage, last = len(w.acked), w.outage, w.last
+	w.outage = 0
+	return acked, outage, last
 }
 
 // rwConfig connects to the cluster's -rw Service as an application in
@@ -336,6 +349,7 @@ func (l *loop) startPgWriter(cluster string) *pgWriter {
 				_, err := conn.Exec(wctx, "INSERT INTO writes VALUES ($1)", id)
 				return err
 			}()
+			w.mu.Lock()
 			switch {
 			case err == nil:
 				w.acked = append(w.acked, id)
@@ -345,10 +359,13 @@ func (l *loop) startPgWriter(cluster string) *pgWriter {
 				}
 			case ctx.Err() == nil:
 				w.failed++
-				w.last.Store(&err)
+				w.last = err
 				if since.IsZero() {
 					since = time.Now()
 				}
+			}
+			w.mu.Unlock()
+			if err != nil && ctx.Err() == nil {
 				if conn != nil {
 					conn.Close(context.Background())
 					conn = nil
@@ -363,11 +380,10 @@ func (l *loop) startPgWriter(cluster string) *pgWriter {
 	return w
 }
 
-func (w *pgWriter) lastErr() error {
-	if e := w.last.Load(); e != nil {
-		return *e
-	}
-	return nil
+// lookOutage is the longest outage since the last look.
+func lookOutage(w *pgWriter) time.Duration {
+	_, outage, _ := w.look()
+	return outage
 }
 
 // stop stops the writer and counts the acknowledged rows the cluster no
@@ -407,8 +423,8 @@ func (w *pgWriter) stop(l *loop, cluster string) (acked, lost int) {
 
 // Walkthrough 3 on a real node: PostgreSQL members in containers of the
 // postgres image make, cairn's runtime as its Deployment's pods, real
-// Flux applying each step, and a client writing through the -rw Service.
-// The primary's container is killed once: the kubelet starts it again
+// Flux applying each step, 3 -> 5 members, and a client writing through
+// the -rw Service from then on. The primary's container is killed once: the kubelet starts it again
 // and it comes back as the primary (a crash the runtime rides out). Then
 // it is killed each time it comes back, as a primary in a crash loop: the
 // runtime fails over on its own, with no pull request, the -rw Service
@@ -426,18 +442,28 @@ func TestRealNodePostgresWalkthrough(t *testing.T) {
 	testbed.Eventually(t, "a primary and two replicas", func() (err error) { primary, err = l.primaryOf(shop, 3); return err })
 	created := time.Since(start)
 	w := l.startPgWriter(shop)
-	time.Sleep(2 * time.Second)
+
+	// 3 -> 5 with the writer running: one replica at a time, each cloned
+	// from the primary in its own container.
+	spec = pgSpecAt(shop, 5, "15.20")
+	spec["clusters/shop.yaml"] += smallPostgres
+	l.editSpec(spec)
+	grow := l.converge(shop, nil)
+	testbed.Eventually(t, "a primary and four replicas", func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
 
 	// One crash: the container is back before a failover is due.
+	crashed, _, _ := w.look()
 	l.node.KillContainer(t, l.ns, primary, "postgres")
-	crashed := len(w.acked)
+	var crashOutage time.Duration
 	testbed.Eventually(t, "writes again after one crash", func() error {
-		if len(w.acked) < crashed+10 {
-			return fmt.Errorf("%d writes since the crash (%d before it); last error: %v", len(w.acked)-crashed, crashed, w.lastErr())
+		n, outage, last := w.look()
+		crashOutage = max(crashOutage, outage)
+		if n < crashed+10 {
+			return fmt.Errorf("%d writes since the crash (%d before it); last error: %v", n-crashed, crashed, last)
 		}
 		return nil
 	})
-	crashOutage := w.outage
+	crashOutage = max(crashOutage, lookOutage(w))
 
 	// A crash loop: the runtime fails over.
 	killed := time.Now()
@@ -462,18 +488,25 @@ func TestRealNodePostgresWalkthrough(t *testing.T) {
 		if next == "" {
 			return fmt.Errorf("roles %v", roles)
 		}
-		if n := len(w.acked); n == 0 || time.Since(killed) < time.Second {
-			return fmt.Errorf("no write yet")
+		return nil
+	})
+	var failoverOutage time.Duration
+	before, _, _ := w.look()
+	testbed.Eventually(t, "writes again after the failover", func() error {
+		n, outage, last := w.look()
+		failoverOutage = max(failoverOutage, outage)
+		if n < before+10 {
+			return fmt.Errorf("%d writes since the new primary (%d before); last error: %v", n-before, before, last)
 		}
 		return nil
 	})
-	failoverOutage := w.outage
+	failoverOutage = max(failoverOutage, lookOutage(w))
 	took := time.Since(killed)
 	testbed.Eventually(t, "the old primary back as a replica", func() error {
 		if o := l.pass()[shop]; o.Action == publish.ActionOpened {
 			t.Fatalf("a pull request after the failover: %+v", o)
 		}
-		p, err := l.primaryOf(shop, 3)
+		p, err := l.primaryOf(shop, 5)
 		if err == nil && p != next {
 			err = fmt.Errorf("primary %s, want %s", p, next)
 		}
@@ -488,6 +521,6 @@ func TestRealNodePostgresWalkthrough(t *testing.T) {
 	if acked == 0 {
 		t.Fatal("no write was acknowledged")
 	}
-	t.Logf("steps %v; created in %.1fs; one crash: longest write outage %s; crash loop (%d kills): failover from %s to %s %.1fs from the first kill to the new primary labelled, longest write outage %s; %d writes acknowledged through -rw, %d lost, %d failed; from each merge to the next pull request: %s",
-		steps, created.Seconds(), crashOutage, kills, primary, next, took.Seconds(), failoverOutage, acked, lost, w.failed, strings.Join(l.timings, ", "))
+	t.Logf("steps %v, 3 -> 5 %v; created in %.1fs; one crash: longest write outage %s; crash loop (%d kills): failover from %s to %s %.1fs from the first kill to the new primary labelled, longest write outage %s; %d writes acknowledged through -rw, %d lost, %d failed; from each merge to the next pull request: %s",
+		steps, grow, created.Seconds(), crashOutage, kills, primary, next, took.Seconds(), failoverOutage, acked, lost, w.failed, strings.Join(l.timings, ", "))
 }
