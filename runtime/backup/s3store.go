@@ -31,8 +31,8 @@ type S3Config struct {
 	// then the pod's IAM role).
 	AccessKeyID, SecretAccessKey, SessionToken string
 	// CABundle is PEM certificates to trust for an https endpoint with a
-	// private CA (AWS_CA_BUNDLE names the file); empty trusts the
-	// system's.
+	// private CA (CAIRN_S3_CA holds them, or AWS_CA_BUNDLE names their
+	// file); empty trusts the system's.
 	CABundle []byte
 	// PartSize is the multipart upload's part size (CAIRN_S3_PART_SIZE,
 	// in MiB): a ten-thousandth of the largest backup S3 takes (16 MiB:
@@ -56,8 +56,10 @@ const (
 const transportBuffer = 256 << 10
 
 // S3ConfigFromEnv reads CAIRN_S3_ENDPOINT (or AWS_ENDPOINT_URL_S3,
-// AWS_ENDPOINT_URL), AWS_REGION, AWS_CA_BUNDLE and the AWS credential
-// variables.
+// AWS_ENDPOINT_URL), AWS_REGION, CAIRN_S3_CA or AWS_CA_BUNDLE, and the
+// AWS credential variables. CAIRN_S3_CA is the CA's PEM itself: the
+// rendered pods take their S3 settings from the <cluster>-backup Secret's
+// keys as variables, and mount no file a path could name.
 func S3ConfigFromEnv(getenv func(string) string) (S3Config, error) {
 	c := S3Config{Region: getenv("AWS_REGION"), AccessKeyID: getenv("AWS_ACCESS_KEY_ID"),
 		SecretAccessKey: getenv("AWS_SECRET_ACCESS_KEY"), SessionToken: getenv("AWS_SESSION_TOKEN")}
@@ -74,7 +76,14 @@ func S3ConfigFromEnv(getenv func(string) string) (S3Config, error) {
 		}
 		c.PartSize = mib << 20
 	}
-	if f := getenv("AWS_CA_BUNDLE"); f != "" {
+	pem, f := getenv("CAIRN_S3_CA"), getenv("AWS_CA_BUNDLE")
+	switch {
+	case pem != "" && f != "":
+		return c, fmt.Errorf("CAIRN_S3_CA and AWS_CA_BUNDLE are both set: set one")
+	case pem != "":
+		// NewS3Store refuses a bundle without a certificate.
+		c.CABundle = []byte(pem)
+	case f != "":
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return c, fmt.Errorf("AWS_CA_BUNDLE: %w", err)
