@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,8 +74,9 @@ patches:
 // the Secret, reaching the test's git server and GitHub test server (on
 // the machine, through kubenode.Expose), Ready through their probes; a
 // spec pushed and GitHub's push webhook through the webhook Service
-// open the create step's pull request; the replicas share the shards;
-// and nothing they do is forbidden.
+// open the create step's pull request, published by one replica; the
+// replicas share the shards, and a replica stopped releases its own; and
+// nothing they do is forbidden.
 func TestRealNodeReconcileInCluster(t *testing.T) {
 	start := time.Now()
 	node := kubenode.Start(t, "cairn")
@@ -168,13 +170,29 @@ spec:
 	if opened > 30*time.Second {
 		t.Errorf("the pull request opened %s after the push: the interval's pass, not the webhook's", opened)
 	}
-	for _, p := range pods {
-		logs, err := node.PodLogs(cairnNS, p.Name)
-		if err != nil {
-			t.Fatal(err)
+	// The pass ends with the replica's line for the pull request; then
+	// every log is complete up to the pass that opened it.
+	logs := map[string]string{}
+	waitUntil(t, "the pass's line in the owner's log", time.Minute, func() error {
+		var owners []string
+		for _, p := range pods {
+			l, err := node.PodLogs(cairnNS, p.Name)
+			if err != nil {
+				return err
+			}
+			logs[p.Name] = l
+			if printed(l, "EtcdCluster/my-etcd-cluster", "create", "opened") {
+				owners = append(owners, p.Name)
+			}
 		}
-		if strings.Contains(strings.ToLower(logs), "forbidden") {
-			t.Errorf("%s's log has forbidden in it:\n%s", p.Name, logs)
+		if len(owners) != 1 {
+			return fmt.Errorf("replicas that printed the pull request opened: %v", owners)
+		}
+		return nil
+	})
+	for name, l := range logs {
+		if strings.Contains(strings.ToLower(l), "forbidden") {
+			t.Errorf("%s's log has forbidden in it:\n%s", name, l)
 		}
 	}
 	// The replicas the webhook's pass reached through cairn-trigger own
@@ -182,8 +200,9 @@ spec:
 	if n := len(gh.Open()); n != 1 {
 		t.Errorf("%d open pull requests, want the create step's alone", n)
 	}
-	t.Logf("3 replicas Ready %.1fs after the test's start (the node's included); spec push + webhook to the create pull request: %.1fs; wall time %.1fs",
-		ready.Seconds(), opened.Seconds(), time.Since(start).Seconds())
+	moved := aReplicaStops(t, admin, pods[0].Name)
+	t.Logf("3 replicas Ready %.1fs after the test's start (the node's included); spec push + webhook to the create pull request: %.1fs; a replica's pod deleted to its shards held by the others: %.1fs; wall time %.1fs",
+		ready.Seconds(), opened.Seconds(), moved.Seconds(), time.Since(start).Seconds())
 }
 
 // waitReady waits until n pods of cairn reconcile are Ready, none
@@ -196,9 +215,14 @@ func waitReady(t *testing.T, c kubernetes.Interface, n int, within time.Duration
 		if err != nil {
 			return err
 		}
-		pods = l.Items
-		var ready int
+		pods = pods[:0]
 		for _, p := range l.Items {
+			if p.DeletionTimestamp == nil {
+				pods = append(pods, p)
+			}
+		}
+		var ready int
+		for _, p := range pods {
 			for _, s := range p.Status.ContainerStatuses {
 				if s.RestartCount > 0 {
 					t.Fatalf("%s restarted %d times", p.Name, s.RestartCount)
@@ -210,8 +234,8 @@ func waitReady(t *testing.T, c kubernetes.Interface, n int, within time.Duration
 				}
 			}
 		}
-		if len(l.Items) != n || ready != n {
-			return fmt.Errorf("%d pods, %d ready", len(l.Items), ready)
+		if len(pods) != n || ready != n {
+			return fmt.Errorf("%d pods, %d ready", len(pods), ready)
 		}
 		return nil
 	})
@@ -219,26 +243,19 @@ func waitReady(t *testing.T, c kubernetes.Interface, n int, within time.Duration
 }
 
 // sharesShards checks that the shard Leases are spread over the
-// replicas: each holds at least one, and every shard is held.
+// replicas: each holds its fair share (docs/sharding.md: 32/n, or one
+// more), and every shard is held.
 func sharesShards(t *testing.T, c kubernetes.Interface, pods []corev1.Pod) {
 	t.Helper()
 	waitUntil(t, "the shards shared by the replicas", time.Minute, func() error {
-		l, err := c.CoordinationV1().Leases(cairnNS).List(context.Background(), metav1.ListOptions{LabelSelector: "cairn.dev/lease=shard"})
+		held, err := shardHolders(c)
 		if err != nil {
 			return err
 		}
-		// A holder is the pod's name and an incarnation: <pod>_<hex>.
-		held := map[string]int{}
-		for _, lease := range l.Items {
-			if h := lease.Spec.HolderIdentity; h != nil {
-				pod, _, _ := strings.Cut(*h, "_")
-				held[pod]++
-			}
-		}
-		total := 0
+		total, fair := 0, 32/len(pods)
 		for _, p := range pods {
-			if held[p.Name] == 0 {
-				return fmt.Errorf("%s holds no shard: %v", p.Name, held)
+			if n := held[p.Name]; n != fair && n != fair+1 {
+				return fmt.Errorf("%s holds %d shards, not its fair share (%d or %d): %v", p.Name, n, fair, fair+1, held)
 			}
 			total += held[p.Name]
 		}
@@ -248,6 +265,73 @@ func sharesShards(t *testing.T, c kubernetes.Interface, pods []corev1.Pod) {
 		t.Logf("shards held: %v", held)
 		return nil
 	})
+}
+
+// shardHolders counts the shard Leases each pod holds. A holder is the
+// pod's name and an incarnation: <pod>_<hex>.
+func shardHolders(c kubernetes.Interface) (map[string]int, error) {
+	l, err := c.CoordinationV1().Leases(cairnNS).List(context.Background(), metav1.ListOptions{LabelSelector: "cairn.dev/lease=shard"})
+	if err != nil {
+		return nil, err
+	}
+	held := map[string]int{}
+	for _, lease := range l.Items {
+		if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+			pod, _, _ := strings.Cut(*h, "_")
+			held[pod]++
+		}
+	}
+	return held, nil
+}
+
+// aReplicaStops deletes a replica's pod, as a rolling update or a drain
+// does: on SIGTERM it releases its shards, and the others take them
+// before its Leases could have expired (--lease-duration=30s); the
+// Deployment's new replica gets Ready and a share. It returns how long
+// the shards took to move.
+func aReplicaStops(t *testing.T, c kubernetes.Interface, pod string) time.Duration {
+	t.Helper()
+	deleted := time.Now()
+	if err := c.CoreV1().Pods(cairnNS).Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var moved time.Duration
+	waitUntil(t, "the stopped replica's shards taken by the others", 20*time.Second, func() error {
+		held, err := shardHolders(c)
+		if err != nil {
+			return err
+		}
+		total := 0
+		for _, n := range held {
+			total += n
+		}
+		if held[pod] > 0 || total != 32 {
+			return fmt.Errorf("%d of 32 shards held: %v", total, held)
+		}
+		moved = time.Since(deleted)
+		return nil
+	})
+	sharesShards(t, c, waitReady(t, c, 3, 2*time.Minute))
+	return moved
+}
+
+// printed reports whether a line of cairn reconcile's standard output
+// (what each pass changed) in a container log has every word.
+func printed(log string, words ...string) bool {
+	for line := range strings.Lines(log) {
+		_, out, ok := strings.Cut(line, " stdout F ")
+		if !ok {
+			continue
+		}
+		all := true
+		for _, w := range words {
+			all = all && slices.Contains(strings.Fields(out), w)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 // pushHook sends GitHub's push webhook for main, signed with the secret.
