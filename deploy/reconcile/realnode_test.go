@@ -80,49 +80,17 @@ patches:
 func TestRealNodeReconcileInCluster(t *testing.T) {
 	start := time.Now()
 	node := kubenode.Start(t, "cairn")
-	ctx := context.Background()
 	admin := node.Client(t)
 	// The README's `kubectl create namespace databases`: the install
 	// reads it, never owns it.
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: databasesNS}}, metav1.CreateOptions{}); err != nil {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: databasesNS}}
+	if _, err := admin.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-
-	srv, err := gittestserver.NewTempGitServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(srv.Root()) })
-	srv.Auth("x-access-token", gitToken)
-	if err := srv.StartHTTP(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.StopHTTP)
-	fixture := t.TempDir()
-	// The specs folder, empty: without it every pass fails (a wrong
-	// --repo or --specs), and no replica gets Ready.
-	gitbed.WriteFiles(t, fixture, map[string]string{"clusters/README.md": "the fleet's specs\n"})
-	if err := srv.InitRepo(fixture, "main", "org/gitops.git"); err != nil {
-		t.Fatal(err)
-	}
-	bare := filepath.Join(srv.Root(), "org", "gitops.git")
+	gitURL, bare := gitServer(t)
 	gh := githubtest.New(t)
 	gh.UseRepo(bare)
-
-	tree := installTree(t, node.Expose(t, srv.HTTPAddress())+"/org/gitops.git", "org/gitops", node.Expose(t, gh.URL)+"/")
-	stream, err := renderer.Build(tree, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.ServerSideApply(t, "", stream, false); err != nil {
-		t.Fatal(err)
-	}
-	// Made after the install, as its comment allows: the pods wait for it.
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cairn-reconcile", Namespace: cairnNS},
-		Data: map[string][]byte{"git-token": []byte(gitToken + "\n"), "github-token": []byte(gh.Token + "\n"), "webhook-secret": []byte(hookSecret)}}
-	if _, err := admin.CoreV1().Secrets(cairnNS).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	install(t, node, node.Expose(t, gitURL)+"/org/gitops.git", node.Expose(t, gh.URL)+"/", gh.Token)
 
 	pods := waitReady(t, admin, 3, 4*time.Minute)
 	ready := time.Since(start)
@@ -134,10 +102,62 @@ func TestRealNodeReconcileInCluster(t *testing.T) {
 		}
 	}
 	sharesShards(t, admin, pods)
+	opened := aPushOpensTheCreateStep(t, node, gh, bare, pods)
+	moved := aReplicaStops(t, admin, pods[0].Name)
+	t.Logf("3 replicas Ready %.1fs after the test's start (the node's included); spec push + webhook to the create pull request: %.1fs; a replica's pod deleted to its shards held by the others: %.1fs; wall time %.1fs",
+		ready.Seconds(), opened.Seconds(), moved.Seconds(), time.Since(start).Seconds())
+}
 
-	// A person pushes the README's spec; GitHub's push webhook reaches one replica
-	// through the Service; the replica holding the cluster's shard opens
-	// the create step's pull request.
+// gitServer starts a git server over HTTP on loopback holding org/gitops
+// with an empty specs folder (without it every pass fails, a wrong --repo
+// or --specs, and no replica gets Ready). It returns the server's URL
+// and the repo's bare folder.
+func gitServer(t *testing.T) (url, bare string) {
+	t.Helper()
+	srv, err := gittestserver.NewTempGitServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(srv.Root()) })
+	srv.Auth("x-access-token", gitToken)
+	if err := srv.StartHTTP(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.StopHTTP)
+	fixture := t.TempDir()
+	gitbed.WriteFiles(t, fixture, map[string]string{"clusters/README.md": "the fleet's specs\n"})
+	if err := srv.InitRepo(fixture, "main", "org/gitops.git"); err != nil {
+		t.Fatal(err)
+	}
+	return srv.HTTPAddress(), filepath.Join(srv.Root(), "org", "gitops.git")
+}
+
+// install applies examples/install with the test's --repo, --github and
+// --github-api, then makes the Secret, as its comment allows: the pods
+// wait for it.
+func install(t *testing.T, node *kubenode.Cluster, repo, api, ghToken string) {
+	t.Helper()
+	stream, err := renderer.Build(installTree(t, repo, "org/gitops", api), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.ServerSideApply(t, "", stream, false); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cairn-reconcile", Namespace: cairnNS},
+		Data: map[string][]byte{"git-token": []byte(gitToken + "\n"), "github-token": []byte(ghToken + "\n"), "webhook-secret": []byte(hookSecret)}}
+	if _, err := node.Client(t).CoreV1().Secrets(cairnNS).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// aPushOpensTheCreateStep pushes the README's spec and sends GitHub's
+// push webhook to the webhook Service: the replica it reaches passes and
+// has the others pass (cairn-trigger), and the one holding the cluster's
+// shard, alone, opens the create step's pull request; no replica's log
+// says forbidden. It returns the time from the push to the pull request.
+func aPushOpensTheCreateStep(t *testing.T, node *kubenode.Cluster, gh *githubtest.Server, bare string, pods []corev1.Pod) time.Duration {
+	t.Helper()
 	gitbed.Commit(t, bare, map[string]string{"clusters/my-etcd-cluster.yaml": `apiVersion: "etcd.database.coreos.com/v1beta2"
 kind: "EtcdCluster"
 metadata:
@@ -147,7 +167,7 @@ spec:
   version: "3.7.3"
 `})
 	pushed := time.Now()
-	svc, err := admin.CoreV1().Services(cairnNS).Get(ctx, "cairn-reconcile-webhook", metav1.GetOptions{})
+	svc, err := node.Client(t).CoreV1().Services(cairnNS).Get(context.Background(), "cairn-reconcile-webhook", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,8 +190,22 @@ spec:
 	if opened > 30*time.Second {
 		t.Errorf("the pull request opened %s after the push: the interval's pass, not the webhook's", opened)
 	}
-	// The pass ends with the replica's line for the pull request; then
-	// every log is complete up to the pass that opened it.
+	for name, l := range ownerPrinted(t, node, pods) {
+		if strings.Contains(strings.ToLower(l), "forbidden") {
+			t.Errorf("%s's log has forbidden in it:\n%s", name, l)
+		}
+	}
+	if n := len(gh.Open()); n != 1 {
+		t.Errorf("%d open pull requests, want the create step's alone", n)
+	}
+	return opened
+}
+
+// ownerPrinted waits until one replica alone has printed the pull
+// request opened, its pass's last act, and returns every replica's log,
+// then complete up to that pass.
+func ownerPrinted(t *testing.T, node *kubenode.Cluster, pods []corev1.Pod) map[string]string {
+	t.Helper()
 	logs := map[string]string{}
 	waitUntil(t, "the pass's line in the owner's log", time.Minute, func() error {
 		var owners []string
@@ -190,19 +224,7 @@ spec:
 		}
 		return nil
 	})
-	for name, l := range logs {
-		if strings.Contains(strings.ToLower(l), "forbidden") {
-			t.Errorf("%s's log has forbidden in it:\n%s", name, l)
-		}
-	}
-	// The replicas the webhook's pass reached through cairn-trigger own
-	// other shards: they published nothing.
-	if n := len(gh.Open()); n != 1 {
-		t.Errorf("%d open pull requests, want the create step's alone", n)
-	}
-	moved := aReplicaStops(t, admin, pods[0].Name)
-	t.Logf("3 replicas Ready %.1fs after the test's start (the node's included); spec push + webhook to the create pull request: %.1fs; a replica's pod deleted to its shards held by the others: %.1fs; wall time %.1fs",
-		ready.Seconds(), opened.Seconds(), moved.Seconds(), time.Since(start).Seconds())
+	return logs
 }
 
 // waitReady waits until n pods of cairn reconcile are Ready, none
