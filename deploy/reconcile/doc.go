@@ -16,5 +16,9 @@
 // kube-apiserver, admit its pod under the restricted Pod Security
 // standard, and run a shard member and the observer with a token of the
 // ServiceAccount: the Roles let them do their work and nothing more.
-// Nothing imports it.
+// examples/install is this kustomization with what a person adds (the
+// Namespace, the observer's Role in the clusters' namespace, the flags);
+// its test holds it to that, and TestRealNodeReconcileInCluster runs it
+// on a real node (testbed/kubenode) against a git server and the GitHub
+// test server. Nothing imports it.
 package reconcile

@@ -11,7 +11,8 @@
 // namespace (the API server on .1, the node on .2), pods in
 // 10.244.<slot>.0/24 and Services in 10.251.<slot>.0/24, routed from the
 // machine into the namespace so that tests reach pods and Services
-// directly. Everything the node made (processes, containers, mounts,
+// directly; Expose makes a server of the test on loopback reachable from
+// pods at HostIP. Everything the node made (processes, containers, mounts,
 // network namespaces, cgroups) is taken down when the test ends, and a
 // slot left behind by a test process that died is cleaned before reuse.
 //
