@@ -26,6 +26,7 @@ import (
 	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 	"github.com/cairn-dev/cairn/renderer"
+	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/runtime/certs"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/fluxbed"
@@ -581,16 +582,7 @@ func TestRealNodePostgresBackupThenRestore(t *testing.T) {
 	spec["clusters/"+src+".yaml"] += smallPostgres + "  backup:\n    schedule: \"*/20 * * * * *\"\n    storageLocation: \"s3://cairn/backups\"\n"
 	l := newNodeLoop(t, spec, []string{src, dst}, "postgres-15")
 	s3 := testbed.S3ServerAt(t, "cairn", net.ParseIP(l.node.HostIP))
-	for _, c := range []string{src, dst} {
-		l.pgSecrets(c)
-		data := map[string][]byte{}
-		for k, v := range s3.Env {
-			data[k] = []byte(v)
-		}
-		if _, err := l.cp.Client(t).CoreV1().Secrets(l.ns).Create(l.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c + "-backup"}, Data: data}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l.backupSecrets(s3, src, dst)
 	l.converge(src, nil)
 	testbed.Eventually(t, "a primary and a replica", func() error { _, err := l.primaryOf(src, 2); return err })
 	insert := func(from, to int) {
@@ -629,4 +621,112 @@ func TestRealNodePostgresBackupThenRestore(t *testing.T) {
 	}
 	l.noDrift("at the end")
 	t.Logf("backup %s to the S3-protocol server from the pods; the copy restored to %s holds the 50 orders committed before it, of 60", id, target)
+}
+
+// backupSecrets makes the <cluster>-backup Secret of each cluster with
+// the S3 endpoint's settings, and the clusters' password Secrets.
+func (l *loop) backupSecrets(s3 testbed.S3Endpoint, clusters ...string) {
+	l.t.Helper()
+	for _, c := range clusters {
+		l.pgSecrets(c)
+		data := map[string][]byte{}
+		for k, v := range s3.Env {
+			data[k] = []byte(v)
+		}
+		if _, err := l.cp.Client(l.t).CoreV1().Secrets(l.ns).Create(l.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c + "-backup"}, Data: data}, metav1.CreateOptions{}); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+}
+
+// rwCount is the number of orders and the server's major, read through
+// the cluster's -rw Service.
+func (l *loop) rwCount(cluster string) (orders, major int, err error) {
+	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, l.rwConfig(cluster))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close(context.Background())
+	var num int
+	err = conn.QueryRow(ctx, "SELECT (SELECT count(*) FROM orders), current_setting('server_version_num')::int").Scan(&orders, &num)
+	return orders, num / 10000, err
+}
+
+// The major upgrade on a real node: a PostgreSQL 13.23 cluster of three
+// in containers of the postgres-13 image, with backups to the
+// S3-protocol server, moved to 15.20 through its step pull requests: the
+// backup, the pre-flight check Job (the pg_upgrade image, restoring that
+// backup from S3 in its own pod), the offline pg_upgrade in the primary's
+// pg-upgrade init container, the replicas cloned again, every row kept;
+// then the pinned pre-upgrade backup restored into a new cluster at 13.
+func TestRealNodePostgresMajorUpgrade13To15(t *testing.T) {
+	const db, back = "major", "major-back"
+	const loc = "s3://cairn/backups"
+	withS3 := func(s map[string]string, name string) map[string]string {
+		s["clusters/"+name+".yaml"] += smallPostgres + "  backup:\n    schedule: \"0 3 * * *\"\n    storageLocation: \"" + loc + "\"\n"
+		return s
+	}
+	l := newNodeLoop(t, withS3(pgSpecAt(db, 3, "13.23"), db), []string{db, back},
+		"postgres-13", "postgres-15", "postgres-upgrade-13-to-15")
+	s3 := testbed.S3ServerAt(t, "cairn", net.ParseIP(l.node.HostIP))
+	l.backupSecrets(s3, db, back)
+	l.converge(db, nil)
+	testbed.Eventually(t, "a primary and two replicas at 13", func() error { _, err := l.primaryOf(db, 3); return err })
+	var qs []string
+	for i := range 50 {
+		qs = append(qs, fmt.Sprintf("INSERT INTO orders VALUES (%d)", i))
+	}
+	l.rwExec(db, append([]string{"CREATE TABLE orders (id int primary key)"}, qs...)...)
+	if _, major, err := l.rwCount(db); err != nil || major != 13 {
+		t.Fatalf("before the upgrade: PostgreSQL %d, %v", major, err)
+	}
+
+	start := time.Now()
+	l.editSpec(withS3(pgSpecAt(db, 3, "15.20"), db))
+	steps := l.converge(db, nil)
+	took := time.Since(start)
+	joined := strings.Join(steps, " ")
+	for _, want := range []string{"backup", "upgrade-check", "major"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("the upgrade's steps %v have no %q step", steps, want)
+		}
+	}
+	testbed.Eventually(t, "a primary and two replicas at 15", func() error { _, err := l.primaryOf(db, 3); return err })
+	if n, major, err := l.rwCount(db); err != nil || n != 50 || major != 15 {
+		t.Fatalf("after the upgrade: %d orders at PostgreSQL %d (%v), want 50 at 15", n, major, err)
+	}
+	l.noDrift("after the upgrade")
+
+	// The rollback: the pinned pre-upgrade backup restores at 13.
+	cfg, err := backup.S3ConfigFromEnv(func(k string) string { return s3.Env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := backup.ParseLocation(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := backup.NewS3Store(parsed, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := backup.List(l.ctx, store, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := backup.Pinned(all)
+	if len(pinned) != 1 || !strings.HasPrefix(pinned[0].Version, "13.") {
+		t.Fatalf("pinned backups %+v, want the one pre-upgrade backup of 13", pinned)
+	}
+	copySpec := pgSpecAt(back, 2, "13.23")
+	copySpec["clusters/"+back+".yaml"] += smallPostgres + fmt.Sprintf("  restoreFrom:\n    storageLocation: %q\n    cluster: %s\n    backup: %s\n", loc, db, pinned[0].ID)
+	l.editSpec(copySpec)
+	l.converge(back, nil)
+	testbed.Eventually(t, "the rolled back cluster's primary and replica", func() error { _, err := l.primaryOf(back, 2); return err })
+	if n, major, err := l.rwCount(back); err != nil || n != 50 || major != 13 {
+		t.Fatalf("the rolled back cluster: %d orders at PostgreSQL %d (%v), want 50 at 13", n, major, err)
+	}
+	t.Logf("13 -> 15 steps %v in %.1fs; from each merge to the next pull request: %s", steps, took.Seconds(), strings.Join(l.timings, ", "))
 }
