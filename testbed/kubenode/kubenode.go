@@ -46,6 +46,12 @@ func Start(t testing.TB, images ...string) *Cluster {
 	if os.Geteuid() != 0 {
 		t.Skip("a real node needs root (containerd, network namespaces, cgroups)")
 	}
+	// The node is built for cgroup v1, as these machines run (the
+	// kubelet with failCgroupV1: false); on a machine with cgroup v2 only,
+	// such as GitHub's runners, it says so and does not start.
+	if _, err := cgroupHierarchies(); err != nil {
+		t.Skipf("a real node here needs cgroup v1: %v", err)
+	}
 	for _, p := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "nsenter", "iptables"} {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Fatalf("a real node needs %s: apt-get install containerd runc containernetworking-plugins iptables (.ci/run does)", p)
