@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/gittestserver"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	authv1 "k8s.io/api/authentication/v1"
@@ -92,47 +91,45 @@ func newLoop(t *testing.T, specs map[string]string, opts ...func(*liveSource)) *
 	l.cp.StartNode(t, l.ns, testbed.Backers{l.bed, l.pg})
 	l.sync = l.cp.NewSync(t, l.ns)
 
-	srv, err := gittestserver.NewTempGitServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(srv.Root()) })
-	srv.Auth("x-access-token", "git-t0ken")
-	if err := srv.StartHTTP(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.StopHTTP)
-	fixture := t.TempDir()
-	for p, c := range specs {
-		_ = os.MkdirAll(filepath.Join(fixture, filepath.Dir(p)), 0o755)
-		if err := os.WriteFile(filepath.Join(fixture, p), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := srv.InitRepo(fixture, "main", "org/gitops.git"); err != nil {
-		t.Fatal(err)
-	}
-	l.bare = filepath.Join(srv.Root(), "org", "gitops.git")
+	l.serve(specs, log, opts...)
+	return l
+}
+
+// The git server's user and token, as GitHub's HTTPS remotes take an
+// installation token.
+const (
+	gitUser  = "x-access-token"
+	gitToken = "git-t0ken"
+)
+
+// serve starts the git server holding specs on main and the GitHub test
+// server over the same repo, and makes the loop's reconciler, observing
+// the control plane's namespace; opts change how it observes. It returns
+// the repo's URL.
+func (l *loop) serve(specs map[string]string, log *slog.Logger, opts ...func(*liveSource)) string {
+	t := l.t
+	var url string
+	url, l.bare = gitbed.Serve(t, gitUser, gitToken, specs)
 	l.gh = githubtest.New(t)
 	l.gh.UseRepo(l.bare)
 
 	secrets := t.TempDir()
-	gitToken, ghToken := filepath.Join(secrets, "git"), filepath.Join(secrets, "gh")
-	_ = os.WriteFile(gitToken, []byte("git-t0ken\n"), 0o600)
+	gitTokenFile, ghToken := filepath.Join(secrets, "git"), filepath.Join(secrets, "gh")
+	_ = os.WriteFile(gitTokenFile, []byte(gitToken+"\n"), 0o600)
 	_ = os.WriteFile(ghToken, []byte(l.gh.Token+"\n"), 0o600)
-	remote := remoteOptions{repo: srv.HTTPAddress() + "/org/gitops.git", base: "main", tokenFile: gitToken}
+	remote := remoteOptions{repo: url, base: "main", tokenFile: gitTokenFile}
 	gh := githubOptions{repo: "org/gitops", api: l.gh.URL + "/", tokenFile: ghToken}
 	src := liveSource{kubeconfig: l.cp.Kubeconfig(t), namespace: l.ns}
 	for _, o := range opts {
 		o(&src)
 	}
-	rec, cleanup, err := newReconciler(ctx, remote, gh, src, specsFlag{dir: "clusters"}, renderer.Options{}, log)
+	rec, cleanup, err := newReconciler(l.ctx, remote, gh, src, specsFlag{dir: "clusters"}, renderer.Options{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
 	l.rec = rec
-	return l
+	return url
 }
 
 // runRuntime runs a cluster's runtime as its rendered ServiceAccount,

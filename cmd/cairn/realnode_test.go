@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/gittestserver"
 	"github.com/jackc/pgx/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -24,8 +21,6 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish"
-	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
-	"github.com/cairn-dev/cairn/renderer"
 	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/runtime/certs"
 	"github.com/cairn-dev/cairn/testbed"
@@ -49,42 +44,11 @@ func newNodeLoop(t *testing.T, specs map[string]string, clusters []string, image
 	l.flux = fluxbed.Start(t, l.cp)
 	log := testbed.Logger(t, slog.LevelWarn)
 
-	srv, err := gittestserver.NewTempGitServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(srv.Root()) })
-	srv.Auth("x-access-token", "git-t0ken")
-	if err := srv.StartHTTP(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.StopHTTP)
-	fixture := t.TempDir()
-	gitbed.WriteFiles(t, fixture, specs)
-	if err := srv.InitRepo(fixture, "main", "org/gitops.git"); err != nil {
-		t.Fatal(err)
-	}
-	l.bare = filepath.Join(srv.Root(), "org", "gitops.git")
-	l.gh = githubtest.New(t)
-	l.gh.UseRepo(l.bare)
-	l.flux.GitRepository(t, srv.HTTPAddress()+"/org/gitops.git", "main", "x-access-token", "git-t0ken", 2*time.Second)
+	url := l.serve(specs, log)
+	l.flux.GitRepository(t, url, "main", gitUser, gitToken, 2*time.Second)
 	for _, c := range clusters {
 		l.flux.Kustomization(t, c, l.ns)
 	}
-
-	secrets := t.TempDir()
-	gitToken, ghToken := filepath.Join(secrets, "git"), filepath.Join(secrets, "gh")
-	_ = os.WriteFile(gitToken, []byte("git-t0ken\n"), 0o600)
-	_ = os.WriteFile(ghToken, []byte(l.gh.Token+"\n"), 0o600)
-	remote := remoteOptions{repo: srv.HTTPAddress() + "/org/gitops.git", base: "main", tokenFile: gitToken}
-	gh := githubOptions{repo: "org/gitops", api: l.gh.URL + "/", tokenFile: ghToken}
-	src := liveSource{kubeconfig: l.cp.Kubeconfig(t), namespace: l.ns}
-	rec, cleanup, err := newReconciler(ctx, remote, gh, src, specsFlag{dir: "clusters"}, renderer.Options{}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cleanup)
-	l.rec = rec
 	return l
 }
 
@@ -382,10 +346,23 @@ func (l *loop) startPgWriter(cluster string) *pgWriter {
 	return w
 }
 
-// lookOutage is the longest outage since the last look.
-func lookOutage(w *pgWriter) time.Duration {
+// resumes runs event and waits until ten more writes are acknowledged
+// after it; it returns the longest outage from event on.
+func (w *pgWriter) resumes(t *testing.T, event string, do func()) time.Duration {
+	t.Helper()
+	before, _, _ := w.look()
+	do()
+	var longest time.Duration
+	testbed.Eventually(t, "writes again after "+event, func() error {
+		n, outage, last := w.look()
+		longest = max(longest, outage)
+		if n < before+10 {
+			return fmt.Errorf("%d writes since %s (%d before); last error: %v", n-before, event, before, last)
+		}
+		return nil
+	})
 	_, outage, _ := w.look()
-	return outage
+	return max(longest, outage)
 }
 
 // stop stops the writer and counts the acknowledged rows the cluster no
@@ -454,18 +431,7 @@ func TestRealNodePostgresWalkthrough(t *testing.T) {
 	testbed.Eventually(t, "a primary and four replicas", func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
 
 	// One crash: the container is back before a failover is due.
-	crashed, _, _ := w.look()
-	l.node.KillContainer(t, l.ns, primary, "postgres")
-	var crashOutage time.Duration
-	testbed.Eventually(t, "writes again after one crash", func() error {
-		n, outage, last := w.look()
-		crashOutage = max(crashOutage, outage)
-		if n < crashed+10 {
-			return fmt.Errorf("%d writes since the crash (%d before it); last error: %v", n-crashed, crashed, last)
-		}
-		return nil
-	})
-	crashOutage = max(crashOutage, lookOutage(w))
+	crashOutage := w.resumes(t, "one crash", func() { l.node.KillContainer(t, l.ns, primary, "postgres") })
 
 	// A crash loop: the runtime fails over.
 	killed := time.Now()
@@ -492,17 +458,7 @@ func TestRealNodePostgresWalkthrough(t *testing.T) {
 		}
 		return nil
 	})
-	var failoverOutage time.Duration
-	before, _, _ := w.look()
-	testbed.Eventually(t, "writes again after the failover", func() error {
-		n, outage, last := w.look()
-		failoverOutage = max(failoverOutage, outage)
-		if n < before+10 {
-			return fmt.Errorf("%d writes since the new primary (%d before); last error: %v", n-before, before, last)
-		}
-		return nil
-	})
-	failoverOutage = max(failoverOutage, lookOutage(w))
+	failoverOutage := w.resumes(t, "the failover", func() {})
 	took := time.Since(killed)
 	testbed.Eventually(t, "the old primary back as a replica", func() error {
 		if o := l.pass()[shop]; o.Action == publish.ActionOpened {

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/gittestserver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -90,7 +89,7 @@ func TestRealNodeReconcileInCluster(t *testing.T) {
 	gitURL, bare := gitServer(t)
 	gh := githubtest.New(t)
 	gh.UseRepo(bare)
-	install(t, node, node.Expose(t, gitURL)+"/org/gitops.git", node.Expose(t, gh.URL)+"/", gh.Token)
+	install(t, node, node.Expose(t, gitURL), node.Expose(t, gh.URL)+"/", gh.Token)
 
 	pods := waitReady(t, admin, 3, 4*time.Minute)
 	ready := time.Since(start)
@@ -110,26 +109,11 @@ func TestRealNodeReconcileInCluster(t *testing.T) {
 
 // gitServer starts a git server over HTTP on loopback holding org/gitops
 // with an empty specs folder (without it every pass fails, a wrong --repo
-// or --specs, and no replica gets Ready). It returns the server's URL
+// or --specs, and no replica gets Ready). It returns the repo's URL
 // and the repo's bare folder.
 func gitServer(t *testing.T) (url, bare string) {
 	t.Helper()
-	srv, err := gittestserver.NewTempGitServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(srv.Root()) })
-	srv.Auth("x-access-token", gitToken)
-	if err := srv.StartHTTP(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.StopHTTP)
-	fixture := t.TempDir()
-	gitbed.WriteFiles(t, fixture, map[string]string{"clusters/README.md": "the fleet's specs\n"})
-	if err := srv.InitRepo(fixture, "main", "org/gitops.git"); err != nil {
-		t.Fatal(err)
-	}
-	return srv.HTTPAddress(), filepath.Join(srv.Root(), "org", "gitops.git")
+	return gitbed.Serve(t, "x-access-token", gitToken, map[string]string{"clusters/README.md": "the fleet's specs\n"})
 }
 
 // install applies examples/install with the test's --repo, --github and

@@ -2,12 +2,9 @@ package fluxbed_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/gittestserver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,28 +24,13 @@ func TestRealNodeFluxAppliesAndPrunes(t *testing.T) {
 	cl := c.Client(t)
 	c.Namespace(t, "databases")
 
-	srv, err := gittestserver.NewTempGitServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(srv.Root()) })
-	srv.Auth("x-access-token", "git-t0ken")
-	if err := srv.StartHTTP(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.StopHTTP)
-	fixture := t.TempDir()
-	gitbed.WriteFiles(t, fixture, map[string]string{"README.md": "gitops\n"})
-	if err := srv.InitRepo(fixture, "main", "org/gitops.git"); err != nil {
-		t.Fatal(err)
-	}
-	bare := filepath.Join(srv.Root(), "org", "gitops.git")
+	url, bare := gitbed.Serve(t, "x-access-token", "git-t0ken", map[string]string{"README.md": "gitops\n"})
 	first := gitbed.Commit(t, bare, map[string]string{
 		"rendered/demo/kustomization.yaml": "resources: [config.yaml, web.yaml]\n",
 		"rendered/demo/config.yaml":        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n",
 		"rendered/demo/web.yaml":           web,
 	})
-	f.GitRepository(t, srv.HTTPAddress()+"/org/gitops.git", "main", "x-access-token", "git-t0ken", 2*time.Second)
+	f.GitRepository(t, url, "main", "x-access-token", "git-t0ken", 2*time.Second)
 	f.Kustomization(t, "demo", "databases")
 	f.WaitApplied(t, "demo", first.String(), 3*time.Minute)
 	if _, err := cl.CoreV1().ConfigMaps("databases").Get(ctx, "settings", metav1.GetOptions{}); err != nil {
