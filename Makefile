@@ -181,7 +181,7 @@ IMG      := .cache/images
 IMGTOOL  := $(IMG)/bin/imagebuild
 IMGROOTS := $(IMG)/roots
 ETCD_IMAGES := $(IMG)/etcd-3.7.tar $(IMG)/etcd-3.6.tar $(IMG)/etcd-3.5.tar $(IMG)/etcd-3.4.tar
-IMAGES   := $(IMG)/cairn.tar $(IMG)/postgres-15.tar $(IMG)/postgres-13.tar $(IMG)/postgres-upgrade-13-to-15.tar $(ETCD_IMAGES) $(IMG)/pause.tar
+IMAGES   := $(IMG)/cairn.tar $(IMG)/postgres-15.tar $(IMG)/postgres-15-previous.tar $(IMG)/postgres-13.tar $(IMG)/postgres-upgrade-13-to-15.tar $(ETCD_IMAGES) $(IMG)/pause.tar
 CAIRN_SRC := $(shell git ls-files '*.go' go.mod go.sum 2>/dev/null | grep -v -e '^images/' -e '_test\.go$$' -e '^testbed/')
 IMGTOOL_SRC := $(wildcard images/build/*.go) images/build/go.mod images/build/go.sum renderer/options.go version/version.go planner/spec/versions.go testbed/sandbox/sandbox.go
 
@@ -213,6 +213,10 @@ $(IMG)/cairn.tar: $(IMG)/bin/cairn $(IMGROOTS)/bookworm-base/.debs $(IMGTOOL)
 	$(IMGTOOL) cairn -bin $< -base $(IMGROOTS)/bookworm-base -out $@
 
 $(IMG)/postgres-15.tar: $(IMGROOTS)/bookworm-pg15/.debs $(IMGTOOL)
+	$(IMGTOOL) postgres -root $(<D) -out $@
+
+# The 15 release before the newest, that a minor upgrade starts from.
+$(IMG)/postgres-15-previous.tar: $(IMGROOTS)/bookworm-pg15-previous/.debs $(IMGTOOL)
 	$(IMGTOOL) postgres -root $(<D) -out $@
 
 $(IMG)/postgres-13.tar: $(IMGROOTS)/bullseye-pg13/.debs $(IMGTOOL)

@@ -22,10 +22,12 @@ type debPackage struct {
 }
 
 // debIndex is the newest stanza of each package name over the suite's
-// Packages files (the suite, its updates and its security updates).
+// Packages files (the suite, its updates and its security updates), and
+// every version each name has there.
 type debIndex struct {
 	pkgs      map[string]debPackage
-	providers map[string][]string // virtual name -> real packages, sorted
+	versions  map[string][]debPackage // name -> every stanza, newest first once indexed
+	providers map[string][]string     // virtual name -> real packages, sorted
 }
 
 // loadIndex reads every *_Packages file in an apt lists directory.
@@ -37,7 +39,7 @@ func loadIndex(dir string) (*debIndex, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("no Packages index in %s (apt-get update first)", dir)
 	}
-	ix := &debIndex{pkgs: map[string]debPackage{}, providers: map[string][]string{}}
+	ix := &debIndex{pkgs: map[string]debPackage{}, versions: map[string][]debPackage{}, providers: map[string][]string{}}
 	for _, f := range files {
 		if err := ix.addFile(f); err != nil {
 			return nil, err
@@ -63,14 +65,22 @@ func (ix *debIndex) addFile(name string) error {
 	return nil
 }
 
-// add keeps the newer of p and the stanza already held for its name.
+// add keeps the newer of p and the stanza already held for its name,
+// and p among the name's versions.
 func (ix *debIndex) add(p debPackage) {
+	if ix.versions == nil {
+		ix.versions = map[string][]debPackage{}
+	}
+	ix.versions[p.Name] = append(ix.versions[p.Name], p)
 	if old, ok := ix.pkgs[p.Name]; !ok || compareVersions(p.Version, old.Version) > 0 {
 		ix.pkgs[p.Name] = p
 	}
 }
 
 func (ix *debIndex) index() {
+	for _, vs := range ix.versions {
+		sort.SliceStable(vs, func(i, j int) bool { return compareVersions(vs[i].Version, vs[j].Version) > 0 })
+	}
 	ix.providers = map[string][]string{}
 	for _, p := range ix.pkgs {
 		for _, v := range p.Provides {
@@ -168,10 +178,16 @@ func isLibrary(name string) bool {
 	return strings.HasPrefix(name, "lib")
 }
 
+// previousSuffix marks a root taken at its previous upstream release:
+// "postgresql-15@previous" is the newest postgresql-15 whose upstream
+// version is older than the newest one's (15.18 while the security
+// updates carry 15.20), for an image a minor upgrade starts from.
+const previousSuffix = "@previous"
+
 // resolve returns roots and the library packages they need, following
 // Depends through library packages only, sorted by name. A group is
 // satisfied by its first alternative that is a real package, else by the
-// first package that provides it.
+// first package that provides it. A root may be NAME@previous.
 func (ix *debIndex) resolve(roots []string) ([]debPackage, error) {
 	seen := map[string]bool{}
 	var out []debPackage
@@ -179,14 +195,14 @@ func (ix *debIndex) resolve(roots []string) ([]debPackage, error) {
 	for len(queue) > 0 {
 		name := queue[0]
 		queue = queue[1:]
-		if seen[name] {
+		p, err := ix.lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		if seen[p.Name] {
 			continue
 		}
-		seen[name] = true
-		p, ok := ix.pkgs[name]
-		if !ok {
-			return nil, fmt.Errorf("package %s is not in the index", name)
-		}
+		seen[p.Name] = true
 		out = append(out, p)
 		for _, g := range p.Depends {
 			dep, err := ix.choose(g)
@@ -200,6 +216,26 @@ func (ix *debIndex) resolve(roots []string) ([]debPackage, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// lookup is the stanza a root or dependency names: the newest, or for
+// NAME@previous the newest of an older upstream release.
+func (ix *debIndex) lookup(name string) (debPackage, error) {
+	base, previous := strings.CutSuffix(name, previousSuffix)
+	p, ok := ix.pkgs[base]
+	if !ok {
+		return p, fmt.Errorf("package %s is not in the index", base)
+	}
+	if !previous {
+		return p, nil
+	}
+	_, newest, _ := splitVersion(p.Version)
+	for _, v := range ix.versions[base] {
+		if _, up, _ := splitVersion(v.Version); compareParts(up, newest) < 0 {
+			return v, nil
+		}
+	}
+	return p, fmt.Errorf("package %s: the index has no release older than %s (only %s)", base, newest, p.Version)
 }
 
 // choose picks the package that satisfies a group; "" when none is a

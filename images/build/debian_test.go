@@ -141,8 +141,27 @@ func TestResolve(t *testing.T) {
 		roots: []string{"postgresql-common"},
 		want:  []string{"postgresql-common=252"},
 	}, {
+		// The release before the newest: main's 15.8, with its own
+		// Depends (no libzstd1); the libraries are still the newest.
+		name:  "previous release",
+		roots: []string{"postgresql-15@previous", "tzdata"},
+		want: []string{"libc6=2.36-9", "libgcc-s1=12.2.0-14", "libgnutls30=3.7.9", "libldap-2.5-0=2.5.13",
+			"libsasl2-2=2.1.28", "libssl3=3.0.11-1~deb12u2", "postgresql-15=15.8-0+deb12u1", "tzdata=2024a-0+deb12u1"},
+	}, {
+		name:  "no previous release",
+		roots: []string{"libzstd1@previous"},
+		err:   "package libzstd1: the index has no release older than 1.5.4 (only 1.5.4)",
+	}, {
+		name:  "previous of a library",
+		roots: []string{"libssl3@previous"},
+		want:  []string{"libc6=2.36-9", "libgcc-s1=12.2.0-14", "libssl3=3.0.10-1"},
+	}, {
 		name:  "unknown root",
 		roots: []string{"postgresql-99"},
+		err:   "package postgresql-99 is not in the index",
+	}, {
+		name:  "unknown previous root",
+		roots: []string{"postgresql-99@previous"},
 		err:   "package postgresql-99 is not in the index",
 	}} {
 		t.Run(c.name, func(t *testing.T) {
@@ -173,6 +192,26 @@ func TestResolveMissingLibrary(t *testing.T) {
 	ix.index()
 	if _, err := ix.resolve([]string{"postgresql-15"}); err == nil || !strings.Contains(err.Error(), "no package satisfies libmissing1 | libother1") {
 		t.Fatalf("err = %v, want a group no package satisfies", err)
+	}
+}
+
+// Two Debian revisions of one upstream release are not two releases.
+func TestResolvePreviousSkipsRevisions(t *testing.T) {
+	ix := &debIndex{pkgs: map[string]debPackage{}}
+	for _, v := range []string{"15.20-0+deb12u1", "15.18-0+deb12u1", "15.20-0+deb12u2", "15.18-0+deb12u2"} {
+		ix.add(debPackage{Name: "postgresql-15", Version: v})
+	}
+	ix.index()
+	pkgs, err := ix.resolve([]string{"postgresql-15@previous"})
+	if err != nil || len(pkgs) != 1 || pkgs[0].Version != "15.18-0+deb12u2" {
+		t.Fatalf("resolve = %v, %v; want 15.18-0+deb12u2", pkgs, err)
+	}
+	ix = &debIndex{pkgs: map[string]debPackage{}}
+	ix.add(debPackage{Name: "postgresql-15", Version: "15.20-0+deb12u1"})
+	ix.add(debPackage{Name: "postgresql-15", Version: "15.20-0+deb12u2"})
+	ix.index()
+	if _, err := ix.resolve([]string{"postgresql-15@previous"}); err == nil || !strings.Contains(err.Error(), "no release older than 15.20") {
+		t.Fatalf("err = %v, want no older release", err)
 	}
 }
 
