@@ -45,7 +45,10 @@ func Etcd(client kubernetes.Interface, cfg Config) (Keeper, error) {
 func (m *Membership) Interval() time.Duration { return cmp.Or(m.interval, etcdInterval) }
 
 // BackupSource picks any ready member, the highest ordinal first: a
-// snapshot of any member is the whole cluster's.
+// snapshot of any member is the whole cluster's. The member is reached
+// at its pod's address and, over TLS, verified against the client
+// Service's name, which every member's certificate carries (it carries
+// no addresses).
 func (m *Membership) BackupSource(ctx context.Context) (backup.Source, string, error) {
 	ready, err := readyMembers(ctx, m.Client, m.Namespace, contract.AppEtcd, m.Cluster)
 	if err != nil {
@@ -56,5 +59,10 @@ func (m *Membership) BackupSource(ctx context.Context) (backup.Source, string, e
 	}
 	p := ready[0]
 	endpoint := m.scheme() + "://" + p.Status.PodIP + ":" + strconv.Itoa(cmp.Or(m.Port, contract.EtcdClientPort))
-	return backup.EtcdSource{Member: p.Name, Endpoint: endpoint, TLS: m.clientTLS()}, spec.EtcdKind, nil
+	tc := m.clientTLS()
+	if tc != nil {
+		tc = tc.Clone()
+		tc.ServerName = contract.EtcdClientServerName(m.Cluster, m.Namespace)
+	}
+	return backup.EtcdSource{Member: p.Name, Endpoint: endpoint, TLS: tc}, spec.EtcdKind, nil
 }

@@ -30,16 +30,22 @@ type EtcdSource struct {
 
 // Stream implements Source.
 func (s EtcdSource) Stream(ctx context.Context, w io.Writer, m *Manifest) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: cmp.Or(s.DialTimeout, 5*time.Second), Logger: zap.NewNop(), TLS: s.TLS})
+	dial := cmp.Or(s.DialTimeout, 5*time.Second)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: dial, Logger: zap.NewNop(), TLS: s.TLS})
 	if err != nil {
 		return fmt.Errorf("etcd client for %s: %w", s.Member, err)
 	}
 	defer cli.Close()
 	// etcd's snapshot stream does not say its revision; the member's
-	// revision just before it began is a lower bound.
-	st, err := cli.Status(ctx, s.Endpoint)
+	// revision just before it began is a lower bound. The status is
+	// bounded: etcd's client retries a member it cannot reach (refused,
+	// or a TLS handshake that fails) until its context ends, and a
+	// backup must fail and say so rather than wait for ever.
+	sctx, cancel := context.WithTimeout(ctx, 2*dial)
+	st, err := cli.Status(sctx, s.Endpoint)
+	cancel()
 	if err != nil {
-		return fmt.Errorf("status of %s: %w", s.Member, err)
+		return fmt.Errorf("status of %s at %s: %w", s.Member, s.Endpoint, err)
 	}
 	resp, err := cli.SnapshotWithVersion(ctx)
 	if err != nil {

@@ -2,9 +2,12 @@ package backup
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +60,39 @@ func TestEtcdSnapshotAndRestore(t *testing.T) {
 				t.Fatalf("a key written after the backup: %v %v", after.Kvs, err)
 			}
 		})
+	}
+}
+
+// A member that takes the connection but never answers (a TLS handshake
+// that cannot complete, a hung process) fails the backup within the
+// status bound, naming the member: it never holds the backup for ever.
+func TestEtcdSnapshotOfAnUnansweringMember(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	src := EtcdSource{Member: "e-0", Endpoint: "https://" + l.Addr().String(), DialTimeout: 200 * time.Millisecond, TLS: &tls.Config{ServerName: "e.ns.svc"}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Take(context.Background(), &FileStore{Root: t.TempDir()}, "e", "EtcdCluster", src, time.Now)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "status of e-0 at https://") {
+			t.Fatalf("err = %v, want the member's status failing", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the backup of a member that never answers did not end")
 	}
 }
