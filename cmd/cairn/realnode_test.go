@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -370,6 +371,15 @@ func (w *pgWriter) resumes(t *testing.T, event string, do func()) time.Duration 
 func (w *pgWriter) stop(l *loop, cluster string) (acked, lost int) {
 	w.cancel()
 	<-w.done
+	return w.lost(l, cluster)
+}
+
+// lost counts the rows acknowledged so far that the cluster no longer
+// has, read through the -rw Service; the writer may go on.
+func (w *pgWriter) lost(l *loop, cluster string) (acked, lost int) {
+	w.mu.Lock()
+	ids := slices.Clone(w.acked)
+	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, l.rwConfig(cluster))
@@ -392,18 +402,22 @@ func (w *pgWriter) stop(l *loop, cluster string) (acked, lost int) {
 	if err := rows.Err(); err != nil {
 		l.t.Fatal(err)
 	}
-	for _, id := range w.acked {
+	for _, id := range ids {
 		if !have[id] {
 			lost++
 		}
 	}
-	return len(w.acked), lost
+	return len(ids), lost
 }
 
 // Walkthrough 3 on a real node: PostgreSQL members in containers of the
-// postgres image make, cairn's runtime as its Deployment's pods, real
-// Flux applying each step, 3 -> 5 members, and a client writing through
-// the -rw Service from then on. The primary's container is killed once: the kubelet starts it again
+// postgres images make builds, cairn's runtime as its Deployment's pods,
+// real Flux applying each step, 3 -> 5 members, and a client writing
+// through the -rw Service from then on. A minor upgrade (from the 15
+// release before the newest to the newest, two images of Debian's
+// packages) rolls through the members one step at a time, the primary
+// handing over to an upgraded replica by a switchover step first: no
+// acknowledged write lost. The primary's container is killed once: the kubelet starts it again
 // and it comes back as the primary (a crash the runtime rides out). Then
 // it is killed each time it comes back, as a primary in a crash loop: the
 // runtime fails over on its own, with no pull request, the -rw Service
@@ -412,9 +426,10 @@ func (w *pgWriter) stop(l *loop, cluster string) (acked, lost int) {
 func TestRealNodePostgresWalkthrough(t *testing.T) {
 	const shop = "shop"
 	start := time.Now()
-	spec := pgSpecAt(shop, 3, "15.20")
+	from, to := kubenode.ImageVersion(t, "postgres-15-previous"), kubenode.ImageVersion(t, "postgres-15")
+	spec := pgSpecAt(shop, 3, from)
 	spec["clusters/shop.yaml"] += smallPostgres
-	l := newNodeLoop(t, spec, []string{shop}, "postgres-15")
+	l := newNodeLoop(t, spec, []string{shop}, "postgres-15-previous", "postgres-15")
 	l.pgSecrets(shop)
 	steps := l.converge(shop, nil)
 	var primary string
@@ -424,11 +439,19 @@ func TestRealNodePostgresWalkthrough(t *testing.T) {
 
 	// 3 -> 5 with the writer running: one replica at a time, each cloned
 	// from the primary in its own container.
-	spec = pgSpecAt(shop, 5, "15.20")
+	spec = pgSpecAt(shop, 5, from)
 	spec["clusters/shop.yaml"] += smallPostgres
 	l.editSpec(spec)
 	grow := l.converge(shop, nil)
 	testbed.Eventually(t, "a primary and four replicas", func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
+
+	// The minor upgrade, with the writer running.
+	var upgrade string
+	upgradeOutage := w.resumes(t, "the minor upgrade", func() { upgrade = l.nodeMinorUpgrade(shop, 5, primary, from, to) })
+	testbed.Eventually(t, "a primary and four replicas at "+to, func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
+	if acked, lost := w.lost(l, shop); lost != 0 || acked == 0 {
+		t.Fatalf("the minor upgrade lost %d of %d acknowledged writes", lost, acked)
+	}
 
 	// One crash: the container is back before a failover is due.
 	crashOutage := w.resumes(t, "one crash", func() { l.node.KillContainer(t, l.ns, primary, "postgres") })
@@ -479,8 +502,69 @@ func TestRealNodePostgresWalkthrough(t *testing.T) {
 	if acked == 0 {
 		t.Fatal("no write was acknowledged")
 	}
-	t.Logf("steps %v, 3 -> 5 %v; created in %.1fs; one crash: longest write outage %s; crash loop (%d kills): failover from %s to %s %.1fs from the first kill to the new primary labelled, longest write outage %s; %d writes acknowledged through -rw, %d lost, %d failed; from each merge to the next pull request: %s",
-		steps, grow, created.Seconds(), crashOutage, kills, primary, next, took.Seconds(), failoverOutage, acked, lost, w.failed, strings.Join(l.timings, ", "))
+	t.Logf("steps %v, 3 -> 5 %v; %s, longest write outage %s; created in %.1fs; one crash: longest write outage %s; crash loop (%d kills): failover from %s to %s %.1fs from the first kill to the new primary labelled, longest write outage %s; %d writes acknowledged through -rw, %d lost, %d failed; from each merge to the next pull request: %s",
+		steps, grow, upgrade, upgradeOutage, created.Seconds(), crashOutage, kills, primary, next, took.Seconds(), failoverOutage, acked, lost, w.failed, strings.Join(l.timings, ", "))
+}
+
+// nodeMinorUpgrade moves the cluster of n members, primary the primary,
+// from minor from to minor to through its step pull requests, and checks
+// what the steps say: one switchover, every member's container on the
+// new image, the server behind -rw reporting the new release. It returns
+// a line for the test's log: the steps and how long the upgrade took.
+func (l *loop) nodeMinorUpgrade(cluster string, n int, primary, from, to string) string {
+	t := l.t
+	t.Helper()
+	began := time.Now()
+	spec := pgSpecAt(cluster, n, to)
+	spec["clusters/"+cluster+".yaml"] += smallPostgres
+	l.editSpec(spec)
+	steps := l.converge(cluster, nil)
+	upgrades, switchovers := 0, 0
+	for _, s := range steps {
+		switch {
+		case strings.HasPrefix(s, "upgrade-"):
+			upgrades++
+		case strings.HasPrefix(s, "switchover-"):
+			switchovers++
+		}
+	}
+	if upgrades != n || switchovers != 1 {
+		t.Fatalf("%s -> %s: steps %v, want %d member upgrades and one switchover", from, to, steps, n)
+	}
+	image := kubenode.ImageTag(t, "postgres-15")
+	pods, err := l.cp.Client(t).CoreV1().Pods(l.ns).List(l.ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + cluster + ",app.kubernetes.io/component=database"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			if c.Name == "postgres" && c.Image != image {
+				t.Errorf("%s runs %s, want %s", p.Name, c.Image, image)
+			}
+		}
+	}
+	next, err := l.primaryOf(cluster, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == primary {
+		t.Errorf("primary %s before and after the upgrade: no switchover took place", primary)
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, l.rwConfig(cluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var version string
+	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(version, to+" ") && version != to {
+		t.Errorf("-rw reports PostgreSQL %q, want %s", version, to)
+	}
+	return fmt.Sprintf("minor upgrade %s -> %s in %.1fs, primary %s -> %s: steps %v", from, to, time.Since(began).Seconds(), primary, next, steps)
 }
 
 // rwExec runs statements on the cluster's primary through -rw.
@@ -534,7 +618,8 @@ func (l *loop) rwArchived(cluster string) {
 // exactly the rows committed before the target.
 func TestRealNodePostgresBackupThenRestore(t *testing.T) {
 	const src, dst = "orders", "orders-copy"
-	spec := pgSpecAt(src, 2, "15.20")
+	pg15 := kubenode.ImageVersion(t, "postgres-15")
+	spec := pgSpecAt(src, 2, pg15)
 	spec["clusters/"+src+".yaml"] += smallPostgres + "  backup:\n    schedule: \"*/20 * * * * *\"\n    storageLocation: \"s3://cairn/backups\"\n"
 	l := newNodeLoop(t, spec, []string{src, dst}, "postgres-15")
 	s3 := testbed.S3ServerAt(t, "cairn", net.ParseIP(l.node.HostIP))
@@ -559,7 +644,7 @@ func TestRealNodePostgresBackupThenRestore(t *testing.T) {
 	insert(50, 60)
 	l.rwArchived(src)
 
-	copySpec := pgSpecAt(dst, 2, "15.20")
+	copySpec := pgSpecAt(dst, 2, pg15)
 	copySpec["clusters/"+dst+".yaml"] += smallPostgres + "  restoreFrom:\n    storageLocation: \"s3://cairn/backups\"\n    cluster: " + src + "\n    targetTime: \"" + target + "\"\n"
 	l.editSpec(copySpec)
 	l.converge(dst, nil)
@@ -585,14 +670,40 @@ func (l *loop) backupSecrets(s3 testbed.S3Endpoint, clusters ...string) {
 	l.t.Helper()
 	for _, c := range clusters {
 		l.pgSecrets(c)
-		data := map[string][]byte{}
-		for k, v := range s3.Env {
-			data[k] = []byte(v)
-		}
-		if _, err := l.cp.Client(l.t).CoreV1().Secrets(l.ns).Create(l.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c + "-backup"}, Data: data}, metav1.CreateOptions{}); err != nil {
-			l.t.Fatal(err)
-		}
+		l.s3Secret(s3, c)
 	}
+}
+
+// s3Secret is the cluster's <cluster>-backup Secret: the S3 server's
+// address, keys and CA, which the runtime's backups read.
+func (l *loop) s3Secret(s3 testbed.S3Endpoint, cluster string) {
+	l.t.Helper()
+	data := map[string][]byte{}
+	for k, v := range s3.Env {
+		data[k] = []byte(v)
+	}
+	if _, err := l.cp.Client(l.t).CoreV1().Secrets(l.ns).Create(l.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cluster + "-backup"}, Data: data}, metav1.CreateOptions{}); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// s3Store opens the bucket location loc of the S3 server as the test's
+// own client.
+func s3Store(t *testing.T, s3 testbed.S3Endpoint, loc string) backup.Store {
+	t.Helper()
+	cfg, err := backup.S3ConfigFromEnv(func(k string) string { return s3.Env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := backup.ParseLocation(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := backup.NewS3Store(parsed, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
 }
 
 // rwCount is the number of orders and the server's major, read through
@@ -610,9 +721,9 @@ func (l *loop) rwCount(cluster string) (orders, major int, err error) {
 	return orders, num / 10000, err
 }
 
-// The major upgrade on a real node: a PostgreSQL 13.23 cluster of three
+// The major upgrade on a real node: a PostgreSQL 13 cluster of three
 // in containers of the postgres-13 image, with backups to the
-// S3-protocol server, moved to 15.20 through its step pull requests: the
+// S3-protocol server, moved to 15 through its step pull requests: the
 // backup, the pre-flight check Job (the pg_upgrade image, restoring that
 // backup from S3 in its own pod), the offline pg_upgrade in the primary's
 // pg-upgrade init container, the replicas cloned again, every row kept;
@@ -624,7 +735,8 @@ func TestRealNodePostgresMajorUpgrade13To15(t *testing.T) {
 		s["clusters/"+name+".yaml"] += smallPostgres + "  backup:\n    schedule: \"0 3 * * *\"\n    storageLocation: \"" + loc + "\"\n"
 		return s
 	}
-	l := newNodeLoop(t, withS3(pgSpecAt(db, 3, "13.23"), db), []string{db, back},
+	pg13, pg15 := kubenode.ImageVersion(t, "postgres-13"), kubenode.ImageVersion(t, "postgres-15")
+	l := newNodeLoop(t, withS3(pgSpecAt(db, 3, pg13), db), []string{db, back},
 		"postgres-13", "postgres-15", "postgres-upgrade-13-to-15")
 	s3 := testbed.S3ServerAt(t, "cairn", net.ParseIP(l.node.HostIP))
 	l.backupSecrets(s3, db, back)
@@ -640,7 +752,7 @@ func TestRealNodePostgresMajorUpgrade13To15(t *testing.T) {
 	}
 
 	start := time.Now()
-	l.editSpec(withS3(pgSpecAt(db, 3, "15.20"), db))
+	l.editSpec(withS3(pgSpecAt(db, 3, pg15), db))
 	steps := l.converge(db, nil)
 	took := time.Since(start)
 	joined := strings.Join(steps, " ")
@@ -656,19 +768,7 @@ func TestRealNodePostgresMajorUpgrade13To15(t *testing.T) {
 	l.noDrift("after the upgrade")
 
 	// The rollback: the pinned pre-upgrade backup restores at 13.
-	cfg, err := backup.S3ConfigFromEnv(func(k string) string { return s3.Env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := backup.ParseLocation(loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3Store(parsed, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := backup.List(l.ctx, store, db)
+	all, err := backup.List(l.ctx, s3Store(t, s3, loc), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -676,7 +776,7 @@ func TestRealNodePostgresMajorUpgrade13To15(t *testing.T) {
 	if len(pinned) != 1 || !strings.HasPrefix(pinned[0].Version, "13.") {
 		t.Fatalf("pinned backups %+v, want the one pre-upgrade backup of 13", pinned)
 	}
-	copySpec := pgSpecAt(back, 2, "13.23")
+	copySpec := pgSpecAt(back, 2, pg13)
 	copySpec["clusters/"+back+".yaml"] += smallPostgres + fmt.Sprintf("  restoreFrom:\n    storageLocation: %q\n    cluster: %s\n    backup: %s\n", loc, db, pinned[0].ID)
 	l.editSpec(copySpec)
 	l.converge(back, nil)
