@@ -45,10 +45,7 @@ func Etcd(client kubernetes.Interface, cfg Config) (Keeper, error) {
 func (m *Membership) Interval() time.Duration { return cmp.Or(m.interval, etcdInterval) }
 
 // BackupSource picks any ready member, the highest ordinal first: a
-// snapshot of any member is the whole cluster's. The member is reached
-// at its pod's address and, over TLS, verified against the client
-// Service's name, which every member's certificate carries (it carries
-// no addresses).
+// snapshot of any member is the whole cluster's.
 func (m *Membership) BackupSource(ctx context.Context) (backup.Source, string, error) {
 	ready, err := readyMembers(ctx, m.Client, m.Namespace, contract.AppEtcd, m.Cluster)
 	if err != nil {
@@ -59,10 +56,5 @@ func (m *Membership) BackupSource(ctx context.Context) (backup.Source, string, e
 	}
 	p := ready[0]
 	endpoint := m.scheme() + "://" + p.Status.PodIP + ":" + strconv.Itoa(cmp.Or(m.Port, contract.EtcdClientPort))
-	tc := m.clientTLS()
-	if tc != nil {
-		tc = tc.Clone()
-		tc.ServerName = contract.EtcdClientServerName(m.Cluster, m.Namespace)
-	}
-	return backup.EtcdSource{Member: p.Name, Endpoint: endpoint, TLS: tc}, spec.EtcdKind, nil
+	return backup.EtcdSource{Member: p.Name, Endpoint: endpoint, TLS: m.clientTLS()}, spec.EtcdKind, nil
 }

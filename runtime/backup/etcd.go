@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/cairn-dev/cairn/planner/spec"
 )
@@ -20,7 +21,9 @@ import (
 // EtcdSource snapshots one etcd member through the client's maintenance
 // API; the snapshot is a point in time of the whole key space.
 type EtcdSource struct {
-	// Member is the member's name and Endpoint its client URL.
+	// Member is the member's name and Endpoint its client URL, which
+	// may name the member by address: over TLS, the member's
+	// certificate is verified against TLS.ServerName when it is set.
 	Member, Endpoint string
 	DialTimeout      time.Duration
 	// TLS is the client configuration for a member that serves TLS; nil
@@ -31,7 +34,16 @@ type EtcdSource struct {
 // Stream implements Source.
 func (s EtcdSource) Stream(ctx context.Context, w io.Writer, m *Manifest) error {
 	dial := cmp.Or(s.DialTimeout, 5*time.Second)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: dial, Logger: zap.NewNop(), TLS: s.TLS})
+	cfg := clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: dial, Logger: zap.NewNop(), TLS: s.TLS}
+	if s.TLS != nil && s.TLS.ServerName != "" {
+		// gRPC verifies the server against the dialled authority and
+		// ignores tls.Config.ServerName: a member reached at its pod's
+		// address (its certificate carries DNS names only) is verified
+		// as the name the configuration gives only when that name is
+		// the authority.
+		cfg.DialOptions = []grpc.DialOption{grpc.WithAuthority(s.TLS.ServerName)}
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return fmt.Errorf("etcd client for %s: %w", s.Member, err)
 	}
