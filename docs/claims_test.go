@@ -46,6 +46,8 @@ var claims = []claim{
 	// cmd/cairn; each of these would name its subject.
 	{file: "testing.md", text: "Not on the real node yet: the loss of the whole node", absent: []probe{
 		absent("../cmd/cairn", `func TestRealNode\w*NodeLoss`)}},
+	{file: "README.md", text: "not yet on the real node: the loss of a whole node", absent: []probe{
+		absent("../cmd/cairn", `func TestRealNode\w*NodeLoss`)}},
 	{file: "backups.md", text: "A pin is recorded on the first backup to complete while a request is", checked: "the pin is taken when a backup completes under a named request (runtime/backup/pin.go), not tied to the request's start"},
 }
 
