@@ -306,9 +306,14 @@ func (l *loop) syncMain() {
 
 func (l *loop) noDrift(when string) {
 	if l.flux != nil {
-		// Flux re-applies on its interval; a Kustomization that applied
-		// the head and is Ready shows no drift it knows of.
+		// Every Kustomization applied the head and is Ready, and one more
+		// apply of it, asked for now, changes nothing in the cluster.
 		l.fluxApplied()
+		for _, c := range l.flux.Names(l.t) {
+			if d := l.flux.Drift(l.t, c, 2*time.Minute); len(d) > 0 {
+				l.t.Fatalf("drift %s in %s: Flux's apply changed %v", when, c, d)
+			}
+		}
 		return
 	}
 	if drift, err := l.sync.Drift(l.ctx); err != nil || len(drift) > 0 {

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
@@ -229,4 +231,66 @@ func (f *Flux) WaitApplied(t testing.TB, name, commit string, timeout time.Durat
 
 func hasCommit(revision, commit string) bool {
 	return commit != "" && len(revision) >= len(commit) && revision[len(revision)-len(commit):] == commit
+}
+
+// Drift asks kustomize-controller to reconcile Kustomization name now
+// (the annotation `flux reconcile` sets) and returns what that apply of
+// the same revision changed in the cluster: the lines of the event
+// kustomize-controller records only when its server-side apply changed
+// something ("ConfigMap/ns/x configured"). None means the cluster holds
+// exactly what Git says, as far as Flux manages it.
+func (f *Flux) Drift(t testing.TB, name string, timeout time.Duration) []string {
+	t.Helper()
+	ctx := context.Background()
+	before := map[string]int32{} // event name -> its count before the request
+	for _, e := range f.events(t, name) {
+		before[e.Name] = e.Count
+	}
+	token := time.Now().UTC().Format(time.RFC3339Nano)
+	patch := []byte(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"` + token + `"}}}`)
+	if _, err := f.dyn.Resource(kustomizations).Namespace(Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		u, err := f.dyn.Resource(kustomizations).Namespace(Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		handled, _, _ := unstructured.NestedString(u.Object, "status", "lastHandledReconcileAt")
+		if handled == token {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Kustomization %s did not reconcile on request within %s (last handled %q)", name, timeout, handled)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var changed []string
+	for _, e := range f.events(t, name) {
+		if n, seen := before[e.Name]; seen && e.Count <= n {
+			continue // recorded before the request
+		}
+		for line := range strings.Lines(e.Message) {
+			line = strings.TrimSpace(line)
+			for _, action := range []string{" created", " configured", " deleted"} {
+				if strings.HasSuffix(line, action) {
+					changed = append(changed, line)
+				}
+			}
+		}
+	}
+	sort.Strings(changed)
+	return changed
+}
+
+// events are the Events recorded about Kustomization name.
+func (f *Flux) events(t testing.TB, name string) []corev1.Event {
+	t.Helper()
+	list, err := f.cp.Client(t).CoreV1().Events(Namespace).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Kustomization,involvedObject.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
 }

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cairn-dev/cairn/testbed/fluxbed"
 	"github.com/cairn-dev/cairn/testbed/gitbed"
@@ -39,6 +40,21 @@ func TestRealNodeFluxAppliesAndPrunes(t *testing.T) {
 	sts, err := cl.AppsV1().StatefulSets("databases").Get(ctx, "web", metav1.GetOptions{})
 	if err != nil || sts.Status.ReadyReplicas != 1 {
 		t.Fatalf("Flux reported Ready before the StatefulSet was: %v %+v", err, sts.Status)
+	}
+
+	// No drift while the cluster holds what Git says; a field Git sets,
+	// changed by hand, is drift: reported, and put back by the apply.
+	if d := f.Drift(t, "demo", time.Minute); len(d) != 0 {
+		t.Fatalf("drift right after the apply: %v", d)
+	}
+	if _, err := cl.CoreV1().ConfigMaps("databases").Patch(ctx, "settings", types.MergePatchType, []byte(`{"data":{"a":"by hand"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.Drift(t, "demo", time.Minute); len(d) != 1 || d[0] != "ConfigMap/databases/settings configured" {
+		t.Fatalf("drift after a change by hand: %v, want the ConfigMap configured", d)
+	}
+	if cm, err := cl.CoreV1().ConfigMaps("databases").Get(ctx, "settings", metav1.GetOptions{}); err != nil || cm.Data["a"] != "b" {
+		t.Fatalf("the ConfigMap after the apply: %v %v", cm.Data, err)
 	}
 
 	second := gitbed.Commit(t, bare, map[string]string{
