@@ -205,11 +205,14 @@ func cgroupProcs(s slot) []int {
 // containers (everything in its cgroups), the mounts under its root
 // folder, its pods' network namespaces, its own network namespace and its
 // link to the machine (and with them its routes), the LAN of the cluster
-// it was the first node of, and its cgroups. Each part is done even
-// when another fails; it is for cleaning up, so it reports nothing.
-func cleanSlot(s slot) {
+// it was the first node of, its cgroups and its root folder (named in
+// the file "root" of dir, the slot's folder or what it was renamed to).
+// Each part is done even when another fails; it is for cleaning up, so it
+// reports nothing.
+func cleanSlot(s slot, dir string) {
 	_ = killProcs(s)
-	if root, err := os.ReadFile(filepath.Join(s.dir(), "root")); err == nil && len(root) > 0 {
+	root, err := os.ReadFile(filepath.Join(dir, "root"))
+	if err == nil && len(root) > 0 {
 		unmountUnder(string(root))
 	}
 	removePodNetns(s)
@@ -228,6 +231,9 @@ func cleanSlot(s slot) {
 	hs, _ := cgroupHierarchies()
 	for _, h := range hs {
 		removeCgroup(filepath.Join(h, s.cgroup()))
+	}
+	if len(root) > 0 {
+		_ = os.RemoveAll(string(root))
 	}
 }
 

@@ -55,8 +55,7 @@ func newNode(t testing.TB, i int) *Node {
 	n := &Node{Name: fmt.Sprintf("node-%d", i), IP: s.nodeIP(), HostIP: s.hostIP(), PodCIDR: s.podCIDR(), slot: s, root: root,
 		containerd: filepath.Join(root, "containerd", "containerd.sock")}
 	t.Cleanup(func() {
-		cleanSlot(s)
-		_ = os.RemoveAll(root)
+		cleanSlot(s, s.dir())
 		release(s)
 	})
 	if err := os.WriteFile(filepath.Join(s.dir(), "root"), []byte(root), 0o600); err != nil {

@@ -56,7 +56,7 @@ func takeSlot() (slot, error) {
 			if os.Rename(s.dir(), stale) != nil {
 				continue
 			}
-			cleanSlot(s)
+			cleanSlot(s, stale)
 			_ = os.RemoveAll(stale)
 			err = os.Mkdir(s.dir(), 0o700)
 		}
