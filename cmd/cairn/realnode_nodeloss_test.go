@@ -27,11 +27,11 @@ import (
 // cordoned and the runtime's pod there deleted, as a person draining it
 // would, and uncordoned once both runtime pods and their leader run on
 // the other (runtimeOn). The runtime fails over to a replica there with
-// no pull request, and -rw takes writes again. Nothing refuses a connection, so the
-// runtime waits for --failover-after-timeouts and then, the fenced
-// primary not answering, for the members' lease to end before it
-// promotes; the test reports how long that took and the acknowledged
-// writes asynchronous replication lost.
+// no pull request, and -rw takes writes again. Nothing refuses a
+// connection, so the runtime waits for --failover-after-timeouts and
+// then, the fenced primary not answering, for the members' lease to end
+// before it promotes; the test reports how long that took and the
+// acknowledged writes asynchronous replication lost.
 func TestRealNodePostgresNodeLoss(t *testing.T) {
 	const shop = "shop"
 	start := time.Now()
@@ -64,38 +64,9 @@ func TestRealNodePostgresNodeLoss(t *testing.T) {
 	stopped := time.Now()
 	l.node.StopNode(t, lost.Name)
 	before, _, _ := w.look()
-	var next string
-	var labelled, firstWrite, outage time.Duration
-	waitWithin(t, 4*time.Minute, "a new primary on "+kept.Name+" and writes through -rw again", func() error {
-		if o := l.pass()[shop]; o.Action == publish.ActionOpened {
-			t.Fatalf("a pull request after the loss of the primary's node: %+v", o)
-		}
-		n, longest, last := w.look()
-		outage = max(outage, longest)
-		if firstWrite == 0 && n > before {
-			firstWrite = time.Since(stopped)
-		}
-		if next == "" {
-			roles, err := l.roles(shop)
-			if err != nil {
-				return err
-			}
-			for pod, role := range roles {
-				if role == contract.RolePrimary && pod != primary {
-					next, labelled = pod, time.Since(stopped)
-				}
-			}
-			if next == "" {
-				return fmt.Errorf("roles %v; last write error: %v", roles, last)
-			}
-		}
-		if n < before+10 {
-			return fmt.Errorf("%d writes since the loss; last error: %v", n-before, last)
-		}
-		return nil
-	})
-	if on := l.node.NodeOf(t, l.ns, next); on != kept {
-		t.Fatalf("the new primary %s runs on %s, the stopped node", next, on.Name)
+	f := l.failedOver(shop, primary, kept, w, stopped, before)
+	if on := l.node.NodeOf(t, l.ns, f.next); on != kept {
+		t.Fatalf("the new primary %s runs on %s, the stopped node", f.next, on.Name)
 	}
 	time.Sleep(2 * time.Second)
 	acked, lostWrites := w.stop(l, shop)
@@ -103,7 +74,7 @@ func TestRealNodePostgresNodeLoss(t *testing.T) {
 		t.Fatal("no write was acknowledged")
 	}
 	t.Logf("steps %v; created in %.1fs; members by node %v; %s stopped with the primary %s: %s labelled primary after %.1fs, the first write through -rw acknowledged after %.1fs (polled once a pass; the writer's longest outage %s); the runtime's Events: %s; %d writes acknowledged through -rw, %d lost, %d failed",
-		steps, created.Seconds(), placement, lost.Name, primary, next, labelled.Seconds(), firstWrite.Seconds(), outage,
+		steps, created.Seconds(), placement, lost.Name, primary, f.next, f.labelled.Seconds(), f.firstWrite.Seconds(), f.outage,
 		l.runtimeEvents(stopped), acked, lostWrites, w.failed)
 }
 
@@ -123,6 +94,52 @@ func (l *loop) runtimeEvents(since time.Time) string {
 		out = append(out, fmt.Sprintf("+%ds %s (%s)", int(e.FirstTimestamp.Sub(since.Truncate(time.Second)).Seconds()), e.Reason, e.Message))
 	}
 	return strings.Join(out, "; ")
+}
+
+// failover is what the test saw of a failover after the loss of a node:
+// the new primary, how long after the loss it was labelled and the first
+// write through -rw was acknowledged, and the writer's longest outage.
+type failover struct {
+	next                         string
+	labelled, firstWrite, outage time.Duration
+}
+
+// failedOver waits until a member other than primary is labelled primary
+// and the writer has had ten more writes acknowledged through -rw than
+// the before it had when the node stopped; a pull request meanwhile fails
+// the test (a failover is the runtime's, not a step's).
+func (l *loop) failedOver(cluster, primary string, kept *kubenode.Node, w *pgWriter, stopped time.Time, before int) failover {
+	t := l.t
+	var f failover
+	waitWithin(t, 4*time.Minute, "a new primary on "+kept.Name+" and writes through -rw again", func() error {
+		if o := l.pass()[cluster]; o.Action == publish.ActionOpened {
+			t.Fatalf("a pull request after the loss of the primary's node: %+v", o)
+		}
+		n, longest, last := w.look()
+		f.outage = max(f.outage, longest)
+		if f.firstWrite == 0 && n > before {
+			f.firstWrite = time.Since(stopped)
+		}
+		if f.next == "" {
+			roles, err := l.roles(cluster)
+			if err != nil {
+				return err
+			}
+			for pod, role := range roles {
+				if role == contract.RolePrimary && pod != primary {
+					f.next, f.labelled = pod, time.Since(stopped)
+				}
+			}
+			if f.next == "" {
+				return fmt.Errorf("roles %v; last write error: %v", roles, last)
+			}
+		}
+		if n < before+10 {
+			return fmt.Errorf("%d writes since the loss; last error: %v", n-before, last)
+		}
+		return nil
+	})
+	return f
 }
 
 // runtimeOn puts every pod of the cluster's runtime on node keep, and its

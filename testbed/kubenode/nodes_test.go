@@ -86,20 +86,7 @@ func TestRealNodeTwoNodes(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", m0.Status.PodIP+":2379", 2*time.Second); err == nil {
 		t.Errorf("a pod of the stopped node %s still answers", lost.Name)
 	}
-	solo := etcdPod("solo", ns)
-	solo.Spec.Containers[0].Args = append(solo.Spec.Containers[0].Args, "--initial-cluster", "solo=http://localhost:2380")
-	solo.Spec.NodeSelector = map[string]string{corev1.LabelHostname: kept.Name}
-	if _, err := cl.CoreV1().Pods(ns).Create(ctx, solo, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.CoreV1().Services(ns).Create(ctx, clientService("solo", solo.Labels), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPod(t, cl, ns, "solo", running)
-	p := waitPod(t, cl, ns, startProxy(t, cl, ns, kept.Name, "solo"), running)
-	testbed.Eventually(t, "a write through a Service on "+kept.Name+" after the loss of "+lost.Name, func() error {
-		return etcdPut(ctx, p.Status.PodIP+":23790", "after", "loss", 0)
-	})
+	servesOn(t, c, ns, kept.Name, "solo")
 	if addrs, err := lookup(c.Resolver(), "solo."+ns+".svc.cluster.local"); err != nil || len(addrs) != 1 {
 		t.Errorf("the machine resolves solo through %s: %v %v", kept.Name, addrs, err)
 	}
@@ -117,10 +104,36 @@ func TestRealNodeTwoNodes(t *testing.T) {
 	if r := nodeReady(ctx, cl, kept.Name); r != corev1.ConditionTrue {
 		t.Errorf("%s Ready %s after the loss of %s", kept.Name, r, lost.Name)
 	}
-	if pod, err := cl.CoreV1().Pods(ns).Get(ctx, "m-0", metav1.GetOptions{}); err != nil || pod.DeletionTimestamp != nil {
-		t.Errorf("m-0 of the lost node: %v, deleted %v; it stays until eviction", err, pod.DeletionTimestamp)
+	if pod, err := cl.CoreV1().Pods(ns).Get(ctx, "m-0", metav1.GetOptions{}); err != nil {
+		t.Errorf("m-0 of the lost node: %v; it stays until eviction", err)
+	} else if pod.DeletionTimestamp != nil {
+		t.Errorf("m-0 of the lost node deleted at %v; it stays until eviction", pod.DeletionTimestamp)
 	}
 	t.Logf("%s stopped; NotReady with its pods not Ready in the API after %.1fs", lost.Name, notReady.Seconds())
+}
+
+// servesOn starts a one-member etcd named name on node, behind a Service
+// of the same name, and a gRPC proxy on node that reaches it through the
+// Service's DNS name, and writes through the proxy: a new pod on node
+// runs, and a pod there resolves names and reaches Services.
+func servesOn(t *testing.T, c *kubenode.Cluster, ns, node, name string) {
+	t.Helper()
+	ctx := context.Background()
+	cl := c.Client(t)
+	pod := etcdPod(name, ns)
+	pod.Spec.Containers[0].Args = append(pod.Spec.Containers[0].Args, "--initial-cluster", name+"=http://localhost:2380")
+	pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	if _, err := cl.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CoreV1().Services(ns).Create(ctx, clientService(name, pod.Labels), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, cl, ns, name, running)
+	p := waitPod(t, cl, ns, startProxy(t, cl, ns, node, name), running)
+	testbed.Eventually(t, "a write through the Service "+name+" from "+node, func() error {
+		return etcdPut(ctx, p.Status.PodIP+":23790", name, "ok", 0)
+	})
 }
 
 // etcdMembers is a StatefulSet of two etcd members, one per node
