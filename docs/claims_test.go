@@ -42,12 +42,6 @@ var claims = []claim{
 	{file: "backups.md", text: "## Not built yet", checked: "a heading: its bullets are tied below"},
 	{file: "backups.md", text: "Tablespaces outside the data directory are refused", absent: []probe{absent("../runtime/backup", `(?i)tablespace map|TablespaceMap`)}},
 	{file: "backups.md", text: "Backups are not encrypted by cairn", absent: []probe{absent("../runtime/backup", `crypto/cipher|crypto/aes`)}},
-	// A walkthrough on the real node is a test named TestRealNode... in
-	// cmd/cairn; each of these would name its subject.
-	{file: "testing.md", text: "Not on the real node yet: the loss of the whole node", absent: []probe{
-		absent("../cmd/cairn", `func TestRealNode\w*NodeLoss`)}},
-	{file: "README.md", text: "not yet on the real node: the loss of a whole node", absent: []probe{
-		absent("../cmd/cairn", `func TestRealNode\w*NodeLoss`)}},
 	{file: "backups.md", text: "A pin is recorded on the first backup to complete while a request is", checked: "the pin is taken when a backup completes under a named request (runtime/backup/pin.go), not tied to the request's start"},
 }
 

@@ -36,10 +36,15 @@ import (
 // merged commit with a Kustomization per cluster made from examples/flux.
 // images are the archives the clusters need beside cairn's.
 func newNodeLoop(t *testing.T, specs map[string]string, clusters []string, images ...string) *loop {
+	return newNodesLoop(t, 1, specs, clusters, images...)
+}
+
+// newNodesLoop is newNodeLoop on a cluster of n real nodes.
+func newNodesLoop(t *testing.T, n int, specs map[string]string, clusters []string, images ...string) *loop {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	l := &loop{t: t, ctx: ctx, within: 8 * time.Minute}
-	l.node = kubenode.Start(t, append([]string{"cairn"}, images...)...)
+	l.node = kubenode.StartNodes(t, n, append([]string{"cairn"}, images...)...)
 	l.cp = l.node.ControlPlane
 	l.ns = l.cp.Namespace(t, "gitops")
 	l.flux = fluxbed.Start(t, l.cp)

@@ -69,10 +69,10 @@ const cniConfig = `{
 }
 `
 
-func (c *Cluster) startContainerd(t testing.TB) {
+func (n *Node) startContainerd(t testing.TB) {
 	t.Helper()
-	dir := filepath.Join(c.root, "containerd")
-	cni := filepath.Join(c.root, "cni")
+	dir := filepath.Join(n.root, "containerd")
+	cni := filepath.Join(n.root, "cni")
 	hosts := filepath.Join(dir, "hosts", "_default")
 	for _, d := range []string{dir, cni, hosts} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -81,21 +81,21 @@ func (c *Cluster) startContainerd(t testing.TB) {
 	}
 	files := map[string]string{
 		filepath.Join(dir, "config.toml"): fmt.Sprintf(containerdConfig, filepath.Join(dir, "root"), filepath.Join(dir, "state"),
-			c.containerd, filepath.Join(dir, "opt"), SandboxImage, cni, filepath.Join(dir, "hosts")),
+			n.containerd, filepath.Join(dir, "opt"), SandboxImage, cni, filepath.Join(dir, "hosts")),
 		filepath.Join(hosts, "hosts.toml"):       closedRegistry,
-		filepath.Join(cni, "10-bridge.conflist"): fmt.Sprintf(cniConfig, c.slot.netns(), filepath.Join(c.root, "ipam"), c.slot.podCIDR()),
+		filepath.Join(cni, "10-bridge.conflist"): fmt.Sprintf(cniConfig, n.slot.netns(), filepath.Join(n.root, "ipam"), n.slot.podCIDR()),
 	}
 	for p, data := range files {
 		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p := c.run(t, "containerd", "containerd", "--config", filepath.Join(dir, "config.toml"))
+	p := n.run(t, "containerd", "containerd", "--config", filepath.Join(dir, "config.toml"))
 	err := waitFor(30*time.Second, func() (bool, error) {
 		if p.Exited() {
 			return false, fmt.Errorf("containerd exited: %s", p.Tail())
 		}
-		conn, err := net.Dial("unix", c.containerd)
+		conn, err := net.Dial("unix", n.containerd)
 		if err != nil {
 			return false, nil
 		}
@@ -109,27 +109,40 @@ func (c *Cluster) startContainerd(t testing.TB) {
 
 // importImage imports an image archive into the node's containerd, in
 // the namespace the kubelet's images live in.
-func (c *Cluster) importImage(t testing.TB, archive string) {
+func (n *Node) importImage(t testing.TB, archive string) {
 	t.Helper()
-	out, err := exec.Command("ctr", "--address", c.containerd, "--namespace", "k8s.io", "images", "import", archive).CombinedOutput()
+	out, err := exec.Command("ctr", "--address", n.containerd, "--namespace", "k8s.io", "images", "import", archive).CombinedOutput()
 	if err != nil {
 		t.Fatalf("import %s: %v: %s", archive, err, bytes.TrimSpace(out))
 	}
 }
 
-// ImportImage imports another image archive of .cache/images into the
+// ImportImage imports another image archive of .cache/images into every
 // running node.
-func (c *Cluster) ImportImage(t testing.TB, name string) { c.importImage(t, Image(t, name)) }
+func (c *Cluster) ImportImage(t testing.TB, name string) {
+	t.Helper()
+	archive := Image(t, name)
+	for _, n := range c.Nodes {
+		if !n.Stopped() {
+			n.importImage(t, archive)
+		}
+	}
+}
 
-// KillContainer kills a pod's container with SIGKILL through containerd,
-// as the kernel's OOM killer or a crash would: the kubelet sees it exit
-// and starts it again (after a back-off that grows with each crash). It
-// reports whether the container was running to be killed.
+// KillContainer kills a pod's container with SIGKILL through the
+// containerd of the pod's node, as the kernel's OOM killer or a crash
+// would: the kubelet sees it exit and starts it again (after a back-off
+// that grows with each crash). It reports whether the container was
+// running to be killed (never on a stopped node).
 func (c *Cluster) KillContainer(t testing.TB, namespace, pod, container string) bool {
 	t.Helper()
 	p, err := c.Client(t).CoreV1().Pods(namespace).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	n := c.nodeOfPod(t, p)
+	if n.Stopped() {
+		return false
 	}
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name != container {
@@ -139,7 +152,7 @@ func (c *Cluster) KillContainer(t testing.TB, namespace, pod, container string) 
 		if !ok || s.State.Running == nil {
 			return false
 		}
-		out, err := exec.Command("ctr", "--address", c.containerd, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id).CombinedOutput()
+		out, err := exec.Command("ctr", "--address", n.containerd, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id).CombinedOutput()
 		if err != nil {
 			// It ended between the API's word and the kill.
 			if strings.Contains(string(out), "not found") || strings.Contains(string(out), "process already finished") {

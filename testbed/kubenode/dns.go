@@ -35,16 +35,19 @@ const corefile = `.:53 {
 }
 `
 
-// startDNS runs CoreDNS on the node's address, behind the kube-dns
-// Service at DNSIP (a Service without a selector, its EndpointSlice
-// naming the node), and waits until it is ready.
+// startDNS runs CoreDNS on the machine, on HostIP beside the API server,
+// behind the kube-dns Service at DNSIP (a Service without a selector, its
+// EndpointSlice naming HostIP), and waits until it is ready. It is the
+// cluster's, not a node's: every node's pods reach it, and it answers on
+// when a node is lost, as a cluster's CoreDNS replicas on other nodes do.
 func (c *Cluster) startDNS(t testing.TB) {
 	t.Helper()
-	config := filepath.Join(c.root, "Corefile")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(corefile, c.NodeIP, c.Kubeconfig(t))), 0o600); err != nil {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(corefile, c.HostIP, c.Kubeconfig(t))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := c.run(t, "coredns", testbed.Bin(t, "coredns"), "-conf", config)
+	p := testbed.Run(t, dir, "coredns", testbed.Bin(t, "coredns"), "-conf", config)
 	ctx := context.Background()
 	cl := c.Client(t)
 	ports := []corev1.ServicePort{
@@ -59,16 +62,16 @@ func (c *Cluster) startDNS(t testing.TB) {
 	udp, tcp, port := corev1.ProtocolUDP, corev1.ProtocolTCP, int32(53)
 	names := []string{"dns", "dns-tcp"}
 	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns-node", Namespace: "kube-system", Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns-host", Namespace: "kube-system", Labels: map[string]string{
 			discoveryv1.LabelServiceName: "kube-dns", discoveryv1.LabelManagedBy: "kubenode.cairn.test"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{c.NodeIP}}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{c.HostIP}}},
 		Ports:       []discoveryv1.EndpointPort{{Name: &names[0], Protocol: &udp, Port: &port}, {Name: &names[1], Protocol: &tcp, Port: &port}},
 	}
 	if _, err := cl.DiscoveryV1().EndpointSlices("kube-system").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create the kube-dns EndpointSlice: %v", err)
 	}
-	ready := "http://" + net.JoinHostPort(c.NodeIP, "8181") + "/ready"
+	ready := "http://" + net.JoinHostPort(c.HostIP, "8181") + "/ready"
 	err := waitFor(time.Minute, func() (bool, error) {
 		if p.Exited() {
 			return false, fmt.Errorf("coredns exited: %s", p.Tail())

@@ -84,12 +84,16 @@ func forward(l net.Listener, addr string) {
 }
 
 // PodLogs returns the logs of every container of a pod, as the kubelet
-// wrote them (`kubectl logs`, read from the node's log folder): each
+// wrote them (`kubectl logs`, read from the nodes' log folders): each
 // container's name, then its log.
 func (c *Cluster) PodLogs(namespace, pod string) (string, error) {
-	files, err := filepath.Glob(filepath.Join(c.root, "pod-logs", namespace+"_"+pod+"_*", "*", "*.log"))
-	if err != nil {
-		return "", fmt.Errorf("pod logs of %s/%s: %w", namespace, pod, err)
+	var files []string
+	for _, n := range c.Nodes {
+		f, err := filepath.Glob(filepath.Join(n.root, "pod-logs", namespace+"_"+pod+"_*", "*", "*.log"))
+		if err != nil {
+			return "", fmt.Errorf("pod logs of %s/%s: %w", namespace, pod, err)
+		}
+		files = append(files, f...)
 	}
 	var b strings.Builder
 	for _, f := range files {

@@ -61,32 +61,32 @@ iptables: {masqueradeAll: true, syncPeriod: 5s, minSyncPeriod: 0s}
 conntrack: {maxPerCore: 0, min: 0}
 `
 
-func (c *Cluster) startKubelet(t testing.TB) {
+func (n *Node) startKubelet(t testing.TB, c *Cluster) {
 	t.Helper()
-	dir := filepath.Join(c.root, "kubelet")
+	dir := filepath.Join(n.root, "kubelet")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	resolv := filepath.Join(c.root, "resolv.conf")
-	config := filepath.Join(c.root, "kubelet.yaml")
+	resolv := filepath.Join(n.root, "resolv.conf")
+	config := filepath.Join(n.root, "kubelet.yaml")
 	if err := os.WriteFile(resolv, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	data := fmt.Sprintf(kubeletConfig, c.slot.cgroup(), c.containerd, c.NodeIP, c.DNSIP, resolv, filepath.Join(c.root, "pod-logs"))
+	data := fmt.Sprintf(kubeletConfig, n.slot.cgroup(), n.containerd, n.IP, c.DNSIP, resolv, filepath.Join(n.root, "pod-logs"))
 	if err := os.WriteFile(config, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.run(t, "kubelet", testbed.Bin(t, "kubelet"), "--config", config,
-		"--kubeconfig", c.KubeconfigFor(t, "system:node:"+Name),
-		"--root-dir", dir, "--volume-plugin-dir", filepath.Join(c.root, "volume-plugins"), "--node-ip", c.NodeIP, "--hostname-override", Name)
+	n.run(t, "kubelet", testbed.Bin(t, "kubelet"), "--config", config,
+		"--kubeconfig", c.KubeconfigFor(t, "system:node:"+n.Name),
+		"--root-dir", dir, "--volume-plugin-dir", filepath.Join(n.root, "volume-plugins"), "--node-ip", n.IP, "--hostname-override", n.Name)
 }
 
-func (c *Cluster) startKubeProxy(t testing.TB) {
+func (n *Node) startKubeProxy(t testing.TB, c *Cluster) {
 	t.Helper()
-	config := filepath.Join(c.root, "kube-proxy.yaml")
-	data := fmt.Sprintf(kubeProxyConfig, c.KubeconfigFor(t, "system:kube-proxy"), c.slot.podCIDR(), Name, c.NodeIP)
+	config := filepath.Join(n.root, "kube-proxy.yaml")
+	data := fmt.Sprintf(kubeProxyConfig, c.KubeconfigFor(t, "system:kube-proxy"), n.slot.podCIDR(), n.Name, n.IP)
 	if err := os.WriteFile(config, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.run(t, "kube-proxy", testbed.Bin(t, "kube-proxy"), "--config", config)
+	n.run(t, "kube-proxy", testbed.Bin(t, "kube-proxy"), "--config", config)
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,32 +17,99 @@ import (
 	"github.com/cairn-dev/cairn/testbed"
 )
 
-// Name is the node's name.
+// Name is the first node's name; a cluster's nodes are node-0, node-1, ...
 const Name = "node-0"
 
-// Cluster is a control plane with one real node.
+// Cluster is a control plane with real nodes.
 type Cluster struct {
 	*testbed.ControlPlane
-	// HostIP is the machine's end of the link to the node: where servers
-	// of the test (git, S3) listen for the node's pods to reach them.
+	// HostIP is the machine's end of the first node's link: where the API
+	// server and the cluster's DNS listen, and where servers of the test
+	// (git, S3) listen for every node's pods to reach them (Expose).
 	HostIP string
-	// NodeIP is the node's address.
+	// NodeIP is the first node's address.
 	NodeIP string
 	// DNSIP is the cluster DNS Service's address.
 	DNSIP string
+	// Nodes are the cluster's nodes, node-0 first.
+	Nodes []*Node
 
-	slot slot
-	root string
-	// containerd is the address of containerd's socket.
-	containerd string
+	// services is the cluster's Service range, that of the first node's
+	// slot; via is the node the machine routes it through.
+	services string
+	mu       sync.Mutex
+	via      *Node
 }
 
-// Start starts a control plane and a real node, imports the images (OCI
+// Start starts a control plane and one real node, imports the images (OCI
 // or Docker archives: images, under .cache/images, by name, such as
 // "etcd-3.5"; the sandbox image is always imported) and waits until the
 // node is Ready and its DNS answers. Everything stops and is removed when
 // the test ends.
 func Start(t testing.TB, images ...string) *Cluster {
+	t.Helper()
+	return StartNodes(t, 1, images...)
+}
+
+// StartNodes starts a control plane and n real nodes, as Start does one:
+// each node in a slot of its own, with its own containerd (every image
+// imported on each), kubelet and kube-proxy; the nodes are plugged into
+// a network of their own (makeLAN) over which their pods reach each
+// other. The Service range and the DNS are the cluster's: the range is
+// the first node's slot's, and CoreDNS runs on the machine beside the
+// control plane, so that the loss of a node (StopNode) takes neither with
+// it.
+func StartNodes(t testing.TB, n int, images ...string) *Cluster {
+	t.Helper()
+	checkMachine(t)
+	if n < 1 || n > slots {
+		t.Fatalf("a cluster of %d nodes", n)
+	}
+	archives := []string{Image(t, "pause")}
+	for _, name := range images {
+		archives = append(archives, Image(t, name))
+	}
+	c := &Cluster{}
+	for i := range n {
+		c.Nodes = append(c.Nodes, newNode(t, i))
+	}
+	first := c.Nodes[0]
+	c.HostIP, c.NodeIP, c.DNSIP, c.services, c.via = first.HostIP, first.IP, first.slot.dnsIP(), first.slot.serviceCIDR(), first
+	if err := c.makeLAN(); err != nil {
+		t.Fatal(err)
+	}
+	// The machine reaches the cluster's Services through a node's
+	// kube-proxy rules, as a load balancer in front of the nodes would.
+	if err := ip("route", "add", c.services, "via", first.IP); err != nil {
+		t.Fatal(err)
+	}
+	users := []testbed.User{{Name: "system:kube-proxy"}}
+	for _, nd := range c.Nodes {
+		users = append(users, testbed.User{Name: "system:node:" + nd.Name, Groups: []string{"system:nodes"}})
+	}
+	c.ControlPlane = testbed.StartWith(t, testbed.Options{Node: &testbed.NodeOptions{
+		Address: c.HostIP, ServiceCIDR: c.services, Users: users,
+	}})
+	c.startDNS(t)
+	for _, nd := range c.Nodes {
+		nd.startContainerd(t)
+		for _, a := range archives {
+			nd.importImage(t, a)
+		}
+		nd.startKubelet(t, c)
+		nd.startKubeProxy(t, c)
+	}
+	startProvisioner(t, c)
+	for _, nd := range c.Nodes {
+		c.waitNodeReady(t, nd.Name)
+	}
+	t.Cleanup(func() { c.report(t) })
+	return c
+}
+
+// checkMachine skips the test when the machine cannot run a real node,
+// and fails it when a program the node needs is missing.
+func checkMachine(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("a real node needs root (containerd, network namespaces, cgroups)")
@@ -57,55 +125,34 @@ func Start(t testing.TB, images ...string) *Cluster {
 			t.Fatalf("a real node needs %s: apt-get install containerd runc containernetworking-plugins iptables (.ci/run does)", p)
 		}
 	}
-	archives := []string{Image(t, "pause")}
-	for _, name := range images {
-		archives = append(archives, Image(t, name))
+}
+
+// makeLAN plugs every node of a cluster of more than one into the
+// cluster's LAN and routes each node's pods to every other's.
+func (c *Cluster) makeLAN() error {
+	if len(c.Nodes) < 2 {
+		return nil
 	}
-	s, err := takeSlot()
-	if err != nil {
-		t.Fatal(err)
+	lan := c.Nodes[0].slot
+	if err := makeLAN(lan); err != nil {
+		return err
 	}
-	root, err := os.MkdirTemp("", "cairn-node-")
-	if err != nil {
-		release(s)
-		t.Fatal(err)
+	for _, nd := range c.Nodes {
+		if err := joinLAN(lan, nd.slot); err != nil {
+			return err
+		}
 	}
-	c := &Cluster{HostIP: s.hostIP(), NodeIP: s.nodeIP(), DNSIP: s.dnsIP(), slot: s, root: root,
-		containerd: filepath.Join(root, "containerd", "containerd.sock")}
-	// Cleanups run last-registered first: this one runs after every
-	// process the node started has been stopped.
-	t.Cleanup(func() {
-		cleanSlot(s)
-		_ = os.RemoveAll(root)
-		release(s)
-	})
-	if err := os.WriteFile(filepath.Join(s.dir(), "root"), []byte(root), 0o600); err != nil {
-		t.Fatal(err)
+	for _, from := range c.Nodes {
+		for _, to := range c.Nodes {
+			if from == to {
+				continue
+			}
+			if err := routeTo(from.slot, to.slot); err != nil {
+				return err
+			}
+		}
 	}
-	if err := makeNetwork(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := makeCgroups(s); err != nil {
-		t.Fatal(err)
-	}
-	c.ControlPlane = testbed.StartWith(t, testbed.Options{Node: &testbed.NodeOptions{
-		Address: s.hostIP(), ServiceCIDR: s.serviceCIDR(),
-		Users: []testbed.User{
-			{Name: "system:node:" + Name, Groups: []string{"system:nodes"}},
-			{Name: "system:kube-proxy"},
-		},
-	}})
-	c.startContainerd(t)
-	for _, a := range archives {
-		c.importImage(t, a)
-	}
-	c.startKubelet(t)
-	c.startKubeProxy(t)
-	c.startDNS(t)
-	startProvisioner(t, c)
-	c.waitNodeReady(t)
-	t.Cleanup(func() { c.report(t) })
-	return c
+	return nil
 }
 
 // Image returns the path of an image archive `make image` built under
@@ -123,29 +170,12 @@ func Image(t testing.TB, name string) string {
 	return p
 }
 
-// run starts a node process: in the node's network namespace and its
-// system cgroup, so that whatever it starts (containerd's shims and their
-// containers) is found and stopped with the node.
-func (c *Cluster) run(t testing.TB, name, bin string, args ...string) *testbed.Process {
-	t.Helper()
-	hs, err := cgroupHierarchies()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var join strings.Builder
-	for _, h := range hs {
-		fmt.Fprintf(&join, "echo $$ > %s/%s/system/cgroup.procs && ", h, c.slot.cgroup())
-	}
-	script := join.String() + `exec nsenter --net=/var/run/netns/"$0" -- "$@"`
-	return testbed.Run(t, c.root, name, "sh", append([]string{"-c", script, c.slot.netns(), bin}, args...)...)
-}
-
 // waitNodeReady waits until the node reports Ready.
-func (c *Cluster) waitNodeReady(t testing.TB) {
+func (c *Cluster) waitNodeReady(t testing.TB, name string) {
 	t.Helper()
 	cl := c.Client(t)
 	err := waitFor(2*time.Minute, func() (bool, error) {
-		n, err := cl.CoreV1().Nodes().Get(context.Background(), Name, metav1.GetOptions{})
+		n, err := cl.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -157,7 +187,7 @@ func (c *Cluster) waitNodeReady(t testing.TB) {
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("node %s not ready: %v", Name, err)
+		t.Fatalf("node %s not ready: %v", name, err)
 	}
 }
 
@@ -206,15 +236,17 @@ func (c *Cluster) report(t testing.TB) {
 			}
 			states = append(states, state)
 		}
-		t.Logf("pod %s/%s %s %s: %s", p.Namespace, p.Name, p.Status.Phase, p.Status.PodIP, strings.Join(states, "; "))
+		t.Logf("pod %s/%s on %s %s %s: %s", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.PodIP, strings.Join(states, "; "))
 	}
-	logs, _ := filepath.Glob(filepath.Join(c.root, "pod-logs", "*", "*", "*.log"))
-	for _, f := range logs {
-		data, _ := os.ReadFile(f)
-		if len(data) > 2500 {
-			data = data[len(data)-2500:]
+	for _, nd := range c.Nodes {
+		logs, _ := filepath.Glob(filepath.Join(nd.root, "pod-logs", "*", "*", "*.log"))
+		for _, f := range logs {
+			data, _ := os.ReadFile(f)
+			if len(data) > 2500 {
+				data = data[len(data)-2500:]
+			}
+			rel, _ := filepath.Rel(filepath.Join(nd.root, "pod-logs"), f)
+			t.Logf("log %s: %s (tail):\n%s", nd.Name, rel, data)
 		}
-		rel, _ := filepath.Rel(filepath.Join(c.root, "pod-logs"), f)
-		t.Logf("log %s (tail):\n%s", rel, data)
 	}
 }

@@ -23,8 +23,7 @@ func ip(args ...string) error {
 }
 
 // makeNetwork makes the node's network namespace, links it to the
-// machine with a veth pair, and routes the node's pod and Service ranges
-// into it.
+// machine with a veth pair, and routes the node's pod range into it.
 func makeNetwork(s slot) error {
 	ns := s.netns()
 	steps := [][]string{
@@ -37,7 +36,6 @@ func makeNetwork(s slot) error {
 		{"-n", ns, "link", "set", "lo", "up"},
 		{"-n", ns, "route", "add", "default", "via", s.hostIP()},
 		{"route", "add", s.podCIDR(), "via", s.nodeIP()},
-		{"route", "add", s.serviceCIDR(), "via", s.nodeIP()},
 	}
 	for _, st := range steps {
 		if err := ip(st...); err != nil {
@@ -48,6 +46,74 @@ func makeNetwork(s slot) error {
 	// kube-proxy's rules see bridged traffic, as on any node.
 	for _, k := range []string{"net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables"} {
 		if err := inNetns(s, "sh", "-c", "echo 1 > /proc/sys/"+k); err != nil && k == "net/ipv4/ip_forward" {
+			return err
+		}
+	}
+	return nil
+}
+
+// makeLAN makes the network between a cluster's nodes: a bridge in a
+// network namespace of its own (named after the cluster's first slot,
+// lan), as a switch the nodes are plugged into. The machine itself does
+// not forward between the nodes' links (ip_forward stays as it is, so no
+// pod's packet can leave the machine through it).
+func makeLAN(lan slot) error {
+	ns := lan.lanNetns()
+	for _, st := range [][]string{
+		{"netns", "add", ns},
+		{"-n", ns, "link", "add", "br0", "type", "bridge"},
+		{"-n", ns, "link", "set", "br0", "up"},
+	} {
+		if err := ip(st...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// joinLAN plugs node s into the LAN of slot lan: a veth pair, "lan" in
+// the node's namespace with the node's LAN address, its peer a port of
+// the bridge.
+func joinLAN(lan, s slot) error {
+	ns := s.netns()
+	for _, st := range [][]string{
+		{"link", "add", "lan", "netns", ns, "type", "veth", "peer", "name", s.lanPort(), "netns", lan.lanNetns()},
+		{"-n", lan.lanNetns(), "link", "set", s.lanPort(), "master", "br0"},
+		{"-n", lan.lanNetns(), "link", "set", s.lanPort(), "up"},
+		{"-n", ns, "addr", "add", s.lanIP() + "/16", "dev", "lan"},
+		{"-n", ns, "link", "set", "lan", "up"},
+	} {
+		if err := ip(st...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// routeTo routes, in node from's namespace, node to's pod range and
+// address through the LAN: pod to pod across nodes, as a cluster's
+// network plugin does with host routes.
+func routeTo(from, to slot) error {
+	ns := from.netns()
+	for _, dst := range []string{to.podCIDR(), to.nodeIP() + "/32"} {
+		if err := ip("-n", ns, "route", "add", dst, "via", to.lanIP(), "dev", "lan"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cutNetwork takes node s off every network it is on: its link to the
+// machine and its LAN port go down on the node's side, as when a host
+// loses power. Routes to it stay, so packets to it go unanswered, and
+// nothing refuses them.
+func cutNetwork(s slot, lan bool) error {
+	links := []string{s.nodeLink()}
+	if lan {
+		links = append(links, "lan")
+	}
+	for _, l := range links {
+		if err := ip("-n", s.netns(), "link", "set", l, "down"); err != nil {
 			return err
 		}
 	}
@@ -137,29 +203,58 @@ func cgroupProcs(s slot) []int {
 
 // cleanSlot takes down whatever a node of slot s left: its processes and
 // containers (everything in its cgroups), the mounts under its root
-// folder, its pods' network namespaces, its own network namespace (and
-// with it its links and routes) and its cgroups. Each part is done even
-// when another fails; it is for cleaning up, so it reports nothing.
-func cleanSlot(s slot) {
+// folder, its pods' network namespaces, its own network namespace and its
+// link to the machine (and with them its routes), the LAN of the cluster
+// it was the first node of, its cgroups and its root folder (named in
+// the file "root" of dir, the slot's folder or what it was renamed to).
+// Each part is done even when another fails; it is for cleaning up, so it
+// reports nothing.
+func cleanSlot(s slot, dir string) {
+	_ = killProcs(s)
+	root, err := os.ReadFile(filepath.Join(dir, "root"))
+	if err == nil && len(root) > 0 {
+		unmountUnder(string(root))
+	}
+	removePodNetns(s)
+	_ = ip("netns", "del", s.netns())
+	// A namespace outlives its name while sockets of its killed processes
+	// are still closing (a stopped node's, which no peer answers, for
+	// minutes); its link to the machine goes now, and with it the
+	// machine's routes through it.
+	if _, err := os.Stat(filepath.Join("/sys/class/net", s.hostLink())); err == nil {
+		_ = ip("link", "del", s.hostLink())
+	}
+	// The LAN of the cluster whose first node s was, if it had one.
+	if _, err := os.Stat(filepath.Join("/var/run/netns", s.lanNetns())); err == nil {
+		_ = ip("netns", "del", s.lanNetns())
+	}
+	hs, _ := cgroupHierarchies()
+	for _, h := range hs {
+		removeCgroup(filepath.Join(h, s.cgroup()))
+	}
+	if len(root) > 0 {
+		_ = os.RemoveAll(string(root))
+	}
+}
+
+// killProcs kills every process in the node's cgroups with SIGKILL, all
+// at once, again until none is left (a process may fork meanwhile), for
+// at most 5 s.
+func killProcs(s slot) error {
 	for range 50 {
 		pids := cgroupProcs(s)
 		if len(pids) == 0 {
-			break
+			return nil
 		}
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if root, err := os.ReadFile(filepath.Join(s.dir(), "root")); err == nil && len(root) > 0 {
-		unmountUnder(string(root))
+	if pids := cgroupProcs(s); len(pids) > 0 {
+		return fmt.Errorf("node processes %v still run after SIGKILL", pids)
 	}
-	removePodNetns(s)
-	_ = ip("netns", "del", s.netns())
-	hs, _ := cgroupHierarchies()
-	for _, h := range hs {
-		removeCgroup(filepath.Join(h, s.cgroup()))
-	}
+	return nil
 }
 
 // unmountUnder unmounts every mount at or below dir, deepest first.

@@ -31,6 +31,9 @@ func (s slot) podPrefix() string   { return fmt.Sprintf("10.244.%d.", s) }
 func (s slot) serviceCIDR() string { return fmt.Sprintf("10.251.%d.0/24", s) }
 func (s slot) dnsIP() string       { return fmt.Sprintf("10.251.%d.10", s) }
 func (s slot) cgroup() string      { return fmt.Sprintf("cairn-node-%d", s) }
+func (s slot) lanNetns() string    { return fmt.Sprintf("cairn-lan-%d", s) }
+func (s slot) lanPort() string     { return fmt.Sprintf("n%d", s) }
+func (s slot) lanIP() string       { return fmt.Sprintf("10.252.%d.1", s) }
 func (s slot) dir() string         { return filepath.Join(slotDir, strconv.Itoa(int(s))) }
 
 // takeSlot takes the first free slot, or one whose test process has died
@@ -53,7 +56,7 @@ func takeSlot() (slot, error) {
 			if os.Rename(s.dir(), stale) != nil {
 				continue
 			}
-			cleanSlot(s)
+			cleanSlot(s, stale)
 			_ = os.RemoveAll(stale)
 			err = os.Mkdir(s.dir(), 0o700)
 		}

@@ -28,19 +28,27 @@ const provisionerName = "kubenode.cairn.test/local-path"
 const selectedNode = "volume.kubernetes.io/selected-node"
 
 // provisioner does what a local-path provisioner does, from the test
-// process: a claim of its class, once the scheduler picked the node, gets
-// a local PersistentVolume on a folder of the node's, bound to it; a
-// volume released by its deleted claim is removed with its folder.
+// process: a claim of its class, once the scheduler picked a node, gets
+// a local PersistentVolume on a folder of that node's, bound to it (the
+// volume's node affinity names the node, so the claim's pods go nowhere
+// else); a volume released by its deleted claim is removed with its
+// folder. On a stopped node nothing is made or removed: a local-path
+// provisioner does that with a helper pod on the node.
 type provisioner struct {
 	client kubernetes.Interface
-	dir    string
+	nodes  []*Node
 }
+
+// volumes is the folder of node n's volumes.
+func (n *Node) volumes() string { return filepath.Join(n.root, "volumes") }
 
 func startProvisioner(t testing.TB, c *Cluster) {
 	t.Helper()
-	p := &provisioner{client: c.Client(t), dir: filepath.Join(c.root, "volumes")}
-	if err := os.MkdirAll(p.dir, 0o755); err != nil {
-		t.Fatal(err)
+	p := &provisioner{client: c.Client(t), nodes: c.Nodes}
+	for _, n := range c.Nodes {
+		if err := os.MkdirAll(n.volumes(), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mode, reclaim := storagev1.VolumeBindingWaitForFirstConsumer, corev1.PersistentVolumeReclaimDelete
 	sc := &storagev1.StorageClass{
@@ -77,11 +85,14 @@ func (p *provisioner) pass(ctx context.Context) error {
 	}
 	for i := range claims.Items {
 		pvc := &claims.Items[i]
-		if pvc.Spec.VolumeName != "" || pvc.Annotations[selectedNode] != Name ||
-			pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != StorageClass {
+		if pvc.Spec.VolumeName != "" || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != StorageClass {
 			continue
 		}
-		if err := p.provision(ctx, pvc); err != nil {
+		n := p.node(pvc.Annotations[selectedNode])
+		if n == nil || n.Stopped() {
+			continue
+		}
+		if err := p.provision(ctx, n, pvc); err != nil {
 			return fmt.Errorf("claim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		}
 	}
@@ -90,10 +101,14 @@ func (p *provisioner) pass(ctx context.Context) error {
 		return err
 	}
 	for _, pv := range volumes.Items {
-		if pv.Spec.StorageClassName != StorageClass || pv.Status.Phase != corev1.VolumeReleased {
+		if pv.Spec.StorageClassName != StorageClass || pv.Status.Phase != corev1.VolumeReleased || pv.Spec.Local == nil {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(p.dir, pv.Name)); err != nil {
+		n := p.nodeOfVolume(pv.Spec.Local.Path)
+		if n == nil || n.Stopped() {
+			continue
+		}
+		if err := os.RemoveAll(pv.Spec.Local.Path); err != nil {
 			return fmt.Errorf("volume %s: %w", pv.Name, err)
 		}
 		err := p.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{})
@@ -104,12 +119,32 @@ func (p *provisioner) pass(ctx context.Context) error {
 	return nil
 }
 
-// provision makes the claim's folder and volume. The folder is open to
-// every user, as local-path provisioners make them: the pod's fsGroup and
-// user decide who owns what is written into it.
-func (p *provisioner) provision(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+// node is the node of that name; nil for one the cluster does not have.
+func (p *provisioner) node(name string) *Node {
+	for _, n := range p.nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// nodeOfVolume is the node whose volume folder holds path; nil for none.
+func (p *provisioner) nodeOfVolume(path string) *Node {
+	for _, n := range p.nodes {
+		if filepath.Dir(path) == n.volumes() {
+			return n
+		}
+	}
+	return nil
+}
+
+// provision makes the claim's folder on node n, and its volume. The
+// folder is open to every user, as local-path provisioners make them: the
+// pod's fsGroup and user decide who owns what is written into it.
+func (p *provisioner) provision(ctx context.Context, n *Node, pvc *corev1.PersistentVolumeClaim) error {
 	name := "pvc-" + string(pvc.UID)
-	path := filepath.Join(p.dir, name)
+	path := filepath.Join(n.volumes(), name)
 	if err := os.MkdirAll(path, 0o777); err != nil {
 		return err
 	}
@@ -128,7 +163,7 @@ func (p *provisioner) provision(ctx context.Context, pvc *corev1.PersistentVolum
 				Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{Name}}},
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{n.Name}}},
 			}}}},
 		},
 	}
