@@ -94,6 +94,7 @@ func (r *Roles) Pass(ctx context.Context) error {
 			break
 		}
 	}
+	p.nudgeLabelledAway(ctx)
 	p.config = p.configPass(ctx, pods, r.rendered.configRev)
 	return p.report(ctx, prev)
 }
