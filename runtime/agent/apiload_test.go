@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -143,6 +146,13 @@ func BenchmarkAPILoad(b *testing.B) {
 	pc := newPgCluster(b, cp, ns, 3, 0)
 	pc.interval = 0 // the runtime's default, 500ms
 	pc.client = func(who string) kubernetes.Interface { return counter.client(b, who) }
+	// The rendered config every cluster has: the runtime's passes and
+	// its backup schedule read it.
+	_, err := pc.c.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("pg")},
+		Data: map[string]string{contract.KeyBootstrap: contract.BootstrapExisting}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	pc.start()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
