@@ -56,6 +56,14 @@ const (
 	RoleFenced = "fenced"
 )
 
+// PostgresConfirmChannel is the PostgreSQL notification channel a
+// primary's instance manager LISTENs on: the runtime NOTIFYs it when the
+// member answers as a primary while labelled fenced or replica, and the
+// instance manager confirms its label through the API server at once
+// instead of at its next confirmation. A notification decides nothing:
+// only the label the API server returns does.
+const PostgresConfirmChannel = "cairn_confirm_role"
+
 // Follows reports whether a pod with this role label must run as a
 // replica (a fenced member follows too, once rewound).
 func Follows(role string) bool { return role == RoleReplica || role == RoleFenced }

@@ -101,13 +101,13 @@ func (b *Backups) pass(ctx context.Context, first bool) error {
 	if err != nil {
 		return err
 	}
+	if !on {
+		b.dropCron()
+		return nil // no policy, no backups: the status is not read
+	}
 	status, annotations, err := b.readStatus(ctx)
 	if err != nil {
 		return err
-	}
-	if !on {
-		b.dropCron()
-		return nil
 	}
 	sched, _ := policy.Parse() // checked by PolicyFromConfig
 	if policy != b.policy || b.cron == nil {

@@ -53,6 +53,10 @@ type pgCluster struct {
 	// member, when set, changes each member's instance manager before it
 	// runs (pgarchive_test.go).
 	member func(nd *instance.Postgres)
+	// client, when set, is the API client of each member's instance
+	// manager and runtime replica, by name (apiload_test.go counts their
+	// requests); nil: c.
+	client func(who string) kubernetes.Interface
 }
 
 // pgNode is one member's instance manager.
@@ -92,7 +96,7 @@ func (pc *pgCluster) run(ord int, bootstrap string) {
 		cands = append(cands, net.JoinHostPort(pc.m.ip(i), strconv.Itoa(pc.m.port)))
 	}
 	nd := &pgNode{done: make(chan error, 1)}
-	api := instance.APIRoleLabel(pc.c, pc.ns, name)
+	api := instance.APIRoleLabel(pc.clientOf(name), pc.ns, name)
 	nd.p = &instance.Postgres{Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: pc.m.bin,
 		ConfigFile: filepath.Join(pc.m.dir, "postgresql.conf"),
 		Settings:   map[string]string{"listen_addresses": pc.m.ip(ord), "port": strconv.Itoa(pc.m.port), "unix_socket_directories": home},
@@ -117,6 +121,14 @@ func (pc *pgCluster) run(ord int, bootstrap string) {
 	nd.cancel = cancel
 	pc.nodes[ord] = nd
 	go func() { nd.done <- instance.RunPostgres(ctx, nd.p, pc.out()) }()
+}
+
+// clientOf is the API client of the member or runtime replica who.
+func (pc *pgCluster) clientOf(who string) kubernetes.Interface {
+	if pc.client == nil {
+		return pc.c
+	}
+	return pc.client(who)
 }
 
 // out is where members and runtimes log: the test's log, nowhere in a
@@ -220,7 +232,7 @@ func (pc *pgCluster) runtime(ctx context.Context, id string, s FailoverSettings,
 	reg := prometheus.NewRegistry()
 	pc.metrics = append(pc.metrics, reg)
 	a, err := New(Config{Cluster: "pg", Namespace: pc.ns, Identity: id, PostgresPort: pc.m.port, Interval: pc.interval,
-		Failover: s, CertLifetime: pc.certLifetime, Metrics: reg, Log: slog.New(slog.NewTextHandler(pc.out(), nil)).With("runtime", id)}, pc.c, Postgres)
+		Failover: s, CertLifetime: pc.certLifetime, Metrics: reg, Log: slog.New(slog.NewTextHandler(pc.out(), nil)).With("runtime", id)}, pc.clientOf(id), Postgres)
 	if err != nil {
 		pc.t.Fatal(err)
 	}

@@ -85,8 +85,10 @@ type pgStatusStore struct {
 	// version is the resourceVersion last read or written; "" when the
 	// ConfigMap does not exist.
 	version string
-	// config is the members' config status as last read.
+	// config is the members' config status as last read or written, and
+	// last the status.
 	config contract.PostgresConfigStatus
+	last   pgStatus
 }
 
 func (s *pgStatusStore) read(ctx context.Context) (pgStatus, error) {
@@ -108,6 +110,7 @@ func (s *pgStatusStore) read(ctx context.Context) (pgStatus, error) {
 			return pgStatus{}, fmt.Errorf("read status %s: %w", contract.StatusKeyPostgres, err)
 		}
 	}
+	s.last = st
 	return st, nil
 }
 
@@ -117,6 +120,19 @@ var errStatusMoved = errors.New("the status changed since it was read")
 // write writes the status and, when config is not empty, the members'
 // config status beside it.
 func (s *pgStatusStore) write(ctx context.Context, st pgStatus, config string) error {
+	if err := s.put(ctx, st, config); err != nil {
+		return err
+	}
+	s.last = st
+	if config != "" {
+		if c, err := contract.ParsePostgresConfigStatus(config); err == nil {
+			s.config = c
+		}
+	}
+	return nil
+}
+
+func (s *pgStatusStore) put(ctx context.Context, st pgStatus, config string) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("write status: %w", err)

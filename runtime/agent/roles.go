@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -38,6 +39,10 @@ type Roles struct {
 	hook      func(ctx context.Context, step string)
 	unhealthy map[string]time.Time
 	lastPass  time.Time
+	// last is the last read of the API server, and steady whether the
+	// last pass found the cluster steady (pgread.go).
+	last   *pgRead
+	steady bool
 	// ignored are the labelled pods already logged as not members.
 	ignored map[string]bool
 	// configWant and configAt are the rendered config revision and the
@@ -63,30 +68,39 @@ type Roles struct {
 
 // Pass looks at every member, then decides and acts until there is
 // nothing more to do at once, and reports in the status, metrics and
-// Events.
+// Events. While the cluster is steady it reads the API server on one
+// pass in refreshPasses (pgread.go); any other pass reads it first.
 func (r *Roles) Pass(ctx context.Context) error {
-	auth, err := r.auth(ctx)
+	if rd := r.reusable(); rd != nil {
+		if err := r.passOn(ctx, rd, false); !errors.Is(err, errNotSteady) {
+			return err
+		}
+	}
+	rd, err := r.read(ctx)
 	if err != nil {
 		return err
 	}
-	store := &pgStatusStore{Client: r.Client, Namespace: r.Namespace, Name: contract.StatusConfigMap(r.Cluster)}
-	st, err := store.read(ctx)
-	if err != nil {
-		return err
-	}
-	prev := st
-	pods, ignored, err := memberPods(ctx, r.Client, r.Namespace, contract.AppPostgres, r.Cluster)
-	if err != nil {
-		return err
-	}
-	r.warnIgnored(ignored)
-	probes := probeMembers(ctx, pods, r.Cluster, r.Namespace, r.Port, auth)
-	p := &pgPass{r: r, store: store, auth: auth, pods: podsByName(pods)}
-	p.view = r.view(pods, probes, st, r.rendered.req, r.rendered.sync)
-	for range 8 {
+	return r.passOn(ctx, rd, true)
+}
+
+// passOn makes a pass on rd: fresh, when it was read for this pass. A
+// pass on an earlier read returns errNotSteady, having changed nothing,
+// as soon as it finds the cluster not steady.
+func (r *Roles) passOn(ctx context.Context, rd *pgRead, fresh bool) error {
+	probes := probeMembers(ctx, rd.pods, r.Cluster, r.Namespace, r.Port, rd.auth)
+	p := &pgPass{r: r, store: rd.store, auth: rd.auth, pods: podsByName(rd.pods)}
+	prev := rd.store.last
+	p.view = r.view(rd.pods, probes, prev, r.rendered.req, r.rendered.sync)
+	for i := range 8 {
 		a := decidePostgres(p.view)
+		if i == 0 {
+			if r.steady = steady(p.view, a); !r.steady && !fresh {
+				return errNotSteady
+			}
+		}
 		again, err := p.act(ctx, a)
 		if err != nil {
+			r.last = nil
 			return err
 		}
 		p.view.Status.Message = a.Why
@@ -94,9 +108,19 @@ func (r *Roles) Pass(ctx context.Context) error {
 			break
 		}
 	}
-	p.config = p.configPass(ctx, pods, r.rendered.configRev)
-	return p.report(ctx, prev)
+	p.nudgeLabelledAway(ctx)
+	p.config = p.configPass(ctx, rd.pods, r.rendered.configRev)
+	err := p.report(ctx, prev)
+	switch {
+	case err != nil && !fresh && errors.Is(err, errStatusMoved):
+		r.steady = false
+		return errNotSteady
+	case err != nil:
+		r.last = nil
+	}
+	return err
 }
+
 func (r *Roles) logger() *slog.Logger {
 	if r.Log == nil {
 		return slog.New(slog.DiscardHandler)

@@ -76,11 +76,14 @@ type Postgres struct {
 	// API's labels file); a member labelled replica or fenced never starts
 	// as a primary on its own. Nil means no label.
 	RoleLabel func() string
-	// Confirm reads this pod's role label through the API server. A
-	// primary confirms it every ConfirmEvery: labelled fenced or replica,
-	// it stops and comes back as a replica; unconfirmed for LeaseTTL, it
-	// stops. With data, a member starts as a primary only once confirmed.
-	// Nil confirms nothing (RoleLabel alone decides).
+	// Confirm reads this pod's role label through the API server, by a
+	// consistent read (APIRoleLabel). A primary confirms it every
+	// ConfirmEvery (a quarter of LeaseTTL when 0), and at once when the
+	// runtime nudges it (contract.PostgresConfirmChannel): labelled fenced
+	// or replica, it stops and comes back as a replica; unconfirmed for
+	// LeaseTTL (30 s when 0) since the last confirmation was sent, it
+	// stops (lease.go). With data, a member starts as a primary only once
+	// confirmed. Nil confirms nothing (RoleLabel alone decides).
 	Confirm      func(ctx context.Context) (string, error)
 	ConfirmEvery time.Duration
 	LeaseTTL     time.Duration
@@ -116,12 +119,18 @@ type Postgres struct {
 
 	wal *WALServer
 	rc  recloneState
+	// confirmedAt is when Prepare's confirmation was sent: the primary's
+	// lease starts there (watchdog.go).
+	confirmedAt time.Time
+	// nudges, in tests, stands in for listenNudges.
+	nudges func(ctx context.Context, out chan<- struct{})
 }
 
 // Prepare makes the data directory ready and says in which role the
 // server starts. initialised is true when it ran initdb: Start then
 // creates the replication user.
 func (p *Postgres) Prepare(ctx context.Context) (role string, initialised bool, err error) {
+	p.confirmedAt = time.Time{}
 	role, initialised, err = p.prepare(ctx)
 	if err == nil {
 		err = p.linkConfig()
@@ -250,6 +259,7 @@ func (p *Postgres) confirmPrimary(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	sent := time.Now()
 	label, err := p.Confirm(cctx)
 	switch {
 	case err != nil:
@@ -257,5 +267,6 @@ func (p *Postgres) confirmPrimary(ctx context.Context) error {
 	case contract.Follows(label):
 		return fmt.Errorf("%s is labelled %s and no primary answers: %w", p.Name, label, ErrNoPrimary)
 	}
+	p.confirmedAt = sent
 	return nil
 }
