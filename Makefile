@@ -23,8 +23,10 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
+# cmd/cairn, with the walkthroughs on the real node, takes about 25
+# minutes on 2 cores: the timeout leaves room for a loaded machine.
 unit: testbin testbin-kube testbin-pg13 testbin-crds testbin-node image
-	$(GO) test -count=1 -timeout 40m $(PKGS)
+	$(GO) test -count=1 -timeout 60m $(PKGS)
 	@echo "unit: the PostgreSQL suites again, on PostgreSQL 13"
 	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin $(GO) test -count=1 -timeout 40m $(PG_PKGS)
 
