@@ -38,6 +38,12 @@ type memberView struct {
 	// ClaimReplaced: its volume claim is not the one recorded for this
 	// member ID, so its data directory is a new, empty one.
 	ClaimReplaced bool
+	// Stray: a learner whose pod the StatefulSet does not keep (its
+	// ordinal is at or above the replicas): one that added itself again
+	// after a scale-in's removal, while its pod ran on with a mounted
+	// config the kubelet had not refreshed yet, or one of a reverted
+	// scale-out. Its pod is going away, so it never votes.
+	Stray bool
 }
 
 // actionKind is what a pass does.
@@ -70,16 +76,20 @@ type action struct {
 
 // decide is the runtime's etcd policy: given the membership, which one
 // change, if any, this pass makes. In order: nothing without quorum; a
-// requested removal (leadership moved away first); the replacement of a
-// member whose claim was replaced (removed here, re-added by its instance
-// manager); the promotion of a caught-up learner. No change may leave
-// fewer healthy voters than a quorum.
+// requested removal (leadership moved away first); the removal of a
+// stray learner; the replacement of a member whose claim was replaced
+// (removed here, re-added by its instance manager); the promotion of a
+// caught-up learner. No change may leave fewer healthy voters than a
+// quorum.
 func decide(v view) action {
 	healthy, voters := v.voters()
 	if voters == 0 || healthy < voters/2+1 {
 		return action{Why: fmt.Sprintf("quorum is lost (%d of %d voters healthy): no automatic action; bring members back or restore from the latest snapshot (docs/etcd-recovery.md)", healthy, voters)}
 	}
 	if a, ok := v.removal(); ok {
+		return a
+	}
+	if a, ok := v.stray(); ok {
 		return a
 	}
 	if a, ok := v.replacement(); ok {
@@ -166,6 +176,18 @@ func (v view) replacement() (action, bool) {
 			return action{Why: fmt.Sprintf("%s lost its data, but removing it now would leave fewer healthy voters than a quorum", m.Name)}, true
 		}
 		return action{Kind: actRemove, Member: m, Replace: true, Why: "its volume claim was replaced, so its data is lost; its pod re-adds it as a learner"}, true
+	}
+	return action{}, false
+}
+
+// stray removes the first stray learner: a learner holds no vote, so
+// quorum is the same without it, and left in place it would be listed
+// for ever with no pod to start it.
+func (v view) stray() (action, bool) {
+	for _, m := range v.Members {
+		if m.Learner && m.Stray {
+			return action{Kind: actRemove, Member: m, Why: "a learner whose pod the StatefulSet does not keep (it joined again after its removal, or its scale-out was reverted)"}, true
+		}
 	}
 	return action{}, false
 }

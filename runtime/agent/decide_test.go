@@ -55,6 +55,17 @@ func TestDecide(t *testing.T) {
 		{"quorum lost: nothing", view{Members: members(e0, with(e1, down), with(e2, down)), Remove: removeRequest{"etcd-remove-2", "e-2"}}, actNone, "", "", "quorum is lost (1 of 3"},
 		{"quorum lost with a replaced claim: nothing", view{Members: members(with(e0, down), with(e1, down), with(e2, replaced))}, actNone, "", "", "quorum is lost (0 of 3"},
 		{"no members known: nothing", view{}, actNone, "", "", "quorum is lost (0 of 0"},
+		{"a stray learner is removed", view{Members: members(e0, e1, e2, with(voter(4, "e-3"), func(m *memberView) {
+			learner(m)
+			m.Stray, m.PodProblem = true, "its pod is not one the StatefulSet keeps"
+		}))},
+			actRemove, "e-3", "", "does not keep"},
+		{"a stray learner that does not answer is removed too", view{Members: members(e0, e1, e2, with(voter(4, "e-3"), func(m *memberView) { learner(m); down(m); m.Stray = true }))},
+			actRemove, "e-3", "", "does not keep"},
+		{"a requested removal goes before a stray learner", view{Members: members(e0, e1, e2, with(voter(4, "e-3"), func(m *memberView) { learner(m); m.Stray = true })), Remove: removeRequest{"etcd-remove-2", "e-2"}},
+			actRemove, "e-2", "", "etcd-remove-2"},
+		{"no stray removal without quorum", view{Members: members(e0, with(e1, down), with(e2, down), with(voter(4, "e-3"), func(m *memberView) { learner(m); m.Stray = true }))},
+			actNone, "", "", "quorum is lost"},
 		{"a learner does not count for quorum", view{Members: members(e0, with(e1, down), with(e2, down), with(voter(4, "e-3"), learner))}, actNone, "", "", "quorum is lost"},
 	}
 	for _, tc := range tests {

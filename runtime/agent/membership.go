@@ -191,7 +191,7 @@ func (m *Membership) view(ctx context.Context, sts *appsv1.StatefulSet, seen etc
 			mv.ClaimReplaced = true
 		}
 		if s.learner && s.name != "" {
-			mv.PodProblem = m.podProblem(ctx, sts, s.name)
+			mv.PodProblem, mv.Stray = m.podProblem(ctx, sts, s.name)
 		}
 		if major, minor, ok := majorMinor(s.version); ok && (major < 3 || major == 3 && minor < 3) {
 			v.CanMoveLeader = false
@@ -216,10 +216,21 @@ func recordedClaim(prev *etcdStatus, id uint64) string {
 
 // podProblem says why a learner's pod may not get a vote: a learner whose
 // pod is going away (a reverted scale-out) must not become a voter that
-// would then be missing, nor one whose pod is not ready.
-func (m *Membership) podProblem(ctx context.Context, sts *appsv1.StatefulSet, name string) string {
+// would then be missing, nor one whose pod is not ready. stray: the
+// StatefulSet does not keep the pod at all (its ordinal is at or above
+// the replicas).
+func (m *Membership) podProblem(ctx context.Context, sts *appsv1.StatefulSet, name string) (problem string, stray bool) {
 	ord, ok := contract.MemberOrdinal(m.Cluster, name)
-	if !ok || sts.Spec.Replicas == nil || ord >= int(*sts.Spec.Replicas) {
+	if ok && sts.Spec.Replicas != nil && ord >= int(*sts.Spec.Replicas) {
+		return "its pod is not one the StatefulSet keeps", true
+	}
+	return m.readyProblem(ctx, sts, name, ok), false
+}
+
+// readyProblem is podProblem for a learner the StatefulSet keeps (or
+// whose name is not a member's: ok false).
+func (m *Membership) readyProblem(ctx context.Context, sts *appsv1.StatefulSet, name string, ok bool) string {
+	if !ok || sts.Spec.Replicas == nil {
 		return "its pod is not one the StatefulSet keeps"
 	}
 	pod, err := m.Client.CoreV1().Pods(m.Namespace).Get(ctx, name, metav1.GetOptions{})

@@ -317,3 +317,31 @@ func TestQuorumLossTakesNoAction(t *testing.T) {
 	})
 	t.Logf("pass errors: %v", b.passErrors())
 }
+
+// A learner whose pod the StatefulSet does not keep (here e-3 joins
+// while the StatefulSet runs three: as a removed member's pod does when
+// it re-adds itself before its scale-in deletes it) is removed, and the
+// three voters stay.
+func TestStrayLearnerIsRemoved(t *testing.T) {
+	b := newEtcdBed(t, 3)
+	b.run()
+	b.waitStatus("three voters", healthyVoters(3))
+	b.claim("e-3")
+	b.pod("e-3", true)
+	b.start("e-3") // joins as a learner
+	b.waitStatus("e-3 gone again, three voters", func(st etcdStatus) error {
+		if err := healthyVoters(3)(st); err != nil {
+			return err
+		}
+		if _, ok := b.isLearner("e-3"); ok {
+			return errors.New("e-3 is still a member")
+		}
+		if !slices.Contains(b.reasons(), ReasonMemberRemoved) {
+			return errors.New("no removal recorded yet")
+		}
+		return nil
+	})
+	if got := b.reasons(); !slices.Equal(got, []string{ReasonMemberAdded, ReasonMemberRemoved}) {
+		t.Errorf("events %v, want e-3 added and removed", got)
+	}
+}
