@@ -53,7 +53,7 @@ func (s PostgresSource) Stream(ctx context.Context, w io.Writer, m *Manifest) er
 		return fmt.Errorf("base backup of %s: %w", s.Member, err)
 	}
 	// The backup's messages are read off the connection directly
-	// (wireReader); pgx has read nothing past the last ReadyForQuery.
+	// (wireReader); SyncConn makes sure pgx holds nothing it read ahead.
 	if err := conn.SyncConn(ctx); err != nil {
 		return fmt.Errorf("base backup of %s: %w", s.Member, err)
 	}
