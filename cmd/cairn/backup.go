@@ -285,7 +285,7 @@ func newRestore() *cobra.Command {
 		Short: "Restore a backup into a new data directory and verify it",
 		Long: `Bring a complete backup of --cluster at --location back into --data-dir,
 which must not exist. The data is checked against its manifest (size and
-SHA-256) as it is read; nothing is left behind on failure. PostgreSQL: the
+checksum) as it is read; nothing is left behind on failure. PostgreSQL: the
 base backup's tar is unpacked (it holds its WAL, so the copy starts
 consistent). With --target-time (an RFC 3339 time, or latest) the archived
 WAL is checked first, from the backup to the target, and the restore is

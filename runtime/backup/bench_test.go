@@ -10,9 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
@@ -23,15 +26,18 @@ import (
 // iteration runs all three, in a rotating order so that a change in the
 // machine's load falls on each alike. It reports each one's MB/s,
 // cairn's ratios to pg_basebackup, and the CPU seconds per GB each
-// spent: cairn's process, pg_basebackup's, and the S3 server's.
+// spent: cairn's process, pg_basebackup's, the S3 server's, and
+// PostgreSQL's (its walsender, counted when it exits) for each way.
 //
-// The S3 server is the tests' (gofakes3 over HTTPS on loopback, objects
-// in memory), run as a child process so that its CPU is counted apart
-// from cairn's; it shares the machine's cores with PostgreSQL and cairn.
-// It also reports how long the server took completing the uploads, and
-// cairn-s3's ratio without that time (the streaming alone).
-// CAIRN_BENCH_S3=s3://bucket/prefix uses a real endpoint instead, with
-// the S3 settings of the environment (S3ConfigFromEnv).
+// The S3 server is the benchmark's (streamingS3 over HTTPS on loopback,
+// objects in memory: each part read once, an upload completed without
+// reading it again, as a real endpoint does on its own machines), run as
+// a child process so that its CPU is counted apart from cairn's; it
+// shares the machine's cores with PostgreSQL and cairn, which no real
+// endpoint does. It also reports how long the server took completing
+// the uploads. CAIRN_BENCH_S3=s3://bucket/prefix uses a real endpoint
+// instead, with the S3 settings of the environment (S3ConfigFromEnv).
+// Measured figures, and what they say: docs/backups.md, "Measured".
 //
 //	go test ./runtime/backup -run '^$' -bench BaseBackup1GiB -benchtime 3x
 func BenchmarkBaseBackup1GiB(b *testing.B) {
@@ -57,15 +63,18 @@ func BenchmarkBaseBackup1GiB(b *testing.B) {
 		}},
 		{"pg_basebackup", p.pgBasebackup},
 	}
-	wall, cpu := make([]time.Duration, len(ways)), make([]time.Duration, len(ways))
+	wall, cpu, pg := make([]time.Duration, len(ways)), make([]time.Duration, len(ways)), make([]time.Duration, len(ways))
 	var srv serverUsage // the S3 server's, during cairn-s3
 	b.ResetTimer()
 	for i := range b.N {
 		for j := range ways {
 			k := (i + j) % len(ways)
-			before := server.usage(b)
-			w, c := ways[k].run(b)
-			wall[k], cpu[k] = wall[k]+w, cpu[k]+c
+			before, pg0 := server.usage(b), p.cpu(b)
+			w, used := ways[k].run(b)
+			b.StopTimer()
+			walsendersGone(ctx, b, c)
+			b.StartTimer()
+			wall[k], cpu[k], pg[k] = wall[k]+w, cpu[k]+used, pg[k]+p.cpu(b)-pg0
 			if k == 0 {
 				after := server.usage(b)
 				srv.CPU += after.CPU - before.CPU
@@ -80,18 +89,61 @@ func BenchmarkBaseBackup1GiB(b *testing.B) {
 		mbps[k] = gb * 1e3 / wall[k].Seconds()
 		b.ReportMetric(mbps[k], w.name+"-MB/s")
 		b.ReportMetric(cpu[k].Seconds()/gb, w.name+"-cpu-s/GB")
+		b.ReportMetric(pg[k].Seconds()/gb, w.name+"-postgres-cpu-s/GB")
 	}
 	b.ReportMetric(mbps[0]/mbps[2], "s3/pg_basebackup")
 	b.ReportMetric(mbps[1]/mbps[2], "file/pg_basebackup")
 	if server != nil {
-		// The test server assembles a completed object in memory and
-		// hashes it whole, after the last part: time no real S3 spends
-		// on the backup's machine. Without it, cairn-s3's streaming.
 		b.ReportMetric(srv.CPU.Seconds()/gb, "s3-server-cpu-s/GB")
 		b.ReportMetric(srv.Completing.Seconds()/float64(b.N), "s3-server-complete-s/op")
-		stream := gb * 1e3 / (wall[0] - srv.Completing).Seconds()
-		b.ReportMetric(stream/mbps[2], "s3-streaming/pg_basebackup")
 	}
+}
+
+// walsendersGone waits until the backup's walsender has ended and the
+// postmaster has counted its CPU.
+func walsendersGone(ctx context.Context, b *testing.B, c *pgx.Conn) {
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'walsender'").Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		if n == 0 {
+			time.Sleep(50 * time.Millisecond) // gone from the view; then reaped
+			return
+		}
+		if time.Since(start) > time.Minute {
+			b.Fatal("a walsender still runs a minute after its backup")
+		}
+	}
+}
+
+// cpu is the CPU PostgreSQL's processes that ended have spent, its
+// walsenders among them (the postmaster reaps them: its children's
+// time in /proc/PID/stat).
+func (p *pgPrimary) cpu(b *testing.B) time.Duration {
+	pid, err := os.ReadFile(filepath.Join(p.dir, "pgdata", "postmaster.pid"))
+	var stat []byte
+	if err == nil {
+		first, _, _ := strings.Cut(string(pid), "\n")
+		stat, err = os.ReadFile("/proc/" + strings.TrimSpace(first) + "/stat")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command's closing parenthesis; utime, stime,
+	// cutime and cstime are the 14th to 17th of all, in clock ticks
+	// (USER_HZ, 100 on Linux).
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	fields := strings.Fields(rest)
+	var ticks int64
+	for _, f := range fields[11:15] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("postmaster's stat: %v", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // takeInto takes one backup into st, deletes it again (the S3 server

@@ -3,7 +3,7 @@
 //
 // A backup is two objects under <location>/<cluster>/<id>/: data, streamed
 // from the database as it is read (never staged on local disk), and
-// manifest.json, written last, which records its size, SHA-256, start and
+// manifest.json, written last, which records its size, checksum, start and
 // end, source member and versions. A backup is complete only when its
 // manifest is there and agrees with its data: an upload cut off halfway
 // leaves nothing that looks complete. Retention deletes old complete

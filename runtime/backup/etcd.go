@@ -87,7 +87,7 @@ type EtcdRestore struct {
 }
 
 // RestoreEtcd brings backup m back into r.DataDir and checks it: the data
-// must match the manifest's size and SHA-256, and etcd's own hash inside
+// must match the manifest's size and checksum, and etcd's own hash inside
 // the snapshot must hold. It restores into a temporary folder beside
 // DataDir and renames it into place when whole, so a failure or a crash
 // leaves no data directory behind.

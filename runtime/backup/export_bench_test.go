@@ -7,24 +7,16 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
 
-// S3ServerForBench starts the tests' S3 server (gofakes3 over HTTPS on
-// loopback, objects in memory) with a bucket "backups" for a benchmark,
-// and returns its URL, its CA certificate, and how long it has spent so
-// far completing multipart uploads (assembling each object from its
-// parts, in memory). (s3Server takes a *testing.T; a benchmark has a
-// *testing.B.)
+// S3ServerForBench starts the benchmark's S3 server (streamingS3 over
+// HTTPS on loopback, objects in memory) with a bucket "backups", and
+// returns its URL, its CA certificate, and how long it has spent so far
+// completing multipart uploads. (s3Server takes a *testing.T; a
+// benchmark has a *testing.B.)
 func S3ServerForBench(tb testing.TB) (endpoint string, ca []byte, completing func() time.Duration) {
 	tb.Helper()
-	be := s3mem.New()
-	if err := be.CreateBucket("backups"); err != nil {
-		tb.Fatal(err)
-	}
-	s3 := gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
+	s3 := newStreamingS3("backups", testAccessKey)
 	var spent atomic.Int64
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

@@ -30,35 +30,85 @@ func (s *FileStore) path(key string) (string, error) {
 
 // Put implements Store.
 func (s *FileStore) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
-	p, err := s.path(key)
+	o, err := s.Create(ctx, key)
 	if err != nil {
 		return 0, err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+	if _, err := io.CopyBuffer(o, r, make([]byte, 1<<20)); err != nil {
+		o.Abort()
 		return 0, fmt.Errorf("put %s: %w", key, err)
+	}
+	return o.Commit()
+}
+
+// Create implements Store: a hidden temporary file beside the object's,
+// synced and renamed into place by Commit.
+func (s *FileStore) Create(ctx context.Context, key string) (ObjectWriter, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+		return nil, fmt.Errorf("put %s: %w", key, err)
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	tmp := filepath.Join(filepath.Dir(p), ".partial-"+filepath.Base(p)+"-"+hex.EncodeToString(b[:]))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
-		return 0, fmt.Errorf("put %s: %w", key, err)
+		return nil, fmt.Errorf("put %s: %w", key, err)
 	}
-	n, err := io.CopyBuffer(f, contextReader{ctx, r}, make([]byte, 1<<20))
+	return &fileObject{ctx: ctx, key: key, path: p, f: f}, nil
+}
+
+// fileObject is a FileStore object being written; the source's pieces go
+// to the file as they come.
+type fileObject struct {
+	ctx       context.Context
+	key, path string
+	f         *os.File
+	n         int64
+	done      bool
+}
+
+func (o *fileObject) Write(p []byte) (int, error) {
+	if err := o.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := o.f.Write(p)
+	o.n += int64(n)
+	return n, err
+}
+
+func (o *fileObject) Commit() (int64, error) {
+	if o.done {
+		return 0, fmt.Errorf("put %s: the object was ended before", o.key)
+	}
+	o.done = true
+	err := o.ctx.Err()
 	if err == nil {
-		err = f.Sync()
+		err = o.f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, p)
+		err = os.Rename(o.f.Name(), o.path)
 	}
 	if err != nil {
-		os.Remove(tmp)
-		return n, fmt.Errorf("put %s: %w", key, err)
+		os.Remove(o.f.Name())
+		return 0, fmt.Errorf("put %s: %w", o.key, err)
 	}
-	return n, nil
+	return o.n, nil
+}
+
+func (o *fileObject) Abort() {
+	if o.done {
+		return
+	}
+	o.done = true
+	o.f.Close()
+	os.Remove(o.f.Name())
 }
 
 // Get implements Store.

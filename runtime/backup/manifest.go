@@ -14,8 +14,13 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 )
 
-// ManifestFormat names the manifest's format.
-const ManifestFormat = "cairn.dev/backup/v1"
+// ManifestFormat names the format of the manifests cairn writes: v2
+// checks the data with CRC-64/NVME. Manifests of format v1 (SHA-256) are
+// still read and verified; see checksum.go for why the checksum changed.
+const (
+	ManifestFormat   = "cairn.dev/backup/v2"
+	manifestFormatV1 = "cairn.dev/backup/v1"
+)
 
 // Object names inside a backup's folder.
 const (
@@ -32,9 +37,11 @@ type Manifest struct {
 	Kind     string    `json:"kind"`
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
-	// Size and SHA256 are those of the data object.
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
+	// Size and the checksum are those of the data object: CRC64NVME in
+	// format v2 (hex, big-endian), SHA256 (hex) in format v1.
+	Size      int64  `json:"size"`
+	CRC64NVME string `json:"crc64nvme,omitempty"`
+	SHA256    string `json:"sha256,omitempty"`
 	// Source is the member the backup was read from.
 	Source string `json:"source"`
 	// Version is the database version the source runs.
@@ -149,7 +156,7 @@ func readManifest(ctx context.Context, st Store, cluster, id string) (Manifest, 
 	if err := json.Unmarshal(data, &m); err != nil {
 		return Manifest{}, fmt.Errorf("backup %s of %s: manifest: %w", id, cluster, err)
 	}
-	if m.Format != ManifestFormat || m.ID != id || m.Cluster != cluster {
+	if m.Format != ManifestFormat && m.Format != manifestFormatV1 || m.ID != id || m.Cluster != cluster {
 		return Manifest{}, fmt.Errorf("backup %s of %s: manifest names %s of %s in format %q", id, cluster, m.ID, m.Cluster, m.Format)
 	}
 	return m, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,13 @@ type pgPrimary struct {
 
 func startPrimary(t testing.TB) *pgPrimary {
 	t.Helper()
+	return startPrimaryWith(t, nil)
+}
+
+// startPrimaryWith starts a primary with the settings extra returns, once
+// the primary's folder and owner are known (nil: none).
+func startPrimaryWith(t testing.TB, extra func(p *pgPrimary) map[string]string) *pgPrimary {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "cairn-backup-")
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +62,9 @@ func startPrimary(t testing.TB) *pgPrimary {
 		Settings: map[string]string{"listen_addresses": "127.0.0.1", "port": strconv.Itoa(p.port), "unix_socket_directories": dir},
 		Host:     "127.0.0.1", Port: p.port, Config: instance.Config{Bootstrap: "new"},
 		SuperuserPassword: pgSuperPW, ReplicationPassword: pgReplPW, Credential: p.cred, Log: testbed.Logger(t, 100),
+	}
+	if extra != nil {
+		maps.Copy(m.Settings, extra(p))
 	}
 	ctx := context.Background()
 	_, initialised, err := m.Prepare(ctx)

@@ -36,7 +36,7 @@ const restorePrefix = ".cairn-restore-"
 // RestorePostgres brings base backup m back into r.DataDir: it unpacks
 // the verified tar into a temporary folder beside it, finishes it, syncs
 // it to disk and renames it into place only when all of it was written
-// and its size and SHA-256 match the manifest. The result starts as a
+// and its size and checksum match the manifest. The result starts as a
 // consistent copy (it holds its WAL and backup_label). A failure, a full
 // disk or a crash included, leaves no data directory behind.
 func RestorePostgres(ctx context.Context, st Store, m Manifest, r PostgresRestore) error {

@@ -158,28 +158,30 @@ func (s *S3Store) key(key string) (string, error) {
 	return path.Join(s.prefix, key), nil
 }
 
-// Put implements Store: a multipart upload of unknown size, its parts
-// filled from r one after another and sent s.partsInFlight() at a time,
-// completed only when r ends without error and every part is stored;
-// otherwise (r fails, a part is refused, ctx ends) it is aborted and no
-// object appears. A reader that knows its length below PartSize (a
-// manifest) goes up in one PUT.
+// Put implements Store: an object that knows its length below PartSize
+// (a manifest) goes up in one PUT; anything else is read into the parts
+// of a multipart upload, as Create makes one.
 func (s *S3Store) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
 	k, err := s.key(key)
 	if err != nil {
 		return 0, err
 	}
-	size, opts := int64(-1), minio.PutObjectOptions{PartSize: s.PartSize, ContentType: "application/octet-stream"}
 	if l, ok := r.(interface{ Len() int }); ok && uint64(l.Len()) < s.PartSize {
-		size = int64(l.Len())
-	} else {
-		opts.ConcurrentStreamParts, opts.NumThreads = true, s.partsInFlight()
+		info, err := s.client.PutObject(ctx, s.bucket, k, r, int64(l.Len()), minio.PutObjectOptions{ContentType: "application/octet-stream"})
+		if err != nil {
+			return 0, fmt.Errorf("put s3://%s/%s: %w", s.bucket, k, s3Error(err))
+		}
+		return info.Size, nil
 	}
-	info, err := s.client.PutObject(ctx, s.bucket, k, r, size, opts)
+	o, err := s.Create(ctx, key)
 	if err != nil {
-		return 0, fmt.Errorf("put s3://%s/%s: %w", s.bucket, k, s3Error(err))
+		return 0, err
 	}
-	return info.Size, nil
+	if _, err := o.(io.ReaderFrom).ReadFrom(r); err != nil {
+		o.Abort()
+		return 0, err
+	}
+	return o.Commit()
 }
 
 // Get implements Store.

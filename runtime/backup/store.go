@@ -10,15 +10,30 @@ import (
 	"strings"
 )
 
-// Store holds objects by key ("<cluster>/<id>/data"). Put is all or
+// Store holds objects by key ("<cluster>/<id>/data"). Writes are all or
 // nothing: an object is visible only once all of it was written.
 type Store interface {
 	// Put writes r under key, streaming, and returns the bytes written.
 	Put(ctx context.Context, key string, r io.Reader) (int64, error)
+	// Create starts an object under key that the caller writes, for a
+	// source that pushes its data (a base backup): no pipe, no goroutine
+	// between the source and the store. ctx bounds the whole write.
+	Create(ctx context.Context, key string) (ObjectWriter, error)
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
 	// List returns the keys under prefix, sorted.
 	List(ctx context.Context, prefix string) ([]string, error)
 	Delete(ctx context.Context, key string) error
+}
+
+// ObjectWriter is an object being written. It appears under its key only
+// when Commit returns nil; the caller ends each one with Commit or Abort.
+type ObjectWriter interface {
+	io.Writer
+	// Commit stores the object whole and returns its size; on an error
+	// nothing appears.
+	Commit() (int64, error)
+	// Abort discards what was written; after Commit it does nothing.
+	Abort()
 }
 
 // ErrNotFound is a key that is not in the store.
