@@ -55,8 +55,12 @@ func (p *pgPass) act(ctx context.Context, a pgAction) (bool, error) {
 	case pgPromote:
 		return false, p.promote(ctx, a)
 	case pgRetarget:
-		st.Failover = &pgFailover{From: a.Member, Reason: a.Why, StartedAt: st.Failover.StartedAt}
+		// Standbys detached from the first old primary stay recorded: they
+		// are pointed at whichever member is promoted in the end.
+		st.Failover = &pgFailover{From: a.Member, Reason: a.Why, StartedAt: st.Failover.StartedAt, Detached: st.Failover.Detached}
 		return p.step(ctx, "retargeted", event{corev1.EventTypeWarning, ReasonFailoverStarted, "failing over: " + a.Why})
+	case pgDetach:
+		return p.detach(ctx, a)
 	}
 	return p.actSwitchover(ctx, a)
 }
@@ -176,17 +180,29 @@ func upstreamAddr(conninfo string) (key, value string, ok bool) {
 
 // follow points the answering replicas that stream from a pod address
 // at the new primary. Those that follow the -rw Service (in pods) follow
-// it as the label moves; recovery_target_timeline is latest.
+// it as the label moves; recovery_target_timeline is latest. A standby
+// the synchronous fence detached gets its primary_conninfo back, pointed
+// at the new primary.
 func (p *pgPass) follow(ctx context.Context, to, ip string) {
 	for _, m := range p.view.Members {
 		if m.Name == to || !m.replica() {
 			continue
 		}
-		key, addr, ok := upstreamAddr(m.Probe.Upstream)
-		if !ok || net.ParseIP(addr) == nil || addr == ip {
+		upstream := m.Probe.Upstream
+		if was, detached := detachedUpstream(p.view.Status, m.Name); detached && upstream == "" {
+			upstream = was
+		}
+		key, addr, ok := upstreamAddr(upstream)
+		if !ok {
 			continue
 		}
-		conninfo := strings.Replace(m.Probe.Upstream, key+"="+addr, key+"="+ip, 1)
+		conninfo := upstream
+		if net.ParseIP(addr) != nil {
+			conninfo = strings.Replace(upstream, key+"="+addr, key+"="+ip, 1)
+		}
+		if conninfo == m.Probe.Upstream {
+			continue
+		}
 		err := p.sql(ctx, m.Name, "ALTER SYSTEM SET primary_conninfo = "+quoteLiteral(conninfo), "SELECT pg_reload_conf()")
 		if err != nil {
 			p.r.logger().Warn("replica not pointed at the new primary", "member", m.Name, "err", err.Error())
@@ -228,8 +244,18 @@ func withoutDigits(s string) string {
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// setSync keeps synchronous_standby_names on the primary.
+// setSync keeps synchronous_standby_names on the primary. The recorded
+// setting is cleared first: while it changes, the synchronous fence does
+// not know which standbys the primary waits for (the next pass records
+// the new one).
 func (p *pgPass) setSync(ctx context.Context, a pgAction) (bool, error) {
+	p.syncChanged = true
+	if st := &p.view.Status; st.SyncSetting != "" {
+		st.SyncSetting = ""
+		if err := p.store.write(ctx, *st, ""); err != nil {
+			return false, err
+		}
+	}
 	if err := p.sql(ctx, a.Member, "ALTER SYSTEM SET synchronous_standby_names = "+quoteLiteral(a.Sync), "SELECT pg_reload_conf()"); err != nil {
 		return false, fmt.Errorf("set synchronous_standby_names on %s: %w", a.Member, err)
 	}

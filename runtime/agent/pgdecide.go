@@ -57,11 +57,12 @@ const (
 	pgSwitchAbort
 	pgSwitchDone
 	pgRetarget
+	pgDetach
 )
 
 func (k pgActionKind) String() string {
 	return [...]string{"none", "label", "set-synchronous", "begin-failover", "fence", "promote",
-		"begin-switchover", "switchover-wait", "switchover-fence", "switchover-abort", "switchover-done", "retarget"}[k]
+		"begin-switchover", "switchover-wait", "switchover-fence", "switchover-abort", "switchover-done", "retarget", "detach"}[k]
 }
 
 // pgAction is decidePostgres's answer: one change at a time.
@@ -74,6 +75,8 @@ type pgAction struct {
 	Labels []labelChange
 	// Sync is the synchronous_standby_names to set.
 	Sync string
+	// Detach are the standbys to detach from Member (pgsyncfence.go).
+	Detach []string
 	// LSN is the primary's WAL position a switchover waits for.
 	LSN uint64
 	// GiveBack: a switchover abort gives the primary its writes back.
@@ -230,7 +233,19 @@ func continueFailover(v pgView) pgAction {
 		return pgAction{Kind: pgFence, Member: f.From, Why: f.Reason}
 	}
 	if why := stillWrites(v, f.From, f.FencedAt); why != "" {
-		return pgWait("failover from %s: %s", f.From, why)
+		if !answersNot(v, f.From) {
+			return pgWait("failover from %s: %s", f.From, why)
+		}
+		a, ok, fallback := syncFence(v, f)
+		if !ok {
+			return pgWait("failover from %s: %s (no synchronous fence: %s)", f.From, why, fallback)
+		}
+		if a.Kind == pgPromote && f.To != "" && f.To != a.To {
+			// A target recorded earlier is kept: it was chosen, perhaps
+			// labelled, by a leader before this one.
+			return pgWait("failover from %s: %s; the recorded target %s is not the detached standby with the most WAL (%s)", f.From, why, f.To, a.To)
+		}
+		return a
 	}
 	to := f.To
 	if to == "" {
@@ -267,6 +282,12 @@ func stillWrites(v pgView, name string, fencedAt time.Time) string {
 		return fmt.Sprintf("%s does not answer and may take writes until its lease ends in %s", name, end.Sub(v.Now).Round(time.Millisecond))
 	}
 	return ""
+}
+
+// answersNot: the member is listed and does not answer in time.
+func answersNot(v pgView, name string) bool {
+	m, ok := findMember(v.Members, name)
+	return ok && m.Probe.Reach == reachTimeout
 }
 
 // pickTarget is the replica to promote: the one that received the most

@@ -26,6 +26,7 @@ func TestPostgresFailover(t *testing.T) {
 	t.Run("kill -9 with synchronous replication loses no acknowledged row", func(t *testing.T) { killWithWriter(t, cp) })
 	t.Run("repeated kills never make two primaries", func(t *testing.T) { killCycles(t, cp, 5) })
 	t.Run("a stopped and cut off primary never takes a write after the promotion", func(t *testing.T) { stoppedPrimary(t, cp) })
+	t.Run("synchronous: a stopped and cut off primary is failed over from without its lease, losing nothing", func(t *testing.T) { frozenPrimarySync(t, cp) })
 	t.Run("a new leader finishes a half-done failover", func(t *testing.T) { leaderDiesMidFailover(t, cp) })
 	t.Run("a planned switchover loses no committed row", func(t *testing.T) { switchover(t, cp) })
 	t.Run("a loaded, stalling primary is not failed over", func(t *testing.T) { loadedPrimary(t, cp) })
@@ -60,11 +61,7 @@ func setUp(t *testing.T, cp *testbed.ControlPlane, n int, sync int, s FailoverSe
 	ns := cp.Namespace(t, fmt.Sprintf("pg%d", time.Now().UnixNano()%1e9))
 	pc := newPgCluster(t, cp, ns, n, ttl)
 	if sync > 0 {
-		_, err := pc.c.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("pg")},
-			Data: map[string]string{contract.KeyBootstrap: contract.BootstrapExisting, contract.KeySynchronousStandbys: fmt.Sprint(sync)}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		setSync(t, pc, sync)
 	}
 	pc.start()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -83,6 +80,13 @@ func setUp(t *testing.T, cp *testbed.ControlPlane, n int, sync int, s FailoverSe
 		})
 	}
 	return pc, ctx
+}
+
+// syncConfigMap is cluster pg's rendered config with n synchronous
+// standbys.
+func syncConfigMap(n int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("pg")},
+		Data: map[string]string{contract.KeyBootstrap: contract.BootstrapExisting, contract.KeySynchronousStandbys: fmt.Sprint(n)}}
 }
 
 // killAndWrite kills the primary and returns the time from the kill to

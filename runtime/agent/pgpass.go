@@ -64,6 +64,9 @@ type pgPass struct {
 	view  pgView
 	// config is the members' config to report; nil when not checked.
 	config *contract.PostgresConfigStatus
+	// syncChanged: this pass changed the primary's
+	// synchronous_standby_names; the next pass's probe records it.
+	syncChanged bool
 }
 
 func podsByName(pods []corev1.Pod) map[string]*corev1.Pod {
@@ -82,8 +85,9 @@ func (r *Roles) clock() time.Time {
 }
 
 // view builds decidePostgres's input, and keeps since when each member
-// has not answered.
-func (r *Roles) view(pods []corev1.Pod, probes map[string]pgProbe, st pgStatus, req pgRequest, sync int) pgView {
+// has not answered: since the probe that got no answer was sent (asked),
+// not since it gave up.
+func (r *Roles) view(pods []corev1.Pod, probes map[string]pgProbe, asked time.Time, st pgStatus, req pgRequest, sync int) pgView {
 	now := r.clock()
 	// A replica that has just (again) become the leader counts afresh:
 	// what it saw before another led is stale.
@@ -91,6 +95,9 @@ func (r *Roles) view(pods []corev1.Pod, probes map[string]pgProbe, st pgStatus, 
 		r.unhealthy = map[string]time.Time{}
 	}
 	r.lastPass = now
+	if asked.IsZero() || asked.After(now) {
+		asked = now
+	}
 	v := pgView{Status: st, Now: now, Settings: r.Settings.withDefaults(), Sync: sync, Switchover: req, Unhealthy: r.unhealthy}
 	seen := map[string]bool{}
 	for _, p := range pods {
@@ -101,7 +108,7 @@ func (r *Roles) view(pods []corev1.Pod, probes map[string]pgProbe, st pgStatus, 
 		if m.Probe.Reach == reachUp {
 			delete(r.unhealthy, p.Name)
 		} else if _, ok := r.unhealthy[p.Name]; !ok {
-			r.unhealthy[p.Name] = now
+			r.unhealthy[p.Name] = asked
 		}
 	}
 	// Pods not listed at all are unhealthy too: the last primary, a
@@ -178,6 +185,9 @@ func (p *pgPass) report(ctx context.Context, prev pgStatus) error {
 		// hold every acknowledged one, and stay recorded.
 		if got := primaries[0].Probe.SyncStandbys; len(got) > 0 || p.view.Sync == 0 {
 			st.Synchronous = slices.Clone(got)
+		}
+		if !p.syncChanged {
+			st.SyncSetting = primaries[0].Probe.SyncSetting
 		}
 	}
 	p.r.Metrics.observe(p.view.Members, primaries)

@@ -42,6 +42,9 @@ type pgProbe struct {
 	Timeline           int
 	// Streaming: a replica's WAL receiver streams from a primary.
 	Streaming bool
+	// Receiving: a replica runs a WAL receiver (streaming, or connecting
+	// to its upstream): it may acknowledge a primary's WAL.
+	Receiving bool
 	// Upstream is a replica's primary_conninfo.
 	Upstream string
 	// SyncStandbys are, on a primary, the standbys it waits for
@@ -88,6 +91,7 @@ const probeSQL = `SELECT pg_is_in_recovery(),
   (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text,
   COALESCE((SELECT received_tli FROM pg_stat_wal_receiver), 0),
   COALESCE((SELECT status = 'streaming' FROM pg_stat_wal_receiver), false),
+  EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE pid IS NOT NULL),
   current_setting('primary_conninfo'),
   current_setting('synchronous_standby_names'),
   COALESCE((SELECT string_agg(application_name, ',' ORDER BY application_name) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')), ''),
@@ -161,7 +165,7 @@ func probe(ctx context.Context, cfg *pgx.ConnConfig) pgProbe {
 	var recv, replay, syncs, oldest string
 	var archivedAt, failedAt float64
 	a := &pr.Archive
-	err = conn.QueryRow(cctx, probeSQL).Scan(&pr.InRecovery, &recv, &replay, &pr.Timeline, &pr.Streaming, &pr.Upstream, &pr.SyncSetting, &syncs,
+	err = conn.QueryRow(cctx, probeSQL).Scan(&pr.InRecovery, &recv, &replay, &pr.Timeline, &pr.Streaming, &pr.Receiving, &pr.Upstream, &pr.SyncSetting, &syncs,
 		&a.On, &a.LastArchived, &archivedAt, &a.LastFailed, &failedAt, &a.Pending, &a.WALBytes, &oldest, &pr.SegmentSize)
 	if err != nil {
 		return pgProbe{Reach: classify(err), Err: err.Error()}

@@ -24,6 +24,9 @@ type pgStatus struct {
 	Primary string `json:"primary,omitempty"`
 	// Synchronous are the standbys the primary last waited for.
 	Synchronous []string `json:"synchronous,omitempty"`
+	// SyncSetting is the synchronous_standby_names the primary last
+	// reported; "" while the runtime changes it (pgsyncfence.go).
+	SyncSetting string `json:"syncSetting,omitempty"`
 	// Members are the members' roles and how they answered.
 	Members    []contract.PostgresMember `json:"members,omitempty"`
 	Failover   *pgFailover               `json:"failover,omitempty"`
@@ -53,6 +56,16 @@ type pgFailover struct {
 	FencedAt  time.Time `json:"fencedAt,omitzero"`
 	// To is set once chosen, before it is labelled or promoted.
 	To string `json:"to,omitempty"`
+	// Detached are the standbys the runtime cut from the old primary
+	// (pgsyncfence.go), each with the primary_conninfo it had, to point
+	// it at the new primary once promoted.
+	Detached []pgDetached `json:"detached,omitempty"`
+}
+
+// pgDetached is a standby detached from the old primary.
+type pgDetached struct {
+	Member   string `json:"member"`
+	Upstream string `json:"upstream"`
 }
 
 // pgSwitchover is a switchover under way.

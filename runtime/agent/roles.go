@@ -87,10 +87,11 @@ func (r *Roles) Pass(ctx context.Context) error {
 // pass on an earlier read returns errNotSteady, having changed nothing,
 // as soon as it finds the cluster not steady.
 func (r *Roles) passOn(ctx context.Context, rd *pgRead, fresh bool) error {
+	asked := r.clock()
 	probes := probeMembers(ctx, rd.pods, r.Cluster, r.Namespace, r.Port, rd.auth)
 	p := &pgPass{r: r, store: rd.store, auth: rd.auth, pods: podsByName(rd.pods)}
 	prev := rd.store.last
-	p.view = r.view(rd.pods, probes, prev, r.rendered.req, r.rendered.sync)
+	p.view = r.view(rd.pods, probes, asked, prev, r.rendered.req, r.rendered.sync)
 	for i := range 8 {
 		a := decidePostgres(p.view)
 		if i == 0 {

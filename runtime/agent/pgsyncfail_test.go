@@ -1,0 +1,218 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cairn-dev/cairn/testbed"
+)
+
+// The primary's processes are stopped (SIGSTOP) and its instance manager
+// cut off from the API server, with synchronous replication: the runtime
+// detaches the synchronous standbys and promotes the most advanced one
+// without waiting for the old primary's lease (30s here). Thawed, the old
+// primary runs on until its lease ends and acknowledges nothing; no
+// acknowledged row is lost; healed, it rejoins.
+func frozenPrimarySync(t *testing.T, cp *testbed.ControlPlane) {
+	pc, ctx := setUp(t, cp, 3, 1, FailoverSettings{AfterTimeouts: 3 * time.Second}, 0)
+	acks := pc.sampleAcks(ctx)
+	w := startAckWriter(pc, 1)
+	pc.waitFor("rows written", func() error {
+		if w.count() < 50 {
+			return fmt.Errorf("%d rows", w.count())
+		}
+		return nil
+	})
+	took, old := freezeAndWrite(pc, 1_000_000)
+	t.Logf("SIGSTOP of pg-%d, cut off from the API server, to the first write through -rw: %s", old, took)
+	evs, err := pc.c.CoreV1().Events(pc.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	detached := 0
+	for _, e := range evs.Items {
+		if e.Reason == ReasonStandbysDetached {
+			detached++
+			t.Logf("event %s: %s", e.Reason, e.Message)
+		}
+	}
+	if detached == 0 {
+		t.Errorf("no %s event: the failover did not use the synchronous fence", ReasonStandbysDetached)
+	}
+	pc.signal(old, syscall.SIGCONT)
+	// Its lease has not ended: it runs as a primary, and no standby
+	// acknowledges its commits.
+	for i := range 3 {
+		if err := pc.m.writeTo(context.Background(), old, 2_000_000+i); err == nil {
+			t.Fatalf("pg-%d acknowledged a write after pg-%d was promoted", old, pc.primary())
+		}
+	}
+	before := w.count()
+	pc.waitFor("rows written after the failover", func() error {
+		if w.count() < before+50 {
+			return fmt.Errorf("%d rows", w.count())
+		}
+		return nil
+	})
+	checkRows(t, pc, w.finish())
+	pc.nodes[old].cut.Store(false)
+	pc.waitFor("the old primary rejoins as a replica", pc.healthy)
+	acks.check(t)
+}
+
+// freezeAndWrite stops the primary's processes and cuts its instance
+// manager off from the API server, and returns the time from then to the
+// first write through -rw, and the old primary. Its processes stay
+// stopped and it stays cut off.
+func freezeAndWrite(pc *pgCluster, id int) (time.Duration, int) {
+	old := pc.primary()
+	pc.nodes[old].cut.Store(true)
+	pc.signal(old, syscall.SIGSTOP)
+	start := time.Now()
+	attempt := 0
+	pc.waitFor("a write through -rw", func() error {
+		if p := pc.primary(); p == old || p < 0 {
+			return fmt.Errorf("primary pg-%d", p)
+		}
+		attempt++
+		return pc.write(context.Background(), id+attempt<<20)
+	})
+	return time.Since(start), old
+}
+
+// sampleAcks counts, every 200ms, the members that acknowledge a write
+// within a second: with synchronous replication an old primary may still
+// answer as a primary, and must acknowledge nothing.
+func (pc *pgCluster) sampleAcks(ctx context.Context) *writers {
+	pc.m.exec(pc.primary(), "CREATE TABLE IF NOT EXISTS acks (id bigserial PRIMARY KEY, by text)")
+	w := &writers{}
+	go func() {
+		for ctx.Err() == nil {
+			n := 0
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			for i := range pc.n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cctx, cancel := context.WithTimeout(ctx, time.Second)
+					defer cancel()
+					c, err := pc.m.dial(cctx, i)
+					if err != nil {
+						return
+					}
+					defer c.Close(context.Background())
+					if _, err := c.Exec(cctx, "INSERT INTO acks (by) VALUES ($1)", fmt.Sprintf("pg-%d", i)); err == nil {
+						mu.Lock()
+						n++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			w.mu.Lock()
+			w.samples++
+			if n > w.worst {
+				w.worst, w.at = n, time.Now()
+			}
+			w.mu.Unlock()
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+// BenchmarkPartitionSyncFrozen stops the primary's processes (SIGSTOP)
+// and cuts its instance manager off from the API server b.N times
+// (-benchtime 10x), with synchronous replication (FIRST 1 of 2 standbys)
+// and a writer running throughout; it reports the time from the freeze
+// to the first write acknowledged through -rw. Each time the old primary
+// is thawed, healed and rejoins; no member but one ever acknowledges a
+// write, and no acknowledged row is lost:
+//
+//	go test ./runtime/agent -run '^$' -bench PartitionSyncFrozen -benchtime 10x
+func BenchmarkPartitionSyncFrozen(b *testing.B) {
+	cp := testbed.Start(b)
+	ns := cp.Namespace(b, "pgsyncbench")
+	pc := newPgCluster(b, cp, ns, 3, 0)
+	pc.interval = 0 // the runtime's default, 500ms
+	settings := FailoverSettings{AfterTimeouts: 3 * time.Second}
+	b.Logf("settings: %+v (the rest default)", settings)
+	pc.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	setSync(b, pc, 1)
+	for _, id := range []string{"runtime-a", "runtime-b"} {
+		pc.runtime(ctx, id, settings, nil)
+	}
+	pc.waitFor("healthy", pc.healthy)
+	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	pc.waitFor("a synchronous standby recorded", func() error {
+		if st := pc.status(); len(st.Synchronous) == 0 || st.SyncSetting == "" {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	})
+	acks := pc.sampleAcks(ctx)
+	w := startAckWriter(pc, 1)
+	var took []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		d, old := freezeAndWrite(pc, 1_000_000+i)
+		took = append(took, d)
+		b.StopTimer()
+		pc.signal(old, syscall.SIGCONT)
+		pc.nodes[old].cut.Store(false)
+		pc.waitFor("the old primary rejoins as a replica", pc.healthy)
+		pc.waitFor("a synchronous standby recorded", func() error {
+			if st := pc.status(); len(st.Synchronous) == 0 || st.SyncSetting == "" {
+				return fmt.Errorf("status %+v", st)
+			}
+			return nil
+		})
+		b.StartTimer()
+	}
+	b.StopTimer()
+	acked := w.finish()
+	got, err := pc.m.ids(pc.primary())
+	if err != nil {
+		b.Fatal(err)
+	}
+	lost := 0
+	for _, id := range acked {
+		if !got[id] {
+			lost++
+		}
+	}
+	acks.check(b)
+	if lost > 0 {
+		b.Errorf("%d of %d acknowledged rows lost", lost, len(acked))
+	}
+	reportDurations(b, "SIGSTOP and cut off from the API server, synchronous", took)
+	b.ReportMetric(float64(lost), "lost-rows")
+}
+
+// setSync renders n synchronous standbys for cluster pg.
+func setSync(t testing.TB, pc *pgCluster, n int) {
+	t.Helper()
+	if _, err := pc.c.CoreV1().ConfigMaps(pc.ns).Create(context.Background(), syncConfigMap(n), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reportDurations reports p50, p95 and max of took.
+func reportDurations(b *testing.B, what string, took []time.Duration) {
+	slices.Sort(took)
+	pct := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
+	b.ReportMetric(pct(0.5).Seconds(), "p50-s")
+	b.ReportMetric(pct(0.95).Seconds(), "p95-s")
+	b.ReportMetric(took[len(took)-1].Seconds(), "max-s")
+	b.Logf("%s, to the first write through -rw over %d runs: p50 %s, p95 %s, max %s", what, len(took), pct(0.5), pct(0.95), took[len(took)-1])
+}
