@@ -20,8 +20,12 @@ func TestSyncFence(t *testing.T) {
 	detached := func(name string, recv uint64) pgMember {
 		return pgMember{Name: name, Label: contract.RoleReplica, Probe: pgProbe{Reach: reachUp, InRecovery: true, Received: recv, Replayed: recv}}
 	}
-	silent := func(name, label string) pgMember { return pgMember{Name: name, Label: label, Probe: pgProbe{Reach: reachTimeout}} }
-	refused := func(name, label string) pgMember { return pgMember{Name: name, Label: label, Probe: pgProbe{Reach: reachDown}} }
+	silent := func(name, label string) pgMember {
+		return pgMember{Name: name, Label: label, Probe: pgProbe{Reach: reachTimeout}}
+	}
+	refused := func(name, label string) pgMember {
+		return pgMember{Name: name, Label: label, Probe: pgProbe{Reach: reachDown}}
+	}
 	noPromote := func(m pgMember) pgMember { m.NoPromote = true; return m }
 	failover := func(detached ...string) *pgFailover {
 		f := &pgFailover{From: "a", Reason: "the primary a does not answer in time for 10s", FencedAt: t0.Add(-time.Second)}
