@@ -30,7 +30,7 @@ type runtimeOptions struct {
 	kind, cluster, kubeconfig, metricsAddr string
 	port                                   int
 	failover                               agent.FailoverSettings
-	certLifetime                           time.Duration
+	certLifetime, leaderLease              time.Duration
 }
 
 func newRuntime() *cobra.Command {
@@ -70,6 +70,7 @@ POD_NAMESPACE and POD_NAME set from the downward API.`,
 	cmd.Flags().DurationVar(&o.failover.After, "failover-after", 2*time.Second, "PostgreSQL: fail over from a primary that is down (refuses connections, pod or container gone) for this long")
 	cmd.Flags().DurationVar(&o.failover.AfterTimeouts, "failover-after-timeouts", 10*time.Second, "PostgreSQL: fail over from a primary that only does not answer in time for this long")
 	cmd.Flags().DurationVar(&o.certLifetime, "cert-lifetime", pki.LeafLifetime, "with TLS on: the lifetime of the certificates the runtime issues; it renews them past two thirds of it")
+	cmd.Flags().DurationVar(&o.leaderLease, "leader-lease", agent.DefaultLeaderLease, fmt.Sprintf("how long the leader's Lease lasts unrenewed: a lost leader is replaced within it (at least %s)", agent.MinLeaderLease))
 	cmd.Flags().DurationVar(&o.failover.LeaseTTL, "lease-ttl", 30*time.Second, "PostgreSQL: the members' --lease-ttl; a fenced primary that does not answer is replaced only after it plus 3s")
 	_ = cmd.MarkFlagRequired("kind")
 	_ = cmd.MarkFlagRequired("cluster")
@@ -78,6 +79,9 @@ POD_NAMESPACE and POD_NAME set from the downward API.`,
 
 // run runs the runtime until a signal ends it, then returns nil.
 func (o *runtimeOptions) run(cmd *cobra.Command) error {
+	if o.leaderLease < agent.MinLeaderLease {
+		return &exitError{exitUsage, fmt.Errorf("cairn runtime: --leader-lease %s: at least %s", o.leaderLease, agent.MinLeaderLease)}
+	}
 	ns, id := os.Getenv(contract.EnvPodNamespace), os.Getenv(contract.EnvPodName)
 	if ns == "" || id == "" {
 		return &exitError{exitUsage, fmt.Errorf("cairn runtime: %s and %s must be set", contract.EnvPodNamespace, contract.EnvPodName)}
@@ -102,7 +106,7 @@ func (o *runtimeOptions) run(cmd *cobra.Command) error {
 		return &exitError{exitUsage, fmt.Errorf("cairn runtime: --cluster: %w", err)}
 	}
 	a, reg, err := newRuntimeAgent(k, agent.Config{Cluster: o.cluster, Namespace: ns, Identity: id, PostgresPort: o.port,
-		Log: log, Failover: o.failover, CertLifetime: o.certLifetime}, client)
+		Log: log, Failover: o.failover, CertLifetime: o.certLifetime, LeaderLease: o.leaderLease}, client)
 	if err != nil {
 		return err
 	}

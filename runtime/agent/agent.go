@@ -57,6 +57,28 @@ type Config struct {
 	// CertLifetime is the lifetime of the TLS certificates the runtime
 	// issues (pki.LeafLifetime when zero).
 	CertLifetime time.Duration
+	// LeaderLease is how long the leader's Lease lasts unrenewed: when
+	// the leader is lost (its node with it), the other replica leads
+	// within it. Zero takes DefaultLeaderLease.
+	LeaderLease time.Duration
+}
+
+// DefaultLeaderLease is the runtime's leader Lease: short, so a leader
+// lost together with a PostgreSQL primary adds at most that to the
+// failover. The leader renews every RetryPeriod (2s) whatever the lease,
+// so a shorter one costs the API server nothing more.
+const DefaultLeaderLease = 8 * time.Second
+
+// MinLeaderLease is the shortest leader Lease the runtime takes: the
+// leader must renew in three quarters of it at a 2s retry period.
+const MinLeaderLease = 4 * time.Second
+
+// leaderTimings are client-go's renew deadline and retry period for a
+// lease: the leader steps down after three quarters of the lease without
+// a renewal, a quarter before another replica may take over, and renews
+// every 2s (a quarter of the lease when shorter).
+func leaderTimings(lease time.Duration) (renew, retry time.Duration) {
+	return lease * 3 / 4, min(2*time.Second, lease/4)
 }
 
 // Agent is the runtime of one cluster: a leader election, the keeper of
@@ -109,12 +131,20 @@ func (a *Agent) Run(ctx context.Context) error {
 		Client:     a.client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: a.cfg.Identity},
 	}
+	lease := a.cfg.LeaderLease
+	if lease == 0 {
+		lease = DefaultLeaderLease
+	}
+	if lease < MinLeaderLease {
+		return fmt.Errorf("leader lease %s: shorter than %s", lease, MinLeaderLease)
+	}
+	renew, retry := leaderTimings(lease)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		// The lease is not released on shutdown: client-go would release
 		// it while a pass may still be running. A new leader takes over
 		// when it expires.
 		Lock: lock, ReleaseOnCancel: false,
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: a.lead,
 			OnStoppedLeading: func() {

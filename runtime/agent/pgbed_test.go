@@ -50,6 +50,8 @@ type pgCluster struct {
 	tls func(nd *instance.Postgres)
 	// certLifetime is the runtime's (0: its default).
 	certLifetime time.Duration
+	// leaderLease is the runtime's (0: its default).
+	leaderLease time.Duration
 	// member, when set, changes each member's instance manager before it
 	// runs (pgarchive_test.go).
 	member func(nd *instance.Postgres)
@@ -232,7 +234,7 @@ func (pc *pgCluster) runtime(ctx context.Context, id string, s FailoverSettings,
 	reg := prometheus.NewRegistry()
 	pc.metrics = append(pc.metrics, reg)
 	a, err := New(Config{Cluster: "pg", Namespace: pc.ns, Identity: id, PostgresPort: pc.m.port, Interval: pc.interval,
-		Failover: s, CertLifetime: pc.certLifetime, Metrics: reg, Log: slog.New(slog.NewTextHandler(pc.out(), nil)).With("runtime", id)}, pc.clientOf(id), Postgres)
+		Failover: s, CertLifetime: pc.certLifetime, LeaderLease: pc.leaderLease, Metrics: reg, Log: slog.New(slog.NewTextHandler(pc.out(), nil)).With("runtime", id)}, pc.clientOf(id), Postgres)
 	if err != nil {
 		pc.t.Fatal(err)
 	}

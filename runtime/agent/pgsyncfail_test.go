@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -215,4 +216,69 @@ func reportDurations(b *testing.B, what string, took []time.Duration) {
 	b.ReportMetric(pct(0.95).Seconds(), "p95-s")
 	b.ReportMetric(took[len(took)-1].Seconds(), "max-s")
 	b.Logf("%s, to the first write through -rw over %d runs: p50 %s, p95 %s, max %s", what, len(took), pct(0.5), pct(0.95), took[len(took)-1])
+}
+
+// BenchmarkFailoverWithLeader kills the primary (kill -9) and, at the
+// same moment, stops the runtime replica that leads, its Lease not
+// released (as when the node both ran on is lost), b.N times for each
+// leader Lease (-benchtime 5x): the other replica takes the Lease over
+// once it expires, then fails over. A new runtime replica replaces the
+// stopped one each time; the old primary rejoins; never two members take
+// writes:
+//
+//	go test ./runtime/agent -run '^$' -bench FailoverWithLeader -benchtime 5x
+func BenchmarkFailoverWithLeader(b *testing.B) {
+	cp := testbed.Start(b)
+	for _, lease := range []time.Duration{15 * time.Second, DefaultLeaderLease} {
+		b.Run(fmt.Sprintf("lease=%s", lease), func(b *testing.B) {
+			pc := newPgCluster(b, cp, cp.Namespace(b, fmt.Sprintf("pgleader%d-%d", int(lease.Seconds()), b.N)), 3, 0)
+			pc.interval, pc.leaderLease = 0, lease
+			pc.start()
+			stops := map[string]context.CancelFunc{}
+			defer func() {
+				for _, stop := range stops {
+					stop()
+				}
+			}()
+			spawn := func() {
+				id := fmt.Sprintf("runtime-%d", len(pc.metrics))
+				ctx, cancel := context.WithCancel(context.Background())
+				stops[id] = cancel
+				pc.runtime(ctx, id, FailoverSettings{}, nil)
+			}
+			spawn()
+			spawn()
+			pc.waitFor("healthy", pc.healthy)
+			pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w := pc.sampleWriters(ctx)
+			var took []time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				var leader string
+				pc.waitFor("a leader", func() error {
+					l, err := pc.c.CoordinationV1().Leases(pc.ns).Get(context.Background(), contract.Runtime("pg"), metav1.GetOptions{})
+					if err != nil || l.Spec.HolderIdentity == nil || stops[*l.Spec.HolderIdentity] == nil {
+						return fmt.Errorf("lease %v", err)
+					}
+					leader = *l.Spec.HolderIdentity
+					return nil
+				})
+				b.StartTimer()
+				stops[leader]()
+				delete(stops, leader)
+				d, old := killAndWrite(pc, i)
+				took = append(took, d)
+				b.StopTimer()
+				spawn()
+				rejoin(pc, old)
+				b.StartTimer()
+			}
+			b.StopTimer()
+			w.check(b)
+			reportDurations(b, fmt.Sprintf("kill -9 of the primary and the leading runtime, leader lease %s", lease), took)
+		})
+	}
 }
