@@ -140,28 +140,48 @@ func (pc *pgCluster) sampleAcks(ctx context.Context) *writers {
 //
 //	go test ./runtime/agent -run '^$' -bench PartitionSyncFrozen -benchtime 10x
 func BenchmarkPartitionSyncFrozen(b *testing.B) {
+	benchFrozen(b, 1, FailoverSettings{AfterTimeouts: 3 * time.Second})
+}
+
+// BenchmarkPartitionFrozen is BenchmarkPartitionSyncFrozen with
+// asynchronous replication: the runtime waits for the old primary's lease
+// (30s) plus 3s after fencing it. It reports the acknowledged rows lost
+// (those the replicas had not received when the primary froze):
+//
+//	go test ./runtime/agent -run '^$' -bench 'PartitionFrozen$' -benchtime 3x
+func BenchmarkPartitionFrozen(b *testing.B) {
+	benchFrozen(b, 0, FailoverSettings{AfterTimeouts: 3 * time.Second})
+}
+
+func benchFrozen(b *testing.B, sync int, settings FailoverSettings) {
 	cp := testbed.Start(b)
-	ns := cp.Namespace(b, "pgsyncbench")
-	pc := newPgCluster(b, cp, ns, 3, 0)
+	pc := newPgCluster(b, cp, cp.Namespace(b, fmt.Sprintf("pgfrozen%d-%d", sync, b.N)), 3, 0)
 	pc.interval = 0 // the runtime's default, 500ms
-	settings := FailoverSettings{AfterTimeouts: 3 * time.Second}
-	b.Logf("settings: %+v (the rest default)", settings)
+	b.Logf("synchronous standbys %d, settings %+v (zero: the default)", sync, settings)
 	pc.start()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	setSync(b, pc, 1)
+	if sync > 0 {
+		setSync(b, pc, sync)
+	}
 	for _, id := range []string{"runtime-a", "runtime-b"} {
 		pc.runtime(ctx, id, settings, nil)
 	}
-	pc.waitFor("healthy", pc.healthy)
-	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
-	pc.waitFor("a synchronous standby recorded", func() error {
-		if st := pc.status(); len(st.Synchronous) == 0 || st.SyncSetting == "" {
+	recorded := func() error {
+		if st := pc.status(); sync > 0 && (len(st.Synchronous) == 0 || st.SyncSetting == "") {
 			return fmt.Errorf("status %+v", st)
 		}
 		return nil
-	})
-	acks := pc.sampleAcks(ctx)
+	}
+	pc.waitFor("healthy", pc.healthy)
+	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	pc.waitFor("a synchronous standby recorded", recorded)
+	var acks *writers
+	if sync > 0 {
+		acks = pc.sampleAcks(ctx)
+	} else {
+		acks = pc.sampleWriters(ctx)
+	}
 	w := startAckWriter(pc, 1)
 	var took []time.Duration
 	b.ResetTimer()
@@ -172,12 +192,7 @@ func BenchmarkPartitionSyncFrozen(b *testing.B) {
 		pc.signal(old, syscall.SIGCONT)
 		pc.nodes[old].cut.Store(false)
 		pc.waitFor("the old primary rejoins as a replica", pc.healthy)
-		pc.waitFor("a synchronous standby recorded", func() error {
-			if st := pc.status(); len(st.Synchronous) == 0 || st.SyncSetting == "" {
-				return fmt.Errorf("status %+v", st)
-			}
-			return nil
-		})
+		pc.waitFor("a synchronous standby recorded", recorded)
 		b.StartTimer()
 	}
 	b.StopTimer()
@@ -193,10 +208,15 @@ func BenchmarkPartitionSyncFrozen(b *testing.B) {
 		}
 	}
 	acks.check(b)
-	if lost > 0 {
+	if sync > 0 && lost > 0 {
 		b.Errorf("%d of %d acknowledged rows lost", lost, len(acked))
 	}
-	reportDurations(b, "SIGSTOP and cut off from the API server, synchronous", took)
+	b.Logf("%d rows acknowledged, %d lost", len(acked), lost)
+	mode := "asynchronous"
+	if sync > 0 {
+		mode = "synchronous"
+	}
+	reportDurations(b, "SIGSTOP and cut off from the API server, "+mode, took)
 	b.ReportMetric(float64(lost), "lost-rows")
 }
 
@@ -281,4 +301,79 @@ func BenchmarkFailoverWithLeader(b *testing.B) {
 			reportDurations(b, fmt.Sprintf("kill -9 of the primary and the leading runtime, leader lease %s", lease), took)
 		})
 	}
+}
+
+// BenchmarkFailoverCycles fails over b.N times in a row (-benchtime
+// 100x) on one cluster with synchronous replication, a writer running
+// throughout: odd cycles kill the primary (kill -9), even ones stop its
+// processes and cut it off from the API server. Each time the old
+// primary rejoins as a replica; no member but one ever acknowledges a
+// write, and no acknowledged row is lost. It reports the time to the
+// first write through -rw of both kinds together:
+//
+//	go test ./runtime/agent -run '^$' -bench FailoverCycles -benchtime 100x -timeout 3h
+func BenchmarkFailoverCycles(b *testing.B) {
+	cp := testbed.Start(b)
+	pc := newPgCluster(b, cp, cp.Namespace(b, fmt.Sprintf("pgcycles-%d", b.N)), 3, 0)
+	pc.interval = 0
+	pc.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	setSync(b, pc, 1)
+	for _, id := range []string{"runtime-a", "runtime-b"} {
+		pc.runtime(ctx, id, FailoverSettings{AfterTimeouts: 3 * time.Second}, nil)
+	}
+	recorded := func() error {
+		if st := pc.status(); len(st.Synchronous) == 0 || st.SyncSetting == "" {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	}
+	pc.waitFor("healthy", pc.healthy)
+	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	pc.waitFor("a synchronous standby recorded", recorded)
+	acks := pc.sampleAcks(ctx)
+	w := startAckWriter(pc, 1)
+	var kills, freezes []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 0 {
+			d, old := killAndWrite(pc, 1_000_000+i)
+			kills = append(kills, d)
+			b.StopTimer()
+			rejoin(pc, old)
+		} else {
+			d, old := freezeAndWrite(pc, 1_000_000+i)
+			freezes = append(freezes, d)
+			b.StopTimer()
+			pc.signal(old, syscall.SIGCONT)
+			pc.nodes[old].cut.Store(false)
+			pc.waitFor("the old primary rejoins as a replica", pc.healthy)
+		}
+		pc.waitFor("a synchronous standby recorded", recorded)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	acked := w.finish()
+	got, err := pc.m.ids(pc.primary())
+	if err != nil {
+		b.Fatal(err)
+	}
+	lost := 0
+	for _, id := range acked {
+		if !got[id] {
+			lost++
+		}
+	}
+	acks.check(b)
+	if lost > 0 {
+		b.Errorf("%d of %d acknowledged rows lost", lost, len(acked))
+	}
+	st := pc.status()
+	b.Logf("%d cycles (%d kills, %d freezes), %d failovers recorded, %d rows acknowledged, %d lost", b.N, len(kills), len(freezes), st.Failovers, len(acked), lost)
+	if len(freezes) > 0 {
+		reportDurations(b, "freezes", slices.Clone(freezes))
+	}
+	reportDurations(b, "kills and freezes", append(kills, freezes...))
+	b.ReportMetric(float64(lost), "lost-rows")
 }
