@@ -76,7 +76,7 @@ type PostgresSpec struct {
 	StorageClass        string             `json:"storageClass,omitempty" desc:"StorageClass of the members' volumes; empty uses the cluster default. Growing storage needs a class with allowVolumeExpansion."`
 	Resources           *Resources         `json:"resources,omitempty" desc:"CPU and memory requests and limits of each member's postgres container."`
 	PostgreSQL          *PostgreSQLConfig  `json:"postgresql,omitempty" desc:"PostgreSQL server settings."`
-	SynchronousStandbys int                `json:"synchronousStandbys,omitempty" schema:"minimum=0" desc:"Number of synchronous standbys (synchronous_standby_names = ANY n). 0, the default, is asynchronous replication. Must be less than instances. With n >= 1 a failover loses no acknowledged write."`
+	SynchronousStandbys int                `json:"synchronousStandbys,omitempty" schema:"minimum=0" desc:"Number of synchronous standbys (synchronous_standby_names = FIRST n of the other members, set by the runtime). 0, the default, is asynchronous replication. Must be less than instances. With n >= 1 a failover loses no acknowledged write."`
 	Backup              *Backup            `json:"backup,omitempty" desc:"Scheduled base backups, taken by the cairn runtime. A major upgrade needs it."`
 	RestoreFrom         *RestoreFrom       `json:"restoreFrom,omitempty" desc:"Create the cluster from a base backup instead of empty (its first member restores it; the others clone from it). Read only by the create step."`
 	MaintenanceWindow   *MaintenanceWindow `json:"maintenanceWindow,omitempty" desc:"When disruptive steps may start. Without it they may start any time after review."`
