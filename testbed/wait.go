@@ -11,7 +11,14 @@ import (
 // last error after a minute.
 func Eventually(t testing.TB, what string, fn func() error) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	EventuallyWithin(t, time.Minute, what, fn)
+}
+
+// EventuallyWithin is Eventually with a bound of its own, for what takes
+// longer than a minute (or must take less).
+func EventuallyWithin(t testing.TB, within time.Duration, what string, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		err := fn()
 		if err == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/runtime/agent"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/kubenode"
 )
@@ -22,35 +23,54 @@ import (
 // client writing through the -rw Service, then the node that holds the
 // primary stops at once, as a crashed host (kubenode.StopNode): its
 // kubelet, containerd and every container killed, its links down, so
-// the primary neither answers nor refuses. cairn's runtime runs on the
+// the primary neither answers nor refuses. cairn's runtime runs on a
 // node that survives: once the cluster is created, the primary's node is
 // cordoned and the runtime's pod there deleted, as a person draining it
-// would, and uncordoned once both runtime pods and their leader run on
-// the other (runtimeOn). The runtime fails over to a replica there with
-// no pull request, and -rw takes writes again. Nothing refuses a
+// would, and uncordoned once both runtime pods and their leader run
+// elsewhere (runtimeOff). The runtime fails over to a replica with no
+// pull request, and -rw takes writes again. Nothing refuses a
 // connection, so the runtime waits for --failover-after-timeouts and
 // then, the fenced primary not answering, for the members' lease to end
 // before it promotes; the test reports how long that took and the
 // acknowledged writes asynchronous replication lost.
 func TestRealNodePostgresNodeLoss(t *testing.T) {
+	nodeLoss(t, 2, 3, 0)
+}
+
+// The loss of the primary's node with synchronous replication (FIRST 1),
+// on three real nodes, a member on each: the runtime detaches both
+// standbys (the synchronous fence), promotes the one with the most WAL
+// without waiting for the old primary's lease, and gives the other its
+// primary_conninfo back (the -rw Service, in pods), so it follows the
+// new primary, which then acknowledges through it. No acknowledged write
+// is lost.
+func TestRealNodePostgresNodeLossSync(t *testing.T) {
+	events := nodeLoss(t, 3, 3, 1)
+	if !strings.Contains(events, agent.ReasonStandbysDetached) {
+		t.Errorf("no %s Event: the failover waited for the lease; the runtime's Events: %s", agent.ReasonStandbysDetached, events)
+	}
+}
+
+// nodeLoss runs a cluster of instances members with sync synchronous
+// standbys on nodes real nodes, stops the primary's node and waits for
+// the failover; it returns the runtime's Events since the stop. With
+// synchronous replication, a lost acknowledged write fails the test.
+func nodeLoss(t *testing.T, nodes, instances, sync int) string {
 	const shop = "shop"
 	start := time.Now()
-	spec := pgSpecAt(shop, 3, "15.20")
+	spec := pgSpecAt(shop, instances, "15.20")
+	if sync > 0 {
+		spec["clusters/shop.yaml"] += fmt.Sprintf("  synchronousStandbys: %d\n", sync)
+	}
 	spec["clusters/shop.yaml"] += smallPostgres
-	l := newNodesLoop(t, 2, spec, []string{shop}, "postgres-15")
+	l := newNodesLoop(t, nodes, spec, []string{shop}, "postgres-15")
 	l.pgSecrets(shop)
 	steps := l.converge(shop, nil)
 	var primary string
-	testbed.Eventually(t, "a primary and two replicas", func() (err error) { primary, err = l.primaryOf(shop, 3); return err })
+	testbed.Eventually(t, "a primary and its replicas", func() (err error) { primary, err = l.primaryOf(shop, instances); return err })
 	created := time.Since(start)
 	lost := l.node.NodeOf(t, l.ns, primary)
-	var kept *kubenode.Node
-	for _, n := range l.node.Nodes {
-		if n != lost {
-			kept = n
-		}
-	}
-	l.runtimeOn(shop, kept, lost)
+	l.runtimeOff(shop, lost)
 	placement := l.podsByNode(contract.Selector(contract.AppPostgres, shop))
 
 	w := l.startPgWriter(shop)
@@ -64,18 +84,34 @@ func TestRealNodePostgresNodeLoss(t *testing.T) {
 	stopped := time.Now()
 	l.node.StopNode(t, lost.Name)
 	before, _, _ := w.look()
-	f := l.failedOver(shop, primary, kept, w, stopped, before)
-	if on := l.node.NodeOf(t, l.ns, f.next); on != kept {
+	f := l.failedOver(shop, primary, lost, w, stopped, before)
+	if on := l.node.NodeOf(t, l.ns, f.next); on == lost {
 		t.Fatalf("the new primary %s runs on %s, the stopped node", f.next, on.Name)
+	}
+	if sync > 0 {
+		// The new primary waits for a standby: the one that was detached
+		// too follows it again.
+		testbed.Eventually(t, "writes through -rw acknowledged by a synchronous standby", func() error {
+			n, _, last := w.look()
+			if n < before+50 {
+				return fmt.Errorf("%d writes since the loss; last error: %v", n-before, last)
+			}
+			return nil
+		})
 	}
 	time.Sleep(2 * time.Second)
 	acked, lostWrites := w.stop(l, shop)
 	if acked == 0 {
 		t.Fatal("no write was acknowledged")
 	}
-	t.Logf("steps %v; created in %.1fs; members by node %v; %s stopped with the primary %s: %s labelled primary after %.1fs, the first write through -rw acknowledged after %.1fs (polled once a pass; the writer's longest outage %s); the runtime's Events: %s; %d writes acknowledged through -rw, %d lost, %d failed",
-		steps, created.Seconds(), placement, lost.Name, primary, f.next, f.labelled.Seconds(), f.firstWrite.Seconds(), f.outage,
-		l.runtimeEvents(stopped), acked, lostWrites, w.failed)
+	events := l.runtimeEvents(stopped)
+	t.Logf("steps %v; created in %.1fs; members by node %v; synchronous standbys %d; %s stopped with the primary %s: %s labelled primary after %.1fs, the first write through -rw acknowledged after %.1fs (polled once a pass; the writer's longest outage %s); the runtime's Events: %s; %d writes acknowledged through -rw, %d lost, %d failed",
+		steps, created.Seconds(), placement, sync, lost.Name, primary, f.next, f.labelled.Seconds(), f.firstWrite.Seconds(), f.outage,
+		events, acked, lostWrites, w.failed)
+	if sync > 0 && lostWrites > 0 {
+		t.Errorf("%d acknowledged writes lost with synchronous replication", lostWrites)
+	}
+	return events
 }
 
 // runtimeEvents are the runtime's Events since a time, each with its
@@ -108,10 +144,10 @@ type failover struct {
 // and the writer has had ten more writes acknowledged through -rw than
 // the before it had when the node stopped; a pull request meanwhile fails
 // the test (a failover is the runtime's, not a step's).
-func (l *loop) failedOver(cluster, primary string, kept *kubenode.Node, w *pgWriter, stopped time.Time, before int) failover {
+func (l *loop) failedOver(cluster, primary string, lost *kubenode.Node, w *pgWriter, stopped time.Time, before int) failover {
 	t := l.t
 	var f failover
-	waitWithin(t, 4*time.Minute, "a new primary on "+kept.Name+" and writes through -rw again", func() error {
+	testbed.EventuallyWithin(t, 4*time.Minute, "a new primary off "+lost.Name+" and writes through -rw again", func() error {
 		if o := l.pass()[cluster]; o.Action == publish.ActionOpened {
 			t.Fatalf("a pull request after the loss of the primary's node: %+v", o)
 		}
@@ -142,13 +178,13 @@ func (l *loop) failedOver(cluster, primary string, kept *kubenode.Node, w *pgWri
 	return f
 }
 
-// runtimeOn puts every pod of the cluster's runtime on node keep, and its
-// leader among them: its Deployment's two replicas spread over both nodes
-// (preferred anti-affinity), so node away is cordoned and the runtime's
-// pod there deleted, as a person draining that node would; the
-// Deployment makes it again on keep. away is uncordoned once the leader
-// runs on keep: it is a node in service when it is lost.
-func (l *loop) runtimeOn(cluster string, keep, away *kubenode.Node) {
+// runtimeOff moves every pod of the cluster's runtime, and its leader,
+// off node away: its Deployment's two replicas spread over the nodes
+// (preferred anti-affinity), so away is cordoned and the runtime's pod
+// there deleted, as a person draining that node would; the Deployment
+// makes it again elsewhere. away is uncordoned once the leader runs off
+// it: it is a node in service when it is lost.
+func (l *loop) runtimeOff(cluster string, away *kubenode.Node) {
 	t := l.t
 	c := l.cp.Client(t)
 	sel := labels.SelectorFromSet(contract.Selector(contract.AppRuntime, cluster)).String()
@@ -164,14 +200,14 @@ func (l *loop) runtimeOn(cluster string, keep, away *kubenode.Node) {
 			}
 		}
 	}
-	waitWithin(t, 2*time.Minute, "the runtime's pods and leader on "+keep.Name, func() error {
+	testbed.EventuallyWithin(t, 2*time.Minute, "the runtime's pods and leader off "+away.Name, func() error {
 		pods, err := c.CoreV1().Pods(l.ns).List(l.ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
 			return err
 		}
 		on := map[string]bool{}
 		for _, p := range pods.Items {
-			if p.Spec.NodeName != keep.Name || p.DeletionTimestamp != nil || !podIsReady(p.Status.Conditions) {
+			if p.Spec.NodeName == "" || p.Spec.NodeName == away.Name || p.DeletionTimestamp != nil || !podIsReady(p.Status.Conditions) {
 				return fmt.Errorf("runtime pod %s on %q, ready %v", p.Name, p.Spec.NodeName, podIsReady(p.Status.Conditions))
 			}
 			on[p.Name] = true
@@ -204,23 +240,6 @@ func (l *loop) podsByNode(set map[string]string) map[string]string {
 		out[n] = strings.Join(names, ",")
 	}
 	return out
-}
-
-// waitWithin is testbed.Eventually with a bound of its own, for what
-// takes longer than its minute.
-func waitWithin(t *testing.T, within time.Duration, what string, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // podIsReady reports a pod's Ready condition.

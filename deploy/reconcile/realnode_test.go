@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 	"github.com/cairn-dev/cairn/renderer"
+	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/gitbed"
 	"github.com/cairn-dev/cairn/testbed/kubenode"
 )
@@ -159,7 +160,7 @@ spec:
 		t.Fatalf("the push webhook through the Service: %d, want 202", code)
 	}
 	var opened time.Duration
-	waitUntil(t, "the create step's pull request", 2*time.Minute, func() error {
+	testbed.EventuallyWithin(t, 2*time.Minute, "the create step's pull request", func() error {
 		for _, pr := range gh.Open() {
 			if pr.Head.Ref == "cairn/my-etcd-cluster/create" {
 				opened = time.Since(pushed)
@@ -191,7 +192,7 @@ spec:
 func ownerPrinted(t *testing.T, node *kubenode.Cluster, pods []corev1.Pod) map[string]string {
 	t.Helper()
 	logs := map[string]string{}
-	waitUntil(t, "the pass's line in the owner's log", time.Minute, func() error {
+	testbed.EventuallyWithin(t, time.Minute, "the pass's line in the owner's log", func() error {
 		var owners []string
 		for _, p := range pods {
 			l, err := node.PodLogs(cairnNS, p.Name)
@@ -216,7 +217,7 @@ func ownerPrinted(t *testing.T, node *kubenode.Cluster, pods []corev1.Pod) map[s
 func waitReady(t *testing.T, c kubernetes.Interface, n int, within time.Duration) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
-	waitUntil(t, fmt.Sprintf("%d ready replicas", n), within, func() error {
+	testbed.EventuallyWithin(t, within, fmt.Sprintf("%d ready replicas", n), func() error {
 		l, err := c.CoreV1().Pods(cairnNS).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=cairn-reconcile"})
 		if err != nil {
 			return err
@@ -253,7 +254,7 @@ func waitReady(t *testing.T, c kubernetes.Interface, n int, within time.Duration
 // more), and every shard is held.
 func sharesShards(t *testing.T, c kubernetes.Interface, pods []corev1.Pod) {
 	t.Helper()
-	waitUntil(t, "the shards shared by the replicas", time.Minute, func() error {
+	testbed.EventuallyWithin(t, time.Minute, "the shards shared by the replicas", func() error {
 		held, err := shardHolders(c)
 		if err != nil {
 			return err
@@ -302,7 +303,7 @@ func aReplicaStops(t *testing.T, c kubernetes.Interface, pod string) time.Durati
 		t.Fatal(err)
 	}
 	var moved time.Duration
-	waitUntil(t, "the stopped replica's shards taken by the others", 20*time.Second, func() error {
+	testbed.EventuallyWithin(t, 20*time.Second, "the stopped replica's shards taken by the others", func() error {
 		held, err := shardHolders(c)
 		if err != nil {
 			return err
@@ -374,19 +375,3 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// waitUntil calls fn every half second until it returns nil, failing
-// the test with its last error after within.
-func waitUntil(t *testing.T, what string, within time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
