@@ -374,4 +374,3 @@ func get(t *testing.T, url string) (int, string) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return resp.StatusCode, string(body)
 }
-
