@@ -57,7 +57,9 @@ func (p *pgPass) act(ctx context.Context, a pgAction) (bool, error) {
 	case pgRetarget:
 		// Standbys detached from the first old primary stay recorded: they
 		// are pointed at whichever member is promoted in the end.
+		// The setting recorded was the first old primary's, not its.
 		st.Failover = &pgFailover{From: a.Member, Reason: a.Why, StartedAt: st.Failover.StartedAt, Detached: st.Failover.Detached}
+		st.SyncSetting = ""
 		return p.step(ctx, "retargeted", event{corev1.EventTypeWarning, ReasonFailoverStarted, "failing over: " + a.Why})
 	case pgDetach:
 		return p.detach(ctx, a)
@@ -156,8 +158,9 @@ func (p *pgPass) finish(ctx context.Context, a pgAction) error {
 		st.SwitchoverDone, st.Switchover = s.ID, nil
 		ev = event{corev1.EventTypeNormal, ReasonSwitchover, fmt.Sprintf("switched over from %s to %s (%s)", a.Member, a.To, s.ID)}
 	}
-	// The new primary's synchronous standbys are recorded once it reports them.
-	st.Primary, st.Synchronous = a.To, nil
+	// The new primary's synchronous standbys and setting are recorded
+	// once it reports them.
+	st.Primary, st.Synchronous, st.SyncSetting = a.To, nil, ""
 	_, err := p.step(ctx, "promoted", ev)
 	return err
 }

@@ -33,7 +33,8 @@ import (
 // The runtime falls back to waiting for the lease when the argument does
 // not hold or cannot be checked: asynchronous replication; no
 // synchronous_standby_names recorded from the primary (none reported yet,
-// or the runtime was changing it when the primary stopped answering); a
+// the runtime was changing it when the primary stopped answering, or the
+// primary is a failover's target, just promoted, that failed in turn); a
 // list with "*" (any standby may acknowledge, by whatever name); fewer than
 // N-K+1 of the listed standbys answer the runtime (they may be cut off
 // with the old primary); or the most advanced detached standby may not be
