@@ -334,7 +334,10 @@ func run(t testing.TB, dir, name, bin string, args ...string) *process {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a test process that dies without its cleanups (a panic)
+	// takes its servers with it; a CoreDNS or API server left running
+	// would answer the next test's queries with this one's objects.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}

@@ -35,6 +35,9 @@ type Node struct {
 	// containerd is the address of containerd's socket.
 	containerd string
 	stopped    atomic.Bool
+	// partitioned: Partition cut it off, and Heal has not yet put it
+	// back.
+	partitioned atomic.Bool
 }
 
 // newNode takes a slot for the cluster's i-th node and makes its folder,
@@ -136,20 +139,7 @@ func (c *Cluster) StopNode(t testing.TB, name string) {
 	if err := killProcs(n.slot); err != nil {
 		t.Fatalf("stop node %s: %v", name, err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.via != n {
-		return
-	}
-	for _, o := range c.Nodes {
-		if !o.Stopped() {
-			if err := ip("route", "replace", c.services, "via", o.IP); err != nil {
-				t.Fatalf("route the Services through %s: %v", o.Name, err)
-			}
-			c.via = o
-			return
-		}
-	}
+	c.routeServicesAround(t, n)
 }
 
 // Cordon marks a node unschedulable, as `kubectl cordon` does: pods

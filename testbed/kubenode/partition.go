@@ -1,0 +1,122 @@
+package kubenode
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Partition cuts node name off every network it is on, as a network
+// partition does: the packets of its links to the machine and to the
+// other nodes are dropped both ways (iptables DROP in the node's
+// namespace, so nothing refuses), while everything on it (kubelet,
+// containerd, every container) keeps running and sees nobody. Services
+// are routed through another node meanwhile. Heal takes the rules away.
+func (c *Cluster) Partition(t testing.TB, name string) {
+	t.Helper()
+	n := c.node(t, name)
+	if err := partitionRules(n.slot, len(c.Nodes) > 1, "-I"); err != nil {
+		t.Fatalf("partition node %s: %v", name, err)
+	}
+	n.partitioned.Store(true)
+	t.Cleanup(func() {
+		if n.partitioned.Load() && !n.Stopped() {
+			_ = partitionRules(n.slot, len(c.Nodes) > 1, "-D")
+		}
+	})
+	c.routeServicesAround(t, n)
+}
+
+// Heal ends a Partition: the node's packets flow again.
+func (c *Cluster) Heal(t testing.TB, name string) {
+	t.Helper()
+	n := c.node(t, name)
+	if !n.partitioned.CompareAndSwap(true, false) {
+		t.Fatalf("node %s is not partitioned", name)
+	}
+	if err := partitionRules(n.slot, len(c.Nodes) > 1, "-D"); err != nil {
+		t.Fatalf("heal node %s: %v", name, err)
+	}
+}
+
+// partitionRules inserts (-I) or deletes (-D) the rules that drop every
+// packet on the node's links: to and from the node's own processes
+// (INPUT, OUTPUT) and its pods' (FORWARD), first in each chain, before
+// kube-proxy's.
+func partitionRules(s slot, lan bool, op string) error {
+	links := []string{s.nodeLink()}
+	if lan {
+		links = append(links, "lan")
+	}
+	for _, l := range links {
+		for _, rule := range [][]string{
+			{"INPUT", "-i", l}, {"OUTPUT", "-o", l}, {"FORWARD", "-i", l}, {"FORWARD", "-o", l},
+		} {
+			args := append([]string{"-w", op, rule[0]}, rule[1:]...)
+			if op == "-I" {
+				args = append([]string{"-w", op, rule[0], "1"}, rule[1:]...)
+			}
+			if err := inNetns(s, "iptables", append(args, "-j", "DROP")...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// routeServicesAround routes the Services' range through a node that is
+// neither stopped nor partitioned, when it went through n.
+func (c *Cluster) routeServicesAround(t testing.TB, n *Node) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.via != n {
+		return
+	}
+	for _, o := range c.Nodes {
+		if !o.Stopped() && !o.partitioned.Load() {
+			if err := ip("route", "replace", c.services, "via", o.IP); err != nil {
+				t.Fatalf("route the Services through %s: %v", o.Name, err)
+			}
+			c.via = o
+			return
+		}
+	}
+}
+
+// DialContext dials from inside the node's network namespace, as a
+// process on the node would: what it reaches, and what a Partition cuts
+// it off from, is the node's. The socket is made on a thread of its own
+// that enters the namespace and is thrown away after (it is never
+// unlocked, so no other goroutine runs in the namespace).
+func (n *Node) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	type result struct {
+		conn net.Conn
+		err  error
+	}
+	out := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		f, err := os.Open(filepath.Join("/run/netns", n.slot.netns()))
+		if err != nil {
+			out <- result{err: err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			out <- result{err: fmt.Errorf("enter node %s's network namespace: %w", n.Name, err)}
+			return
+		}
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, network, addr)
+		out <- result{conn, err}
+	}()
+	r := <-out
+	return r.conn, r.err
+}
