@@ -19,7 +19,9 @@
 // cluster of several are plugged into a bridge in a namespace of the
 // cluster's own (cairn-lan-<first slot>, 10.252.<slot>.1/16 on each
 // node), over which their pods reach each other; the machine forwards
-// nothing. StopNode stops a whole node as a crashed host.
+// nothing. StopNode stops a whole node as a crashed host; Partition cuts
+// one off every network while it runs on, and Heal puts it back;
+// Node.DialContext dials from inside a node's namespace.
 //
 // Everything the nodes made (processes, containers, mounts, network
 // namespaces, links, cgroups) is taken down when the test ends, and a
