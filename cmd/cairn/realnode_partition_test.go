@@ -114,13 +114,14 @@ func partition(t *testing.T, sync int) {
 	})
 	rejoined := time.Since(healAt)
 	acked, lostWrites := w.stop(l, shop)
+	lostInside := l.lostInside(shop, inside)
 	events := l.runtimeEvents(cutAt)
 	window := time.Duration(0)
 	if acks > 0 {
 		window = lastAck.Sub(cutAt)
 	}
-	t.Logf("synchronous standbys %d; %s cut off with the primary %s: %s labelled primary after %.1fs, the first write through -rw acknowledged after %.1fs (the writer's longest outage %s); inside the partition %d of %d writes to %s acknowledged, the last %.1fs after the cut; healed, %s was a replica again %.1fs later; the runtime's Events: %s; %d writes acknowledged through -rw, %d lost, %d failed",
-		sync, cut.Name, primary, f.next, f.labelled.Seconds(), f.firstWrite.Seconds(), f.outage, acks, tries, primary, window.Seconds(),
+	t.Logf("synchronous standbys %d; %s cut off with the primary %s: %s labelled primary after %.1fs, the first write through -rw acknowledged after %.1fs (the writer's longest outage %s); inside the partition %d of %d writes to %s acknowledged, the last %.1fs after the cut, %d of them lost; healed, %s was a replica again %.1fs later; the runtime's Events: %s; %d writes acknowledged through -rw, %d lost, %d failed",
+		sync, cut.Name, primary, f.next, f.labelled.Seconds(), f.firstWrite.Seconds(), f.outage, acks, tries, primary, window.Seconds(), lostInside,
 		primary, rejoined.Seconds(), events, acked, lostWrites, w.failed)
 	if tries == 0 {
 		t.Fatal("the sampler inside the partition never tried a write")
@@ -157,6 +158,7 @@ type insideSampler struct {
 	tries   int
 	acks    int
 	lastAck time.Time
+	acked   []int
 }
 
 // sampleInside writes, every 300 ms, one row straight to the member at
@@ -187,6 +189,7 @@ func (l *loop) sampleInside(cluster string, n *kubenode.Node, ip string) *inside
 			if err == nil {
 				s.acks++
 				s.lastAck = time.Now()
+				s.acked = append(s.acked, id)
 			}
 			s.mu.Unlock()
 			select {
@@ -204,4 +207,29 @@ func (s *insideSampler) stop() (acks int, lastAck time.Time, tries int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.acks, s.lastAck, s.tries
+}
+
+// lostInside counts the writes the sampler had acknowledged that the
+// cluster no longer has, read through -rw: with asynchronous
+// replication, those the old primary took inside the partition, undone
+// when it was rewound.
+func (l *loop) lostInside(cluster string, s *insideSampler) int {
+	s.mu.Lock()
+	ids := append([]int(nil), s.acked...)
+	s.mu.Unlock()
+	if len(ids) == 0 {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, l.rwConfig(cluster))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var have int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM writes WHERE id = ANY($1)", ids).Scan(&have); err != nil {
+		l.t.Fatal(err)
+	}
+	return len(ids) - have
 }
