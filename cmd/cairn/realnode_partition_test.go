@@ -210,26 +210,11 @@ func (s *insideSampler) stop() (acks int, lastAck time.Time, tries int) {
 }
 
 // lostInside counts the writes the sampler had acknowledged that the
-// cluster no longer has, read through -rw: with asynchronous
-// replication, those the old primary took inside the partition, undone
-// when it was rewound.
+// cluster no longer has: with asynchronous replication, those the old
+// primary took inside the partition, undone when it was rewound.
 func (l *loop) lostInside(cluster string, s *insideSampler) int {
 	s.mu.Lock()
 	ids := append([]int(nil), s.acked...)
 	s.mu.Unlock()
-	if len(ids) == 0 {
-		return 0
-	}
-	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, l.rwConfig(cluster))
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var have int
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM writes WHERE id = ANY($1)", ids).Scan(&have); err != nil {
-		l.t.Fatal(err)
-	}
-	return len(ids) - have
+	return l.missing(cluster, ids)
 }

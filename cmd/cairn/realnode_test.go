@@ -385,6 +385,15 @@ func (w *pgWriter) lost(l *loop, cluster string) (acked, lost int) {
 	w.mu.Lock()
 	ids := slices.Clone(w.acked)
 	w.mu.Unlock()
+	return len(ids), l.missing(cluster, ids)
+}
+
+// missing counts the ids of rows of the table writes that the cluster
+// does not have, read through the -rw Service.
+func (l *loop) missing(cluster string, ids []int) int {
+	if len(ids) == 0 {
+		return 0
+	}
 	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, l.rwConfig(cluster))
@@ -392,27 +401,11 @@ func (w *pgWriter) lost(l *loop, cluster string) (acked, lost int) {
 		l.t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	have := map[int]bool{}
-	rows, err := conn.Query(ctx, "SELECT id FROM writes")
-	if err != nil {
+	var have int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM writes WHERE id = ANY($1)", ids).Scan(&have); err != nil {
 		l.t.Fatal(err)
 	}
-	for rows.Next() {
-		var id int
-		if err := rows.Scan(&id); err != nil {
-			l.t.Fatal(err)
-		}
-		have[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		l.t.Fatal(err)
-	}
-	for _, id := range ids {
-		if !have[id] {
-			lost++
-		}
-	}
-	return len(ids), lost
+	return len(ids) - have
 }
 
 // Walkthrough 3 on a real node: PostgreSQL members in containers of the

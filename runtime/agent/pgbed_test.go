@@ -315,7 +315,8 @@ func (m *pgMembers) ids(ord int) (map[int]bool, error) {
 	return out, err
 }
 
-// writers counts, every 100ms, the members that answer as primaries.
+// writers is what a sampler saw: how many samples, and the most members
+// at once that took writes (sample).
 type writers struct {
 	mu      sync.Mutex
 	samples int
@@ -323,35 +324,13 @@ type writers struct {
 	at      time.Time
 }
 
+// sampleWriters counts, every 100ms, the members that answer as
+// primaries.
 func (pc *pgCluster) sampleWriters(ctx context.Context) *writers {
-	w := &writers{}
-	go func() {
-		for ctx.Err() == nil {
-			n := 0
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			for i := range pc.n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if rec, err := pc.m.inRecovery(i); err == nil && !rec {
-						mu.Lock()
-						n++
-						mu.Unlock()
-					}
-				}()
-			}
-			wg.Wait()
-			w.mu.Lock()
-			w.samples++
-			if n > w.worst {
-				w.worst, w.at = n, time.Now()
-			}
-			w.mu.Unlock()
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
-	return w
+	return pc.sample(ctx, 100*time.Millisecond, func(i int) bool {
+		rec, err := pc.m.inRecovery(i)
+		return err == nil && !rec
+	})
 }
 
 func (w *writers) check(t testing.TB) {

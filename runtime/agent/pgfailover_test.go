@@ -158,16 +158,7 @@ func (w *ackWriter) count() int {
 
 func checkRows(t *testing.T, pc *pgCluster, acked []int) {
 	t.Helper()
-	got, err := pc.m.ids(pc.primary())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lost := 0
-	for _, id := range acked {
-		if !got[id] {
-			lost++
-		}
-	}
+	lost := lostRows(t, pc, acked)
 	t.Logf("%d rows acknowledged, %d lost", len(acked), lost)
 	if lost > 0 {
 		t.Errorf("%d acknowledged rows are not on the new primary", lost)

@@ -88,11 +88,51 @@ func freezeAndWrite(pc *pgCluster, id int) (time.Duration, int) {
 	return time.Since(start), old
 }
 
+// thaw lets a frozen, cut off old primary go on and reach the API
+// server, and waits until it is a replica again.
+func thaw(pc *pgCluster, old int) {
+	pc.signal(old, syscall.SIGCONT)
+	pc.nodes[old].cut.Store(false)
+	pc.waitFor("the old primary rejoins as a replica", pc.healthy)
+}
+
+// lostRows counts the acknowledged rows the primary does not have.
+func lostRows(t testing.TB, pc *pgCluster, acked []int) int {
+	t.Helper()
+	got, err := pc.m.ids(pc.primary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, id := range acked {
+		if !got[id] {
+			lost++
+		}
+	}
+	return lost
+}
+
 // sampleAcks counts, every 200ms, the members that acknowledge a write
 // within a second: with synchronous replication an old primary may still
 // answer as a primary, and must acknowledge nothing.
 func (pc *pgCluster) sampleAcks(ctx context.Context) *writers {
 	pc.m.exec(pc.primary(), "CREATE TABLE IF NOT EXISTS acks (id bigserial PRIMARY KEY, by text)")
+	return pc.sample(ctx, 200*time.Millisecond, func(i int) bool {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		c, err := pc.m.dial(cctx, i)
+		if err != nil {
+			return false
+		}
+		defer c.Close(context.Background())
+		_, err = c.Exec(cctx, "INSERT INTO acks (by) VALUES ($1)", fmt.Sprintf("pg-%d", i))
+		return err == nil
+	})
+}
+
+// sample counts, every interval until ctx ends, the members for which
+// takes says yes, asking all at once, and keeps the most at once.
+func (pc *pgCluster) sample(ctx context.Context, every time.Duration, takes func(ord int) bool) *writers {
 	w := &writers{}
 	go func() {
 		for ctx.Err() == nil {
@@ -103,14 +143,7 @@ func (pc *pgCluster) sampleAcks(ctx context.Context) *writers {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					cctx, cancel := context.WithTimeout(ctx, time.Second)
-					defer cancel()
-					c, err := pc.m.dial(cctx, i)
-					if err != nil {
-						return
-					}
-					defer c.Close(context.Background())
-					if _, err := c.Exec(cctx, "INSERT INTO acks (by) VALUES ($1)", fmt.Sprintf("pg-%d", i)); err == nil {
+					if takes(i) {
 						mu.Lock()
 						n++
 						mu.Unlock()
@@ -124,7 +157,7 @@ func (pc *pgCluster) sampleAcks(ctx context.Context) *writers {
 				w.worst, w.at = n, time.Now()
 			}
 			w.mu.Unlock()
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(every)
 		}
 	}()
 	return w
@@ -189,24 +222,13 @@ func benchFrozen(b *testing.B, sync int, settings FailoverSettings) {
 		d, old := freezeAndWrite(pc, 1_000_000+i)
 		took = append(took, d)
 		b.StopTimer()
-		pc.signal(old, syscall.SIGCONT)
-		pc.nodes[old].cut.Store(false)
-		pc.waitFor("the old primary rejoins as a replica", pc.healthy)
+		thaw(pc, old)
 		pc.waitFor("a synchronous standby recorded", recorded)
 		b.StartTimer()
 	}
 	b.StopTimer()
 	acked := w.finish()
-	got, err := pc.m.ids(pc.primary())
-	if err != nil {
-		b.Fatal(err)
-	}
-	lost := 0
-	for _, id := range acked {
-		if !got[id] {
-			lost++
-		}
-	}
+	lost := lostRows(b, pc, acked)
 	acks.check(b)
 	if sync > 0 && lost > 0 {
 		b.Errorf("%d of %d acknowledged rows lost", lost, len(acked))
@@ -346,25 +368,14 @@ func BenchmarkFailoverCycles(b *testing.B) {
 			d, old := freezeAndWrite(pc, 1_000_000+i)
 			freezes = append(freezes, d)
 			b.StopTimer()
-			pc.signal(old, syscall.SIGCONT)
-			pc.nodes[old].cut.Store(false)
-			pc.waitFor("the old primary rejoins as a replica", pc.healthy)
+			thaw(pc, old)
 		}
 		pc.waitFor("a synchronous standby recorded", recorded)
 		b.StartTimer()
 	}
 	b.StopTimer()
 	acked := w.finish()
-	got, err := pc.m.ids(pc.primary())
-	if err != nil {
-		b.Fatal(err)
-	}
-	lost := 0
-	for _, id := range acked {
-		if !got[id] {
-			lost++
-		}
-	}
+	lost := lostRows(b, pc, acked)
 	acks.check(b)
 	if lost > 0 {
 		b.Errorf("%d of %d acknowledged rows lost", lost, len(acked))
