@@ -336,7 +336,10 @@ func run(t testing.TB, dir, name, bin string, args ...string) *process {
 	cmd.Stdout, cmd.Stderr = log, log
 	// Pdeathsig: a test process that dies without its cleanups (a panic)
 	// takes its servers with it; a CoreDNS or API server left running
-	// would answer the next test's queries with this one's objects.
+	// would answer the next test's queries with this one's objects. The
+	// kernel sends it when the thread that started the server ends, so no
+	// code in a test process may let Go end a thread (a goroutine that
+	// exits while locked to its thread: see kubenode's DialContext).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -41,13 +40,7 @@ func TestRealNodePostgresPartitionSync(t *testing.T) {
 // writes it acknowledged are lost with it (asynchronous replication's
 // documented bound: --lease-ttl); the test reports how many and for how
 // long.
-//
-// It runs about six minutes, so make test leaves it out: set
-// CAIRN_LONG_TESTS=1 to run it.
 func TestRealNodePostgresPartition(t *testing.T) {
-	if os.Getenv("CAIRN_LONG_TESTS") == "" {
-		t.Skip("a long test: set CAIRN_LONG_TESTS=1 to run it")
-	}
 	partition(t, 0)
 }
 

@@ -92,9 +92,12 @@ func (c *Cluster) routeServicesAround(t testing.TB, n *Node) {
 
 // DialContext dials from inside the node's network namespace, as a
 // process on the node would: what it reaches, and what a Partition cuts
-// it off from, is the node's. The socket is made on a thread of its own
-// that enters the namespace and is thrown away after (it is never
-// unlocked, so no other goroutine runs in the namespace).
+// it off from, is the node's. The socket is made on a thread locked to a
+// goroutine of its own, which enters the namespace, dials, and goes back
+// to the machine's before it is unlocked. The thread must live on: Go
+// ends a thread whose goroutine exits locked, and the kernel then sends
+// Pdeathsig to every process started from that thread (the test bed's
+// servers). One that cannot go back is parked for good instead.
 func (n *Node) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	type result struct {
 		conn net.Conn
@@ -102,19 +105,33 @@ func (n *Node) DialContext(ctx context.Context, network, addr string) (net.Conn,
 	}
 	out := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		runtime.LockOSThread()
+		back, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			out <- result{err: err}
+			return
+		}
+		defer back.Close()
 		f, err := os.Open(filepath.Join("/run/netns", n.slot.netns()))
 		if err != nil {
+			runtime.UnlockOSThread()
 			out <- result{err: err}
 			return
 		}
 		defer f.Close()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			out <- result{err: fmt.Errorf("enter node %s's network namespace: %w", n.Name, err)}
 			return
 		}
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, network, addr)
+		if berr := unix.Setns(int(back.Fd()), unix.CLONE_NEWNET); berr != nil {
+			out <- result{conn, err}
+			select {} // still in the node's namespace: never run anything else on it
+		}
+		runtime.UnlockOSThread()
 		out <- result{conn, err}
 	}()
 	r := <-out
