@@ -150,6 +150,17 @@ func (w *ackWriter) finish() []int {
 	return w.acked
 }
 
+// waitRows waits until the writer has had at least n rows acknowledged.
+func (w *ackWriter) waitRows(pc *pgCluster, what string, n int) {
+	pc.t.Helper()
+	pc.waitFor(what, func() error {
+		if c := w.count(); c < n {
+			return fmt.Errorf("%d rows", c)
+		}
+		return nil
+	})
+}
+
 func (w *ackWriter) count() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -168,21 +179,11 @@ func checkRows(t *testing.T, pc *pgCluster, acked []int) {
 func killWithWriter(t *testing.T, cp *testbed.ControlPlane) {
 	pc, _ := setUp(t, cp, 3, 1, FailoverSettings{}, 0)
 	w := startAckWriter(pc, 1)
-	pc.waitFor("rows written", func() error {
-		if w.count() < 50 {
-			return fmt.Errorf("%d rows", w.count())
-		}
-		return nil
-	})
+	w.waitRows(pc, "rows written", 50)
 	before := w.count()
 	took, old := killAndWrite(pc, 1_000_000)
 	t.Logf("kill -9 of pg-%d to the first write through -rw: %s", old, took)
-	pc.waitFor("rows written after the failover", func() error {
-		if w.count() < before+50 {
-			return fmt.Errorf("%d rows", w.count())
-		}
-		return nil
-	})
+	w.waitRows(pc, "rows written after the failover", before+50)
 	checkRows(t, pc, w.finish())
 	rejoin(pc, old)
 	if st := pc.status(); st.Failovers != 1 || st.LastFailover == nil || st.LastFailover.From != fmt.Sprintf("pg-%d", old) {
@@ -295,12 +296,7 @@ func switchover(t *testing.T, cp *testbed.ControlPlane) {
 	old := pc.primary()
 	to := fmt.Sprintf("pg-%d", (old+1)%3)
 	w := startAckWriter(pc, 1)
-	pc.waitFor("rows written", func() error {
-		if w.count() < 50 {
-			return fmt.Errorf("%d rows", w.count())
-		}
-		return nil
-	})
+	w.waitRows(pc, "rows written", 50)
 	_, err := pc.c.CoreV1().ConfigMaps(pc.ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("pg")},
 		Data: map[string]string{contract.KeyBootstrap: contract.BootstrapExisting, contract.KeyRequestSwitchoverID: "switchover-1", contract.KeyRequestSwitchoverTo: to}}, metav1.CreateOptions{})
 	if err != nil {
@@ -313,12 +309,7 @@ func switchover(t *testing.T, cp *testbed.ControlPlane) {
 		return nil
 	})
 	before := w.count()
-	pc.waitFor("rows written after the switchover", func() error {
-		if w.count() < before+50 {
-			return fmt.Errorf("%d rows", w.count())
-		}
-		return nil
-	})
+	w.waitRows(pc, "rows written after the switchover", before+50)
 	checkRows(t, pc, w.finish())
 	pc.waitFor("the old primary follows", pc.healthy)
 	if st := pc.status(); st.Failovers != 0 || st.LastSwitchover == nil {

@@ -25,12 +25,7 @@ func frozenPrimarySync(t *testing.T, cp *testbed.ControlPlane) {
 	pc, ctx := setUp(t, cp, 3, 1, FailoverSettings{AfterTimeouts: 3 * time.Second}, 0)
 	acks := pc.sampleAcks(ctx)
 	w := startAckWriter(pc, 1)
-	pc.waitFor("rows written", func() error {
-		if w.count() < 50 {
-			return fmt.Errorf("%d rows", w.count())
-		}
-		return nil
-	})
+	w.waitRows(pc, "rows written", 50)
 	took, old := freezeAndWrite(pc, 1_000_000)
 	t.Logf("SIGSTOP of pg-%d, cut off from the API server, to the first write through -rw: %s", old, took)
 	evs, err := pc.c.CoreV1().Events(pc.ns).List(context.Background(), metav1.ListOptions{})
@@ -56,12 +51,7 @@ func frozenPrimarySync(t *testing.T, cp *testbed.ControlPlane) {
 		}
 	}
 	before := w.count()
-	pc.waitFor("rows written after the failover", func() error {
-		if w.count() < before+50 {
-			return fmt.Errorf("%d rows", w.count())
-		}
-		return nil
-	})
+	w.waitRows(pc, "rows written after the failover", before+50)
 	checkRows(t, pc, w.finish())
 	pc.nodes[old].cut.Store(false)
 	pc.waitFor("the old primary rejoins as a replica", pc.healthy)
@@ -187,28 +177,8 @@ func BenchmarkPartitionFrozen(b *testing.B) {
 }
 
 func benchFrozen(b *testing.B, sync int, settings FailoverSettings) {
-	cp := testbed.Start(b)
-	pc := newPgCluster(b, cp, cp.Namespace(b, fmt.Sprintf("pgfrozen%d-%d", sync, b.N)), 3, 0)
-	pc.interval = 0 // the runtime's default, 500ms
 	b.Logf("synchronous standbys %d, settings %+v (zero: the default)", sync, settings)
-	pc.start()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if sync > 0 {
-		setSync(b, pc, sync)
-	}
-	for _, id := range []string{"runtime-a", "runtime-b"} {
-		pc.runtime(ctx, id, settings, nil)
-	}
-	recorded := func() error {
-		if st := pc.status(); sync > 0 && (len(st.Synchronous) == 0 || st.SyncSetting == "") {
-			return fmt.Errorf("status %+v", st)
-		}
-		return nil
-	}
-	pc.waitFor("healthy", pc.healthy)
-	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
-	pc.waitFor("a synchronous standby recorded", recorded)
+	pc, ctx, recorded := benchCluster(b, fmt.Sprintf("pgfrozen%d", sync), sync, settings)
 	var acks *writers
 	if sync > 0 {
 		acks = pc.sampleAcks(ctx)
@@ -227,12 +197,7 @@ func benchFrozen(b *testing.B, sync int, settings FailoverSettings) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	acked := w.finish()
-	lost := lostRows(b, pc, acked)
-	acks.check(b)
-	if sync > 0 && lost > 0 {
-		b.Errorf("%d of %d acknowledged rows lost", lost, len(acked))
-	}
+	acked, lost := finishBench(b, pc, w, acks, sync > 0)
 	b.Logf("%d rows acknowledged, %d lost", len(acked), lost)
 	mode := "asynchronous"
 	if sync > 0 {
@@ -240,6 +205,48 @@ func benchFrozen(b *testing.B, sync int, settings FailoverSettings) {
 	}
 	reportDurations(b, "SIGSTOP and cut off from the API server, "+mode, took)
 	b.ReportMetric(float64(lost), "lost-rows")
+}
+
+// benchCluster starts a cluster of three for a benchmark, with sync
+// synchronous standbys, two runtime replicas at their default pass
+// interval, and table t; recorded says whether the runtime has recorded
+// the primary's synchronous standbys and setting (always, with none).
+func benchCluster(b *testing.B, name string, sync int, settings FailoverSettings) (*pgCluster, context.Context, func() error) {
+	cp := testbed.Start(b)
+	pc := newPgCluster(b, cp, cp.Namespace(b, fmt.Sprintf("%s-%d", name, b.N)), 3, 0)
+	pc.interval = 0 // the runtime's default, 500ms
+	pc.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	if sync > 0 {
+		setSync(b, pc, sync)
+	}
+	for _, id := range []string{"runtime-a", "runtime-b"} {
+		pc.runtime(ctx, id, settings, nil)
+	}
+	recorded := func() error {
+		if st := pc.status(); sync > 0 && (len(st.Synchronous) == 0 || st.SyncSetting == "") {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	}
+	pc.waitFor("healthy", pc.healthy)
+	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	pc.waitFor("a synchronous standby recorded", recorded)
+	return pc, ctx, recorded
+}
+
+// finishBench stops the writer and checks what the samplers saw; with
+// noLoss, an acknowledged row the primary lacks fails the benchmark.
+func finishBench(b *testing.B, pc *pgCluster, w *ackWriter, acks *writers, noLoss bool) ([]int, int) {
+	b.Helper()
+	acked := w.finish()
+	lost := lostRows(b, pc, acked)
+	acks.check(b)
+	if noLoss && lost > 0 {
+		b.Errorf("%d of %d acknowledged rows lost", lost, len(acked))
+	}
+	return acked, lost
 }
 
 // setSync renders n synchronous standbys for cluster pg.
@@ -335,25 +342,7 @@ func BenchmarkFailoverWithLeader(b *testing.B) {
 //
 //	go test ./runtime/agent -run '^$' -bench FailoverCycles -benchtime 100x -timeout 3h
 func BenchmarkFailoverCycles(b *testing.B) {
-	cp := testbed.Start(b)
-	pc := newPgCluster(b, cp, cp.Namespace(b, fmt.Sprintf("pgcycles-%d", b.N)), 3, 0)
-	pc.interval = 0
-	pc.start()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	setSync(b, pc, 1)
-	for _, id := range []string{"runtime-a", "runtime-b"} {
-		pc.runtime(ctx, id, FailoverSettings{AfterTimeouts: 3 * time.Second}, nil)
-	}
-	recorded := func() error {
-		if st := pc.status(); len(st.Synchronous) == 0 || st.SyncSetting == "" {
-			return fmt.Errorf("status %+v", st)
-		}
-		return nil
-	}
-	pc.waitFor("healthy", pc.healthy)
-	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
-	pc.waitFor("a synchronous standby recorded", recorded)
+	pc, ctx, recorded := benchCluster(b, "pgcycles", 1, FailoverSettings{AfterTimeouts: 3 * time.Second})
 	acks := pc.sampleAcks(ctx)
 	w := startAckWriter(pc, 1)
 	var kills, freezes []time.Duration
@@ -374,12 +363,7 @@ func BenchmarkFailoverCycles(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	acked := w.finish()
-	lost := lostRows(b, pc, acked)
-	acks.check(b)
-	if lost > 0 {
-		b.Errorf("%d of %d acknowledged rows lost", lost, len(acked))
-	}
+	acked, lost := finishBench(b, pc, w, acks, true)
 	st := pc.status()
 	b.Logf("%d cycles (%d kills, %d freezes), %d failovers recorded, %d rows acknowledged, %d lost", b.N, len(kills), len(freezes), st.Failovers, len(acked), lost)
 	if len(freezes) > 0 {
