@@ -57,29 +57,9 @@ func TestRealNodePostgresNodeLossSync(t *testing.T) {
 // synchronous replication, a lost acknowledged write fails the test.
 func nodeLoss(t *testing.T, nodes, instances, sync int) string {
 	const shop = "shop"
-	start := time.Now()
-	spec := pgSpecAt(shop, instances, "15.20")
-	if sync > 0 {
-		spec["clusters/shop.yaml"] += fmt.Sprintf("  synchronousStandbys: %d\n", sync)
-	}
-	spec["clusters/shop.yaml"] += smallPostgres
-	l := newNodesLoop(t, nodes, spec, []string{shop}, "postgres-15")
-	l.pgSecrets(shop)
-	steps := l.converge(shop, nil)
-	var primary string
-	testbed.Eventually(t, "a primary and its replicas", func() (err error) { primary, err = l.primaryOf(shop, instances); return err })
-	created := time.Since(start)
-	lost := l.node.NodeOf(t, l.ns, primary)
-	l.runtimeOff(shop, lost)
+	c := startPgOnNodes(t, nodes, instances, sync)
+	l, primary, lost, w := c.l, c.primary, c.node, c.w
 	placement := l.podsByNode(contract.Selector(contract.AppPostgres, shop))
-
-	w := l.startPgWriter(shop)
-	testbed.Eventually(t, "writes through -rw before the loss", func() error {
-		if n, _, last := w.look(); n < 50 {
-			return fmt.Errorf("%d writes acknowledged; last error %v", n, last)
-		}
-		return nil
-	})
 
 	stopped := time.Now()
 	l.node.StopNode(t, lost.Name)
@@ -91,13 +71,7 @@ func nodeLoss(t *testing.T, nodes, instances, sync int) string {
 	if sync > 0 {
 		// The new primary waits for a standby: the one that was detached
 		// too follows it again.
-		testbed.Eventually(t, "writes through -rw acknowledged by a synchronous standby", func() error {
-			n, _, last := w.look()
-			if n < before+50 {
-				return fmt.Errorf("%d writes since the loss; last error: %v", n-before, last)
-			}
-			return nil
-		})
+		w.waitAcked(t, "writes through -rw acknowledged by a synchronous standby", before+50)
 	}
 	time.Sleep(2 * time.Second)
 	acked, lostWrites := w.stop(l, shop)
@@ -106,12 +80,59 @@ func nodeLoss(t *testing.T, nodes, instances, sync int) string {
 	}
 	events := l.runtimeEvents(stopped)
 	t.Logf("steps %v; created in %.1fs; members by node %v; synchronous standbys %d; %s stopped with the primary %s: %s labelled primary after %.1fs, the first write through -rw acknowledged after %.1fs (polled once a pass; the writer's longest outage %s); the runtime's Events: %s; %d writes acknowledged through -rw, %d lost, %d failed",
-		steps, created.Seconds(), placement, sync, lost.Name, primary, f.next, f.labelled.Seconds(), f.firstWrite.Seconds(), f.outage,
+		c.steps, c.created.Seconds(), placement, sync, lost.Name, primary, f.next, f.labelled.Seconds(), f.firstWrite.Seconds(), f.outage,
 		events, acked, lostWrites, w.failed)
 	if sync > 0 && lostWrites > 0 {
 		t.Errorf("%d acknowledged writes lost with synchronous replication", lostWrites)
 	}
 	return events
+}
+
+// pgOnNodes is a PostgreSQL cluster "shop" on real nodes, created
+// through its steps, with a writer through -rw.
+type pgOnNodes struct {
+	l       *loop
+	steps   []string
+	created time.Duration
+	primary string
+	// node is the primary's; the runtime's pods run on others.
+	node *kubenode.Node
+	w    *pgWriter
+}
+
+// startPgOnNodes creates a cluster of instances members with sync
+// synchronous standbys on nodes real nodes, moves the runtime off the
+// primary's node and starts a writer through -rw, returning once it has
+// had 50 writes acknowledged.
+func startPgOnNodes(t *testing.T, nodes, instances, sync int) pgOnNodes {
+	const shop = "shop"
+	start := time.Now()
+	spec := pgSpecAt(shop, instances, "15.20")
+	if sync > 0 {
+		spec["clusters/shop.yaml"] += fmt.Sprintf("  synchronousStandbys: %d\n", sync)
+	}
+	spec["clusters/shop.yaml"] += smallPostgres
+	c := pgOnNodes{l: newNodesLoop(t, nodes, spec, []string{shop}, "postgres-15")}
+	c.l.pgSecrets(shop)
+	c.steps = c.l.converge(shop, nil)
+	testbed.Eventually(t, "a primary and its replicas", func() (err error) { c.primary, err = c.l.primaryOf(shop, instances); return err })
+	c.created = time.Since(start)
+	c.node = c.l.node.NodeOf(t, c.l.ns, c.primary)
+	c.l.runtimeOff(shop, c.node)
+	c.w = c.l.startPgWriter(shop)
+	c.w.waitAcked(t, "writes through -rw", 50)
+	return c
+}
+
+// waitAcked waits until the writer has had n writes acknowledged.
+func (w *pgWriter) waitAcked(t *testing.T, what string, n int) {
+	t.Helper()
+	testbed.Eventually(t, what, func() error {
+		if got, _, last := w.look(); got < n {
+			return fmt.Errorf("%d writes acknowledged; last error: %v", got, last)
+		}
+		return nil
+	})
 }
 
 // runtimeEvents are the runtime's Events since a time, each with its

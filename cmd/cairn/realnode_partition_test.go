@@ -46,30 +46,12 @@ func TestRealNodePostgresPartition(t *testing.T) {
 
 func partition(t *testing.T, sync int) {
 	const shop = "shop"
-	spec := pgSpecAt(shop, 3, "15.20")
-	if sync > 0 {
-		spec["clusters/shop.yaml"] += fmt.Sprintf("  synchronousStandbys: %d\n", sync)
-	}
-	spec["clusters/shop.yaml"] += smallPostgres
-	l := newNodesLoop(t, 3, spec, []string{shop}, "postgres-15")
-	l.pgSecrets(shop)
-	l.converge(shop, nil)
-	var primary string
-	testbed.Eventually(t, "a primary and its replicas", func() (err error) { primary, err = l.primaryOf(shop, 3); return err })
-	cut := l.node.NodeOf(t, l.ns, primary)
-	l.runtimeOff(shop, cut)
+	c := startPgOnNodes(t, 3, 3, sync)
+	l, primary, cut, w := c.l, c.primary, c.node, c.w
 	pod, err := l.cp.Client(t).CoreV1().Pods(l.ns).Get(l.ctx, primary, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	w := l.startPgWriter(shop)
-	testbed.Eventually(t, "writes through -rw before the partition", func() error {
-		if n, _, last := w.look(); n < 50 {
-			return fmt.Errorf("%d writes acknowledged; last error %v", n, last)
-		}
-		return nil
-	})
 
 	cutAt := time.Now()
 	l.node.Partition(t, cut.Name)
@@ -78,12 +60,7 @@ func partition(t *testing.T, sync int) {
 	f := l.failedOver(shop, primary, cut, w, cutAt, before)
 	firstOutside := cutAt.Add(f.firstWrite)
 	if sync > 0 {
-		testbed.Eventually(t, "writes through -rw acknowledged by a synchronous standby", func() error {
-			if n, _, last := w.look(); n < before+50 {
-				return fmt.Errorf("%d writes since the partition; last error: %v", n-before, last)
-			}
-			return nil
-		})
+		w.waitAcked(t, "writes through -rw acknowledged by a synchronous standby", before+50)
 	}
 	// Inside, the old primary runs on, its sampler writing to it: for
 	// 10 s more with synchronous replication (healed within its lease,
