@@ -25,10 +25,12 @@ vet:
 
 # cmd/cairn, with the walkthroughs on the real node, takes about 25
 # minutes on 2 cores: the timeout leaves room for a loaded machine.
+# .ci/gotest keeps each run's output in .cache/logs/ and repeats what
+# failed at its end.
 unit: testbin testbin-kube testbin-pg13 testbin-crds testbin-node image
-	$(GO) test -count=1 -timeout 60m $(PKGS)
+	GO=$(GO) .ci/gotest -count=1 -timeout 60m $(PKGS)
 	@echo "unit: the PostgreSQL suites again, on PostgreSQL 13"
-	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin $(GO) test -count=1 -timeout 40m $(PG_PKGS)
+	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin GO=$(GO) .ci/gotest -count=1 -timeout 40m $(PG_PKGS)
 
 ## race: what runs side by side, under the race detector: renders from a
 ## cold start (kustomize builds share no lock, renderer/build.go) and the

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,15 +75,51 @@ func newPgCluster(t testing.TB, cp *testbed.ControlPlane, ns string, n int, ttl 
 	m := newMembers(t)
 	pc := &pgCluster{t: t, c: cp.Client(t), ns: ns, m: m, n: n, nodes: make([]*pgNode, n), ttl: ttl, interval: 100 * time.Millisecond}
 	pods(t, pc.c, ns, m, n)
-	t.Cleanup(func() {
-		for _, nd := range pc.nodes {
-			if nd != nil {
-				nd.cancel()
-				<-nd.done
-			}
-		}
-	})
+	t.Cleanup(pc.stopAll)
 	return pc
+}
+
+// memberExitBound is how long a member's instance manager may take to
+// return once its server is killed or its context ends; past it the test
+// fails with every goroutine's stack instead of hanging until the
+// package's timeout.
+const memberExitBound = 90 * time.Second
+
+// stopAll ends every member's instance manager: a member a test left
+// stopped (SIGSTOP) is let go on first, since a stopped server never
+// finishes its shutdown.
+func (pc *pgCluster) stopAll() {
+	for ord, nd := range pc.nodes {
+		if nd != nil {
+			pc.signal(ord, syscall.SIGCONT)
+			nd.cancel()
+		}
+	}
+	for ord, nd := range pc.nodes {
+		if nd != nil {
+			pc.awaitExit(ord, nd)
+		}
+	}
+}
+
+// awaitExit waits for member ord's instance manager to return, at most
+// memberExitBound: past it, it kills the member's server and fails the
+// test with every goroutine's stack.
+func (pc *pgCluster) awaitExit(ord int, nd *pgNode) {
+	select {
+	case <-nd.done:
+		return
+	case <-time.After(memberExitBound):
+	}
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	pc.signal(ord, syscall.SIGKILL)
+	nd.cancel()
+	pc.t.Errorf("pg-%d's instance manager did not return within %s; goroutines:\n%s", ord, memberExitBound, buf)
+	select {
+	case <-nd.done:
+	case <-time.After(memberExitBound):
+	}
 }
 
 // run starts member ord's instance manager.
@@ -154,6 +191,9 @@ func (pc *pgCluster) start() {
 // signal sends sig to member ord's postmaster and its children.
 func (pc *pgCluster) signal(ord int, sig syscall.Signal) {
 	data, err := os.ReadFile(filepath.Join(pc.nodes[ord].p.PGData, "postmaster.pid"))
+	if errors.Is(err, os.ErrNotExist) && (sig == syscall.SIGCONT || sig == syscall.SIGKILL) {
+		return // no server running: nothing to let go on or to kill
+	}
 	if err != nil {
 		pc.t.Fatal(err)
 	}
@@ -168,8 +208,9 @@ func (pc *pgCluster) signal(ord int, sig syscall.Signal) {
 // returns, as the container would exit.
 func (pc *pgCluster) kill9(ord int) {
 	pc.signal(ord, syscall.SIGKILL)
-	<-pc.nodes[ord].done
-	pc.nodes[ord].cancel()
+	nd := pc.nodes[ord]
+	pc.awaitExit(ord, nd)
+	nd.cancel()
 	pc.nodes[ord] = nil
 }
 

@@ -33,6 +33,10 @@ func (p *Postgres) Start(ctx context.Context, initialised bool, out io.Writer) (
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = childEnv() // the server never holds the passwords or the store's keys
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential, Setpgid: true}
+	// The postmaster's children share its output: one that outlives it
+	// (stopped, or stuck in a system call) must not keep Wait, and with
+	// it the instance manager, from seeing the server gone.
+	cmd.WaitDelay = outputGrace
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
@@ -108,7 +112,8 @@ END $cairn$`, ReplicationUser, quoteLiteral(verifier))
 }
 
 // Stop shuts the server down fast (SIGINT: roll back open transactions,
-// checkpoint, exit) and waits for it.
+// checkpoint, exit) and waits for it; a server still running stopTimeout
+// later is killed with all its processes.
 func (s *Server) Stop() error {
 	select {
 	case <-s.done:
@@ -118,12 +123,19 @@ func (s *Server) Stop() error {
 	_ = s.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-s.done:
-	case <-time.After(60 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
+	case <-time.After(stopTimeout):
+		s.Kill()
 	}
 	return s.err
 }
+
+const (
+	// stopTimeout bounds a fast shutdown.
+	stopTimeout = 60 * time.Second
+	// outputGrace is how long the server's output is read after the
+	// postmaster exits.
+	outputGrace = 10 * time.Second
+)
 
 // stopWithin shuts the server down fast and kills it if it has not exited
 // after grace.
