@@ -30,7 +30,7 @@ import (
 // finds itself labelled fenced, stops, is rewound and follows the new
 // primary; the next pass opens no pull request and Flux finds no drift.
 func TestRealNodePostgresPartitionSync(t *testing.T) {
-	partition(t, 1)
+	partition(t, 1, kubenode.AllLinks)
 }
 
 // The same with asynchronous replication: the old primary acknowledges
@@ -41,10 +41,26 @@ func TestRealNodePostgresPartitionSync(t *testing.T) {
 // documented bound: --lease-ttl); the test reports how many and for how
 // long.
 func TestRealNodePostgresPartition(t *testing.T) {
-	partition(t, 0)
+	partition(t, 0, kubenode.AllLinks)
 }
 
-func partition(t *testing.T, sync int) {
+// The primary's node is cut off from the other nodes only
+// (kubenode.LANLink): from its replicas and the runtime, not from the
+// API server, with asynchronous replication. The runtime fails over as
+// in a partition; the old primary, which still reaches the API server,
+// finds itself labelled fenced at its next confirmation and stops then,
+// well before its lease would end, while the runtime still waits for the
+// lease before it promotes (it cannot know the old primary heard). What
+// the old primary acknowledged inside meanwhile is lost, as in a
+// partition.
+func TestRealNodePostgresCutFromReplicas(t *testing.T) {
+	partition(t, 0, kubenode.LANLink)
+}
+
+// partition cuts the primary's node off the networks of links, with sync
+// synchronous standbys, and follows the failover, the old primary inside
+// and the heal.
+func partition(t *testing.T, sync int, links kubenode.Links) {
 	const shop = "shop"
 	c := startPgOnNodes(t, 3, 3, sync)
 	l, primary, cut, w := c.l, c.primary, c.node, c.w
@@ -54,7 +70,7 @@ func partition(t *testing.T, sync int) {
 	}
 
 	cutAt := time.Now()
-	l.node.Partition(t, cut.Name)
+	l.node.Cut(t, cut.Name, links)
 	inside := l.sampleInside(shop, cut, pod.Status.PodIP)
 	before, _, _ := w.look()
 	f := l.failedOver(shop, primary, cut, w, cutAt, before)
@@ -90,8 +106,8 @@ func partition(t *testing.T, sync int) {
 	if acks > 0 {
 		window = lastAck.Sub(cutAt)
 	}
-	t.Logf("synchronous standbys %d; %s cut off with the primary %s: %s labelled primary after %.1fs, the first write through -rw acknowledged after %.1fs (the writer's longest outage %s); inside the partition %d of %d writes to %s acknowledged, the last %.1fs after the cut, %d of them lost; healed, %s was a replica again %.1fs later; the runtime's Events: %s; %d writes acknowledged through -rw, %d lost, %d failed",
-		sync, cut.Name, primary, f.next, f.labelled.Seconds(), f.firstWrite.Seconds(), f.outage, acks, tries, primary, window.Seconds(), lostInside,
+	t.Logf("synchronous standbys %d; %s cut off (%s) with the primary %s: %s labelled primary after %.1fs, the first write through -rw acknowledged after %.1fs (the writer's longest outage %s); inside the partition %d of %d writes to %s acknowledged, the last %.1fs after the cut, %d of them lost; healed, %s was a replica again %.1fs later; the runtime's Events: %s; %d writes acknowledged through -rw, %d lost, %d failed",
+		sync, cut.Name, linksName(links), primary, f.next, f.labelled.Seconds(), f.firstWrite.Seconds(), f.outage, acks, tries, primary, window.Seconds(), lostInside,
 		primary, rejoined.Seconds(), events, acked, lostWrites, w.failed)
 	if tries == 0 {
 		t.Fatal("the sampler inside the partition never tried a write")
@@ -116,6 +132,18 @@ func partition(t *testing.T, sync int) {
 		t.Fatalf("a pull request after the partition healed: %+v", o)
 	}
 	l.noDrift("after the partition healed")
+}
+
+func linksName(l kubenode.Links) string {
+	switch l {
+	case kubenode.AllLinks:
+		return "from everything"
+	case kubenode.LANLink:
+		return "from the other nodes"
+	case kubenode.HostLink:
+		return "from the API server and the machine"
+	}
+	return fmt.Sprintf("links %b", l)
 }
 
 // insideSampler writes to a member from inside a partitioned node, as a

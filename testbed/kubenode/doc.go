@@ -20,7 +20,8 @@
 // cluster's own (cairn-lan-<first slot>, 10.252.<slot>.1/16 on each
 // node), over which their pods reach each other; the machine forwards
 // nothing. StopNode stops a whole node as a crashed host; Partition cuts
-// one off every network while it runs on, and Heal puts it back;
+// one off every network while it runs on, Cut off some of them (the
+// machine's link or the LAN), and Heal puts it back;
 // Node.DialContext dials from inside a node's namespace.
 //
 // Everything the nodes made (processes, containers, mounts, network

@@ -35,9 +35,9 @@ type Node struct {
 	// containerd is the address of containerd's socket.
 	containerd string
 	stopped    atomic.Bool
-	// partitioned: Partition cut it off, and Heal has not yet put it
-	// back.
-	partitioned atomic.Bool
+	// cut: the Links a Partition or Cut took from it that Heal has not
+	// yet given back; 0 when none.
+	cut atomic.Uint32
 }
 
 // newNode takes a slot for the cluster's i-th node and makes its folder,
