@@ -63,9 +63,14 @@ func TestRealNodePostgresCutFromAPIServer(t *testing.T) {
 		return fmt.Errorf("roles %v; last write error: %v", roles, last)
 	})
 	after, _, _ := w.look()
-	w.waitAcked(t, "writes through -rw to the new primary", after+20)
-	_, outage, _ := w.look()
-	longest = max(longest, outage)
+	testbed.Eventually(t, "writes through -rw to the new primary", func() error {
+		n, outage, last := w.look()
+		longest = max(longest, outage)
+		if n < after+20 {
+			return fmt.Errorf("%d writes acknowledged since %s was labelled primary; last error: %v", n-after, next, last)
+		}
+		return nil
+	})
 	acks, lastAck, tries := inside.stop()
 
 	healAt := time.Now()

@@ -30,7 +30,7 @@ import (
 // finds itself labelled fenced, stops, is rewound and follows the new
 // primary; the next pass opens no pull request and Flux finds no drift.
 func TestRealNodePostgresPartitionSync(t *testing.T) {
-	partition(t, 1, kubenode.AllLinks)
+	partitionWith(t, 1, kubenode.AllLinks, false)
 }
 
 // The same with asynchronous replication: the old primary acknowledges
@@ -41,7 +41,7 @@ func TestRealNodePostgresPartitionSync(t *testing.T) {
 // documented bound: --lease-ttl); the test reports how many and for how
 // long.
 func TestRealNodePostgresPartition(t *testing.T) {
-	partition(t, 0, kubenode.AllLinks)
+	partitionWith(t, 0, kubenode.AllLinks, false)
 }
 
 // The primary's node is cut off from the other nodes only
@@ -54,16 +54,19 @@ func TestRealNodePostgresPartition(t *testing.T) {
 // the old primary acknowledged inside meanwhile is lost, as in a
 // partition.
 func TestRealNodePostgresCutFromReplicas(t *testing.T) {
-	partition(t, 0, kubenode.LANLink)
+	partitionWith(t, 0, kubenode.LANLink, false)
 }
 
-// partition cuts the primary's node off the networks of links, with sync
-// synchronous standbys, and follows the failover, the old primary inside
-// and the heal.
-func partition(t *testing.T, sync int, links kubenode.Links) {
+// partitionWith cuts the primary's node off the networks of links, with
+// sync synchronous standbys and, withLeader, the runtime's leader on that
+// node, and follows the failover, the old primary inside and the heal.
+func partitionWith(t *testing.T, sync int, links kubenode.Links, withLeader bool) {
 	const shop = "shop"
 	c := startPgOnNodes(t, 3, 3, sync)
 	l, primary, cut, w := c.l, c.primary, c.node, c.w
+	if withLeader {
+		l.leaderOnto(shop, cut)
+	}
 	pod, err := l.cp.Client(t).CoreV1().Pods(l.ns).Get(l.ctx, primary, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -106,8 +109,8 @@ func partition(t *testing.T, sync int, links kubenode.Links) {
 	if acks > 0 {
 		window = lastAck.Sub(cutAt)
 	}
-	t.Logf("synchronous standbys %d; %s cut off (%s) with the primary %s: %s labelled primary after %.1fs, the first write through -rw acknowledged after %.1fs (the writer's longest outage %s); inside the partition %d of %d writes to %s acknowledged, the last %.1fs after the cut, %d of them lost; healed, %s was a replica again %.1fs later; the runtime's Events: %s; %d writes acknowledged through -rw, %d lost, %d failed",
-		sync, cut.Name, linksName(links), primary, f.next, f.labelled.Seconds(), f.firstWrite.Seconds(), f.outage, acks, tries, primary, window.Seconds(), lostInside,
+	t.Logf("synchronous standbys %d; %s cut off (%s) with the primary %s (the runtime's leader too: %v): %s labelled primary after %.1fs, the first write through -rw acknowledged after %.1fs (the writer's longest outage %s); inside the partition %d of %d writes to %s acknowledged, the last %.1fs after the cut, %d of them lost; healed, %s was a replica again %.1fs later; the runtime's Events: %s; %d writes acknowledged through -rw, %d lost, %d failed",
+		sync, cut.Name, linksName(links), primary, withLeader, f.next, f.labelled.Seconds(), f.firstWrite.Seconds(), f.outage, acks, tries, primary, window.Seconds(), lostInside,
 		primary, rejoined.Seconds(), events, acked, lostWrites, w.failed)
 	if tries == 0 {
 		t.Fatal("the sampler inside the partition never tried a write")
