@@ -29,8 +29,8 @@ func TestRealNodePostgresPartitionWithLeaderSync(t *testing.T) {
 // leaderOnto moves the cluster's runtime leader onto node on, and its
 // other replica off it, as a scheduler could have placed them: the
 // other nodes are cordoned while the follower's pod is made again (on
-// on), then on is cordoned while the leader's pod is deleted (its
-// replacement goes elsewhere, and the pod on on takes the Lease).
+// on), then on is cordoned while the leader's pod is deleted, again
+// until the pod on on wins the Lease (the replacement goes elsewhere).
 func (l *loop) leaderOnto(cluster string, on *kubenode.Node) {
 	t := l.t
 	c := l.cp.Client(t)
@@ -94,32 +94,41 @@ func (l *loop) leaderOnto(cluster string, on *kubenode.Node) {
 		})
 		others(l.node.Uncordon)
 	}
-	// on cordoned, the leader made again elsewhere if it is off on (the
-	// follower on on takes the Lease), the followers on on if it is on
-	// it (so that one runs elsewhere).
+	// on cordoned, the leader's pod made again (elsewhere) while it runs
+	// off on, until the follower on on wins the Lease (the new pod may
+	// win the race for it); a follower on on made again if none runs
+	// elsewhere.
 	l.node.Cordon(t, on.Name)
-	for p, n := range nodeOf {
-		if (p == leader) != (n == on.Name) {
-			if err := c.CoreV1().Pods(l.ns).Delete(l.ctx, p, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	testbed.EventuallyWithin(t, 2*time.Minute, "the runtime's leader on "+on.Name+", its other replica off it", func() (err error) {
+	del := func(p string) error { return c.CoreV1().Pods(l.ns).Delete(l.ctx, p, metav1.DeleteOptions{}) }
+	testbed.EventuallyWithin(t, 4*time.Minute, "the runtime's leader on "+on.Name+", its other replica off it", func() (err error) {
 		leader, nodeOf, err = state()
 		if err != nil {
 			return err
 		}
-		off := 0
-		for _, n := range nodeOf {
-			if n != on.Name {
-				off++
+		var onIt, off []string
+		for p, n := range nodeOf {
+			if n == on.Name {
+				onIt = append(onIt, p)
+			} else {
+				off = append(off, p)
 			}
 		}
-		if nodeOf[leader] != on.Name || off == 0 {
-			return fmt.Errorf("runtime pods %v, leader %q", nodeOf, leader)
+		switch {
+		case nodeOf[leader] != on.Name && len(onIt) > 0:
+			err = del(leader)
+		case nodeOf[leader] == on.Name && len(off) == 0:
+			for _, p := range onIt {
+				if p != leader && err == nil {
+					err = del(p)
+				}
+			}
+		case nodeOf[leader] == on.Name:
+			return nil
 		}
-		return nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Errorf("runtime pods %v, leader %q", nodeOf, leader)
 	})
 	l.node.Uncordon(t, on.Name)
 }
