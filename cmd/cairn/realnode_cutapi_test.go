@@ -72,20 +72,7 @@ func TestRealNodePostgresCutFromAPIServer(t *testing.T) {
 		return nil
 	})
 	acks, lastAck, tries := inside.stop()
-
-	healAt := time.Now()
-	l.node.Heal(t, cut.Name)
-	testbed.EventuallyWithin(t, 6*time.Minute, "the old primary "+primary+" back as a replica", func() error {
-		roles, err := l.roles(shop)
-		if err != nil {
-			return err
-		}
-		if p, err := l.primaryOf(shop, 3); err != nil || p != next || roles[primary] != contract.RoleReplica {
-			return fmt.Errorf("roles %v (%v)", roles, err)
-		}
-		return nil
-	})
-	rejoined := time.Since(healAt)
+	rejoined := l.healed(shop, 3, cut, primary, next)
 	acked, lostWrites := w.stop(l, shop)
 	lostInside := l.lostInside(shop, inside)
 	window := time.Duration(0)

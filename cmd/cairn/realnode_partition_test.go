@@ -87,21 +87,7 @@ func partitionWith(t *testing.T, sync int, links kubenode.Links, withLeader bool
 	// came after the old one's lease, with asynchronous replication.
 	time.Sleep(10 * time.Second)
 	acks, lastAck, tries := inside.stop()
-	healAt := time.Now()
-	l.node.Heal(t, cut.Name)
-	// A container that exited while cut off restarts after the kubelet's
-	// back-off (up to minutes): the bound is generous.
-	testbed.EventuallyWithin(t, 6*time.Minute, "the old primary "+primary+" back as a replica", func() error {
-		roles, err := l.roles(shop)
-		if err != nil {
-			return err
-		}
-		if p, err := l.primaryOf(shop, 3); err != nil || p != f.next || roles[primary] != contract.RoleReplica {
-			return fmt.Errorf("roles %v (%v)", roles, err)
-		}
-		return nil
-	})
-	rejoined := time.Since(healAt)
+	rejoined := l.healed(shop, 3, cut, primary, f.next)
 	acked, lostWrites := w.stop(l, shop)
 	lostInside := l.lostInside(shop, inside)
 	events := l.runtimeEvents(cutAt)
@@ -147,6 +133,28 @@ func linksName(l kubenode.Links) string {
 		return "from the API server and the machine"
 	}
 	return fmt.Sprintf("links %b", l)
+}
+
+// healed heals node cut and waits until the old primary is a replica of
+// next, the cluster's n members healthy; it returns how long that took
+// after the heal.
+func (l *loop) healed(cluster string, n int, cut *kubenode.Node, primary, next string) time.Duration {
+	t := l.t
+	healAt := time.Now()
+	l.node.Heal(t, cut.Name)
+	// A container that exited while cut off restarts after the kubelet's
+	// back-off (up to minutes): the bound is generous.
+	testbed.EventuallyWithin(t, 6*time.Minute, "the old primary "+primary+" back as a replica", func() error {
+		roles, err := l.roles(cluster)
+		if err != nil {
+			return err
+		}
+		if p, err := l.primaryOf(cluster, n); err != nil || p != next || roles[primary] != contract.RoleReplica {
+			return fmt.Errorf("roles %v (%v)", roles, err)
+		}
+		return nil
+	})
+	return time.Since(healAt)
 }
 
 // insideSampler writes to a member from inside a partitioned node, as a

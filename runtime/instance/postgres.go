@@ -199,6 +199,16 @@ func (p *Postgres) openData() (bool, error) {
 	if err := os.Chmod(p.PGData, 0o700); err != nil {
 		return false, fmt.Errorf("data directory permissions: %w", err)
 	}
+	// Nothing of this member runs while it prepares: a lock file left by
+	// a server that died with its container would stop the next start
+	// (pglock.go).
+	why, err := removeStaleLock(p.PGData)
+	if err != nil {
+		return false, err
+	}
+	if why != "" {
+		p.Log.Info("removed a stale "+lockFile, "member", p.Name, "why", why)
+	}
 	return true, nil
 }
 

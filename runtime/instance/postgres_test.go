@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -195,7 +196,9 @@ func TestPostgresPrimaryTwoReplicasAndRewind(t *testing.T) {
 	})
 
 	// The old primary returns: it is rewound and follows pg-1, never a
-	// second primary.
+	// second primary. As in a container started again, the PID its lock
+	// file names is another process's by then (pglock.go).
+	takePID(t, filepath.Join(b.dir, "pg-0", "pgdata", lockFile))
 	back := b.member(0, "new", 1, 0)
 	b.start(back, StartReplica)
 	var inRecovery bool
@@ -282,5 +285,34 @@ func TestPostgresDiscardsAnInterruptedClone(t *testing.T) {
 	}
 	if _, err := os.Stat(partial); !os.IsNotExist(err) {
 		t.Errorf("the interrupted clone is still there: %v", err)
+	}
+}
+
+// takePID makes the PID a dead server's lock file names a live process
+// elsewhere's, as in a container started again after a crash, where the
+// instance manager's own threads soon take the old postmaster's PID.
+func takePID(t *testing.T, lock string) {
+	t.Helper()
+	data, err := os.ReadFile(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server's own user: PostgreSQL takes a PID it may not signal
+	// for another user's, and a stale lock.
+	fi, err := os.Stat(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	cmd := exec.Command("sleep", "600")
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	_, rest, _ := strings.Cut(string(data), "\n")
+	if err := os.WriteFile(lock, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"+rest), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
