@@ -173,8 +173,11 @@ func TestEtcdNoSpaceIsCompactedDefragmentedAndDisarmed(t *testing.T) {
 		}
 		return n
 	}
-	if n := len(alarms.Alarms); count(contract.ReasonEtcdAlarmRaised) != n || count(contract.ReasonEtcdAlarmCleared) != n || count(contract.ReasonEtcdDefragmented) != 3 {
-		t.Errorf("events %v, want %d raised, %d cleared, 3 defragmented", reasons, n, n)
+	// Members raise NOSPACE each on its own: one more may raise it after
+	// the list above was read, before the writes stopped reaching it.
+	raised := count(contract.ReasonEtcdAlarmRaised)
+	if raised < len(alarms.Alarms) || raised > 3 || count(contract.ReasonEtcdAlarmCleared) != raised || count(contract.ReasonEtcdDefragmented) != 3 {
+		t.Errorf("events %v, want as many cleared as raised (at least %d, a member's once), 3 defragmented", reasons, len(alarms.Alarms))
 	}
 	testbed.Eventually(t, "alarm gauge cleared", func() error {
 		if n := b.metric("cairn_etcd_alarms", contract.EtcdAlarmNoSpace); n != 0 {
@@ -185,7 +188,7 @@ func TestEtcdNoSpaceIsCompactedDefragmentedAndDisarmed(t *testing.T) {
 	if n := b.metric("cairn_etcd_maintenance_total", "defrag"); n != 3 {
 		t.Errorf("defragmentations counted: %v", n)
 	}
-	if b.metric("cairn_etcd_maintenance_total", "compact") < 1 || b.metric("cairn_etcd_maintenance_total", "disarm") != float64(len(alarms.Alarms)) {
+	if b.metric("cairn_etcd_maintenance_total", "compact") < 1 || b.metric("cairn_etcd_maintenance_total", "disarm") != float64(raised) {
 		t.Errorf("compactions %v, disarms %v", b.metric("cairn_etcd_maintenance_total", "compact"), b.metric("cairn_etcd_maintenance_total", "disarm"))
 	}
 	for _, err := range b.passErrors() {
