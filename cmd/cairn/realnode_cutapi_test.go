@@ -20,8 +20,8 @@ import (
 // the writer goes on through -rw and the runtime does not fail over. But
 // the primary cannot confirm its role label, so it stops itself when its
 // lease (--lease-ttl, 30 s) ends: a cut from the API server alone costs
-// an outage of the lease plus a failover (docs/runtime.md, "The
-// members' lease"). This test measures that outage and holds what must
+// an outage of the lease plus a failover (docs/runtime.md, "Never two
+// primaries", what the lease costs). This test measures that outage and holds what must
 // hold meanwhile: the old primary takes no write after its lease, no
 // acknowledged write is lost, and, healed, it rejoins as a replica with
 // no pull request and no drift.

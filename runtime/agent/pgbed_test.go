@@ -201,11 +201,16 @@ func (pc *pgCluster) signal(ord int, sig syscall.Signal) {
 	if err != nil {
 		pc.t.Fatal(err)
 	}
+	if sig == syscall.SIGKILL {
+		instance.KillPostmaster(pid)
+		return
+	}
 	_ = syscall.Kill(-pid, sig)
 }
 
-// kill9 kills member ord's server as a crash would; its instance manager
-// returns, as the container would exit.
+// kill9 kills member ord's server as a crash would, the postmaster and
+// its children; its instance manager returns, as the container would
+// exit.
 func (pc *pgCluster) kill9(ord int) {
 	pc.signal(ord, syscall.SIGKILL)
 	nd := pc.nodes[ord]

@@ -61,8 +61,7 @@ func removeStaleLock(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch on, err := inDir(strconv.Itoa(pid), d); {
-	case err != nil || on != reusedPID:
+	if on, err := inDir(strconv.Itoa(pid), d); err != nil || on != reusedPID {
 		return "", err
 	}
 	// The PID was taken by another process: is anything of the old

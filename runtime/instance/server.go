@@ -158,9 +158,10 @@ func (s *Server) reload() {
 	}
 }
 
-// Kill stops the server at once, as a crash would.
+// Kill stops the server at once, as a crash would: the postmaster and
+// every process it started (KillPostmaster).
 func (s *Server) Kill() {
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	KillPostmaster(s.cmd.Process.Pid)
 	<-s.done
 }
 

@@ -1,0 +1,58 @@
+package instance
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// KillPostmaster kills a PostgreSQL server at once, as the crash of its
+// container would: the postmaster and every process it started. Each
+// child of a postmaster makes itself a session and process group leader
+// (setsid), so a signal to the postmaster's process group reaches the
+// postmaster alone, and its children go on until they notice it died:
+// a backend in the middle of a commit may still answer its client. The
+// postmaster is stopped first so it starts no more children, then each
+// child's process group (its own children: an archive command's shell)
+// and the postmaster are killed.
+func KillPostmaster(pid int) {
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	for _, c := range childrenOf(pid) {
+		_ = syscall.Kill(-c, syscall.SIGKILL)
+		_ = syscall.Kill(c, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// childrenOf lists the processes whose parent is pid, from /proc.
+func childrenOf(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and
+		// parentheses, so the fields after it are read from the last ')'.
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
