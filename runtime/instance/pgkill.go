@@ -28,17 +28,11 @@ func KillPostmaster(pid int) {
 
 // childrenOf lists the processes whose parent is pid, from /proc.
 func childrenOf(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
+	procs, _ := processes()
+	parent := strconv.Itoa(pid)
 	var out []int
-	for _, e := range entries {
-		c, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+	for _, c := range procs {
+		stat, err := os.ReadFile(filepath.Join("/proc", c, "stat"))
 		if err != nil {
 			continue
 		}
@@ -49,10 +43,25 @@ func childrenOf(pid int) []int {
 		if i < 0 {
 			continue
 		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, c)
+		if f := strings.Fields(s[i+1:]); len(f) > 1 && f[1] == parent {
+			n, _ := strconv.Atoi(c)
+			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// processes lists the IDs of the processes /proc shows.
+func processes() ([]string, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
 }

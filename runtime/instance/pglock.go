@@ -66,15 +66,12 @@ func removeStaleLock(dir string) (string, error) {
 	}
 	// The PID was taken by another process: is anything of the old
 	// server left?
-	procs, err := os.ReadDir("/proc")
+	procs, err := processes()
 	if err != nil {
 		return "", err
 	}
-	for _, e := range procs {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		if on, err := inDir(e.Name(), d); err != nil || on == serverOf {
+	for _, proc := range procs {
+		if on, err := inDir(proc, d); err != nil || on == serverOf {
 			return "", err
 		}
 	}

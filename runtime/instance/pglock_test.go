@@ -7,23 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
 // A lock file is removed only when the process it names runs elsewhere
 // and nothing runs in the data directory; otherwise PostgreSQL decides.
 func TestRemoveStaleLock(t *testing.T) {
-	// sleeper starts a process with working directory dir and returns
-	// its PID; it is killed when the test ends.
-	sleeper := func(t *testing.T, dir string) int {
-		cmd := exec.Command("sleep", "60")
-		cmd.Dir = dir
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd.Process.Pid
-	}
 	gonePID := func(t *testing.T) int {
 		cmd := exec.Command("true")
 		if err := cmd.Run(); err != nil {
@@ -40,13 +30,13 @@ func TestRemoveStaleLock(t *testing.T) {
 	}{
 		{"no lock file", func(*testing.T, string) string { return "" }, false},
 		{"its process is gone: PostgreSQL checks the shared memory itself", func(t *testing.T, _ string) string { return strconv.Itoa(gonePID(t)) }, false},
-		{"its PID taken by a process elsewhere", func(t *testing.T, _ string) string { return strconv.Itoa(sleeper(t, t.TempDir())) }, true},
-		{"a single-user backend's, its PID taken elsewhere", func(t *testing.T, _ string) string { return "-" + strconv.Itoa(sleeper(t, t.TempDir())) }, true},
+		{"its PID taken by a process elsewhere", func(t *testing.T, _ string) string { return strconv.Itoa(sleeper(t, t.TempDir(), nil)) }, true},
+		{"a single-user backend's, its PID taken elsewhere", func(t *testing.T, _ string) string { return "-" + strconv.Itoa(sleeper(t, t.TempDir(), nil)) }, true},
 		{"its PID taken elsewhere, but a process runs in the data directory", func(t *testing.T, dir string) string {
-			sleeper(t, dir)
-			return strconv.Itoa(sleeper(t, t.TempDir()))
+			sleeper(t, dir, nil)
+			return strconv.Itoa(sleeper(t, t.TempDir(), nil))
 		}, false},
-		{"a server on the data directory", func(t *testing.T, dir string) string { return strconv.Itoa(sleeper(t, dir)) }, false},
+		{"a server on the data directory", func(t *testing.T, dir string) string { return strconv.Itoa(sleeper(t, dir, nil)) }, false},
 		{"a PID this process is (its working directory elsewhere)", func(*testing.T, string) string { return strconv.Itoa(os.Getpid()) }, true},
 		{"no PID", func(*testing.T, string) string { return "garbage" }, false},
 	}
@@ -74,4 +64,21 @@ func TestRemoveStaleLock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sleeper starts a process with working directory dir, as cred (nil:
+// this process's user), and returns its PID; it is killed when the test
+// ends.
+func sleeper(t *testing.T, dir string, cred *syscall.Credential) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	cmd.Dir = dir
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd.Process.Pid
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -304,15 +303,9 @@ func takePID(t *testing.T, lock string) {
 		t.Fatal(err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	cmd := exec.Command("sleep", "600")
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid}}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := sleeper(t, "/", &syscall.Credential{Uid: st.Uid, Gid: st.Gid})
 	_, rest, _ := strings.Cut(string(data), "\n")
-	if err := os.WriteFile(lock, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"+rest), 0o600); err != nil {
+	if err := os.WriteFile(lock, []byte(strconv.Itoa(pid)+"\n"+rest), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
