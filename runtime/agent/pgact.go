@@ -43,6 +43,8 @@ func (p *pgPass) act(ctx context.Context, a pgAction) (bool, error) {
 		return true, nil
 	case pgSetSync:
 		return p.setSync(ctx, a)
+	case pgSetFailsafe:
+		return p.setFailsafe(ctx, a)
 	case pgBeginFailover:
 		st.Failover = &pgFailover{From: a.Member, Reason: a.Why, StartedAt: now}
 		return p.step(ctx, "failover-recorded", event{corev1.EventTypeWarning, ReasonFailoverStarted, "failing over: " + a.Why})
@@ -158,9 +160,12 @@ func (p *pgPass) finish(ctx context.Context, a pgAction) error {
 		st.SwitchoverDone, st.Switchover = s.ID, nil
 		ev = event{corev1.EventTypeNormal, ReasonSwitchover, fmt.Sprintf("switched over from %s to %s (%s)", a.Member, a.To, s.ID)}
 	}
-	// The new primary's synchronous standbys and setting are recorded
+	// The new primary's synchronous standbys and settings are recorded
 	// once it reports them.
 	st.Primary, st.Synchronous, st.SyncSetting = a.To, nil, ""
+	// The new primary honours no failsafe value until one naming it on
+	// its new timeline is written.
+	st.FailsafeSets = nil
 	_, err := p.step(ctx, "promoted", ev)
 	return err
 }

@@ -58,11 +58,12 @@ const (
 	pgSwitchDone
 	pgRetarget
 	pgDetach
+	pgSetFailsafe
 )
 
 func (k pgActionKind) String() string {
 	return [...]string{"none", "label", "set-synchronous", "begin-failover", "fence", "promote",
-		"begin-switchover", "switchover-wait", "switchover-fence", "switchover-abort", "switchover-done", "retarget", "detach"}[k]
+		"begin-switchover", "switchover-wait", "switchover-fence", "switchover-abort", "switchover-done", "retarget", "detach", "set-failsafe"}[k]
 }
 
 // pgAction is decidePostgres's answer: one change at a time.
@@ -75,8 +76,11 @@ type pgAction struct {
 	Labels []labelChange
 	// Sync is the synchronous_standby_names to set.
 	Sync string
-	// Detach are the standbys to detach from Member (pgsyncfence.go).
+	// Detach are the standbys to detach from Member (pgsyncfence.go,
+	// pgfailsafe.go).
 	Detach []string
+	// Failsafe is the failsafe value to write on Member (pgfailsafe.go).
+	Failsafe string
 	// LSN is the primary's WAL position a switchover waits for.
 	LSN uint64
 	// GiveBack: a switchover abort gives the primary its writes back.
@@ -123,6 +127,9 @@ func decidePostgres(v pgView) pgAction {
 	}
 	if want := syncSetting(v.Members, p.Name, v.Sync); want != p.Probe.SyncSetting {
 		return pgAction{Kind: pgSetSync, Member: p.Name, Sync: want, Why: fmt.Sprintf("%d synchronous standby(s) wanted", v.Sync)}
+	}
+	if want := failsafeWant(v.Members, p); want != "" && want != p.Probe.Failsafe {
+		return pgAction{Kind: pgSetFailsafe, Member: p.Name, Failsafe: want, Why: "the primary's failsafe names every member"}
 	}
 	return startSwitchover(v, p)
 }
@@ -232,20 +239,36 @@ func continueFailover(v pgView) pgAction {
 	if f.FencedAt.IsZero() {
 		return pgAction{Kind: pgFence, Member: f.From, Why: f.Reason}
 	}
-	if why := stillWrites(v, f.From, f.FencedAt); why != "" {
-		if !answersNot(v, f.From) {
-			return pgWait("failover from %s: %s", f.From, why)
+	base, syncWhy := f.FencedAt, ""
+	if answersNot(v, f.From) {
+		if why := stillWrites(v, f.From, f.FencedAt); why != "" {
+			a, ok, fallback := syncFence(v, f)
+			if ok {
+				if a.Kind == pgPromote && f.To != "" && f.To != a.To {
+					// A target recorded earlier is kept: it was chosen, perhaps
+					// labelled, by a leader before this one.
+					return pgWait("failover from %s: %s; the recorded target %s is not the detached standby with the most WAL (%s)", f.From, why, f.To, a.To)
+				}
+				return a
+			}
+			syncWhy = fallback
 		}
-		a, ok, fallback := syncFence(v, f)
-		if !ok {
-			return pgWait("failover from %s: %s (no synchronous fence: %s)", f.From, why, fallback)
+		if sets := failsafesOf(v.Status, f.From); len(sets) > 0 {
+			a, wait, from := failsafeFence(v, f, sets)
+			switch {
+			case a.Kind != pgNone:
+				return a
+			case wait != "":
+				return pgWait("failover from %s: %s", f.From, wait)
+			}
+			base = from
 		}
-		if a.Kind == pgPromote && f.To != "" && f.To != a.To {
-			// A target recorded earlier is kept: it was chosen, perhaps
-			// labelled, by a leader before this one.
-			return pgWait("failover from %s: %s; the recorded target %s is not the detached standby with the most WAL (%s)", f.From, why, f.To, a.To)
+	}
+	if why := stillWrites(v, f.From, base); why != "" {
+		if syncWhy != "" {
+			return pgWait("failover from %s: %s (no synchronous fence: %s)", f.From, why, syncWhy)
 		}
-		return a
+		return pgWait("failover from %s: %s", f.From, why)
 	}
 	to := f.To
 	if to == "" {
@@ -267,9 +290,10 @@ func continueFailover(v pgView) pgAction {
 
 // stillWrites says why a fenced primary may still take writes, or "":
 // it answers as a primary (its instance manager stops it), or it does not
-// answer and may run cut off until its lease ends (it then stops itself).
+// answer and may run cut off until its lease, counted from base (its
+// fence, or the failsafe's last detach), ends (it then stops itself).
 // A member that is down, gone, or answers in recovery takes none.
-func stillWrites(v pgView, name string, fencedAt time.Time) string {
+func stillWrites(v pgView, name string, base time.Time) string {
 	m, ok := findMember(v.Members, name)
 	if !ok || m.Probe.Reach == reachDown || m.replica() {
 		return ""
@@ -277,7 +301,7 @@ func stillWrites(v pgView, name string, fencedAt time.Time) string {
 	if m.primary() {
 		return fmt.Sprintf("waiting for the fenced %s to stop", name)
 	}
-	end := fencedAt.Add(v.Settings.LeaseTTL + v.Settings.Margin)
+	end := base.Add(v.Settings.LeaseTTL + v.Settings.Margin)
 	if v.Now.Before(end) {
 		return fmt.Sprintf("%s does not answer and may take writes until its lease ends in %s", name, end.Sub(v.Now).Round(time.Millisecond))
 	}

@@ -20,11 +20,12 @@ const ReasonStandbysDetached = "StandbysDetached"
 // its primary_conninfo is cleared.
 const detachWait = 5 * time.Second
 
-// detach carries out the synchronous fence's detach: the standbys are
-// recorded with their primary_conninfo first (a new leader finishes the
-// job, and the promotion points them at the new primary), then each is
-// given an empty primary_conninfo and counts as detached once it says its
-// WAL receiver has stopped.
+// detach carries out the synchronous fence's or the failsafe's detach:
+// the standbys are recorded with their primary_conninfo first (a new
+// leader finishes the job, and the promotion points them at the new
+// primary), then each is given an empty primary_conninfo and counts as
+// detached once it says its WAL receiver has stopped; the time it was
+// found so is recorded.
 func (p *pgPass) detach(ctx context.Context, a pgAction) (bool, error) {
 	f := p.view.Status.Failover
 	var added []string
@@ -52,6 +53,9 @@ func (p *pgPass) detach(ctx context.Context, a pgAction) (bool, error) {
 		}()
 	}
 	wg.Wait()
+	// Found detached no sooner than now: the failsafe counts the old
+	// primary's lease from here (pgfailsafe.go).
+	at := p.r.clock()
 	for i, name := range a.Detach {
 		if errs[i] != nil {
 			continue
@@ -61,6 +65,14 @@ func (p *pgPass) detach(ctx context.Context, a pgAction) (bool, error) {
 				m.Probe.Upstream, m.Probe.Receiving, m.Probe.Streaming, m.Probe.Received = "", false, false, probes[i].Received
 			}
 		}
+		for j := range f.Detached {
+			if f.Detached[j].Member == name {
+				f.Detached[j].At = at
+			}
+		}
+	}
+	if err := p.store.write(ctx, p.view.Status, ""); err != nil {
+		return false, errors.Join(append(errs, err)...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return false, err

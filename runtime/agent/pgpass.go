@@ -67,6 +67,9 @@ type pgPass struct {
 	// syncChanged: this pass changed the primary's
 	// synchronous_standby_names; the next pass's probe records it.
 	syncChanged bool
+	// failsafeChanged: this pass wrote the primary's failsafe value; the
+	// next records what it reports.
+	failsafeChanged bool
 }
 
 func podsByName(pods []corev1.Pod) map[string]*corev1.Pod {
@@ -188,6 +191,9 @@ func (p *pgPass) report(ctx context.Context, prev pgStatus) error {
 		}
 		if !p.syncChanged {
 			st.SyncSetting = primaries[0].Probe.SyncSetting
+		}
+		if !p.failsafeChanged {
+			st.FailsafeSets = recordFailsafe(st.FailsafeSets, primaries[0].Name, primaries[0].Probe.Failsafe)
 		}
 	}
 	p.r.Metrics.observe(p.view.Members, primaries)

@@ -52,6 +52,11 @@ type pgProbe struct {
 	// synchronous_standby_names.
 	SyncStandbys []string
 	SyncSetting  string
+	// Failsafe is the member's contract.PostgresFailsafeSetting, and
+	// WriteTimeline, on a primary, the timeline it writes on (0 on a
+	// replica): the failsafe the runtime writes names it (pgfailsafe.go).
+	Failsafe      string
+	WriteTimeline int64
 	// Archive is the member's WAL archiver (pg_stat_archiver).
 	Archive archiveStats
 	// OldestSegment is, on a primary, the number of the oldest segment
@@ -86,7 +91,7 @@ func (a archiveStats) failing() bool {
 // probeTimeout bounds one member's probe: connect and query.
 const probeTimeout = 1500 * time.Millisecond
 
-const probeSQL = `SELECT pg_is_in_recovery(),
+var probeSQL = `SELECT pg_is_in_recovery(),
   (CASE WHEN pg_is_in_recovery() THEN COALESCE(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()) ELSE pg_current_wal_lsn() END)::text,
   (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text,
   COALESCE((SELECT received_tli FROM pg_stat_wal_receiver), 0),
@@ -105,7 +110,10 @@ const probeSQL = `SELECT pg_is_in_recovery(),
     ELSE (SELECT COALESCE(sum(size), 0) FROM pg_ls_waldir())::int8 END,
   CASE WHEN pg_is_in_recovery() THEN ''
     ELSE COALESCE((SELECT min(substr(name, 9)) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'), '') END,
-  (SELECT setting::int8 FROM pg_settings WHERE name = 'wal_segment_size')
+  (SELECT setting::int8 FROM pg_settings WHERE name = 'wal_segment_size'),
+  ` + contract.FailsafeReadSQL() + `,
+  CASE WHEN pg_is_in_recovery() THEN 0
+    ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int8 END
 FROM pg_stat_archiver a`
 
 // probeMembers asks every pod's member at once; a pod without an address,
@@ -166,7 +174,8 @@ func probe(ctx context.Context, cfg *pgx.ConnConfig) pgProbe {
 	var archivedAt, failedAt float64
 	a := &pr.Archive
 	err = conn.QueryRow(cctx, probeSQL).Scan(&pr.InRecovery, &recv, &replay, &pr.Timeline, &pr.Streaming, &pr.Receiving, &pr.Upstream, &pr.SyncSetting, &syncs,
-		&a.On, &a.LastArchived, &archivedAt, &a.LastFailed, &failedAt, &a.Pending, &a.WALBytes, &oldest, &pr.SegmentSize)
+		&a.On, &a.LastArchived, &archivedAt, &a.LastFailed, &failedAt, &a.Pending, &a.WALBytes, &oldest, &pr.SegmentSize,
+		&pr.Failsafe, &pr.WriteTimeline)
 	if err != nil {
 		return pgProbe{Reach: classify(err), Err: err.Error()}
 	}

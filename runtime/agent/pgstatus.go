@@ -27,6 +27,9 @@ type pgStatus struct {
 	// SyncSetting is the synchronous_standby_names the primary last
 	// reported; "" while the runtime changes it (pgsyncfence.go).
 	SyncSetting string `json:"syncSetting,omitempty"`
+	// FailsafeSets are the failsafe settings the primary may hold: the
+	// one it reported last and any written since (pgfailsafe.go).
+	FailsafeSets []string `json:"failsafe,omitempty"`
 	// Members are the members' roles and how they answered.
 	Members    []contract.PostgresMember `json:"members,omitempty"`
 	Failover   *pgFailover               `json:"failover,omitempty"`
@@ -57,7 +60,7 @@ type pgFailover struct {
 	// To is set once chosen, before it is labelled or promoted.
 	To string `json:"to,omitempty"`
 	// Detached are the standbys the runtime cut from the old primary
-	// (pgsyncfence.go), each with the primary_conninfo it had, to point
+	// (pgsyncfence.go, pgfailsafe.go), each with the primary_conninfo it had, to point
 	// it at the new primary once promoted.
 	Detached []pgDetached `json:"detached,omitempty"`
 }
@@ -66,6 +69,9 @@ type pgFailover struct {
 type pgDetached struct {
 	Member   string `json:"member"`
 	Upstream string `json:"upstream"`
+	// At is when its WAL receiver was found stopped: it sent the old
+	// primary nothing after (pgfailsafe.go). Zero until then.
+	At time.Time `json:"at,omitzero"`
 }
 
 // pgSwitchover is a switchover under way.

@@ -8,10 +8,12 @@ import (
 
 // lease is a primary's right to take writes, kept by its own clock: it
 // ends TTL after the last confirmation that was answered with the label
-// primary (or none yet) was sent. Only a confirmation renews it: a GET
-// of the member's own pod with no resourceVersion, which the API server
-// answers from etcd by a quorum read, never from its watch cache. Its
-// rules are pure, so tests give them times of their own.
+// primary (or none yet) was sent, or after the last time a majority of
+// the members followed the primary (the failsafe, failsafe.go), whichever
+// is later. A confirmation is a GET of the member's own pod with no
+// resourceVersion, which the API server answers from etcd by a quorum
+// read, never from its watch cache. Its rules are pure, so tests give
+// them times of their own.
 //
 // Why the runtime's wait after fencing (LeaseTTL + Margin from the time
 // its label patch returned) is a bound: a confirmation that read the
@@ -21,7 +23,10 @@ import (
 // fence by the member's clock, and the watchdog stops the server when it
 // ends (a timer of its own, not a check after the next confirmation),
 // killing it demoteGrace later if a fast shutdown has not finished. The
-// Margin covers that grace and the two clocks' rates.
+// Margin covers that grace and the two clocks' rates. A failsafe
+// renewal (failsafe.go) is bounded the same way from the runtime's last
+// detach of a member instead of its fence: the runtime counts from the
+// later of the two.
 //
 // Confirmations are sent every interval (a quarter of the TTL by
 // default: 0.13 requests a second at 30 s, where every 500 ms was 2), at
@@ -89,6 +94,16 @@ func (l *lease) answered(a confirmation, now time.Time) verdict {
 		return leaseExpired
 	}
 	return leaseKept
+}
+
+// followed renews the lease as of at, a time at which the primary and a
+// majority of the members it was told of followed it (failsafe.go); it
+// never shortens it. A label away, read through the API server, still
+// ends it at once.
+func (l *lease) followed(at time.Time) {
+	if end := at.Add(l.ttl); end.After(l.end) {
+		l.end = end
+	}
 }
 
 // nudge makes the next confirmation due at once, but no sooner than

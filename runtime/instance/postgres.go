@@ -122,8 +122,10 @@ type Postgres struct {
 	// confirmedAt is when Prepare's confirmation was sent: the primary's
 	// lease starts there (watchdog.go).
 	confirmedAt time.Time
-	// nudges, in tests, stands in for listenNudges.
-	nudges func(ctx context.Context, out chan<- struct{})
+	// nudges, in tests, stands in for listenNudges, and readFailsafe for
+	// the failsafe's reads of the member's own server.
+	nudges       func(ctx context.Context, out chan<- struct{})
+	readFailsafe func(ctx context.Context) (failsafeRead, error)
 }
 
 // Prepare makes the data directory ready and says in which role the

@@ -97,7 +97,8 @@ type confirmation struct {
 }
 
 // keepLease keeps the primary's lease (lease.go) from its last
-// confirmation: it confirms at once, then every interval (sooner after a
+// confirmation, or from the last time a majority of the members followed
+// it (failsafe.go): it confirms at once, then every interval (sooner after a
 // failure, or when nudged), with at most one confirmation in flight, and
 // returns errDemoted as soon as an answer is a label away or the lease
 // ends, whichever comes first. The lease's end is a timer of its own,
@@ -115,6 +116,8 @@ func (p *Postgres) keepLease(ctx context.Context, exited <-chan struct{}) error 
 		listen = p.listenNudges
 	}
 	go listen(lctx, nudges)
+	followed := make(chan time.Time)
+	go p.watchFailsafe(lctx, followed)
 	answers := make(chan confirmation, 1)
 	inFlight := false
 	timer := time.NewTimer(0)
@@ -146,6 +149,8 @@ func (p *Postgres) keepLease(ctx context.Context, exited <-chan struct{}) error 
 			}
 		case <-nudges:
 			l.nudge(time.Now())
+		case at := <-followed:
+			l.followed(at)
 		case <-timer.C:
 		}
 	}
@@ -182,7 +187,7 @@ func (p *Postgres) demoted(v verdict, l *lease, now time.Time, last *confirmatio
 	if last != nil && last.err != nil {
 		why = last.err.Error()
 	}
-	p.Log.Warn("primary cannot confirm its role through the API server: stopping it", "member", p.Name,
+	p.Log.Warn("primary cannot confirm its role through the API server, and no majority of the members follows it: stopping it", "member", p.Name,
 		"unconfirmed_for", now.Sub(l.end.Add(-l.ttl)).Round(time.Millisecond).String(), "err", why)
 	return errDemoted
 }
