@@ -137,18 +137,26 @@ func pods(t testing.TB, c kubernetes.Interface, ns string, m *pgMembers, n int) 
 		t.Fatal(err)
 	}
 	for i := range n {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pg-" + strconv.Itoa(i),
-			Labels: contract.Selector(contract.AppPostgres, "pg")},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: contract.PostgresContainer, Image: "postgres:15"}}}}
-		ownedByStatefulSet(t, c, ns, "pg", pod)
-		created, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: m.ip(i)}
-		if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		addPod(t, c, ns, m, i)
+	}
+}
+
+// addPod registers member i as a pod of cluster pg, as a StatefulSet
+// scaled out and the kubelet would.
+func addPod(t testing.TB, c kubernetes.Interface, ns string, m *pgMembers, i int) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pg-" + strconv.Itoa(i),
+		Labels: contract.Selector(contract.AppPostgres, "pg")},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: contract.PostgresContainer, Image: "postgres:15"}}}}
+	ownedByStatefulSet(t, c, ns, "pg", pod)
+	created, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: m.ip(i)}
+	if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

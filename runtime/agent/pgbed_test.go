@@ -188,7 +188,9 @@ func (pc *pgCluster) start() {
 	}
 }
 
-// signal sends sig to member ord's postmaster and its children.
+// signal sends sig to member ord's postmaster and every process it
+// started: SIGSTOP freezes the whole server, sessions open before and WAL
+// senders too, as a hung host would.
 func (pc *pgCluster) signal(ord int, sig syscall.Signal) {
 	data, err := os.ReadFile(filepath.Join(pc.nodes[ord].p.PGData, "postmaster.pid"))
 	if errors.Is(err, os.ErrNotExist) && (sig == syscall.SIGCONT || sig == syscall.SIGKILL) {
@@ -205,7 +207,7 @@ func (pc *pgCluster) signal(ord int, sig syscall.Signal) {
 		instance.KillPostmaster(pid)
 		return
 	}
-	_ = syscall.Kill(-pid, sig)
+	instance.SignalServer(pid, sig)
 }
 
 // kill9 kills member ord's server as a crash would, the postmaster and

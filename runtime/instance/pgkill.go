@@ -26,6 +26,22 @@ func KillPostmaster(pid int) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }
 
+// SignalServer sends sig to a PostgreSQL server's postmaster and every
+// process it started, each a process group of its own (KillPostmaster):
+// SIGSTOP freezes the whole server as a hung host would, its open
+// sessions and WAL senders too; SIGCONT lets it all go on. The postmaster
+// is stopped first, so it starts no child in between.
+func SignalServer(pid int, sig syscall.Signal) {
+	if sig == syscall.SIGSTOP {
+		_ = syscall.Kill(pid, sig)
+	}
+	for _, c := range childrenOf(pid) {
+		_ = syscall.Kill(-c, sig)
+		_ = syscall.Kill(c, sig)
+	}
+	_ = syscall.Kill(-pid, sig)
+}
+
 // childrenOf lists the processes whose parent is pid, from /proc.
 func childrenOf(pid int) []int {
 	procs, _ := processes()
