@@ -116,7 +116,7 @@ func TestFailsafeFence(t *testing.T) {
 		{name: "the old primary refuses: nothing to detach", sets: []string{abc}, f: failover(nil),
 			members: []pgMember{refused("a", contract.RoleFenced), attached("b", 9), attached("c", 7)}, kind: pgPromote, to: "b"},
 		{name: "synchronous: the synchronous fence comes first", sync: 1, sets: []string{abc},
-			f: func() *pgFailover { f := failover(nil); f.FencedAt = t0.Add(-time.Second); return f }(),
+			f:       func() *pgFailover { f := failover(nil); f.FencedAt = t0.Add(-time.Second); return f }(),
 			members: []pgMember{silent("a", contract.RoleFenced), attached("b", 9), attached("c", 7)}, kind: pgDetach, detach: []string{"b", "c"}, why: "so it can acknowledge no commit"},
 	}
 	for _, c := range cases {

@@ -2,7 +2,7 @@ package instance
 
 import (
 	"context"
-		"strconv"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -56,7 +56,7 @@ type failsafeRead struct {
 // failsafe is the primary's record of when each member last followed
 // it. Its rules are pure; observe takes reads in order.
 type failsafe struct {
-	self string
+	self     string
 	prevSent time.Time
 	prev     map[string]time.Time
 	follow   map[string]time.Time
