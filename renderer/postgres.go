@@ -104,6 +104,10 @@ func postgresConfig(n names, s Settings) Object {
 		{"max_wal_senders", "16"}, {"max_replication_slots", "16"},
 		// A former primary keeps the WAL pg_rewind reads to bring it back.
 		{"wal_keep_size", "'512MB'"},
+		// A standby replies at least every second, so a primary that
+		// cannot reach the API server counts it as following well within
+		// its lease (runtime/instance/failsafe.go).
+		{"wal_receiver_status_interval", "1"},
 	} {
 		fmt.Fprintf(&conf, "%s = %s\n", kv[0], kv[1])
 	}

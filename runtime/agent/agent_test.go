@@ -59,7 +59,7 @@ func newMembers(t testing.TB) *pgMembers {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	m.dir = dir
 	m.cred = testbed.PostgresCredential(t, dir)
-	conf := fmt.Sprintf("wal_level = replica\nhot_standby = on\nwal_log_hints = on\nwal_keep_size = 512MB\nmax_wal_senders = 8\npassword_encryption = 'scram-sha-256'\nhba_file = '%s/pg_hba.conf'\n", dir)
+	conf := fmt.Sprintf("wal_level = replica\nhot_standby = on\nwal_log_hints = on\nwal_keep_size = 512MB\nmax_wal_senders = 8\nwal_receiver_status_interval = 1\npassword_encryption = 'scram-sha-256'\nhba_file = '%s/pg_hba.conf'\n", dir)
 	hba := "local all postgres peer\nhost replication replicator 0.0.0.0/0 scram-sha-256\nhost all all 0.0.0.0/0 scram-sha-256\n"
 	_ = os.WriteFile(filepath.Join(dir, "postgresql.conf"), []byte(conf), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "pg_hba.conf"), []byte(hba), 0o644)

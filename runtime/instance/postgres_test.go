@@ -43,7 +43,7 @@ func newPGBedAt(t testing.TB, bin string) *pgBed {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	b.dir = dir
 	b.cred = testbed.PostgresCredential(t, dir)
-	conf := fmt.Sprintf("wal_level = replica\nhot_standby = on\nwal_log_hints = on\nwal_keep_size = 512MB\nmax_wal_senders = 16\nmax_replication_slots = 16\nhba_file = '%s/pg_hba.conf'\n", dir)
+	conf := fmt.Sprintf("wal_level = replica\nhot_standby = on\nwal_log_hints = on\nwal_keep_size = 512MB\nmax_wal_senders = 16\nmax_replication_slots = 16\nwal_receiver_status_interval = 1\nhba_file = '%s/pg_hba.conf'\n", dir)
 	hba := "local all postgres peer\nlocal all all scram-sha-256\nhost replication replicator 0.0.0.0/0 scram-sha-256\nhost all all 0.0.0.0/0 scram-sha-256\n"
 	for name, content := range map[string]string{"postgresql.conf": conf, "pg_hba.conf": hba} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
