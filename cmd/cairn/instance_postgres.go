@@ -99,7 +99,7 @@ func newInstancePostgres() *cobra.Command {
 	f.StringVar(&fl.primaryService, "primary-service", "", "the <cluster>-rw Service (required)")
 	f.StringVar(&fl.peerService, "peer-service", "", "the headless Service giving members stable names (required)")
 	f.DurationVar(&fl.confirmEvery, "confirm-every", 0, "how often a primary confirms its role label through the API server (0: a quarter of --lease-ttl); the runtime nudges one it sees labelled away to confirm at once")
-	f.DurationVar(&fl.leaseTTL, "lease-ttl", 30*time.Second, "a primary that cannot confirm its role label for this long stops itself (the runtime's --lease-ttl)")
+	f.DurationVar(&fl.leaseTTL, "lease-ttl", contract.PostgresLeaseTTL, "a primary that can neither confirm its role label nor count every other member following it for this long stops itself (the runtime's --lease-ttl)")
 	_ = cmd.MarkFlagRequired("primary-service")
 	_ = cmd.MarkFlagRequired("peer-service")
 	return cmd

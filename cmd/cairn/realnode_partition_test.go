@@ -114,8 +114,8 @@ func partitionWith(t *testing.T, sync int, links kubenode.Links, withLeader bool
 		if !strings.Contains(events, agent.ReasonStandbysDetached) {
 			t.Errorf("no %s Event: the failover waited for the lease", agent.ReasonStandbysDetached)
 		}
-	} else if window > 33*time.Second {
-		t.Errorf("the old primary acknowledged writes %s after the cut, past its lease (30 s) and the margin", window)
+	} else if bound := contract.PostgresLeaseTTL + 3*time.Second; window > bound {
+		t.Errorf("the old primary acknowledged writes %s after the cut, past its lease (%s) and the margin", window, contract.PostgresLeaseTTL)
 	}
 	if o := l.pass()[shop]; o.Action == publish.ActionOpened {
 		t.Fatalf("a pull request after the partition healed: %+v", o)

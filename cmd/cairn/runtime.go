@@ -71,7 +71,7 @@ POD_NAMESPACE and POD_NAME set from the downward API.`,
 	cmd.Flags().DurationVar(&o.failover.AfterTimeouts, "failover-after-timeouts", 10*time.Second, "PostgreSQL: fail over from a primary that only does not answer in time for this long")
 	cmd.Flags().DurationVar(&o.certLifetime, "cert-lifetime", pki.LeafLifetime, "with TLS on: the lifetime of the certificates the runtime issues; it renews them past two thirds of it")
 	cmd.Flags().DurationVar(&o.leaderLease, "leader-lease", agent.DefaultLeaderLease, fmt.Sprintf("how long the leader's Lease lasts unrenewed: a lost leader is replaced within it (at least %s)", agent.MinLeaderLease))
-	cmd.Flags().DurationVar(&o.failover.LeaseTTL, "lease-ttl", 30*time.Second, "PostgreSQL: the members' --lease-ttl; a fenced primary that does not answer is replaced only after it plus 3s")
+	cmd.Flags().DurationVar(&o.failover.LeaseTTL, "lease-ttl", contract.PostgresLeaseTTL, "PostgreSQL: the members' --lease-ttl; a fenced primary that does not answer is replaced only after it plus 3s from its fence and the failsafe's last detach")
 	_ = cmd.MarkFlagRequired("kind")
 	_ = cmd.MarkFlagRequired("cluster")
 	return cmd

@@ -5,7 +5,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// PostgresLeaseTTL is the members' and the runtime's default --lease-ttl:
+// a primary that can neither confirm its role label through the API
+// server nor count every other member following it (its failsafe) for
+// this long stops itself, and the runtime promotes in place of a fenced
+// primary it cannot reach only after it (plus a margin) has passed since
+// the fence and the failsafe's last detach. It bounds how long a primary
+// cut off from everything may still take writes with asynchronous
+// replication.
+const PostgresLeaseTTL = 10 * time.Second
 
 // PostgresFailsafeSetting is the custom PostgreSQL setting in which the
 // runtime tells a primary which members its failsafe counts. Its value is

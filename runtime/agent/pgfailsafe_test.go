@@ -63,7 +63,7 @@ func TestFailsafeFence(t *testing.T) {
 	refused := func(name, label string) pgMember {
 		return pgMember{Name: name, Label: label, Probe: pgProbe{Reach: reachDown}}
 	}
-	// failover: fenced 40 s ago (its lease from the fence is over), with
+	// failover: fenced 40 s ago (its lease, 10 s, from the fence is over), with
 	// the members detached the given seconds ago (-1: recorded, not
 	// found detached yet).
 	failover := func(detachedAgo map[string]float64) *pgFailover {
@@ -92,7 +92,7 @@ func TestFailsafeFence(t *testing.T) {
 		{name: "every member of its list that answers is detached", sets: []string{abc}, f: failover(nil),
 			members: []pgMember{silent("a", contract.RoleFenced), attached("b", 9), attached("c", 7)}, kind: pgDetach, detach: []string{"b", "c"}, why: "its failsafe cannot keep its lease"},
 		{name: "detached: the lease is counted from the last detach", sets: []string{abc}, f: failover(map[string]float64{"b": 20, "c": 5}),
-			members: []pgMember{silent("a", contract.RoleFenced), detached("b", 9), detached("c", 7)}, kind: pgNone, why: "lease ends in 28s"},
+			members: []pgMember{silent("a", contract.RoleFenced), detached("b", 9), detached("c", 7)}, kind: pgNone, why: "lease ends in 8s"},
 		{name: "the lease over since the last detach: the most WAL is promoted", sets: []string{abc}, f: failover(map[string]float64{"b": 34, "c": 33}),
 			members: []pgMember{silent("a", contract.RoleFenced), detached("b", 7), detached("c", 9)}, kind: pgPromote, to: "c"},
 		{name: "one detached member suffices, the other silent", sets: []string{abc}, f: failover(map[string]float64{"b": 33}),

@@ -25,8 +25,9 @@ type FailoverSettings struct {
 	// (overloaded is not dead) gets this long. Default 10s.
 	AfterTimeouts time.Duration
 	// LeaseTTL: a primary that cannot confirm its label through the API
-	// server for this long stops itself (its instance manager's
-	// --lease-ttl). Default 30s.
+	// server, nor count every other member following it, for this long
+	// stops itself (its instance manager's --lease-ttl). Default
+	// contract.PostgresLeaseTTL (10s).
 	LeaseTTL time.Duration
 	// Margin is added to LeaseTTL before promoting in place of a fenced
 	// primary that does not answer. Default 3s.
@@ -45,7 +46,7 @@ func (s FailoverSettings) withDefaults() FailoverSettings {
 	}
 	def(&s.After, 2*time.Second)
 	def(&s.AfterTimeouts, 10*time.Second)
-	def(&s.LeaseTTL, 30*time.Second)
+	def(&s.LeaseTTL, contract.PostgresLeaseTTL)
 	def(&s.Margin, 3*time.Second)
 	def(&s.CatchUp, 30*time.Second)
 	return s

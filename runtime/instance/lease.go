@@ -29,7 +29,7 @@ import (
 // later of the two.
 //
 // Confirmations are sent every interval (a quarter of the TTL by
-// default: 0.13 requests a second at 30 s, where every 500 ms was 2), at
+// default: 0.4 requests a second at 10 s, where every 500 ms was 2), at
 // most retryEvery after a failed one, and at once, nudgeGap after the
 // last at the soonest, when nudged: the runtime NOTIFYs a member that
 // answers as a primary while labelled away, so such a member stops

@@ -77,9 +77,9 @@ func TestLeaseTimings(t *testing.T) {
 		every, ttl         time.Duration
 		wantTTL, wantEvery time.Duration
 	}{
-		{0, 0, 30 * time.Second, 7500 * time.Millisecond},
+		{0, 0, 10 * time.Second, 2500 * time.Millisecond},
 		{0, 4 * time.Second, 4 * time.Second, time.Second},
-		{500 * time.Millisecond, 0, 30 * time.Second, 500 * time.Millisecond},
+		{500 * time.Millisecond, 0, 10 * time.Second, 500 * time.Millisecond},
 	} {
 		p := &Postgres{ConfirmEvery: c.every, LeaseTTL: c.ttl}
 		if ttl, every := p.leaseTimings(); ttl != c.wantTTL || every != c.wantEvery {

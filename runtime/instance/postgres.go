@@ -81,8 +81,9 @@ type Postgres struct {
 	// ConfirmEvery (a quarter of LeaseTTL when 0), and at once when the
 	// runtime nudges it (contract.PostgresConfirmChannel): labelled fenced
 	// or replica, it stops and comes back as a replica; unconfirmed for
-	// LeaseTTL (30 s when 0) since the last confirmation was sent, it
-	// stops (lease.go). With data, a member starts as a primary only once
+	// LeaseTTL (contract.PostgresLeaseTTL when 0) since the last
+	// confirmation was sent, and not followed by every other member it
+	// was told of for as long (failsafe.go), it stops (lease.go). With data, a member starts as a primary only once
 	// confirmed. Nil confirms nothing (RoleLabel alone decides).
 	Confirm      func(ctx context.Context) (string, error)
 	ConfirmEvery time.Duration

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // errDemoted: the server was stopped because this member may no longer
@@ -12,7 +14,7 @@ var errDemoted = errors.New("stopped: no longer the primary")
 
 // Defaults and bounds of the primary's watchdog.
 const (
-	defaultLeaseTTL = 30 * time.Second
+	defaultLeaseTTL = contract.PostgresLeaseTTL
 	// leaseParts: a primary confirms its label every LeaseTTL/leaseParts
 	// unless ConfirmEvery is set, so a few confirmations in a row may
 	// fail before its lease runs out.
@@ -32,7 +34,8 @@ const (
 )
 
 // leaseTimings are the primary's LeaseTTL and confirmation interval,
-// with their defaults: 30 s, and a quarter of the TTL.
+// with their defaults: contract.PostgresLeaseTTL (10 s), and a quarter
+// of the TTL.
 func (p *Postgres) leaseTimings() (ttl, every time.Duration) {
 	ttl = p.LeaseTTL
 	if ttl <= 0 {
