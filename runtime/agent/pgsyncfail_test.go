@@ -18,7 +18,7 @@ import (
 // The primary's processes are stopped (SIGSTOP) and its instance manager
 // cut off from the API server, with synchronous replication: the runtime
 // detaches the synchronous standbys and promotes the most advanced one
-// without waiting for the old primary's lease (30s here). Thawed, the old
+// without waiting for the old primary's lease (10s here). Thawed, the old
 // primary runs on until its lease ends and acknowledges nothing; no
 // acknowledged row is lost; healed, it rejoins.
 func frozenPrimarySync(t *testing.T, cp *testbed.ControlPlane) {
@@ -167,8 +167,11 @@ func BenchmarkPartitionSyncFrozen(b *testing.B) {
 }
 
 // BenchmarkPartitionFrozen is BenchmarkPartitionSyncFrozen with
-// asynchronous replication: the runtime waits for the old primary's lease
-// (30s) plus 3s after fencing it. It reports the acknowledged rows lost
+// asynchronous replication: the runtime detaches the replicas (the
+// failsafe) and waits for the old primary's lease (10s) plus 3s after
+// the later of its fence and the last detach, unless it finds the old
+// primary stopped sooner (its own lease ran out, counted from before the
+// freeze). It reports the acknowledged rows lost
 // (those the replicas had not received when the primary froze):
 //
 //	go test ./runtime/agent -run '^$' -bench 'PartitionFrozen$' -benchtime 3x
