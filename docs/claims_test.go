@@ -42,9 +42,6 @@ var claims = []claim{
 	{file: "backups.md", text: "## Not built yet", checked: "a heading: its bullets are tied below"},
 	{file: "backups.md", text: "Tablespaces outside the data directory are refused", absent: []probe{absent("../runtime/backup", `(?i)tablespace map|TablespaceMap`)}},
 	{file: "backups.md", text: "Backups are not encrypted by cairn", absent: []probe{absent("../runtime/backup", `crypto/cipher|crypto/aes`)}},
-	// A primary that keeps its lease on seeing its members would say so
-	// in its instance manager's lease.
-	{file: "runtime.md", text: "is designed, not built (the open issue on failover)", absent: []probe{absent("../runtime/instance", `(?i)failsafe|majority of (its|the) members`)}},
 	{file: "backups.md", text: "A pin is recorded on the first backup to complete while a request is", checked: "the pin is taken when a backup completes under a named request (runtime/backup/pin.go), not tied to the request's start"},
 }
 
