@@ -8,9 +8,9 @@ import (
 
 // lease is a primary's right to take writes, kept by its own clock: it
 // ends TTL after the last confirmation that was answered with the label
-// primary (or none yet) was sent, or after the last time a majority of
-// the members followed the primary (the failsafe, failsafe.go), whichever
-// is later. A confirmation is a GET of the member's own pod with no
+// primary (or none yet) was sent, or after the last time every other
+// member the primary was told of followed it (the failsafe, failsafe.go),
+// whichever is later. A confirmation is a GET of the member's own pod with no
 // resourceVersion, which the API server answers from etcd by a quorum
 // read, never from its watch cache. Its rules are pure, so tests give
 // them times of their own.
@@ -96,9 +96,9 @@ func (l *lease) answered(a confirmation, now time.Time) verdict {
 	return leaseKept
 }
 
-// followed renews the lease as of at, a time at which the primary and a
-// majority of the members it was told of followed it (failsafe.go); it
-// never shortens it. A label away, read through the API server, still
+// followed renews the lease as of at, a time at which every other member
+// the primary was told of had followed it (failsafe.go); it never
+// shortens it. A label away, read through the API server, still
 // ends it at once.
 func (l *lease) followed(at time.Time) {
 	if end := at.Add(l.ttl); end.After(l.end) {

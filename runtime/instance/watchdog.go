@@ -100,8 +100,8 @@ type confirmation struct {
 }
 
 // keepLease keeps the primary's lease (lease.go) from its last
-// confirmation, or from the last time a majority of the members followed
-// it (failsafe.go): it confirms at once, then every interval (sooner after a
+// confirmation, or from the last time every other member followed it
+// (failsafe.go): it confirms at once, then every interval (sooner after a
 // failure, or when nudged), with at most one confirmation in flight, and
 // returns errDemoted as soon as an answer is a label away or the lease
 // ends, whichever comes first. The lease's end is a timer of its own,
@@ -190,7 +190,7 @@ func (p *Postgres) demoted(v verdict, l *lease, now time.Time, last *confirmatio
 	if last != nil && last.err != nil {
 		why = last.err.Error()
 	}
-	p.Log.Warn("primary cannot confirm its role through the API server, and no majority of the members follows it: stopping it", "member", p.Name,
+	p.Log.Warn("primary cannot confirm its role through the API server, and not every member follows it: stopping it", "member", p.Name,
 		"unconfirmed_for", now.Sub(l.end.Add(-l.ttl)).Round(time.Millisecond).String(), "err", why)
 	return errDemoted
 }
