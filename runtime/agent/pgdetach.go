@@ -12,8 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// ReasonStandbysDetached: the synchronous fence detached standbys from a
-// primary that does not answer (pgsyncfence.go).
+// ReasonStandbysDetached: the synchronous fence or the failsafe detached
+// standbys from a primary that does not answer (pgsyncfence.go,
+// pgfailsafe.go).
 const ReasonStandbysDetached = "StandbysDetached"
 
 // detachWait bounds how long a standby gets to stop its WAL receiver once

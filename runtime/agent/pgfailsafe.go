@@ -16,18 +16,19 @@ import (
 // it, so an API server outage does not stop a healthy primary, and the
 // members' lease can be short.
 //
-//   - The runtime tells the primary its members: contract.Failsafe,
-//     set on the superuser role on the primary itself, naming
-//     it and the timeline it writes on (so a copy a clone or a rewind
-//     carries elsewhere, or one left from an earlier term, counts for
-//     nothing). Written on the primary, not mounted, it is current as soon
-//     as the runtime reads it back; no ConfigMap's propagation delay comes
+//   - The runtime tells the primary its members: contract.Failsafe, set
+//     on the superuser role on the primary itself, naming it and the
+//     timeline it writes on (so a copy a clone or a rewind carries
+//     elsewhere, or one left from an earlier term, counts for nothing).
+//     Written on the primary, not mounted, it is current as soon as the
+//     runtime reads it back; no ConfigMap's propagation delay comes
 //     between a scale step and the count.
 //   - The status records every value the primary may hold
 //     (pgStatus.FailsafeSets): each value is recorded before it is
-//     written, and the older ones are dropped once the primary reports the
-//     newest, so a write whose answer was lost is never forgotten. A promotion starts with none: the new primary
-//     honours no value until one naming it on its new timeline is written.
+//     written, and the older ones are dropped once the primary reports
+//     the newest, so a write whose answer was lost is never forgotten. A
+//     promotion starts with none: the new primary honours no value until
+//     one naming it on its new timeline is written.
 //   - A failover from a primary that does not answer and may hold one:
 //     the runtime detaches every member of those lists it reaches (as the
 //     synchronous fence does), needs one detached member in every list
