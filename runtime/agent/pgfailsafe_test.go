@@ -50,19 +50,7 @@ func TestRecordFailsafe(t *testing.T) {
 
 func TestFailsafeFence(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	attached := func(name string, recv uint64) pgMember {
-		return pgMember{Name: name, Label: contract.RoleReplica, Probe: pgProbe{Reach: reachUp, InRecovery: true, Streaming: true, Receiving: true,
-			Upstream: "host=10.0.0.1 port=5432", Received: recv, Replayed: recv}}
-	}
-	detached := func(name string, recv uint64) pgMember {
-		return pgMember{Name: name, Label: contract.RoleReplica, Probe: pgProbe{Reach: reachUp, InRecovery: true, Received: recv, Replayed: recv}}
-	}
-	silent := func(name, label string) pgMember {
-		return pgMember{Name: name, Label: label, Probe: pgProbe{Reach: reachTimeout}}
-	}
-	refused := func(name, label string) pgMember {
-		return pgMember{Name: name, Label: label, Probe: pgProbe{Reach: reachDown}}
-	}
+	attached, detached, silent, refused := attachedStandby, detachedStandby, silentMember, refusedMember
 	// failover: fenced 40 s ago (its lease, 10 s, from the fence is over), with
 	// the members detached the given seconds ago (-1: recorded, not
 	// found detached yet).

@@ -11,21 +11,29 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 )
 
+// Members as a failover's fence sees them: a standby streaming from the
+// old primary, one detached from it, a member that does not answer in
+// time, one that refuses connections.
+func attachedStandby(name string, recv uint64) pgMember {
+	return pgMember{Name: name, Label: contract.RoleReplica, Probe: pgProbe{Reach: reachUp, InRecovery: true, Streaming: true, Receiving: true,
+		Upstream: "host=10.0.0.1 port=5432", Received: recv, Replayed: recv}}
+}
+
+func detachedStandby(name string, recv uint64) pgMember {
+	return pgMember{Name: name, Label: contract.RoleReplica, Probe: pgProbe{Reach: reachUp, InRecovery: true, Received: recv, Replayed: recv}}
+}
+
+func silentMember(name, label string) pgMember {
+	return pgMember{Name: name, Label: label, Probe: pgProbe{Reach: reachTimeout}}
+}
+
+func refusedMember(name, label string) pgMember {
+	return pgMember{Name: name, Label: label, Probe: pgProbe{Reach: reachDown}}
+}
+
 func TestSyncFence(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	attached := func(name string, recv uint64) pgMember {
-		return pgMember{Name: name, Label: contract.RoleReplica, Probe: pgProbe{Reach: reachUp, InRecovery: true, Streaming: true, Receiving: true,
-			Upstream: "host=10.0.0.1 port=5432", Received: recv, Replayed: recv}}
-	}
-	detached := func(name string, recv uint64) pgMember {
-		return pgMember{Name: name, Label: contract.RoleReplica, Probe: pgProbe{Reach: reachUp, InRecovery: true, Received: recv, Replayed: recv}}
-	}
-	silent := func(name, label string) pgMember {
-		return pgMember{Name: name, Label: label, Probe: pgProbe{Reach: reachTimeout}}
-	}
-	refused := func(name, label string) pgMember {
-		return pgMember{Name: name, Label: label, Probe: pgProbe{Reach: reachDown}}
-	}
+	attached, detached, silent, refused := attachedStandby, detachedStandby, silentMember, refusedMember
 	noPromote := func(m pgMember) pgMember { m.NoPromote = true; return m }
 	failover := func(detached ...string) *pgFailover {
 		f := &pgFailover{From: "a", Reason: "the primary a does not answer in time for 10s", FencedAt: t0.Add(-time.Second)}
