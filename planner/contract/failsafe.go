@@ -36,6 +36,13 @@ func FailsafeReadSQL() string {
       AND c LIKE '` + PostgresFailsafeSetting + `=%' LIMIT 1), '')`
 }
 
+// WriteTimelineSQL is an expression for the timeline a primary writes on
+// (the first eight hex digits of its current WAL file's name), 0 on a
+// standby: the timeline a Failsafe names, read alike by the runtime and
+// the primary.
+const WriteTimelineSQL = `CASE WHEN pg_is_in_recovery() THEN 0
+    ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int8 END`
+
 // FailsafeWriteSQL sets the failsafe value f (formatted by Failsafe.String,
 // whose names are DNS labels: nothing to quote). The commit waits for no
 // synchronous standby: one that is down must not hold the runtime up, and

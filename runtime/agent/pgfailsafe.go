@@ -60,7 +60,7 @@ func failsafeWant(members []pgMember, p pgMember) string {
 		names = append(names, m.Name)
 	}
 	slices.Sort(names)
-	return contract.Failsafe{Primary: p.Name, Timeline: p.Probe.WriteTimeline, Members: slices.Compact(names)}.String()
+	return contract.Failsafe{Primary: p.Name, Timeline: p.Probe.WriteTimeline, Members: names}.String()
 }
 
 // recordFailsafe is the failsafe values the primary named primary may
@@ -139,11 +139,8 @@ func failsafeFence(v pgView, f *pgFailover, sets []contract.Failsafe) (a pgActio
 // detachedAt is when m was detached from the failover's old primary,
 // while m answers as detached.
 func detachedAt(f *pgFailover, m pgMember) (time.Time, bool) {
-	i := slices.IndexFunc(f.Detached, func(d pgDetached) bool { return d.Member == m.Name })
-	if i < 0 || f.Detached[i].At.IsZero() || !m.replica() || m.Probe.Upstream != "" || m.Probe.Receiving {
-		return time.Time{}, false
-	}
-	return f.Detached[i].At, true
+	d, ok := detachedRecord(f, m)
+	return d.At, ok && !d.At.IsZero()
 }
 
 func later(a, b time.Time) time.Time {

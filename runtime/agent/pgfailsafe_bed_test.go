@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -176,9 +177,9 @@ func waitFailsafe(pc *pgCluster, old, members int) {
 		if len(st.FailsafeSets) != 1 {
 			return fmt.Errorf("failsafe lists %q", st.FailsafeSets)
 		}
-		parts := strings.Split(st.FailsafeSets[0], " ")
-		if parts[0] != "pg-"+strconv.Itoa(old) || len(parts) != 3 || len(strings.Split(parts[2], ",")) != members {
-			return fmt.Errorf("failsafe list %q", st.FailsafeSets[0])
+		f, _, err := contract.ParseFailsafe(st.FailsafeSets[0])
+		if err != nil || f.Primary != "pg-"+strconv.Itoa(old) || len(f.Members) != members {
+			return fmt.Errorf("failsafe list %q (%v)", st.FailsafeSets[0], err)
 		}
 		return nil
 	})

@@ -112,8 +112,7 @@ var probeSQL = `SELECT pg_is_in_recovery(),
     ELSE COALESCE((SELECT min(substr(name, 9)) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'), '') END,
   (SELECT setting::int8 FROM pg_settings WHERE name = 'wal_segment_size'),
   ` + contract.FailsafeReadSQL() + `,
-  CASE WHEN pg_is_in_recovery() THEN 0
-    ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int8 END
+  ` + contract.WriteTimelineSQL + `
 FROM pg_stat_archiver a`
 
 // probeMembers asks every pod's member at once; a pod without an address,

@@ -28,18 +28,14 @@ func frozenPrimarySync(t *testing.T, cp *testbed.ControlPlane) {
 	w.waitRows(pc, "rows written", 50)
 	took, old := freezeAndWrite(pc, 1_000_000)
 	t.Logf("SIGSTOP of pg-%d, cut off from the API server, to the first write through -rw: %s", old, took)
-	evs, err := pc.c.CoreV1().Events(pc.ns).List(context.Background(), metav1.ListOptions{})
+	detached, err := eventsWithReason(pc, ReasonStandbysDetached)
 	if err != nil {
 		t.Fatal(err)
 	}
-	detached := 0
-	for _, e := range evs.Items {
-		if e.Reason == ReasonStandbysDetached {
-			detached++
-			t.Logf("event %s: %s", e.Reason, e.Message)
-		}
+	for _, m := range detached {
+		t.Logf("event %s: %s", ReasonStandbysDetached, m)
 	}
-	if detached == 0 {
+	if len(detached) == 0 {
 		t.Errorf("no %s event: the failover did not use the synchronous fence", ReasonStandbysDetached)
 	}
 	pc.signal(old, syscall.SIGCONT)

@@ -103,8 +103,18 @@ func syncFence(v pgView, f *pgFailover) (a pgAction, ok bool, why string) {
 // isDetached: the runtime detached m from the failover's old primary, and
 // m answers as a replica with no primary_conninfo and no WAL receiver.
 func isDetached(f *pgFailover, m pgMember) bool {
-	recorded := slices.ContainsFunc(f.Detached, func(d pgDetached) bool { return d.Member == m.Name })
-	return recorded && m.replica() && m.Probe.Upstream == "" && !m.Probe.Receiving
+	_, ok := detachedRecord(f, m)
+	return ok
+}
+
+// detachedRecord is the runtime's record of detaching m from the
+// failover's old primary, while m answers as detached.
+func detachedRecord(f *pgFailover, m pgMember) (pgDetached, bool) {
+	i := slices.IndexFunc(f.Detached, func(d pgDetached) bool { return d.Member == m.Name })
+	if i < 0 || !m.replica() || m.Probe.Upstream != "" || m.Probe.Receiving {
+		return pgDetached{}, false
+	}
+	return f.Detached[i], true
 }
 
 // fenceTarget is the detached standby to promote: the one with the most

@@ -75,10 +75,8 @@ func (fs *failsafe) observe(r failsafeRead) time.Time {
 		*fs = *newFailsafe(fs.self)
 		return time.Time{}
 	}
-	for _, m := range f.Members {
-		if m == fs.self {
-			continue
-		}
+	others := f.Others()
+	for _, m := range others {
 		rep, now := r.replies[m]
 		was, before := fs.prev[m]
 		if now && before && rep.After(was) && !fs.prevSent.IsZero() {
@@ -95,7 +93,7 @@ func (fs *failsafe) observe(r failsafeRead) time.Time {
 	}
 	fs.prevSent = r.sent
 	renewed := r.sent
-	for _, m := range f.Others() {
+	for _, m := range others {
 		at, ok := fs.follow[m]
 		if !ok {
 			return time.Time{}
@@ -108,8 +106,7 @@ func (fs *failsafe) observe(r failsafeRead) time.Time {
 // failsafeSQL reads the setting, the timeline the server writes on, and
 // each standby's last reply.
 var failsafeSQL = `SELECT ` + contract.FailsafeReadSQL() + `,
-  CASE WHEN pg_is_in_recovery() THEN 0
-    ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int8 END,
+  ` + contract.WriteTimelineSQL + `,
   COALESCE((SELECT array_agg(application_name) FROM pg_stat_replication WHERE reply_time IS NOT NULL), '{}'),
   COALESCE((SELECT array_agg((extract(epoch FROM reply_time) * 1000000)::int8) FROM pg_stat_replication WHERE reply_time IS NOT NULL), '{}')`
 

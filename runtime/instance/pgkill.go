@@ -17,23 +17,17 @@ import (
 // postmaster is stopped first so it starts no more children, then each
 // child's process group (its own children: an archive command's shell)
 // and the postmaster are killed.
-func KillPostmaster(pid int) {
-	_ = syscall.Kill(pid, syscall.SIGSTOP)
-	for _, c := range childrenOf(pid) {
-		_ = syscall.Kill(-c, syscall.SIGKILL)
-		_ = syscall.Kill(c, syscall.SIGKILL)
-	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-}
+func KillPostmaster(pid int) { SignalServer(pid, syscall.SIGKILL) }
 
 // SignalServer sends sig to a PostgreSQL server's postmaster and every
 // process it started, each a process group of its own (KillPostmaster):
-// SIGSTOP freezes the whole server as a hung host would, its open
-// sessions and WAL senders too; SIGCONT lets it all go on. The postmaster
-// is stopped first, so it starts no child in between.
+// SIGKILL kills the whole server, SIGSTOP freezes it as a hung host
+// would, its open sessions and WAL senders too, and SIGCONT lets it all
+// go on. For the first two the postmaster is stopped first, so it starts
+// no child in between.
 func SignalServer(pid int, sig syscall.Signal) {
-	if sig == syscall.SIGSTOP {
-		_ = syscall.Kill(pid, sig)
+	if sig == syscall.SIGKILL || sig == syscall.SIGSTOP {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
 	}
 	for _, c := range childrenOf(pid) {
 		_ = syscall.Kill(-c, sig)
