@@ -1,20 +1,61 @@
 # cairn — build and test. `make test` runs every test; CI runs exactly that.
+#
+# The tests come in three tiers (docs/testing.md "Tiers"), each one
+# command; `make test` runs them all, with the checks beside them:
+#   make check             gofmt, vet, `go test -short ./...`: pure code, the
+#                          fuzzers' seeds, tests against a control plane
+#   make test-integration  every test but the real-node ones: real PostgreSQL
+#                          15 (13 too for the tests marked per major), etcd
+#   make test-e2e          the real-node walkthroughs (TestRealNode*), in
+#                          E2E_SHARDS processes side by side
 
 GO       ?= go
 FUZZTIME ?= 20s
 PKGS     := ./...
-# The suites that run PostgreSQL members; unit runs them on 15, then on 13.
+# The packages with tests marked testbed.PerMajor: test-integration runs
+# them on PostgreSQL 15, then those tests again on 13.
 PG_PKGS  := ./runtime/instance ./runtime/backup ./runtime/agent
+# How many real-node tests run side by side (each takes a node slot,
+# about 2 GiB and, in its busiest minute, most of a core).
+E2E_SHARDS ?= 2
 
-.PHONY: all build test vet fmt-check unit race fuzz bench generate clean testbin testbin-kube testbin-pg13 testbin-crds testbin-node image image-test
+.PHONY: all build test check test-integration test-e2e vet fmt-check race fuzz bench generate clean testbin testbin-kube testbin-pg13 testbin-crds testbin-node image image-test
 
 all: build
 
 build:
 	$(GO) build -o bin/cairn ./cmd/cairn
 
-## test: everything CI checks: formatting, vet, unit tests, a bounded fuzz run.
-test: fmt-check vet monitoring unit race fuzz image-test
+## test: every tier and every check CI makes: formatting, vet, the alert
+## rules, the integration and e2e tiers side by side (their output each in
+## one piece, the integration tier's first), the race detector, a bounded
+## fuzz run and the image tool's tests.
+test: fmt-check vet monitoring
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-integration test-e2e
+	$(MAKE) --no-print-directory race fuzz image-test
+
+## check: the inner loop, a few minutes once the control plane is built:
+## gofmt, vet and `go test -short ./...`, which runs every pure test, the
+## fuzzers' seed corpora and the tests that need only a control plane;
+## a test that needs a database member or a real node skips, naming the
+## target that runs it. On a machine with only Go it skips what needs a
+## program not built (testbed.Missing) and passes.
+check: fmt-check vet testbin testbin-kube testbin-crds .cache/bin/promtool
+	GO=$(GO) .ci/gotest -short -count=1 $(PKGS)
+
+## test-integration: every test but the real-node ones: the check tier's
+## and those with real PostgreSQL (15) and etcd (3.4-3.7) members, then
+## the tests marked per major (testbed.PerMajor) once more on PostgreSQL 13.
+test-integration: testbin testbin-kube testbin-pg13 testbin-crds .cache/bin/promtool
+	GO=$(GO) .ci/gotest -count=1 -timeout 40m -skip '^TestRealNode' $(PKGS)
+	@echo "test-integration: the PostgreSQL suites again, on PostgreSQL 13"
+	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin GO=$(GO) .ci/gotest -count=1 -timeout 40m -skip '^TestRealNode' $(PG_PKGS)
+
+## test-e2e: the real-node walkthroughs (TestRealNode*: kubelet,
+## containerd, Flux, the images `make image` builds), dealt into
+## E2E_SHARDS processes that run side by side (.ci/e2e).
+test-e2e: testbin testbin-kube testbin-pg13 testbin-crds testbin-node image
+	GO=$(GO) E2E_SHARDS=$(E2E_SHARDS) .ci/e2e
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -22,15 +63,6 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
-
-# cmd/cairn, with the walkthroughs on the real node, takes about 25
-# minutes on 2 cores: the timeout leaves room for a loaded machine.
-# .ci/gotest keeps each run's output in .cache/logs/ and repeats what
-# failed at its end.
-unit: testbin testbin-kube testbin-pg13 testbin-crds testbin-node image
-	GO=$(GO) .ci/gotest -count=1 -timeout 60m $(PKGS)
-	@echo "unit: the PostgreSQL suites again, on PostgreSQL 13"
-	CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin GO=$(GO) .ci/gotest -count=1 -timeout 40m $(PG_PKGS)
 
 ## race: what runs side by side, under the race detector: renders from a
 ## cold start (kustomize builds share no lock, renderer/build.go) and the

@@ -17,6 +17,7 @@ import (
 // and peerURL is the peer URL it was restored with.
 func EtcdMember(t testing.TB, name, dir, peerURL string) (string, *clientv3.Client) {
 	t.Helper()
+	Require(t, TierIntegration, "an etcd member")
 	curl := "http://127.0.0.1:" + strconv.Itoa(freePort(t))
 	args := []string{"--name", name, "--data-dir", dir, "--listen-client-urls", curl, "--advertise-client-urls", curl}
 	if peerURL == "" {

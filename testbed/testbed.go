@@ -48,7 +48,7 @@ func Bin(t testing.TB, name string) string {
 	t.Helper()
 	p, err := FindBin(name)
 	if err != nil {
-		t.Fatalf("%v: run `make testbin testbin-kube`", err)
+		Missing(t, err, BinTarget(name))
 	}
 	return p
 }
@@ -527,12 +527,16 @@ func (cp *ControlPlane) apply(t testing.TB, namespace string, override bool, str
 }
 
 // PostgresBin is the folder of the PostgreSQL programs a test runs:
-// $CAIRN_PG_BIN when it is set (the Makefile runs the PostgreSQL suites
-// once more with PostgreSQL 13's), else PostgreSQL 15's. It fails the
-// test when the folder has no postgres.
+// $CAIRN_PG_BIN when it is set (the Makefile runs the tests marked
+// PerMajor once more with PostgreSQL 13's; the others skip there), else
+// PostgreSQL 15's. It fails the test when the folder has no postgres,
+// and skips it with -short (a PostgreSQL member is of the integration
+// tier).
 func PostgresBin(t testing.TB) string {
 	t.Helper()
+	Require(t, TierIntegration, "PostgreSQL")
 	if bin := os.Getenv("CAIRN_PG_BIN"); bin != "" {
+		skipUnlessPerMajor(t)
 		return checkPostgresBin(t, bin, "set by $CAIRN_PG_BIN")
 	}
 	return PostgresBinFor(t, 15)
@@ -543,6 +547,10 @@ func PostgresBin(t testing.TB) string {
 // bed has none.
 func PostgresBinFor(t testing.TB, major int) string {
 	t.Helper()
+	Require(t, TierIntegration, fmt.Sprintf("PostgreSQL %d", major))
+	if os.Getenv("CAIRN_PG_BIN") != "" {
+		skipUnlessPerMajor(t)
+	}
 	bin, err := LookupPostgresBin(major)
 	if err != nil {
 		t.Fatal(err)
@@ -590,7 +598,7 @@ func (cp *ControlPlane) InstallCRD(t testing.TB, file string) {
 	p := filepath.Join(filepath.Dir(self), "..", ".cache", "crds", file)
 	stream, err := os.ReadFile(p)
 	if err != nil {
-		t.Fatalf("%v: run `make testbin-crds`", err)
+		Missing(t, err, "make testbin-crds")
 	}
 	var crd struct {
 		Spec struct {

@@ -68,14 +68,14 @@ func TestEtcdUpgradeChain(t *testing.T) {
 	t.Logf("merge (or spec push) to next pull request: %s", strings.Join(l.timings, ", "))
 }
 
-// needEtcd skips the test when an etcd binary of an older minor is not in
-// .cache/bin (make testbin builds and fetches them).
+// needEtcd stops the test when an etcd binary of an older minor is not in
+// .cache/bin (make testbin builds and fetches them): a skip with -short,
+// a failure otherwise.
 func needEtcd(t *testing.T, bins ...string) {
 	t.Helper()
+	testbed.Require(t, testbed.TierIntegration, "etcd members")
 	for _, b := range bins {
-		if _, err := testbed.FindBin(b); err != nil {
-			t.Skipf("%v: run `make testbin`", err)
-		}
+		testbed.Bin(t, b)
 	}
 }
 

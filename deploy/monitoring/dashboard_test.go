@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // The dashboard's data source: a variable of type datasource, which every
@@ -224,10 +226,7 @@ var grafanaVars = strings.NewReplacer(
 // TestDashboardQueriesParse has promtool parse every query of the
 // dashboard (as recording rules), with its variables filled in.
 func TestDashboardQueriesParse(t *testing.T) {
-	promtool := filepath.Join(repoRoot, ".cache", "bin", "promtool")
-	if _, err := os.Stat(promtool); err != nil {
-		t.Skipf("promtool not built (make .cache/bin/promtool): %v", err)
-	}
+	promtool := testbed.Bin(t, "promtool")
 	var b strings.Builder
 	b.WriteString("groups:\n  - name: dashboard\n    rules:\n")
 	for i, q := range queries(t, loadDashboard(t)) {

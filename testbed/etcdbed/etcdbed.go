@@ -50,6 +50,7 @@ type Bed struct {
 // New returns a bed for namespace ns of cp.
 func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *Bed {
 	t.Helper()
+	testbed.Require(t, testbed.TierIntegration, "etcd members")
 	bins := map[string]string{"3.7": testbed.Bin(t, "etcd")}
 	// The older minors, for the upgrade chain and downgrades: 3.4 from
 	// Debian's package, 3.5 and 3.6 built like 3.7 (make testbin).

@@ -2,6 +2,7 @@ package fluxbed
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -48,9 +49,10 @@ type Flux struct {
 // controllers; they stop when the test ends.
 func Start(t testing.TB, cp *testbed.ControlPlane) *Flux {
 	t.Helper()
+	testbed.Require(t, testbed.TierE2E, "Flux")
 	entries, err := os.ReadDir(crdDir())
 	if err != nil {
-		t.Fatalf("Flux's CRDs: %v: run `make testbin-node`", err)
+		testbed.Missing(t, fmt.Errorf("Flux's CRDs: %w", err), "make testbin-node")
 	}
 	for _, e := range entries {
 		if filepath.Ext(e.Name()) == ".yaml" {

@@ -61,6 +61,7 @@ func Start(t testing.TB, images ...string) *Cluster {
 // it.
 func StartNodes(t testing.TB, n int, images ...string) *Cluster {
 	t.Helper()
+	testbed.Require(t, testbed.TierE2E, "a real node")
 	checkMachine(t)
 	if n < 1 || n > slots {
 		t.Fatalf("a cluster of %d nodes", n)
@@ -161,11 +162,11 @@ func Image(t testing.TB, name string) string {
 	t.Helper()
 	bin, err := testbed.FindBin("kubelet")
 	if err != nil {
-		t.Fatalf("%v: run `make testbin-node`", err)
+		testbed.Missing(t, err, "make testbin-node")
 	}
 	p := filepath.Join(filepath.Dir(filepath.Dir(bin)), "images", name+".tar")
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("image archive %s: %v: run `make image`", p, err)
+		testbed.Missing(t, fmt.Errorf("image archive %s: %w", p, err), "make image")
 	}
 	return p
 }
