@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +41,10 @@ type ControlPlane struct {
 	dir   string
 	// users holds the tokens of Options.Node's users, by name.
 	users map[string]string
+	// shared is set on a package's shared control plane (Shared), whose
+	// tests each get namespaces of their own; names holds those made.
+	shared bool
+	names  sync.Map
 }
 
 // Bin returns the path of a test binary in the repo's .cache/bin, failing
@@ -422,9 +427,15 @@ func writeKey(t testing.TB, path string) {
 }
 
 // Namespace creates a namespace for a test, with the default
-// ServiceAccount the controller-manager would otherwise create.
+// ServiceAccount the controller-manager would otherwise create, and
+// returns its name: name itself, or on a shared control plane (Shared)
+// where another test made name already, name-2, name-3...: use the name
+// it returns.
 func (cp *ControlPlane) Namespace(t testing.TB, name string) string {
 	t.Helper()
+	if cp.shared {
+		name = cp.freeName(name)
+	}
 	c := cp.Client(t)
 	if _, err := c.CoreV1().Namespaces().Create(context.Background(), namespace(name), createOpts); err != nil {
 		t.Fatal(fmt.Errorf("create namespace %s: %w", name, err))
@@ -435,6 +446,20 @@ func (cp *ControlPlane) Namespace(t testing.TB, name string) string {
 		t.Fatal(fmt.Errorf("create the default ServiceAccount of %s: %w", name, err))
 	}
 	return name
+}
+
+// freeName is name, or name-N for the lowest N from 2 up, whichever no
+// test of the package has taken.
+func (cp *ControlPlane) freeName(name string) string {
+	for i := 1; ; i++ {
+		n := name
+		if i > 1 {
+			n = fmt.Sprintf("%s-%d", name, i)
+		}
+		if _, taken := cp.names.LoadOrStore(n, true); !taken {
+			return n
+		}
+	}
 }
 
 // Kubeconfig writes a kubeconfig file for the control plane with the

@@ -24,7 +24,7 @@ import (
 // state the plan was made from. So no spec change reaches a running
 // cluster except through a step of its own.
 func TestTheBaseIsWhatRuns(t *testing.T) {
-	cp := testbed.Start(t)
+	cp := testbed.Shared(t, testbed.Options{})
 	cp.InstallCRD(t, "cert-manager.io_certificates.yaml")
 	c := cp.Client(t)
 	pl := newPlanner()

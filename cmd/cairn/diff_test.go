@@ -25,7 +25,7 @@ var serverAssigned = regexp.MustCompile(`\b10\.96\.\d+\.\d+\b`)
 // (exit 0); a hand edit of a live object shows as the change cairn's tree
 // would undo.
 func TestDiffAgainstARealAPIServer(t *testing.T) {
-	cp := testbed.Start(t)
+	cp := testbed.Shared(t, testbed.Options{})
 	ns := cp.Namespace(t, "diff")
 	kc := cp.Kubeconfig(t)
 	repo := writeRepo(t, map[string]string{"clusters/my-etcd-cluster.yaml": exampleFiles(t)["clusters/my-etcd-cluster.yaml"]})

@@ -18,7 +18,7 @@ import (
 // kinds) is accepted by a real kube-apiserver: a server-side dry-run apply
 // validates schemas, defaults and admission without storing anything.
 func TestRenderedOverlaysPassServerSideDryRun(t *testing.T) {
-	cp := testbed.Start(t)
+	cp := testbed.Shared(t, testbed.Options{})
 	ns := cp.Namespace(t, "dry-run")
 	cp.Namespace(t, "db") // the namespace some golden specs name
 	// The monitoring goldens' PodMonitor, checked against the Prometheus
@@ -59,7 +59,7 @@ func TestRenderedOverlaysPassServerSideDryRun(t *testing.T) {
 // server-side applies, as Flux or Argo CD would sync each merged step,
 // succeeds: no step changes a field Kubernetes does not let change.
 func TestStepsApplyInOrder(t *testing.T) {
-	cp := testbed.Start(t)
+	cp := testbed.Shared(t, testbed.Options{})
 	cp.InstallCRD(t, "cert-manager.io_certificates.yaml")
 	root := "../../renderer/testdata"
 	cases, err := os.ReadDir(root)

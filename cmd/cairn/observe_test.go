@@ -16,7 +16,7 @@ import (
 
 // cairn plan reads the live state from a real API server.
 func TestPlanWithKubeconfig(t *testing.T) {
-	cp := testbed.Start(t)
+	cp := testbed.Shared(t, testbed.Options{})
 	c := cp.Client(t)
 	ns := cp.Namespace(t, "db")
 	ctx := context.Background()

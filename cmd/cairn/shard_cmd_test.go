@@ -68,7 +68,7 @@ current-context: c
 // shard and publishes the cluster; stopped (SIGINT, SIGTERM), it
 // releases its Leases after its loop has stopped, and exits cleanly.
 func TestShardedReconcileCommand(t *testing.T) {
-	cp := testbed.Start(t)
+	cp := testbed.Shared(t, testbed.Options{})
 	ns := cp.Namespace(t, "cairn")
 	bare := gitbed.New(t, etcdSpec("kv", 3))
 	ctx, cancel := context.WithCancel(context.Background())

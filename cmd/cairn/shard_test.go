@@ -80,7 +80,7 @@ func shardSpecs(shards, least, size int) (map[string]string, map[string]plan.Clu
 }
 
 func newShardFleet(t *testing.T, shards int) *shardFleet {
-	cp := testbed.Start(t)
+	cp := testbed.Shared(t, testbed.Options{})
 	f := &shardFleet{t: t, cp: cp, ns: cp.Namespace(t, "cairn"), shards: shards, replicas: map[string]*shardReplica{},
 		opened: map[string][]string{}, published: map[string]map[string]time.Time{}, shardedLogs: testbed.Logger(t, slog.LevelWarn)}
 	srv, err := gittestserver.NewTempGitServer()

@@ -18,7 +18,7 @@ import (
 // status ConfigMap on a real API server, shows it in a LAG column, and
 // says nothing of a cluster whose runtime reported none.
 func TestStatusShowsReplicaLag(t *testing.T) {
-	cp := testbed.Start(t)
+	cp := testbed.Shared(t, testbed.Options{})
 	ns := cp.Namespace(t, "db")
 	c := cp.Client(t)
 	ctx := context.Background()

@@ -132,7 +132,7 @@ func TestTerminal(t *testing.T) {
 		t.Errorf("status piped differs from testdata/status-fleet.txt:\n%s", piped)
 	}
 
-	cp := testbed.Start(t)
+	cp := testbed.Shared(t, testbed.Options{})
 	ns := cp.Namespace(t, "tty")
 	r = startOnPTY(t, bin, "backup", "run", "kv", "--kubeconfig", cp.Kubeconfig(t), "--namespace", ns)
 	r.waitFor(t, "waiting up to 30m0s for the runtime of kv to take backup manual-", 30*time.Second)

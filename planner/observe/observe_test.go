@@ -98,7 +98,7 @@ func deploy(t *testing.T, c kubernetes.Interface, ns, name, app, image string, r
 }
 
 func TestObserveARealAPIServer(t *testing.T) {
-	cp := testbed.Start(t)
+	cp := testbed.Shared(t, testbed.Options{})
 	c := cp.Client(t)
 	ns := cp.Namespace(t, "db")
 	deploy(t, c, ns, "e", "etcd", "quay.io/coreos/etcd:v3.5.21", []bool{true, true, false}, nil, []string{"16Gi", "8Gi", "8Gi"}, []string{"16Gi", "8Gi", "8Gi"},

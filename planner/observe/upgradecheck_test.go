@@ -21,7 +21,7 @@ import (
 // and refused with pg_upgrade's reason from its pod's termination
 // message; a cluster without one has none.
 func TestObserveUpgradeCheck(t *testing.T) {
-	cp := testbed.Start(t)
+	cp := testbed.Shared(t, testbed.Options{})
 	c := cp.Client(t)
 	ctx := context.Background()
 	ns := cp.Namespace(t, "db")
