@@ -24,10 +24,10 @@ const MaxReplicas = 1000
 // describe a whole fleet (a cluster takes 300 to 800 bytes: 4 MiB holds
 // the 5,000 clusters a repo may have), so it gets more room than a
 // hand-written spec, still within a fixed budget of time and memory:
-// values are counted while the file is parsed, so a file holding more is
-// refused at the 1,000,001st for about 250 MB allocated, and the costliest
-// file within the limits (1,000,000 values, each decoded) about 0.84 GB
-// and 3 s, once (BenchmarkWorstLive).
+// parsing allocates up to about 125 bytes per byte read, so the densest
+// 4 MiB file is refused at its 1,000,001st value for about 525 MB
+// allocated, and the costliest file within the limits (1,000,000 values,
+// each decoded) costs about 0.84 GB and 3 s, once (BenchmarkWorstLive).
 var Limits = strictyaml.Limits{MaxBytes: 4 << 20, MaxDocuments: 2, MaxNodes: 1_000_000, MaxDepth: 32, MaxFileValues: 1_000_000}
 
 // ReadFile reads an observed-state file: a regular file within

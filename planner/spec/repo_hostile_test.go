@@ -68,7 +68,7 @@ func repoShapes() []repoShape {
 			want:  "c50.yaml: not read: 50 problems already; fix those first", maxAlloc: 4 << 20},
 		{name: "8 MiB of the densest specs", limits: RepoLimits,
 			build: manyFiles("clusters", 8, func(i int) string { return fmt.Sprintf("c%d.yaml", i) }, func(int) string { return worstSpecs()[0].in }),
-			want:  "clusters/c0.yaml:1:40000: the document holds more than 20000 values", maxAlloc: 80 << 20},
+			want:  "clusters/c0.yaml:1:40000: the document holds more than 20000 values", maxAlloc: 8 * 160 << 20},
 		{name: "folders 200 deep", limits: RepoLimits,
 			build: func(t *testing.T, repo string) {
 				writeFile(t, filepath.Join(repo, "clusters", strings.Repeat("d/", 200), "db.yaml"), pgHead)

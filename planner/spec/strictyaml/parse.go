@@ -2,7 +2,9 @@ package strictyaml
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,21 +15,23 @@ import (
 
 // Limits bound the work and memory one file may cost.
 type Limits struct {
-	// MaxBytes is the largest file accepted.
+	// MaxBytes is the largest file accepted. Checked before parsing, it
+	// bounds what parsing costs: yaml.v3 allocates up to about 125 bytes
+	// per byte read.
 	MaxBytes int
 	// MaxDocuments is the most YAML documents one file may hold.
 	MaxDocuments int
 	// MaxNodes is the most nodes decoding one document may visit, counting
 	// every expansion of an alias. Parse refuses a document that holds more
-	// values as written (Decode would visit each one), while building it.
+	// values as written: Decode would visit each one.
 	MaxNodes int
 	// MaxDepth is the deepest nesting decoding follows.
 	MaxDepth int
 	// MaxFileValues is the most values (scalars, aliases, lists and
 	// mappings as written, keys not counted) all documents of one file
-	// may hold together. Counted while the trees are built, it bounds the
-	// memory parsing costs: about 250 bytes per node, and a file holds at
-	// most two nodes per value (a key and its value) besides its documents.
+	// may hold together, so that decoding a file of many documents stays
+	// within a budget too. A file Parse accepts holds at most two nodes
+	// per value (a key and its value) besides its documents.
 	MaxFileValues int
 }
 
@@ -50,10 +54,12 @@ type Document struct {
 	Root *yaml.Node
 }
 
-// Parse splits a file into its non-empty YAML documents. It counts their
-// values as it builds them and refuses the file where it crosses
-// lim.MaxNodes in a document or lim.MaxFileValues in all, so that parsing
-// costs no more than the limits allow.
+// Parse splits a file into its non-empty YAML documents. yaml.v3 builds
+// each document's tree, one document at a time; Parse then counts the
+// tree's values and refuses the file at the first value past lim.MaxNodes
+// in a document or lim.MaxFileValues in all, and at the document past
+// lim.MaxDocuments. lim.MaxBytes, checked first, bounds what parsing
+// costs.
 func Parse(file string, data []byte, lim Limits) (docs []Document, errs ErrorList) {
 	if len(data) > lim.MaxBytes {
 		return nil, ErrorList{{File: file, Msg: fmt.Sprintf("file is %d bytes; the limit is %d", len(data), lim.MaxBytes)}}
@@ -67,30 +73,42 @@ func Parse(file string, data []byte, lim Limits) (docs []Document, errs ErrorLis
 			errs = ErrorList{{File: file, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}}
 		}
 	}()
-	b := newBuilder(file, data, lim)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	c := counter{file: file, lim: lim}
 	for i := 0; ; i++ {
-		n, err := b.document()
-		if err != nil {
-			return nil, ErrorList{err}
-		}
-		if n == nil {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
 			return docs, nil
+		}
+		if err != nil {
+			return nil, ErrorList{syntaxError(file, data, err)}
+		}
+		if err := c.document(&n); err != nil {
+			return nil, ErrorList{err}
 		}
 		if i >= lim.MaxDocuments {
 			return nil, ErrorList{{File: file, Line: n.Line, Col: n.Column, Msg: fmt.Sprintf("more than %d documents in one file", lim.MaxDocuments)}}
 		}
-		root := n
-		if root.Kind == yaml.DocumentNode {
-			if len(root.Content) == 0 {
-				continue
-			}
-			root = root.Content[0]
+		if root := documentRoot(&n); root != nil {
+			docs = append(docs, Document{File: file, Index: i, Root: root})
 		}
-		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
-			continue // an empty document, e.g. after a trailing "---"
-		}
-		docs = append(docs, Document{File: file, Index: i, Root: root})
 	}
+}
+
+// documentRoot returns a document's top node, or nil for an empty
+// document (e.g. after a trailing "---").
+func documentRoot(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil
+		}
+		n = n.Content[0]
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return nil
+	}
+	return n
 }
 
 // checkBytes refuses input that is not text before the YAML parser sees it,
