@@ -10,6 +10,17 @@ import (
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
+// Etcd is the strategy of EtcdCluster.
+func Etcd() Strategy { return etcdStrategy{} }
+
+type etcdStrategy struct{}
+
+func (etcdStrategy) Kind() string { return spec.EtcdKind }
+
+func (etcdStrategy) Plan(c spec.Cluster, obs *live.Cluster, want Want) Result {
+	return planEtcd(c.(*spec.EtcdCluster), obs, want)
+}
+
 // etcdModel is the settled shape of an etcd cluster while steps are
 // planned: voters at ordinals 0..size-1, all at version.
 type etcdModel struct {

@@ -10,6 +10,17 @@ import (
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
+// Postgres is the strategy of PostgresCluster.
+func Postgres() Strategy { return postgresStrategy{} }
+
+type postgresStrategy struct{}
+
+func (postgresStrategy) Kind() string { return spec.PostgresKind }
+
+func (postgresStrategy) Plan(c spec.Cluster, obs *live.Cluster, want Want) Result {
+	return planPostgres(c.(*spec.PostgresCluster), obs, want)
+}
+
 // pgModel is the settled shape of a PostgreSQL cluster while steps are
 // planned: members at ordinals 0..size-1, all at version, one primary.
 type pgModel struct {

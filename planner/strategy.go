@@ -15,7 +15,7 @@ import (
 // spec. The Planner adds what every kind shares: window gates, policy
 // decisions, fingerprints and IDs.
 type Strategy interface {
-	// Kind is the spec kind the strategy plans (spec.EtcdKind, ...).
+	// Kind is the spec kind the strategy plans, as spec.Ref.Kind names it.
 	Kind() string
 	// Plan plans c, whose Ref().Kind is Kind(), against obs: nil when
 	// nothing of the cluster runs.
@@ -70,26 +70,4 @@ func (pl *Planner) Kinds() []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// Etcd is the strategy of EtcdCluster (etcd.go).
-func Etcd() Strategy { return etcdStrategy{} }
-
-// Postgres is the strategy of PostgresCluster (postgres.go).
-func Postgres() Strategy { return postgresStrategy{} }
-
-type etcdStrategy struct{}
-
-func (etcdStrategy) Kind() string { return spec.EtcdKind }
-
-func (etcdStrategy) Plan(c spec.Cluster, obs *live.Cluster, want Want) Result {
-	return planEtcd(c.(*spec.EtcdCluster), obs, want)
-}
-
-type postgresStrategy struct{}
-
-func (postgresStrategy) Kind() string { return spec.PostgresKind }
-
-func (postgresStrategy) Plan(c spec.Cluster, obs *live.Cluster, want Want) Result {
-	return planPostgres(c.(*spec.PostgresCluster), obs, want)
 }

@@ -17,5 +17,7 @@
 // The domain rules of the planner (etcd quorum, one member at a time, no
 // storage shrink, ...) are not policies and cannot be turned off here.
 //
-// This package imports planner/plan, planner/spec and planner/live only.
+// Imports: planner/plan, planner/spec, planner/live and
+// planner/spec/strictyaml (to decode policy files) only of cairn's, and
+// cel-go; never the planner, the renderer or the runtime.
 package policies

@@ -14,7 +14,8 @@
 // merged step's gates hold, its pull request gets one outcome comment
 // (outcome.go) through a provider that is a Commenter.
 //
-// Imports: planner/plan, planner/spec, renderer (its trees, and the builds
-// Render returns for the diff; publish never builds), publish/gitrepo.
-// Never the planner.
+// Imports: planner/plan, planner/spec, planner/live (the live state a
+// body shows), planner/contract (the Secrets and labels a step's impact
+// names), renderer (its trees, and the builds Render returns for the
+// diff; publish never builds), publish/gitrepo. Never the planner.
 package publish

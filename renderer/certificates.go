@@ -44,33 +44,17 @@ const (
 // whose spec names an issuer: the members' server certificate and the
 // client certificate cairn's clients present, in the Secrets the members
 // and the runtime read (the same names and keys as the runtime's own).
-// For PostgreSQL, a server certificate and the superuser's; for etcd, as
-// the runtime's own CA issues them (runtime/certs): a peer certificate,
-// which the members serve and present to each other (server and client
-// authentication), with the common name etcd admits peers by
-// (--peer-cert-allowed-cn), and root's.
-func certificateObjects(n names, issuer contract.IssuerRef) []Object {
+// What each certifies (names, common name, usages) is the kind's: server
+// and client come from its renderer (etcdCertificates,
+// postgresCertificates); the Secrets, lifetime, key and issuer are set
+// here, alike for every kind.
+func certificateObjects(n names, issuer contract.IssuerRef, server, client certificateSpec) []Object {
 	key := certificateKey{Algorithm: "ECDSA", Size: 256, RotationPolicy: "Always"}
 	cert := func(name, file string, spec certificateSpec) Object {
+		spec.SecretName = name
 		spec.Duration, spec.RenewBefore, spec.PrivateKey, spec.IssuerRef = certDuration, certRenewBefore, key, issuer
 		return Object{File: file, Obj: &certificate{TypeMeta: typeMeta(contract.CertificateAPIVersion, contract.CertificateKind),
 			ObjectMeta: n.meta(name, "tls"), Spec: spec}}
-	}
-	server := certificateSpec{
-		SecretName: contract.ServerTLSSecret(n.cluster),
-		DNSNames:   contract.PostgresServerNames(n.cluster, n.namespace),
-		Usages:     []string{"server auth", "digital signature"},
-	}
-	client := certificateSpec{
-		SecretName: contract.ClientTLSSecret(n.cluster),
-		CommonName: contract.PostgresSuperuser,
-		Usages:     []string{"client auth", "digital signature"},
-	}
-	if n.app == contract.AppEtcd {
-		server.CommonName = contract.EtcdPeerCommonName(n.cluster)
-		server.DNSNames = contract.EtcdServerNames(n.cluster, n.namespace)
-		server.Usages = []string{"server auth", "client auth", "digital signature"}
-		client.CommonName = contract.EtcdClientCommonName
 	}
 	return []Object{
 		cert(contract.ServerTLSSecret(n.cluster), "certificate-server.yaml", server),

@@ -18,6 +18,8 @@
 // overlay is built with sigs.k8s.io/kustomize/api (krusty) before Render
 // returns; builds may run side by side (build.go says why that is safe).
 //
-// Imports: planner/plan and planner/spec only (and Kubernetes API types).
+// Imports: planner/plan, planner/spec, planner/contract and version (the
+// default image's tag) only of cairn's (and Kubernetes API types and
+// kustomize).
 // The renderer never touches Git, GitHub or a cluster.
 package renderer

@@ -47,7 +47,7 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 	}
 	objs = append(objs, grownVolumes(n, s)...)
 	if contract.TLSOn(s.TLS) && s.TLSIssuer != nil {
-		objs = append(objs, certificateObjects(n, *s.TLSIssuer)...)
+		objs = append(objs, etcdCertificates(n, *s.TLSIssuer)...)
 	}
 	if networkRestricted(s) {
 		// Peers reach each other on both ports; the runtime and clients
@@ -57,6 +57,22 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 			peerAccess{from: []networkingv1.NetworkPolicyPeer{runtimePeer(n), clientsPeer(n)}, ports: []int32{etcdClientPort}}))
 	}
 	return append(objs, runtimeObjects(n, o, s, etcdRuntimeRules(n, s))...), nil
+}
+
+// etcdCertificates are the cluster's cert-manager Certificates
+// (certificateObjects), as the runtime's own CA issues them
+// (runtime/certs): a peer certificate, which the members serve and present
+// to each other (server and client authentication), with the common name
+// etcd admits peers by (--peer-cert-allowed-cn), and root's.
+func etcdCertificates(n names, issuer contract.IssuerRef) []Object {
+	return certificateObjects(n, issuer, certificateSpec{
+		CommonName: contract.EtcdPeerCommonName(n.cluster),
+		DNSNames:   contract.EtcdServerNames(n.cluster, n.namespace),
+		Usages:     []string{"server auth", "client auth", "digital signature"},
+	}, certificateSpec{
+		CommonName: contract.EtcdClientCommonName,
+		Usages:     []string{"client auth", "digital signature"},
+	})
 }
 
 // etcdPeerService is the headless Service that gives every member a

@@ -1,9 +1,6 @@
 package renderer
 
 import (
-	"strconv"
-
-	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 )
@@ -13,14 +10,17 @@ import (
 // shares: the base and one overlay per step, each patching the one
 // before, the entry point, PLAN.md and the kustomize builds.
 type Kind interface {
-	// Kind is the spec kind it renders (spec.EtcdKind, ...).
+	// Kind is the spec kind it renders, as spec.Ref.Kind names it.
 	Kind() string
 	// Objects are the cluster's objects, each in its own file, as they are
 	// at in.Settings.
 	Objects(c spec.Cluster, in Input) ([]Object, error)
-	// Created adjusts the settings a create step brings up (s comes from
-	// the step's parameters) with what only the kind's spec says.
-	Created(c spec.Cluster, s Settings) Settings
+	// ApplyStep returns the settings after step s of the kind's own (and
+	// after a create step: cur then holds what the step's parameters bring
+	// up, to adjust with what only the kind's spec says). The steps every
+	// kind shares never reach it (settings.go). A step kind it does not
+	// render is an error (unknownStep).
+	ApplyStep(cur Settings, c spec.Cluster, s plan.Step) (Settings, error)
 }
 
 // Input is what a Kind renders from.
@@ -37,49 +37,4 @@ type Input struct {
 type Object struct {
 	File string
 	Obj  any
-}
-
-// Etcd renders EtcdCluster (etcd.go).
-func Etcd() Kind { return etcdKind{} }
-
-// Postgres renders PostgresCluster (postgres.go).
-func Postgres() Kind { return postgresKind{} }
-
-type etcdKind struct{}
-
-func (etcdKind) Kind() string { return spec.EtcdKind }
-
-func (etcdKind) Objects(c spec.Cluster, in Input) ([]Object, error) {
-	return etcdObjects(c.(*spec.EtcdCluster), in.Settings, in.Options, in.Token, in.InitialMembers)
-}
-
-func (etcdKind) Created(c spec.Cluster, s Settings) Settings {
-	e := c.(*spec.EtcdCluster)
-	p := e.Spec.CompactionPolicy()
-	s.Compaction = &plan.CompactionSettings{Mode: p.Mode, Retention: string(p.Retention)}
-	s.SpaceQuota = strconv.FormatInt(e.Spec.QuotaBytes(), 10)
-	// A new cluster serves and requires TLS, clients and peers, from its
-	// first start, with the certificates of the spec's issuer if it names
-	// one.
-	s.TLS, s.TLSIssuer = contract.TLSRequire, e.Spec.Issuer()
-	return s
-}
-
-type postgresKind struct{}
-
-func (postgresKind) Kind() string { return spec.PostgresKind }
-
-func (postgresKind) Objects(c spec.Cluster, in Input) ([]Object, error) {
-	return postgresObjects(c.(*spec.PostgresCluster), in.Settings, in.Options, in.InitialMembers)
-}
-
-func (postgresKind) Created(c spec.Cluster, s Settings) Settings {
-	pg := c.(*spec.PostgresCluster)
-	s.Sync = pg.Spec.SynchronousStandbys
-	// A new cluster serves and requires TLS from its first start.
-	s.TLS, s.TLSIssuer = contract.TLSRequire, pg.Spec.Issuer()
-	if s.Parameters = pg.Spec.RenderedParameters(); s.Parameters != nil {
-		s.ConfigRevision = contract.ConfigRevisionWithTLS(s.Parameters, s.TLS)
-	}
-	return s
 }

@@ -53,7 +53,7 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 	}
 	objs = append(objs, grownVolumes(n, s)...)
 	if contract.TLSOn(s.TLS) && s.TLSIssuer != nil {
-		objs = append(objs, certificateObjects(n, *s.TLSIssuer)...)
+		objs = append(objs, postgresCertificates(n, *s.TLSIssuer)...)
 	}
 	objs = append(objs, memberObjects(n, s.TLS)...)
 	if u := s.UpgradeCheck; u != nil {
@@ -70,6 +70,18 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 		}))
 	}
 	return append(objs, runtimeObjects(n, o, s, postgresRuntimeRules(n, s))...), nil
+}
+
+// postgresCertificates are the cluster's cert-manager Certificates
+// (certificateObjects): a server certificate and the superuser's.
+func postgresCertificates(n names, issuer contract.IssuerRef) []Object {
+	return certificateObjects(n, issuer, certificateSpec{
+		DNSNames: contract.PostgresServerNames(n.cluster, n.namespace),
+		Usages:   []string{"server auth", "digital signature"},
+	}, certificateSpec{
+		CommonName: contract.PostgresSuperuser,
+		Usages:     []string{"client auth", "digital signature"},
+	})
 }
 
 // pgService selects the cluster's pods, narrowed by the runtime's role

@@ -147,7 +147,7 @@ func (r *Renderer) next(c spec.Cluster, cur *Settings, s plan.Step) (Settings, e
 		if s.Kind != plan.CreateCluster {
 			return Settings{}, fmt.Errorf("step %s: a cluster that does not run yet must be created first", s.ID)
 		}
-		return createSettings(k, c, s.Params.CreateCluster), nil
+		return createSettings(k, c, s)
 	}
 	return cur.apply(k, c, s)
 }

@@ -111,9 +111,11 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 	}
 }
 
-// createSettings are the Settings a create step brings up.
-func createSettings(k Kind, c spec.Cluster, cp *plan.CreateClusterParams) Settings {
-	s := Settings{
+// createSettings are the Settings create step s brings up: what its
+// parameters say, adjusted by the kind (Kind.ApplyStep).
+func createSettings(k Kind, c spec.Cluster, s plan.Step) (Settings, error) {
+	cp := s.Params.CreateCluster
+	base := Settings{
 		Replicas: cp.Members, Version: cp.Version, Storage: cp.Storage, TemplateStorage: cp.Storage,
 		Backup: backupOf(c.Common().Backup), Bootstrap: contract.BootstrapNew, Restore: cp.RestoreFrom,
 		Resources: c.Common().Resources.Contract(), StorageClass: c.Common().StorageClass,
@@ -122,7 +124,7 @@ func createSettings(k Kind, c spec.Cluster, cp *plan.CreateClusterParams) Settin
 		// volumes.
 		Network: contract.NetworkRestricted, ReadOnlyRoot: true, RuntimeReadOnlyRoot: true,
 	}
-	return k.Created(c, s)
+	return k.ApplyStep(base, c, s)
 }
 
 func backupOf(b *spec.Backup) *plan.BackupSettings {
@@ -136,14 +138,17 @@ func backupOf(b *spec.Backup) *plan.BackupSettings {
 	return s
 }
 
-// apply returns the Settings after step s.
+// apply returns the Settings after step s: the steps every kind shares
+// here, the create step's parameters here and the rest of it by the kind,
+// and each kind's own steps by the kind (Kind.ApplyStep).
 func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error) {
+	if s.Kind == plan.CreateCluster {
+		return createSettings(k, c, s)
+	}
 	next := cur
 	next.Bootstrap = contract.BootstrapExisting
 	p := s.Params
 	switch s.Kind {
-	case plan.CreateCluster:
-		return createSettings(k, c, p.CreateCluster), nil
 	case plan.ConfigureBackup:
 		next.Backup = p.ConfigureBackup.To
 	case plan.TakeBackup:
@@ -154,87 +159,51 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 		next.Version, next.Partition, next.Images = p.UpgradeMember.To, p.UpgradeMember.Partition, nil
 	case plan.ScaleIn:
 		next.Replicas = p.ScaleIn.Replicas
-	case plan.EtcdAddMember:
-		next.Replicas = p.EtcdAddMember.Replicas
-	case plan.EtcdRemoveMember:
-		next.Requests.RemoveID, next.Requests.RemoveMember = s.ID, p.EtcdRemoveMember.Member
-	case plan.PostgresAddReplica:
-		a := p.PostgresAddReplica
-		next.Replicas = a.Replicas
-		if a.Version != "" {
-			next.Version, next.Partition, next.Images = a.Version, a.Partition, nil
-		}
-	case plan.PostgresSwitchover:
-		next.Requests.SwitchoverID, next.Requests.SwitchoverTo = s.ID, p.PostgresSwitchover.To
-	case plan.PostgresMajorUpgrade:
-		from, err := spec.ParseRelease(p.PostgresMajorUpgrade.From, 2)
-		if err != nil {
-			return cur, fmt.Errorf("step %s: %w", s.ID, err)
-		}
-		next.Version, next.Replicas, next.Partition, next.UpgradeFrom = p.PostgresMajorUpgrade.To, 1, 0, from.Major
-		next.Images, next.UpgradeCheck = nil, nil
-	case plan.PostgresUpgradeCheck:
-		u := p.PostgresUpgradeCheck
-		if u.Remove {
-			next.UpgradeCheck = nil
-			break
-		}
-		from, err := spec.ParseRelease(u.From, 2)
-		if err != nil {
-			return cur, fmt.Errorf("step %s: %w", s.ID, err)
-		}
-		to, err := spec.ParseRelease(u.To, 2)
-		if err != nil {
-			return cur, fmt.Errorf("step %s: %w", s.ID, err)
-		}
-		next.UpgradeCheck = &plan.UpgradeCheckJob{From: from.Major, To: to.Major, StorageLocation: u.StorageLocation, Scratch: cur.Storage}
-	case plan.PostgresSynchronousStandbys:
-		next.Sync = p.PostgresSynchronousStandbys.To
 	case plan.RestartMember:
-		rm := p.RestartMember
-		next.Partition = rm.Partition
-		if t := rm.Template; t != nil {
-			next.TemplateRevision, next.Resources, next.Images = t.Revision, t.Resources, nil
-			if t.Parameters != nil {
-				next.Parameters, next.ConfigRevision = t.Parameters.To, t.Parameters.Revision
-			}
-			if t.SpaceQuota != "" {
-				next.SpaceQuota = t.SpaceQuota
-			}
-			if t.ReadOnlyRoot {
-				next.ReadOnlyRoot = true
-			}
-			if t.TLS != "" {
-				next.TLS = t.TLS
-			}
-			if t.TLS == contract.TLSAccept {
-				// The issuer comes with the move to TLS (planner/etcdtls.go).
-				next.TLSIssuer = t.Issuer
-			}
-		}
-	case plan.PostgresReloadParameters:
-		next.Parameters, next.ConfigRevision = p.PostgresReloadParameters.To, p.PostgresReloadParameters.Revision
-	case plan.PostgresConfigureTLS:
-		t := p.PostgresConfigureTLS
-		next.TLS, next.ConfigRevision = t.To, t.Revision
-		if t.From == contract.TLSOff {
-			next.TLSIssuer = t.Issuer
-		}
+		next = next.restarted(p.RestartMember)
 	case plan.RestrictNetwork:
 		next.Network = contract.NetworkRestricted
 	case plan.HardenRuntime:
 		next.RuntimeReadOnlyRoot = true
-	case plan.EtcdConfigureCompaction:
-		to := p.EtcdConfigureCompaction.To
-		next.Compaction = &to
-	case plan.EtcdRecover:
-		next.Requests.RecoverID, next.Requests.Recover = s.ID, p.EtcdRecover
-	case plan.EtcdDowngrade:
-		next.Requests.DowngradeID, next.Requests.Downgrade = s.ID, p.EtcdDowngrade
 	case plan.SealBootstrap:
 		// bootstrap is "existing" after any step but a create
 	default:
-		return cur, fmt.Errorf("step %s: the renderer does not know step kind %q", s.ID, s.Kind)
+		return k.ApplyStep(next, c, s)
 	}
 	return next, nil
+}
+
+// restarted are the Settings after a RestartMember step: its partition,
+// and the template it changes, if any.
+func (cur Settings) restarted(rm *plan.RestartMemberParams) Settings {
+	next := cur
+	next.Partition = rm.Partition
+	t := rm.Template
+	if t == nil {
+		return next
+	}
+	next.TemplateRevision, next.Resources, next.Images = t.Revision, t.Resources, nil
+	if t.Parameters != nil {
+		next.Parameters, next.ConfigRevision = t.Parameters.To, t.Parameters.Revision
+	}
+	if t.SpaceQuota != "" {
+		next.SpaceQuota = t.SpaceQuota
+	}
+	if t.ReadOnlyRoot {
+		next.ReadOnlyRoot = true
+	}
+	if t.TLS != "" {
+		next.TLS = t.TLS
+	}
+	if t.TLS == contract.TLSAccept {
+		// The issuer comes with the move to TLS (planner/etcdtls.go).
+		next.TLSIssuer = t.Issuer
+	}
+	return next
+}
+
+// unknownStep is the error of a kind's renderer given a step kind it
+// does not render.
+func unknownStep(kind string, s plan.Step) error {
+	return fmt.Errorf("step %s: the renderer of %s does not know step kind %q", s.ID, kind, s.Kind)
 }

@@ -58,7 +58,9 @@ func (fakeRenderer) Objects(c spec.Cluster, in renderer.Input) ([]renderer.Objec
 		ObjectMeta: metav1.ObjectMeta{Name: c.Ref().Name}, Data: map[string]string{"version": in.Settings.Version}}
 	return []renderer.Object{{File: "configmap.yaml", Obj: cm}}, nil
 }
-func (fakeRenderer) Created(_ spec.Cluster, s renderer.Settings) renderer.Settings { return s }
+func (fakeRenderer) ApplyStep(s renderer.Settings, _ spec.Cluster, _ plan.Step) (renderer.Settings, error) {
+	return s, nil
+}
 
 type fakeObserver struct{}
 

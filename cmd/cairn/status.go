@@ -257,7 +257,7 @@ func loadClusters(command, dir string, layout spec.Layout, args []string) ([]spe
 func gatherStatus(c spec.Cluster, p plan.Plan, obs *live.Cluster, repo *statusRepo, now time.Time) clusterStatus {
 	ref := c.Ref()
 	s := clusterStatus{Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace, Observed: obs != nil,
-		Members: []memberStatus{}, Versions: []string{}, Desired: desiredMembers(c), PullRequestsFrom: repo.prsFrom}
+		Members: []memberStatus{}, Versions: []string{}, Desired: c.Common().Members, PullRequestsFrom: repo.prsFrom}
 	s.Plan = planStatus{ID: p.ID, Status: p.Status, Steps: len(p.Steps), Refusals: p.Refusals}
 	for _, g := range p.Waiting {
 		s.Plan.Waiting = append(s.Plan.Waiting, g.Description)
@@ -312,17 +312,6 @@ func gatherStatus(c spec.Cluster, p plan.Plan, obs *live.Cluster, repo *statusRe
 		s.Next = next
 	}
 	return s
-}
-
-// desiredMembers is the number of members a spec asks for.
-func desiredMembers(c spec.Cluster) int {
-	switch c := c.(type) {
-	case *spec.EtcdCluster:
-		return c.Spec.Size
-	case *spec.PostgresCluster:
-		return c.Spec.Instances
-	}
-	return 0
 }
 
 func gateStatuses(results []gates.Result) []gateStatus {

@@ -8,6 +8,9 @@
 // (`cairn plan --live FILE`, docs/live-state.md). The planner treats it as
 // plain data.
 //
-// This package imports only cairn's internal YAML decoder; policies and
-// the planner depend on it.
+// Imports: planner/spec (the kinds), planner/contract (the shared
+// names), planner/spec/strictyaml (cairn's YAML decoder) and
+// apimachinery's quantity and name validation; never the planner, the
+// renderer, the runtime or a Kubernetes client. Policies and the planner
+// depend on it.
 package live

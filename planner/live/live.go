@@ -39,7 +39,7 @@ func (s *Snapshot) Find(kind, name string) *Cluster {
 
 // Cluster is one deployed cluster.
 type Cluster struct {
-	// Kind is EtcdCluster or PostgresCluster.
+	// Kind is the cluster's spec kind, as spec.Ref.Kind names it.
 	Kind      string `json:"kind"`
 	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`

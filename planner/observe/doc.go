@@ -6,5 +6,6 @@
 // synchronous standbys, bootstrap mode) and the runtime's status (etcd
 // membership and cluster version).
 //
-// It only reads. Imports: planner/live, planner/spec, client-go.
+// It only reads. Imports: planner/live, planner/spec, planner/contract,
+// client-go.
 package observe

@@ -10,7 +10,7 @@ import (
 // Observer reads the rest (StatefulSet, rendered config, backups,
 // volumes) the same way for every kind.
 type Kind interface {
-	// Kind is the spec kind it observes (spec.EtcdKind, ...).
+	// Kind is the spec kind it observes, as spec.Ref.Kind names it.
 	Kind() string
 	// Container is the database container, whose image tag is the
 	// members' version.

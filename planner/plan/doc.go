@@ -8,6 +8,7 @@
 // clients or can be undone. A plan records fingerprints of the spec and of
 // the observed state it was computed from.
 //
-// This package imports nothing from cairn: the planner, renderer,
-// publisher and policies all depend on it.
+// Imports: planner/contract only of cairn's (the shared names a step's
+// parameters carry: TLS modes, resources), and sigs.k8s.io/yaml; the
+// planner, renderer, publisher and policies all depend on it.
 package plan

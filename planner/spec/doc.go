@@ -16,5 +16,6 @@
 // Rules that depend on what is running (a storage shrink, a downgrade, an
 // etcd size outside 1..7) belong to the planner, not here.
 //
-// This package imports no other cairn package but its internal YAML decoder.
+// Imports: planner/contract and its own YAML decoder
+// (planner/spec/strictyaml) only of cairn's.
 package spec

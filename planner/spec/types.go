@@ -38,7 +38,10 @@ func (r Ref) String() string { return r.Kind + "/" + r.Name }
 // alike.
 type Common struct {
 	// Labels are the metadata's labels.
-	Labels            map[string]string
+	Labels map[string]string
+	// Members is the number of members the spec asks for (etcd's size,
+	// PostgreSQL's instances).
+	Members           int
 	Version           string
 	Storage           Quantity
 	StorageClass      string
@@ -249,7 +252,7 @@ func (c *PostgresCluster) Source() *Source { return &c.src }
 // Common implements Cluster.
 func (c *PostgresCluster) Common() Common {
 	s := c.Spec
-	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Resources: s.Resources, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom,
+	return Common{Labels: c.Metadata.Labels, Members: s.Instances, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Resources: s.Resources, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom,
 		TLSIssuer: s.TLS.issuerRef()}
 }
 
@@ -264,6 +267,6 @@ func (c *EtcdCluster) Source() *Source { return &c.src }
 // Common implements Cluster.
 func (c *EtcdCluster) Common() Common {
 	s := c.Spec
-	return Common{Labels: c.Metadata.Labels, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Resources: s.Resources, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom,
+	return Common{Labels: c.Metadata.Labels, Members: s.Size, Version: string(s.Version), Storage: s.Storage, StorageClass: s.StorageClass, Resources: s.Resources, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom,
 		TLSIssuer: s.TLS.issuerRef()}
 }

@@ -55,6 +55,7 @@
 // deleted, and their number is bounded by the shard count and the slots
 // in use at once.
 //
-// Imports: planner/plan (ClusterRef) and client-go. It must not import
+// Imports: planner/plan (ClusterRef), planner/contract (the Leases'
+// labels) and client-go. It must not import
 // the loop, the publisher, the planner, the runtime or the test beds.
 package shard

@@ -33,7 +33,7 @@ type Manifest struct {
 	Format  string `json:"format"`
 	ID      string `json:"id"`
 	Cluster string `json:"cluster"`
-	// Kind is the spec's kind: spec.EtcdKind or spec.PostgresKind.
+	// Kind is the spec's kind, as spec.Ref.Kind names it.
 	Kind     string    `json:"kind"`
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`

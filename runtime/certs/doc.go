@@ -1,6 +1,8 @@
 // Package certs keeps a cluster's TLS certificates in the Secrets
 // planner/contract names, and writes them out as files for PostgreSQL and
-// libpq. An etcd cluster's (Keeper.App contract.AppEtcd) are a peer
+// libpq. What the leaves certify is the kind's, in a file of its own
+// (postgres.go, etcd.go), picked by Keeper.App from kindLeaves (leaf.go);
+// an app without leaves there is refused. An etcd cluster's are a peer
 // certificate, which the members serve and present to each other, and
 // root's client certificate; its pods read them from a projected Secret
 // volume, not through Files.

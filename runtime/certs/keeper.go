@@ -25,9 +25,11 @@ type Keeper struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Cluster   string
-	// App is the cluster's kind as its pods' name label gives it
-	// (contract.AppPostgres, contract.AppEtcd): it decides the leaves'
-	// names and usage (leaf.go). Empty is PostgreSQL.
+	// App is the cluster's kind as its pods' name label gives it: it
+	// picks the kind's leaves (kindLeaves, leaf.go), and Ensure refuses an
+	// app that has none. Empty is contract.AppPostgres, for the callers
+	// written before the field (runtime/agent's PostgreSQL keeper); it
+	// goes once they name their app.
 	App string
 	// IPs are addresses an etcd cluster's server certificate carries
 	// besides its DNS names, for members reached by address (a cluster
@@ -65,6 +67,10 @@ type Keeper struct {
 //
 // Errors wrap the API's and name the Secret.
 func (k *Keeper) Ensure(ctx context.Context) (Material, []string, error) {
+	leaves, err := k.leaves()
+	if err != nil {
+		return Material{}, nil, err
+	}
 	now := k.now()
 	ca, extra, wrote, err := k.ensureCA(ctx, now)
 	if err != nil {
@@ -76,7 +82,7 @@ func (k *Keeper) Ensure(ctx context.Context) (Material, []string, error) {
 	}
 	var client *corev1.Secret
 	ends := map[string]time.Time{contract.CASecret(k.Cluster): ca.Cert.NotAfter}
-	for _, l := range k.leaves() {
+	for _, l := range leaves {
 		s, wrote, err := k.ensureLeaf(ctx, ca, extra, l, now)
 		if err != nil {
 			return Material{}, nil, err

@@ -21,29 +21,26 @@ type leaf struct {
 	issue func(ca *pki.CA, now time.Time, lifetime time.Duration) (pki.Leaf, error)
 }
 
-// leaves are the server Secret, then the client Secret, of the
-// Keeper's kind: for PostgreSQL a server certificate and the superuser's;
-// for etcd a peer certificate (the members serve it and present it to
-// each other) and root's.
-func (k *Keeper) leaves() []leaf {
-	if k.App == contract.AppEtcd {
-		names, ips := contract.EtcdServerNames(k.Cluster, k.Namespace), k.IPs
-		return []leaf{{
-			name: contract.ServerTLSSecret(k.Cluster),
-			want: pki.Want{DNSNames: names, IPs: ips, Peer: true},
-			issue: func(ca *pki.CA, now time.Time, lifetime time.Duration) (pki.Leaf, error) {
-				return ca.IssuePeer(names, ips, now, lifetime)
-			},
-		}, clientLeaf(k.Cluster, contract.EtcdClientCommonName)}
+// kindLeaves are the server Secret, then the client Secret, of each kind
+// the Keeper serves, by its pods' name label value (Keeper.App); one line
+// a kind, its leaves in a file of its own.
+var kindLeaves = map[string]func(k *Keeper) []leaf{
+	contract.AppEtcd:     etcdLeaves,
+	contract.AppPostgres: postgresLeaves,
+}
+
+// leaves are the leaves of the Keeper's kind; a kind with none is an
+// error that names it, never another kind's leaves.
+func (k *Keeper) leaves() ([]leaf, error) {
+	app := k.App
+	if app == "" {
+		app = contract.AppPostgres // Keeper.App: empty is PostgreSQL, for callers that predate App
 	}
-	names := contract.PostgresServerNames(k.Cluster, k.Namespace)
-	return []leaf{{
-		name: contract.ServerTLSSecret(k.Cluster),
-		want: pki.Want{DNSNames: names},
-		issue: func(ca *pki.CA, now time.Time, lifetime time.Duration) (pki.Leaf, error) {
-			return ca.IssueServer(names, now, lifetime)
-		},
-	}, clientLeaf(k.Cluster, contract.PostgresSuperuser)}
+	leaves, ok := kindLeaves[app]
+	if !ok {
+		return nil, fmt.Errorf("certificates of %s/%s: no certificates are known for app %q", k.Namespace, k.Cluster, app)
+	}
+	return leaves(k), nil
 }
 
 // clientLeaf is the client Secret of a cluster, for commonName.
