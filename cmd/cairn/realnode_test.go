@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -12,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -28,33 +25,40 @@ import (
 	"github.com/cairn-dev/cairn/testbed/fluxbed"
 	"github.com/cairn-dev/cairn/testbed/gitbed"
 	"github.com/cairn-dev/cairn/testbed/kubenode"
+	"github.com/jackc/pgx/v5"
 )
 
-// newNodeLoop is newLoop on a real node with real Flux: the pods cairn
-// renders run in containers from the images `make image` builds (cairn's
-// runtime among them, as its rendered Deployment), and Flux applies each
-// merged commit with a Kustomization per cluster made from examples/flux.
-// images are the archives the clusters need beside cairn's.
+// newNodeBed is newBed on a real node with real Flux, with nothing
+// served yet (begin serves the specs): the pods cairn renders run in
+// containers from the images `make image` builds (cairn's runtime among
+// them, as its rendered Deployment), and Flux applies each merged commit
+// with a Kustomization per cluster made from examples/flux. images are
+// the archives the clusters need beside cairn's.
+func newNodeBed(t *testing.T, images ...string) *loop {
+	return newNodesBed(t, 1, images...)
+}
+
+// newNodeLoop is newNodesLoop on one node.
 func newNodeLoop(t *testing.T, specs map[string]string, clusters []string, images ...string) *loop {
 	return newNodesLoop(t, 1, specs, clusters, images...)
 }
 
-// newNodesLoop is newNodeLoop on a cluster of n real nodes.
+// newNodesLoop is newLoop on a cluster of n real nodes (newNodesBed).
 func newNodesLoop(t *testing.T, n int, specs map[string]string, clusters []string, images ...string) *loop {
+	l := newNodesBed(t, n, images...)
+	l.begin(specs, clusters)
+	return l
+}
+
+// newNodesBed is newNodeBed on a cluster of n real nodes.
+func newNodesBed(t *testing.T, n int, images ...string) *loop {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	l := &loop{t: t, ctx: ctx, within: 8 * time.Minute}
+	l := &loop{t: t, ctx: ctx, within: 8 * time.Minute, began: time.Now()}
 	l.node = kubenode.StartNodes(t, n, append([]string{"cairn"}, images...)...)
 	l.cp = l.node.ControlPlane
 	l.ns = l.cp.Namespace(t, "gitops")
 	l.flux = fluxbed.Start(t, l.cp)
-	log := testbed.Logger(t, slog.LevelWarn)
-
-	url := l.serve(specs, log)
-	l.flux.GitRepository(t, url, "main", gitUser, gitToken, 2*time.Second)
-	for _, c := range clusters {
-		l.flux.Kustomization(t, c, l.ns)
-	}
 	return l
 }
 
@@ -68,40 +72,6 @@ func (l *loop) fluxApplied() {
 			continue
 		}
 		l.flux.WaitApplied(l.t, c, head, 5*time.Minute)
-	}
-}
-
-// nodeVoters checks, on the real node, that the cluster has exactly n
-// members, all healthy voters, reached as the runtime reaches them: at
-// their names under the peer Service, looked up in the cluster's DNS,
-// over TLS with the cluster's certificates.
-func (l *loop) nodeVoters(cluster string, n int) func() error {
-	return func() error {
-		cli, eps, err := l.nodeEtcdClient(cluster, n)
-		if err != nil {
-			return err
-		}
-		defer cli.Close()
-		ctx, cancel := context.WithTimeout(l.ctx, 3*time.Second)
-		defer cancel()
-		ml, err := cli.MemberList(ctx)
-		if err != nil {
-			return err
-		}
-		if len(ml.Members) != n {
-			return fmt.Errorf("%d members, want %d", len(ml.Members), n)
-		}
-		for _, m := range ml.Members {
-			if m.IsLearner || len(m.ClientURLs) == 0 {
-				return fmt.Errorf("member %s: learner %v, started %v", m.Name, m.IsLearner, len(m.ClientURLs) > 0)
-			}
-		}
-		for _, ep := range eps {
-			if _, err := cli.Status(ctx, ep); err != nil {
-				return fmt.Errorf("member at %s: %w", ep, err)
-			}
-		}
-		return nil
 	}
 }
 
@@ -157,90 +127,6 @@ func (l *loop) nodeEtcdClient(cluster string, n int) (*clientv3.Client, []string
 // smallEtcd are resources that let five members and the runtime share
 // the test node's two cores.
 const smallEtcd = "resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 512Mi}}"
-
-// Walkthrough 1 on a real node: the etcd cluster cairn renders runs in
-// containers (cairn's instance manager installed by its init container,
-// etcd from its image, cairn's runtime as its Deployment's pods, volumes
-// from the node's provisioner, peers finding each other through the
-// headless Service's DNS names), real Flux applies every merged step, and
-// the plan goes create -> 3 voters -> 5 -> a pod deleted and back -> 3,
-// with a client writing throughout.
-func TestRealNodeEtcdWalkthrough(t *testing.T) {
-	const demo = "demo"
-	start := time.Now()
-	l := newNodeLoop(t, etcdSpec(demo, 3, smallEtcd), []string{demo}, "etcd-3.7")
-	steps := l.converge(demo, nil)
-	testbed.Eventually(t, "3 healthy voters", l.nodeVoters(demo, 3))
-	if strings.Join(steps, ",") != "create,seal-bootstrap" {
-		t.Fatalf("create: steps %v", steps)
-	}
-	created := time.Since(start)
-	cli, _, err := l.nodeEtcdClient(demo, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	w := startWriter(l.ctx, cli)
-
-	l.editSpec(etcdSpec(demo, 5, smallEtcd))
-	if steps := l.converge(demo, nil); strings.Join(steps, ",") != "etcd-add-3,etcd-add-4" {
-		t.Fatalf("3 -> 5: steps %v", steps)
-	}
-	testbed.Eventually(t, "5 healthy voters", l.nodeVoters(demo, 5))
-
-	// A member's pod deleted: the StatefulSet makes it again on its
-	// volume, it rejoins, and no pull request opens meanwhile.
-	c := l.cp.Client(t)
-	old, err := c.CoreV1().Pods(l.ns).Get(l.ctx, demo+"-2", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deleted := time.Now()
-	if err := c.CoreV1().Pods(l.ns).Delete(l.ctx, demo+"-2", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	testbed.Eventually(t, "the deleted pod back as a healthy voter", func() error {
-		if o := l.pass()[demo]; o.Action == publish.ActionOpened {
-			t.Fatalf("a pull request while a pod came back: %+v", o)
-		}
-		p, err := c.CoreV1().Pods(l.ns).Get(l.ctx, demo+"-2", metav1.GetOptions{})
-		if err != nil || p.UID == old.UID {
-			return fmt.Errorf("not made again yet: %v", err)
-		}
-		return l.nodeVoters(demo, 5)()
-	})
-	healed := time.Since(deleted)
-
-	l.editSpec(etcdSpec(demo, 3, smallEtcd))
-	steps = l.converge(demo, nil)
-	testbed.Eventually(t, "3 healthy voters at the end", l.nodeVoters(demo, 3))
-	acked, failed, outage := w.stop()
-	l.noDrift("at the end")
-
-	// Every acknowledged write is there.
-	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
-	defer cancel()
-	resp, err := cli.Get(ctx, "w-", clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, kv := range resp.Kvs {
-		have[string(kv.Key)] = true
-	}
-	lost := 0
-	for _, k := range acked {
-		if !have[k] {
-			lost++
-		}
-	}
-	if lost > 0 || len(acked) == 0 {
-		t.Fatalf("%d of %d acknowledged writes lost", lost, len(acked))
-	}
-	t.Logf("5 -> 3: steps %v", steps)
-	t.Logf("created in %.1fs; pod deleted to healthy voter again %.1fs; wall time %.1fs; %d writes acknowledged, %d lost, %d failed, longest outage %s; from each merge (or spec push) to the next pull request: %s",
-		created.Seconds(), healed.Seconds(), time.Since(start).Seconds(), len(acked), lost, failed, outage, strings.Join(l.timings, ", "))
-}
 
 // smallPostgres are resources that let three members and the runtime
 // share the test node's two cores.
@@ -670,38 +556,6 @@ func (l *loop) backupSecrets(s3 testbed.S3Endpoint, clusters ...string) {
 		l.pgSecrets(c)
 		l.s3Secret(s3, c)
 	}
-}
-
-// s3Secret is the cluster's <cluster>-backup Secret: the S3 server's
-// address, keys and CA, which the runtime's backups read.
-func (l *loop) s3Secret(s3 testbed.S3Endpoint, cluster string) {
-	l.t.Helper()
-	data := map[string][]byte{}
-	for k, v := range s3.Env {
-		data[k] = []byte(v)
-	}
-	if _, err := l.cp.Client(l.t).CoreV1().Secrets(l.ns).Create(l.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cluster + "-backup"}, Data: data}, metav1.CreateOptions{}); err != nil {
-		l.t.Fatal(err)
-	}
-}
-
-// s3Store opens the bucket location loc of the S3 server as the test's
-// own client.
-func s3Store(t *testing.T, s3 testbed.S3Endpoint, loc string) backup.Store {
-	t.Helper()
-	cfg, err := backup.S3ConfigFromEnv(func(k string) string { return s3.Env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := backup.ParseLocation(loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3Store(parsed, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store
 }
 
 // rwCount is the number of orders and the server's major, read through
