@@ -15,19 +15,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
-	"github.com/cairn-dev/cairn/planner/plan"
-	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/runtime/wal"
-	"github.com/cairn-dev/cairn/testbed"
 )
 
 const pgSuper = "walkthrough-super"
-
-func pgSpecFile(name string, instances int) map[string]string {
-	return pgSpecAt(name, instances, "15.10")
-}
 
 func pgSpecAt(name string, instances int, version string) map[string]string {
 	return map[string]string{"clusters/" + name + ".yaml": fmt.Sprintf(`apiVersion: "db.example.com/v1alpha1"
@@ -44,7 +38,12 @@ spec:
 // roles are the members' role labels, by pod, and whether each is ready
 // (the runtime's pods, on a real node, are not members).
 func (l *loop) roles(cluster string) (map[string]string, error) {
-	pods, err := l.cp.Client(l.t).CoreV1().Pods(l.ns).List(l.ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=database,app.kubernetes.io/instance=" + cluster})
+	return podRoles(l.ctx, l.cp.Client(l.t), l.ns, cluster)
+}
+
+// podRoles is roles through the client c.
+func podRoles(ctx context.Context, c kubernetes.Interface, ns, cluster string) (map[string]string, error) {
+	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=database,app.kubernetes.io/instance=" + cluster})
 	if err != nil {
 		return nil, err
 	}
@@ -110,80 +109,6 @@ func (l *loop) pgWrite(cluster, pod string, id int) error {
 	return err
 }
 
-// Walkthrough 3: the create pull requests bring up a streaming primary
-// and two replicas on real PostgreSQL; 3 -> 5 through step pull requests;
-// a minor upgrade replicas first, a switchover step, the old primary
-// last; then the primary's server is killed (and held down) and the
-// runtime fails over on its own, with no pull request; the old primary
-// rejoins as a replica and the next plan records the new primary without
-// fighting the runtime; no drift.
-func TestPostgresWalkthrough(t *testing.T) {
-	const shop = "pg-shop"
-	l := newLoop(t, pgSpecFile(shop, 3))
-	l.pgSecrets(shop)
-	steps := l.converge(shop, func(step string) {
-		if step == "create" {
-			l.runRuntime(shop)
-		}
-	})
-	var primary string
-	testbed.Eventually(t, "a primary and two replicas", func() (err error) { primary, err = l.primaryOf(shop, 3); return err })
-
-	// 3 -> 5: one replica at a time, each cloned from the primary.
-	l.editSpec(pgSpecAt(shop, 5, "15.10"))
-	grow := l.converge(shop, nil)
-	testbed.Eventually(t, "a primary and four replicas", func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
-	// A minor upgrade: replicas first, a switchover, the old primary last.
-	l.editSpec(pgSpecAt(shop, 5, "15.11"))
-	upgrade := l.converge(shop, nil)
-	testbed.Eventually(t, "a primary and four replicas after the upgrade", func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
-	t.Logf("3 -> 5: %v; 15.10 -> 15.11: %v", grow, upgrade)
-	if err := l.pgWrite(shop, primary, 1); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
-	if err := l.pg.KillPostmaster(primary); err != nil {
-		t.Fatal(err)
-	}
-	var next string
-	testbed.Eventually(t, "a new primary taking writes", func() error {
-		if o := l.pass()[shop]; o.Action == publish.ActionOpened {
-			t.Fatalf("a pull request during the failover: %+v", o)
-		}
-		roles, err := l.roles(shop)
-		if err != nil {
-			return err
-		}
-		for pod, role := range roles {
-			if role == "primary" && pod != primary {
-				next = pod
-			}
-		}
-		if next == "" {
-			return fmt.Errorf("roles %v", roles)
-		}
-		return l.pgWrite(shop, next, 2)
-	})
-	took := time.Since(killed)
-	l.pg.Release(primary)
-	testbed.Eventually(t, "the old primary back as a replica", func() error {
-		if o := l.pass()[shop]; o.Action == publish.ActionOpened {
-			t.Fatalf("a pull request after the failover: %+v", o)
-		}
-		p, err := l.primaryOf(shop, 5)
-		if err == nil && p != next {
-			err = fmt.Errorf("primary %s, want %s", p, next)
-		}
-		return err
-	})
-	if o := l.pass()[shop]; o.Status != plan.StatusConverged || len(l.openOf(shop)) != 0 {
-		t.Fatalf("after the failover: %+v", o)
-	}
-	l.noDrift("after the failover")
-	t.Logf("steps %v; failover from %s to %s: %.1fs from the kill to a write on the new primary; from each merge (or spec push) to the next pull request: %s",
-		steps, primary, next, took.Seconds(), strings.Join(l.timings, ", "))
-}
-
 func (l *loop) pgCount(cluster, pod string) (int, error) {
 	ctx, c, done, err := l.pgConn(cluster, pod)
 	if err != nil {
@@ -202,65 +127,6 @@ func (l *loop) pgSecrets(cluster string) {
 			l.t.Fatal(err)
 		}
 	}
-}
-
-// Walkthrough 4 on PostgreSQL: a scheduled base backup runs on its cron
-// tick (from a replica), and a new cluster bootstrapped from it holds the
-// same rows.
-func TestPostgresBackupThenRestore(t *testing.T) {
-	const src, dst = "pg-orders", "pg-orders-copy"
-	backups := t.TempDir()
-	spec := pgSpecAt(src, 2, "15.10")
-	spec["clusters/"+src+".yaml"] += "  backup:\n    schedule: \"*/2 * * * * *\"\n    storageLocation: \"file://" + backups + "\"\n"
-	l := newLoop(t, spec)
-	l.pgSecrets(src)
-	l.pgSecrets(dst)
-	l.converge(src, func(step string) {
-		if step == "create" {
-			l.runRuntime(src)
-		}
-	})
-	var primary string
-	testbed.Eventually(t, "a primary and a replica", func() (err error) { primary, err = l.primaryOf(src, 2); return err })
-	for i := range 40 {
-		if err := l.pgWrite(src, primary, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l.backupAfter(src, time.Now())
-	// The members archive WAL (the backup policy brings it): 10 orders
-	// after the backup, before the target, 10 after it, then the segment
-	// switched and archived.
-	for i := 40; i < 50; i++ {
-		if err := l.pgWrite(src, primary, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(20 * time.Millisecond)
-	target := time.Now().UTC().Format(time.RFC3339Nano)
-	time.Sleep(20 * time.Millisecond)
-	for i := 50; i < 60; i++ {
-		if err := l.pgWrite(src, primary, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l.pgArchived(src, primary)
-	byHandToATarget(t, backups, src, target)
-	copySpec := pgSpecAt(dst, 2, "15.10")
-	copySpec["clusters/"+dst+".yaml"] += "  restoreFrom:\n    storageLocation: \"file://" + backups + "\"\n    cluster: " + src + "\n    targetTime: \"" + target + "\"\n"
-	l.editSpec(copySpec)
-	l.converge(dst, func(step string) {
-		if step == "create" {
-			l.runRuntime(dst)
-		}
-	})
-	var copyPrimary string
-	testbed.Eventually(t, "the copy's primary and replica", func() (err error) { copyPrimary, err = l.primaryOf(dst, 2); return err })
-	n, err := l.pgCount(dst, copyPrimary)
-	if err != nil || n != 50 {
-		t.Fatalf("the copy restored to %s holds %d orders (%v), want the 50 committed before it", target, n, err)
-	}
-	l.noDrift("at the end")
 }
 
 // byHandToATarget: cairn restore --target-time leaves a data directory
@@ -311,29 +177,4 @@ func byHandToATarget(t *testing.T, backups, cluster, target string) {
 	if _, err := os.Stat(early); !os.IsNotExist(err) {
 		t.Errorf("a refused restore left %s", early)
 	}
-}
-
-// pgArchived switches pod's WAL segment and waits until its archiver has
-// archived it.
-func (l *loop) pgArchived(cluster, pod string) {
-	l.t.Helper()
-	ctx, c, done, err := l.pgConn(cluster, pod)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer done()
-	var seg string
-	if err := c.QueryRow(ctx, "SELECT pg_walfile_name(pg_switch_wal())").Scan(&seg); err != nil {
-		l.t.Fatal(err)
-	}
-	testbed.Eventually(l.t, cluster+" archives "+seg, func() error {
-		var last string
-		if err := c.QueryRow(ctx, "SELECT coalesce(last_archived_wal, '') FROM pg_stat_archiver").Scan(&last); err != nil {
-			return err
-		}
-		if last < seg {
-			return fmt.Errorf("last archived %q", last)
-		}
-		return nil
-	})
 }
