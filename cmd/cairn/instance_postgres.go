@@ -65,7 +65,7 @@ func newInstancePostgres() *cobra.Command {
 		Short: "Start this pod's PostgreSQL member: initialise, clone, rewind or follow, then run it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, cfg, err := readPod(fl.configDir)
+			env, cfg, err := readPod(fl.configDir, instance.ReadConfig)
 			if err != nil {
 				return err
 			}

@@ -9,12 +9,11 @@ import (
 
 func TestReadConfig(t *testing.T) {
 	dir := t.TempDir()
-	for k, v := range map[string]string{"bootstrap": "new\n", "initial-members": "3", "initial-cluster-token": "e-1",
-		"synchronous-standbys": "1", "request.remove-member.member": "e-4"} {
+	for k, v := range map[string]string{"bootstrap": "new\n", "synchronous-standbys": "1"} {
 		_ = os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644)
 	}
 	c, err := ReadConfig(dir)
-	if err != nil || c != (Config{Bootstrap: "new", InitialMembers: 3, Token: "e-1", SynchronousStandbys: 1, RemoveMember: "e-4"}) {
+	if err != nil || c != (Config{Bootstrap: "new", SynchronousStandbys: 1}) {
 		t.Fatalf("%+v %v", c, err)
 	}
 	if c, err := ReadConfig(t.TempDir()); err != nil || c.Bootstrap != "existing" {

@@ -32,7 +32,7 @@ func TestServersGetNoSecretsInTheirEnvironment(t *testing.T) {
 	}
 	// A program that needs a password gets only the one it is given.
 	var got []string
-	for _, kv := range childEnv("PGPASSWORD=one-call") {
+	for _, kv := range ChildEnv("PGPASSWORD=one-call") {
 		if bytes.Contains([]byte(kv), []byte("secret-")) || bytes.HasPrefix([]byte(kv), []byte("PGPASSWORD=")) {
 			got = append(got, kv)
 		}

@@ -60,7 +60,7 @@ func (c *PgUpgradeCheck) Run(ctx context.Context) error {
 			return fmt.Errorf("clear the scratch folder: %w", err)
 		}
 	}
-	st, m, err := findBackup(ctx, &Restore{Location: c.Location, Cluster: c.Cluster, Backup: c.Backup})
+	st, m, err := FindBackup(ctx, &Restore{Location: c.Location, Cluster: c.Cluster, Backup: c.Backup})
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (c *PgUpgradeCheck) recoverCopy(ctx context.Context, pg *Postgres, dir stri
 	}
 	args := append([]string{"--single", "-D", dir}, scratchSettings...)
 	cmd := exec.CommandContext(ctx, pg.bin("postgres"), append(args, contract.PostgresDatabase)...)
-	cmd.Env = childEnv()
+	cmd.Env = ChildEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.Credential}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("recover the restored copy: %w: %s", err, lastLines(string(out), 8))
@@ -158,7 +158,7 @@ func (c *PgUpgradeCheck) pgUpgradeCheck(ctx context.Context, old, next string) (
 		"--old-options", strings.Join(scratchSettings, " "), "--new-options", strings.Join(scratchSettings, " ")}
 	cmd := exec.CommandContext(ctx, filepath.Join(c.NewBin, "pg_upgrade"), args...)
 	cmd.Dir = c.Work
-	cmd.Env = childEnv()
+	cmd.Env = ChildEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.Credential}
 	out, err := cmd.CombinedOutput()
 	return string(out), err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -30,7 +31,7 @@ func TestPgUpgradeCheckOnABaseBackup(t *testing.T) {
 	}
 	take := func() backup.Manifest {
 		t.Helper()
-		src := backup.PostgresSource{Member: "pg-0", Host: hostOf(0), Port: b.ports[0], User: ReplicationUser, Password: testReplPW}
+		src := backup.PostgresSource{Member: "pg-0", Host: instancetest.HostOf(0), Port: b.ports[0], User: ReplicationUser, Password: testReplPW}
 		m, err := backup.Take(ctx, &backup.FileStore{Root: stores}, "db", "PostgresCluster", src, time.Now)
 		if err != nil {
 			t.Fatal(err)
@@ -41,7 +42,7 @@ func TestPgUpgradeCheckOnABaseBackup(t *testing.T) {
 	work := filepath.Join(b.dir, "scratch")
 	check := &PgUpgradeCheck{Cluster: "db", Location: "file://" + stores, Backup: contract.RestoreLatest,
 		From: 13, To: 15, OldBin: oldBin, NewBin: newBin, Work: work,
-		ConfigFile: filepath.Join(b.dir, "postgresql.conf"), Credential: b.cred, Log: testLogger(t)}
+		ConfigFile: filepath.Join(b.dir, "postgresql.conf"), Credential: b.cred, Log: instancetest.Logger(t)}
 	if err := check.Run(ctx); err != nil {
 		t.Fatalf("the check of a clean 13 cluster: %v", err)
 	}

@@ -74,11 +74,11 @@ func (p *Postgres) discardPartialClone() error {
 		return fmt.Errorf("remove an interrupted clone: %w", err)
 	}
 	replaced := p.replacedDir()
-	whole, err := dirHas(filepath.Join(replaced, "PG_VERSION"))
+	whole, err := Exists(filepath.Join(replaced, "PG_VERSION"))
 	if err != nil {
 		return err
 	}
-	has, err := dirHas(p.PGData)
+	has, err := Exists(p.PGData)
 	if err != nil {
 		return err
 	}
@@ -143,5 +143,5 @@ func (p *Postgres) dataOfThisMajor(primary string) (bool, error) {
 }
 
 func (p *Postgres) moveAside() error {
-	return moveAside(p.PGData, p.Log.With("member", p.Name), "data directory is of another major; keeping it aside and cloning")
+	return MoveAside(p.PGData, p.Log.With("member", p.Name), "data directory is of another major; keeping it aside and cloning")
 }

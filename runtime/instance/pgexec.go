@@ -30,7 +30,7 @@ func (p *Postgres) run(ctx context.Context, extraEnv []string, name string, args
 func (p *Postgres) runIn(ctx context.Context, dir string, extraEnv []string, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, p.bin(name), args...)
 	cmd.Dir = dir
-	cmd.Env = childEnv(extraEnv...)
+	cmd.Env = ChildEnv(extraEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential}
 	out, err := cmd.CombinedOutput()
 	if err != nil {

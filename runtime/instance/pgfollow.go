@@ -72,7 +72,7 @@ func (p *Postgres) follow(primary string) error {
 func (p *Postgres) passfile() string { return filepath.Join(filepath.Dir(p.PGData), ".cairn-pgpass") }
 
 func (p *Postgres) isStandby() bool {
-	ok, _ := dirHas(filepath.Join(p.PGData, "standby.signal"))
+	ok, _ := Exists(filepath.Join(p.PGData, "standby.signal"))
 	return ok
 }
 

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 )
 
 // One check's verdict: a re-clone only when the replica's next segment is
@@ -169,7 +171,7 @@ func newGapBed(t *testing.T, archive string) *gapBed {
 
 func (b *gapBed) waitRows(ord, want int) {
 	b.t.Helper()
-	eventually(b.t, 2*time.Minute, fmt.Sprintf("pg-%d holds %d rows", ord, want), func(ctx context.Context) error {
+	instancetest.Eventually(b.t, 2*time.Minute, fmt.Sprintf("pg-%d holds %d rows", ord, want), func(ctx context.Context) error {
 		if n, err := b.count(ctx, ord); err != nil || n != want {
 			return fmt.Errorf("%d rows: %v", n, err)
 		}
@@ -182,7 +184,7 @@ func (b *gapBed) waitRows(ord, want int) {
 func (b *gapBed) runReplica() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- RunPostgres(ctx, b.replica, testWriter{b.t}) }()
+	go func() { done <- RunPostgres(ctx, b.replica, instancetest.Writer(b.t)) }()
 	return func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
@@ -233,7 +235,7 @@ func TestReplicaReclonesWhenItsWALIsGone(t *testing.T) {
 	}
 	b.insert(context.Background(), 0, b.rows+1, b.rows+5)
 	b.waitRows(1, b.rows+5)
-	eventually(t, 30*time.Second, "pg-1 streams", func(ctx context.Context) error {
+	instancetest.Eventually(t, 30*time.Second, "pg-1 streams", func(ctx context.Context) error {
 		if got, err := b.streamingTo(ctx, 0); err != nil || !got["pg-1"] {
 			return fmt.Errorf("streaming: %v %v", got, err)
 		}
@@ -267,7 +269,7 @@ func TestReplicaRecloneFailuresAreBounded(t *testing.T) {
 	b.replica.RecloneBackoff = 50 * time.Millisecond
 	stop := b.runReplica()
 	defer stop()
-	eventually(t, 2*time.Minute, "the re-clones spent", func(context.Context) error {
+	instancetest.Eventually(t, 2*time.Minute, "the re-clones spent", func(context.Context) error {
 		b.replica.rc.mu.Lock()
 		defer b.replica.rc.mu.Unlock()
 		if !b.replica.rc.spent {
@@ -329,7 +331,7 @@ func TestInterruptedSwapIsUndone(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			m := &Postgres{Name: "pg-1", PGData: filepath.Join(dir, "pgdata"), Log: testLogger(t)}
+			m := &Postgres{Name: "pg-1", PGData: filepath.Join(dir, "pgdata"), Log: instancetest.Logger(t)}
 			mk := func(d, version string) {
 				if err := os.MkdirAll(filepath.Join(d, "base"), 0o700); err != nil {
 					t.Fatal(err)
@@ -373,7 +375,7 @@ func TestRecloneCalledOff(t *testing.T) {
 		{"labelled primary", "127.0.0.1:1", "primary", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m := &Postgres{Name: "pg-1", PGData: filepath.Join(t.TempDir(), "pgdata"), Log: testLogger(t),
+			m := &Postgres{Name: "pg-1", PGData: filepath.Join(t.TempDir(), "pgdata"), Log: instancetest.Logger(t),
 				RoleLabel: func() string { return c.label }}
 			m.rc.pending, m.rc.why = c.pending, "test"
 			recloned, err := m.prepareReclone(context.Background(), c.primary)

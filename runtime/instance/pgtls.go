@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -37,11 +36,6 @@ import (
 // Service's records) is verified under its name in the headless Service
 // (contract.PostgresMemberServerName), which the members' certificate
 // covers with a wildcard.
-
-// ErrNoCerts: TLS is on but the member has no certificates yet (the
-// runtime issues them once the cluster's config turns TLS on). The
-// member waits, not ready.
-var ErrNoCerts = errors.New("TLS is on and the cluster's certificates are not there yet")
 
 // CertSync writes the member's certificates into its TLS directory from
 // the runtime's Secrets (certs.Files): changed reports a file replaced.

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 	"github.com/cairn-dev/cairn/runtime/pki"
 	"github.com/cairn-dev/cairn/testbed"
 )
@@ -119,7 +120,7 @@ func (b *pgBed) requireTLS() {
 // dialTLS connects to member ord with tc; a nil tc connects without TLS.
 func (b *pgBed) dialTLS(ctx context.Context, ord int, user, password string, tc *tls.Config) (*pgx.Conn, error) {
 	cfg, _ := pgx.ParseConfig("")
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = hostOf(ord), uint16(b.ports[ord]), user, password, "postgres"
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = instancetest.HostOf(ord), uint16(b.ports[ord]), user, password, "postgres"
 	cfg.TLSConfig, cfg.Fallbacks = tc, nil
 	cfg.ConnectTimeout = 3 * time.Second
 	return pgx.ConnectConfig(ctx, cfg)

@@ -77,15 +77,15 @@ func (u *PgUpgrade) finishSwap() (bool, error) {
 	if err != nil || strings.TrimSpace(string(version)) != strconv.Itoa(u.To) {
 		return false, nil
 	}
-	if ok, _ := dirHas(filepath.Join(next, "pg_upgrade_output.d")); ok {
+	if ok, _ := Exists(filepath.Join(next, "pg_upgrade_output.d")); ok {
 		return false, nil // pg_upgrade did not finish: upgrade() starts over
 	}
-	if ok, _ := dirHas(filepath.Join(u.PGData, "global", "pg_control.old")); ok {
+	if ok, _ := Exists(filepath.Join(u.PGData, "global", "pg_control.old")); ok {
 		if err := os.Rename(u.PGData, old); err != nil {
 			return false, fmt.Errorf("finish the upgrade: %w", err)
 		}
 	}
-	if ok, _ := dirHas(u.PGData); ok {
+	if ok, _ := Exists(u.PGData); ok {
 		return false, nil
 	}
 	if err := os.Rename(next, u.PGData); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -35,7 +36,7 @@ func upgradeKeepsRows(t *testing.T, from, to int) {
 	s.Kill() // as a pod stopped for the upgrade step might be: not cleanly
 
 	u := &PgUpgrade{Name: m.Name, PGData: m.PGData, From: from, To: to, OldBin: oldBin, NewBin: newBin,
-		ConfigFile: m.ConfigFile, SuperuserPassword: testSuperPW, Credential: b.cred, Log: testLogger(t)}
+		ConfigFile: m.ConfigFile, SuperuserPassword: testSuperPW, Credential: b.cred, Log: instancetest.Logger(t)}
 	if err := u.upgrade(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestPgUpgradeCheckRefusalChangesNothing(t *testing.T) {
 	s.Kill()
 
 	u := &PgUpgrade{Name: m.Name, PGData: m.PGData, From: 15, To: 15, OldBin: bin, NewBin: bin,
-		ConfigFile: m.ConfigFile, SuperuserPassword: testSuperPW, Credential: b.cred, Log: testLogger(t)}
+		ConfigFile: m.ConfigFile, SuperuserPassword: testSuperPW, Credential: b.cred, Log: instancetest.Logger(t)}
 	err := u.upgrade(ctx)
 	if err == nil || !strings.Contains(err.Error(), "pg_upgrade --check refused the upgrade") || !strings.Contains(err.Error(), "unchanged") {
 		t.Fatalf("an upgrade with a prepared transaction: %v", err)
@@ -129,7 +130,7 @@ func TestPgUpgradeRunsOnlyWhereItShould(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			u := &PgUpgrade{Name: tc.member, PGData: write(tc.name, tc.version), From: 14, To: 15, Log: testLogger(t)}
+			u := &PgUpgrade{Name: tc.member, PGData: write(tc.name, tc.version), From: 14, To: 15, Log: instancetest.Logger(t)}
 			err := u.Run(context.Background())
 			if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("err = %v, want %q", err, tc.err)
@@ -147,7 +148,7 @@ func TestPgUpgradeFinishesAnInterruptedSwap(t *testing.T) {
 	_ = os.MkdirAll(filepath.Join(pgdata, "global"), 0o700)
 	_ = os.WriteFile(filepath.Join(pgdata, "PG_VERSION"), []byte("14\n"), 0o600)
 	_ = os.WriteFile(filepath.Join(pgdata, "global", "pg_control.old"), nil, 0o600)
-	u := &PgUpgrade{Name: "pg-0", PGData: pgdata, From: 14, To: 15, Log: testLogger(t)}
+	u := &PgUpgrade{Name: "pg-0", PGData: pgdata, From: 14, To: 15, Log: instancetest.Logger(t)}
 	if err := u.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestPgUpgradeFinishesAnInterruptedSwap(t *testing.T) {
 func TestNoStatisticsRebuildFrom18(t *testing.T) {
 	dir := t.TempDir()
 	for _, to := range []int{17, 18} {
-		u := &PgUpgrade{Name: "pg-0", PGData: filepath.Join(dir, "pgdata"), From: to - 1, To: to, Log: testLogger(t)}
+		u := &PgUpgrade{Name: "pg-0", PGData: filepath.Join(dir, "pgdata"), From: to - 1, To: to, Log: instancetest.Logger(t)}
 		if err := u.markAnalyze(); err != nil {
 			t.Fatal(err)
 		}

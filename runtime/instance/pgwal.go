@@ -125,7 +125,7 @@ func (p *Postgres) recoverTo(ctx context.Context, dir string, path *backup.Recov
 	out := &tailWriter{max: 16 << 10}
 	cmd := exec.Command(p.bin("postgres"), args...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = childEnv()
+	cmd.Env = ChildEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential, Setpgid: true}
 	p.Log.Info("replaying archived WAL", "member", p.Name, "timeline", path.Timeline, "last", path.Last, "target", target)
 	if err := cmd.Start(); err != nil {

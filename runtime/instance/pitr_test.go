@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -59,7 +60,7 @@ func (b *pgBed) archivedPast(ctx context.Context, ord int) time.Duration {
 func (b *pgBed) waitArchived(ord int, seg string) {
 	b.t.Helper()
 	c := b.conn(ord)
-	eventually(b.t, 2*time.Minute, "pg-"+fmt.Sprint(ord)+" archives "+seg, func(ctx context.Context) error {
+	instancetest.Eventually(b.t, 2*time.Minute, "pg-"+fmt.Sprint(ord)+" archives "+seg, func(ctx context.Context) error {
 		var last string
 		var failed int64
 		if err := c.QueryRow(ctx, "SELECT coalesce(last_archived_wal, ''), failed_count FROM pg_stat_archiver").Scan(&last, &failed); err != nil {
@@ -112,7 +113,7 @@ func TestPITRToATargetTimeAcrossAFailover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bsrc := backup.PostgresSource{Member: "pg-0", Host: hostOf(0), Port: src.ports[0], User: ReplicationUser, Password: testReplPW}
+			bsrc := backup.PostgresSource{Member: "pg-0", Host: instancetest.HostOf(0), Port: src.ports[0], User: ReplicationUser, Password: testReplPW}
 			m, err := backup.Take(ctx, st, "src", "PostgresCluster", bsrc, time.Now)
 			if err != nil {
 				t.Fatal(err)
@@ -124,7 +125,7 @@ func TestPITRToATargetTimeAcrossAFailover(t *testing.T) {
 			// After the backup, on timeline 1: rows 11-20, archived.
 			src.insert(ctx, 0, 11, 20)
 			t.Logf("an idle primary's last write archived after %v (archive_timeout 1s)", src.archivedPast(ctx, 0).Round(10*time.Millisecond))
-			eventually(t, 30*time.Second, "pg-1 replays row 20", func(ctx context.Context) error {
+			instancetest.Eventually(t, 30*time.Second, "pg-1 replays row 20", func(ctx context.Context) error {
 				if n, err := src.count(ctx, 1); err != nil || n != 20 {
 					return fmt.Errorf("%d rows: %v", n, err)
 				}
@@ -153,7 +154,7 @@ func TestPITRToATargetTimeAcrossAFailover(t *testing.T) {
 				if err != nil {
 					return p, err
 				}
-				s, err := p.Start(ctx, false, testWriter{t})
+				s, err := p.Start(ctx, false, instancetest.Writer(t))
 				if err != nil {
 					t.Fatal(err)
 				}

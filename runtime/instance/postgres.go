@@ -193,7 +193,7 @@ func (p *Postgres) openData() (bool, error) {
 	if err := p.discardPartialClone(); err != nil {
 		return false, err
 	}
-	hasData, err := dirHas(filepath.Join(p.PGData, "PG_VERSION"))
+	hasData, err := Exists(filepath.Join(p.PGData, "PG_VERSION"))
 	if err != nil || !hasData {
 		return hasData, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -51,12 +52,14 @@ func newPGBedAt(t testing.TB, bin string) *pgBed {
 		}
 	}
 	for i := range 4 {
-		b.ports[i] = freePort(t, hostOf(i))
+		b.ports[i] = instancetest.FreePort(t, instancetest.HostOf(i))
 	}
 	return b
 }
 
-func (b *pgBed) addr(ord int) string { return hostOf(ord) + ":" + strconv.Itoa(b.ports[ord]) }
+func (b *pgBed) addr(ord int) string {
+	return instancetest.HostOf(ord) + ":" + strconv.Itoa(b.ports[ord])
+}
 
 func (b *pgBed) member(ord int, bootstrap string, candidates ...int) *Postgres {
 	name := "pg-" + strconv.Itoa(ord)
@@ -75,12 +78,12 @@ func (b *pgBed) member(ord int, bootstrap string, candidates ...int) *Postgres {
 		Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: b.bin,
 		ConfigFile: filepath.Join(b.dir, "postgresql.conf"),
 		Settings: map[string]string{
-			"listen_addresses": hostOf(ord), "port": strconv.Itoa(b.ports[ord]), "unix_socket_directories": home,
+			"listen_addresses": instancetest.HostOf(ord), "port": strconv.Itoa(b.ports[ord]), "unix_socket_directories": home,
 		},
-		Host: hostOf(ord), Port: b.ports[ord], Candidates: cands,
+		Host: instancetest.HostOf(ord), Port: b.ports[ord], Candidates: cands,
 		Config:            Config{Bootstrap: bootstrap},
 		SuperuserPassword: testSuperPW, ReplicationPassword: testReplPW,
-		Credential: b.cred, Log: testLogger(b.t),
+		Credential: b.cred, Log: instancetest.Logger(b.t),
 	}
 }
 
@@ -94,7 +97,7 @@ func (b *pgBed) start(m *Postgres, wantRole string) *Server {
 	if role != wantRole {
 		b.t.Fatalf("%s starts as %s, want %s", m.Name, role, wantRole)
 	}
-	s, err := m.Start(ctx, initialised, testWriter{b.t})
+	s, err := m.Start(ctx, initialised, instancetest.Writer(b.t))
 	if err != nil {
 		b.t.Fatalf("%s: %v", m.Name, err)
 	}
@@ -114,7 +117,7 @@ func (b *pgBed) conn(ord int) *pgx.Conn {
 
 func (b *pgBed) dial(ctx context.Context, ord int) (*pgx.Conn, error) {
 	cfg, _ := pgx.ParseConfig("")
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = hostOf(ord), uint16(b.ports[ord]), Superuser, testSuperPW, "postgres"
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = instancetest.HostOf(ord), uint16(b.ports[ord]), Superuser, testSuperPW, "postgres"
 	return pgx.ConnectConfig(ctx, cfg)
 }
 
@@ -155,7 +158,7 @@ func TestPostgresPrimaryTwoReplicasAndRewind(t *testing.T) {
 	pg0 := b.start(b.member(0, "new", 0), StartPrimary)
 	b.start(b.member(1, "new", 0), StartReplica)
 	b.start(b.member(2, "new", 0), StartReplica)
-	eventually(t, 30*time.Second, "both replicas streaming", func(ctx context.Context) error {
+	instancetest.Eventually(t, 30*time.Second, "both replicas streaming", func(ctx context.Context) error {
 		got, err := b.streamingTo(ctx, 0)
 		if err != nil || !got["pg-1"] || !got["pg-2"] {
 			return fmt.Errorf("streaming: %v %v", got, err)
@@ -166,7 +169,7 @@ func TestPostgresPrimaryTwoReplicasAndRewind(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []int{1, 2} {
-		eventually(t, 30*time.Second, "rows on the replica", func(ctx context.Context) error {
+		instancetest.Eventually(t, 30*time.Second, "rows on the replica", func(ctx context.Context) error {
 			if n, err := b.count(ctx, r); err != nil || n != 100 {
 				return fmt.Errorf("pg-%d has %d rows: %v", r, n, err)
 			}
@@ -184,7 +187,7 @@ func TestPostgresPrimaryTwoReplicasAndRewind(t *testing.T) {
 	if _, err := b.conn(1).Exec(ctx, "SELECT pg_promote()"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "pg-1 takes writes", func(ctx context.Context) error {
+	instancetest.Eventually(t, 30*time.Second, "pg-1 takes writes", func(ctx context.Context) error {
 		c, err := b.dial(ctx, 1)
 		if err != nil {
 			return err
@@ -204,7 +207,7 @@ func TestPostgresPrimaryTwoReplicasAndRewind(t *testing.T) {
 	if err := b.conn(0).QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&inRecovery); err != nil || !inRecovery {
 		t.Fatalf("pg-0 came back as a primary (in recovery=%v, %v)", inRecovery, err)
 	}
-	eventually(t, 30*time.Second, "pg-0 streams from pg-1 with the new row", func(ctx context.Context) error {
+	instancetest.Eventually(t, 30*time.Second, "pg-0 streams from pg-1 with the new row", func(ctx context.Context) error {
 		got, err := b.streamingTo(ctx, 1)
 		if err != nil || !got["pg-0"] {
 			return fmt.Errorf("streaming to pg-1: %v %v", got, err)

@@ -14,43 +14,6 @@ import (
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
 
-// findBackup opens the restore's location and finds its backup.
-func findBackup(ctx context.Context, r *Restore) (backup.Store, backup.Manifest, error) {
-	// The pod's environment gives the S3 settings (the optional
-	// <cluster>-backup Secret).
-	st, err := backup.OpenFromEnv(r.Location)
-	if err != nil {
-		return nil, backup.Manifest{}, fmt.Errorf("restore: %w", err)
-	}
-	var m backup.Manifest
-	if t, terr := backup.ParseTarget(r.Target); terr == nil && !t.IsZero() && r.Backup == contract.RestoreLatest {
-		m, err = backup.FindBefore(ctx, st, r.Cluster, t)
-	} else {
-		m, err = backup.Find(ctx, st, r.Cluster, r.Backup)
-	}
-	if err != nil {
-		return nil, backup.Manifest{}, fmt.Errorf("restore: %w", err)
-	}
-	return st, m, nil
-}
-
-// restoreEtcd restores the create step's snapshot into the member's
-// empty data directory, with every member of the create step in its
-// initial cluster, so all of them start from the same snapshot as one
-// cluster.
-func (e *Etcd) restoreEtcd(ctx context.Context) error {
-	st, m, err := findBackup(ctx, e.Config.Restore)
-	if err != nil {
-		return err
-	}
-	if err := os.RemoveAll(e.DataDir); err != nil { // no member/ in it: nothing of etcd's
-		return err
-	}
-	e.Log.Info("restoring the create step's snapshot", "member", e.Name, "backup", m.ID, "of", m.Cluster)
-	return backup.RestoreEtcd(ctx, st, m, backup.EtcdRestore{DataDir: e.DataDir, Name: e.Name, PeerURL: e.PeerURL(e.Name),
-		Token: e.Config.Token, InitialCluster: e.initialCluster()})
-}
-
 // restorePostgres restores the create step's base backup as the first
 // member's data directory, in place of initdb. The backup's roles come
 // with it, so the superuser's password is set to the new cluster's (in
@@ -59,7 +22,7 @@ func (e *Etcd) restoreEtcd(ctx context.Context) error {
 // again. The replication user's password is set after the first start, as
 // for a new cluster.
 func (p *Postgres) restorePostgres(ctx context.Context) error {
-	st, m, err := findBackup(ctx, p.Config.Restore)
+	st, m, err := FindBackup(ctx, p.Config.Restore)
 	if err != nil {
 		return err
 	}
@@ -131,7 +94,7 @@ func (p *Postgres) setSuperuserPassword(ctx context.Context, dir string) error {
 	}
 	cmd := exec.CommandContext(ctx, p.bin("postgres"), "--single", "-D", dir, "-c", "log_min_error_statement=panic", contract.PostgresDatabase)
 	cmd.Stdin = strings.NewReader(fmt.Sprintf("ALTER ROLE %s WITH PASSWORD %s;\n", Superuser, quoteLiteral(verifier)))
-	cmd.Env = childEnv()
+	cmd.Env = ChildEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("set the superuser password of the restored copy: %w: %s", err, lastLines(withoutSecrets(string(out)), 5))

@@ -2,84 +2,17 @@ package instance
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/cairn-dev/cairn/runtime/backup"
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 	"github.com/cairn-dev/cairn/testbed"
 )
-
-// A create step from a snapshot: all three members restore it as one new
-// cluster holding exactly the snapshot's keys.
-func TestEtcdCreateStepRestoresASnapshot(t *testing.T) {
-	ctx := context.Background()
-	stores := t.TempDir()
-	src := newEtcdBed(t, 1)
-	args, err := src.manager("e-0", "new").Args(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src.start("e-0", args)
-	srcURL := url(src.host("e-0"), src.cli["e-0"])
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srcURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	eventually(t, 30*time.Second, "the source answers", func(ctx context.Context) error {
-		for i := range 20 {
-			if _, err := cli.Put(ctx, fmt.Sprintf("k%02d", i), "v"); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if _, err := backup.Take(ctx, &backup.FileStore{Root: stores}, "src", "EtcdCluster", backup.EtcdSource{Member: "e-0", Endpoint: srcURL}, time.Now); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Put(ctx, "after", "v"); err != nil {
-		t.Fatal(err)
-	}
-
-	dst := newEtcdBed(t, 3)
-	for _, m := range []string{"e-0", "e-1", "e-2"} {
-		mgr := dst.manager(m, "new")
-		mgr.Config.Restore = &Restore{Location: "file://" + stores, Cluster: "src", Backup: "latest"}
-		args, err := mgr.Args(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", m, err)
-		}
-		dst.start(m, args)
-	}
-	for _, m := range []string{"e-0", "e-1", "e-2"} {
-		c, err := clientv3.New(clientv3.Config{Endpoints: []string{url(dst.host(m), dst.cli[m])}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 30*time.Second, m+" serves the snapshot's keys", func(ctx context.Context) error {
-			got, err := c.Get(ctx, "", clientv3.WithPrefix(), clientv3.WithSerializable())
-			if err != nil {
-				return err
-			}
-			ml, err := c.MemberList(ctx)
-			if err != nil {
-				return err
-			}
-			if len(got.Kvs) != 20 || len(ml.Members) != 3 {
-				return fmt.Errorf("%d keys and %d members, want 20 and 3", len(got.Kvs), len(ml.Members))
-			}
-			return nil
-		})
-		c.Close()
-	}
-}
 
 // The first member of a create step from a base backup restores it in
 // place of initdb and takes the new cluster's superuser password; the
@@ -92,7 +25,7 @@ func TestPostgresCreateStepRestoresABaseBackup(t *testing.T) {
 	if _, err := src.conn(0).Exec(ctx, "CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 300)"); err != nil {
 		t.Fatal(err)
 	}
-	bsrc := backup.PostgresSource{Member: "pg-0", Host: hostOf(0), Port: src.ports[0], User: ReplicationUser, Password: testReplPW}
+	bsrc := backup.PostgresSource{Member: "pg-0", Host: instancetest.HostOf(0), Port: src.ports[0], User: ReplicationUser, Password: testReplPW}
 	if _, err := backup.Take(ctx, &backup.FileStore{Root: stores}, "old", "PostgresCluster", bsrc, time.Now); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +38,7 @@ func TestPostgresCreateStepRestoresABaseBackup(t *testing.T) {
 	p.Config.Restore = &Restore{Location: "file://" + stores, Cluster: "old", Backup: "latest"}
 	p.SuperuserPassword = "a new cluster's password"
 	dst.start(p, StartPrimary)
-	c, err := dialAs(ctx, hostOf(0), dst.ports[0], p.SuperuserPassword)
+	c, err := dialAs(ctx, instancetest.HostOf(0), dst.ports[0], p.SuperuserPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +47,7 @@ func TestPostgresCreateStepRestoresABaseBackup(t *testing.T) {
 	if err := c.QueryRow(ctx, "SELECT count(*), count(*) FILTER (WHERE id = 0) FROM t").Scan(&n, &zero); err != nil || n != 300 || zero != 0 {
 		t.Fatalf("restored %d rows (%d written after the backup): %v", n, zero, err)
 	}
-	if _, err := dialAs(ctx, hostOf(0), dst.ports[0], testSuperPW); err == nil {
+	if _, err := dialAs(ctx, instancetest.HostOf(0), dst.ports[0], testSuperPW); err == nil {
 		t.Fatal("the old cluster's superuser password still works")
 	}
 }
@@ -126,7 +59,7 @@ func TestPostgresRestoreRefusesAnotherMajor(t *testing.T) {
 	stores := t.TempDir()
 	src := newPGBedAt(t, testbed.PostgresBinFor(t, 13))
 	src.start(src.member(0, "new"), StartPrimary)
-	bsrc := backup.PostgresSource{Member: "pg-0", Host: hostOf(0), Port: src.ports[0], User: ReplicationUser, Password: testReplPW}
+	bsrc := backup.PostgresSource{Member: "pg-0", Host: instancetest.HostOf(0), Port: src.ports[0], User: ReplicationUser, Password: testReplPW}
 	m, err := backup.Take(ctx, &backup.FileStore{Root: stores}, "old", "PostgresCluster", bsrc, time.Now)
 	if err != nil {
 		t.Fatal(err)

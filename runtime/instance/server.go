@@ -31,7 +31,7 @@ func (p *Postgres) Start(ctx context.Context, initialised bool, out io.Writer) (
 	}
 	cmd := exec.Command(p.bin("postgres"), args...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = childEnv() // the server never holds the passwords or the store's keys
+	cmd.Env = ChildEnv() // the server never holds the passwords or the store's keys
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential, Setpgid: true}
 	// The postmaster's children share its output: one that outlives it
 	// (stopped, or stuck in a system call) must not keep Wait, and with

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -47,8 +48,8 @@ func BenchmarkWALArchiveUnderPgbench(b *testing.B) {
 		bed.start(p, StartPrimary)
 		pgbench := func(args ...string) {
 			b.Helper()
-			cmd := exec.Command(filepath.Join(bed.bin, "pgbench"), append([]string{"-h", hostOf(0), "-p", strconv.Itoa(bed.ports[0]), "-U", Superuser}, append(args, "postgres")...)...)
-			cmd.Env = append(childEnv(), "PGPASSWORD="+testSuperPW)
+			cmd := exec.Command(filepath.Join(bed.bin, "pgbench"), append([]string{"-h", instancetest.HostOf(0), "-p", strconv.Itoa(bed.ports[0]), "-U", Superuser}, append(args, "postgres")...)...)
+			cmd.Env = append(ChildEnv(), "PGPASSWORD="+testSuperPW)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: bed.cred}
 			if out, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("pgbench %v: %v: %s", args, err, out)

@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
+	"github.com/cairn-dev/cairn/runtime/instance"
 )
 
 // recoverArgs carries out a merged recovery (Config.Recover) on this
@@ -30,7 +31,7 @@ import (
 // each learner in turn. No member ever starts from the old cluster's data
 // while a recovery is pending, so the old cluster cannot come back beside
 // the new one.
-func (e *Etcd) recoverArgs(ctx context.Context, hasData bool, cli *clientv3.Client, members []*etcdserverpb.Member, reachable bool) ([]string, bool, error) {
+func (e *Manager) recoverArgs(ctx context.Context, hasData bool, cli *clientv3.Client, members []*etcdserverpb.Member, reachable bool) ([]string, bool, error) {
 	r := e.Config.Recover
 	if r == nil {
 		return nil, false, nil
@@ -51,7 +52,7 @@ func (e *Etcd) recoverArgs(ctx context.Context, hasData bool, cli *clientv3.Clie
 			return nil, false, nil
 		}
 		if hasData {
-			if err := moveAside(e.DataDir, log, "recovery "+r.ID+": this member rejoins the recovered cluster; keeping its old data aside"); err != nil {
+			if err := instance.MoveAside(e.DataDir, log, "recovery "+r.ID+": this member rejoins the recovered cluster; keeping its old data aside"); err != nil {
 				return nil, false, err
 			}
 		}
@@ -68,11 +69,11 @@ func (e *Etcd) recoverArgs(ctx context.Context, hasData bool, cli *clientv3.Clie
 	switch r.Mode {
 	case contract.EtcdRecoverFromSnapshot:
 		if hasData {
-			if err := moveAside(e.DataDir, log, "recovery "+r.ID+": restoring a snapshot in place of this member's data; keeping the data aside"); err != nil {
+			if err := instance.MoveAside(e.DataDir, log, "recovery "+r.ID+": restoring a snapshot in place of this member's data; keeping the data aside"); err != nil {
 				return nil, false, err
 			}
 		}
-		st, m, err := findBackup(ctx, r.Snapshot)
+		st, m, err := instance.FindBackup(ctx, r.Snapshot)
 		if err != nil {
 			return nil, false, fmt.Errorf("recovery %s: %w", r.ID, err)
 		}
@@ -102,7 +103,7 @@ func (e *Etcd) recoverArgs(ctx context.Context, hasData bool, cli *clientv3.Clie
 
 // startedIn reports whether members lists this member as one that has
 // run (it published its client URLs).
-func (e *Etcd) startedIn(members []*etcdserverpb.Member) bool {
+func (e *Manager) startedIn(members []*etcdserverpb.Member) bool {
 	peer := e.PeerURL(e.Name)
 	return slices.ContainsFunc(members, func(m *etcdserverpb.Member) bool {
 		return (m.Name == e.Name || slices.Contains(m.PeerURLs, peer)) && len(m.ClientURLs) > 0
@@ -111,12 +112,12 @@ func (e *Etcd) startedIn(members []*etcdserverpb.Member) bool {
 
 // markerPath is the recovery marker's path, beside the data directory:
 // <data dir>.<contract.EtcdRecoveryMarker>.
-func (e *Etcd) markerPath() string {
+func (e *Manager) markerPath() string {
 	return strings.TrimRight(e.DataDir, "/") + "." + contract.EtcdRecoveryMarker
 }
 
 // recovered reports whether recovery id was carried out on this data.
-func (e *Etcd) recovered(id string) (bool, error) {
+func (e *Manager) recovered(id string) (bool, error) {
 	data, err := os.ReadFile(e.markerPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -128,7 +129,7 @@ func (e *Etcd) recovered(id string) (bool, error) {
 }
 
 // markRecovered records recovery id as carried out, atomically.
-func (e *Etcd) markRecovered(id string) error {
+func (e *Manager) markRecovered(id string) error {
 	path := e.markerPath()
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)

@@ -1,9 +1,10 @@
-package instance
+package etcd
 
 import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance"
 )
 
 // Recover is a merged EtcdRecover step's recovery (the contract.KeyRecover*
@@ -18,7 +19,7 @@ type Recover struct {
 	// Token is the new cluster's token (snapshot mode).
 	Token string
 	// Snapshot is the backup the seed restores (snapshot mode).
-	Snapshot *Restore
+	Snapshot *instance.Restore
 }
 
 // readRecover reads the recovery keys; nil when there is no recovery.
@@ -43,7 +44,7 @@ func readRecover(read func(key string) (string, bool, error)) (*Recover, error) 
 	switch r.Mode {
 	case contract.EtcdRecoverFromMember:
 	case contract.EtcdRecoverFromSnapshot:
-		s := &Restore{}
+		s := &instance.Restore{}
 		for key, dst := range map[string]*string{contract.KeyRecoverStorageLocation: &s.Location, contract.KeyRecoverCluster: &s.Cluster, contract.KeyRecoverBackup: &s.Backup} {
 			if *dst, err = get(key); err != nil {
 				return nil, err

@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 )
 
 // v2Request tells v2 requests, bare or wrapped in an InternalRaftRequest,
@@ -107,7 +108,7 @@ func TestEtcdLogFrom34ReachesEtcd37(t *testing.T) {
 	}
 	b.start("e-0", args)
 	health := m.ClientURL("e-0") + "/health"
-	eventually(t, 20*time.Second, "etcd 3.4 healthy", func(ctx context.Context) error { return probe(ctx, health) })
+	instancetest.Eventually(t, 20*time.Second, "etcd 3.4 healthy", func(ctx context.Context) error { return probe(ctx, health) })
 	for range 5 {
 		if err := probe(ctx, health); err != nil {
 			t.Fatal(err)
@@ -130,7 +131,7 @@ func TestEtcdLogFrom34ReachesEtcd37(t *testing.T) {
 		return start(t, nil, bin, append(a, extra...)...)
 	}
 	p := run(bins["3.5"], plain)
-	eventually(t, 20*time.Second, "etcd 3.5 healthy", func(ctx context.Context) error { return probe(ctx, health) })
+	instancetest.Eventually(t, 20*time.Second, "etcd 3.5 healthy", func(ctx context.Context) error { return probe(ctx, health) })
 	p.kill(syscall.SIGTERM)
 	p = run(bins["3.6"], plain)
 	select {
@@ -150,7 +151,7 @@ func TestEtcdLogFrom34ReachesEtcd37(t *testing.T) {
 	}
 	b.bin = bins["3.5"]
 	b.start("e-0", args)
-	eventually(t, 20*time.Second, "etcd 3.5 snapshots past the v2 requests", func(ctx context.Context) error {
+	instancetest.Eventually(t, 20*time.Second, "etcd 3.5 snapshots past the v2 requests", func(ctx context.Context) error {
 		if err := probe(ctx, health); err != nil {
 			return err
 		}
@@ -170,7 +171,7 @@ func TestEtcdLogFrom34ReachesEtcd37(t *testing.T) {
 	}
 	b.bin = bins["3.6"]
 	b.start("e-0", args)
-	eventually(t, 30*time.Second, "etcd 3.6 healthy on the 3.5 member's data, with no v2 request left", func(ctx context.Context) error {
+	instancetest.Eventually(t, 30*time.Second, "etcd 3.6 healthy on the 3.5 member's data, with no v2 request left", func(ctx context.Context) error {
 		if err := probe(ctx, health); err != nil {
 			return err
 		}
@@ -187,7 +188,7 @@ func TestEtcdLogFrom34ReachesEtcd37(t *testing.T) {
 	}
 	b.bin = binary(t, "CAIRN_ETCD", "etcd")
 	b.start("e-0", args)
-	eventually(t, 30*time.Second, "etcd 3.7 healthy", func(ctx context.Context) error { return probe(ctx, health) })
+	instancetest.Eventually(t, 30*time.Second, "etcd 3.7 healthy", func(ctx context.Context) error { return probe(ctx, health) })
 }
 
 func probe(ctx context.Context, url string) error {

@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 )
 
 // etcdBed runs members "e-<n>" on 127.0.0.<n+1>, each with its own ports.
@@ -31,28 +33,31 @@ func newEtcdBed(t *testing.T, members int) *etcdBed {
 		peer: map[string]int{}, cli: map[string]int{}, procs: map[string]*proc{}, bootstrapN: members}
 	for i := range 5 {
 		name := "e-" + itoa(i)
-		b.peer[name], b.cli[name] = freePort(t, hostOf(i)), freePort(t, hostOf(i))
+		b.peer[name], b.cli[name] = instancetest.FreePort(t, instancetest.HostOf(i)), instancetest.FreePort(t, instancetest.HostOf(i))
 	}
 	return b
 }
 
 func itoa(i int) string { return string(rune('0' + i)) }
 
-func (b *etcdBed) host(m string) string { o, _ := contract.PodOrdinal(m); return hostOf(o) }
+func (b *etcdBed) host(m string) string {
+	o, _ := contract.PodOrdinal(m)
+	return instancetest.HostOf(o)
+}
 
-func (b *etcdBed) manager(name, bootstrap string) *Etcd {
+func (b *etcdBed) manager(name, bootstrap string) *Manager {
 	var eps []string
 	for m := range b.procs {
 		eps = append(eps, url(b.host(m), b.cli[m]))
 	}
 	slices.Sort(eps)
-	return &Etcd{
+	return &Manager{
 		Name: name, DataDir: filepath.Join(b.dir, name),
-		Config:        Config{Bootstrap: bootstrap, InitialMembers: b.bootstrapN, Token: "test-token"},
+		Config:        Config{Config: instance.Config{Bootstrap: bootstrap}, InitialMembers: b.bootstrapN, Token: "test-token"},
 		PeerURL:       func(m string) string { return url(b.host(m), b.peer[m]) },
 		ClientURL:     func(m string) string { return url(b.host(m), b.cli[m]) },
 		ListenPeerURL: url(b.host(name), b.peer[name]), ListenClientURL: url(b.host(name), b.cli[name]),
-		Endpoints: eps, DialTimeout: 2 * time.Second, Log: testLogger(b.t),
+		Endpoints: eps, DialTimeout: 2 * time.Second, Log: instancetest.Logger(b.t),
 	}
 }
 
@@ -102,7 +107,7 @@ func TestEtcdBootstrapJoinAsLearnerAndRejoin(t *testing.T) {
 		}
 		b.start(m, args)
 	}
-	eventually(t, 30*time.Second, "two-member cluster", func(ctx context.Context) error {
+	instancetest.Eventually(t, 30*time.Second, "two-member cluster", func(ctx context.Context) error {
 		_, err := b.client().Put(ctx, "k", "v")
 		return err
 	})
@@ -114,7 +119,7 @@ func TestEtcdBootstrapJoinAsLearnerAndRejoin(t *testing.T) {
 	var args []string
 	// etcd refuses membership changes until the cluster has been healthy
 	// for a few seconds; the instance manager retries, as here.
-	eventually(t, 30*time.Second, "e-2 added", func(ctx context.Context) (err error) {
+	instancetest.Eventually(t, 30*time.Second, "e-2 added", func(ctx context.Context) (err error) {
 		args, err = m2.Args(ctx)
 		return err
 	})
@@ -126,7 +131,7 @@ func TestEtcdBootstrapJoinAsLearnerAndRejoin(t *testing.T) {
 		t.Fatalf("e-2 was not added as a learner: %v %v", ms, err)
 	}
 	b.start("e-2", args)
-	eventually(t, 30*time.Second, "e-2 started as a learner", func(ctx context.Context) error {
+	instancetest.Eventually(t, 30*time.Second, "e-2 started as a learner", func(ctx context.Context) error {
 		ms, err := b.members(ctx)
 		if err != nil {
 			return err
@@ -167,12 +172,12 @@ func (b *etcdBed) bootstrap(ctx context.Context, members ...string) {
 		}
 		b.start(m, args)
 	}
-	eventually(b.t, 30*time.Second, "the new cluster", func(ctx context.Context) error {
+	instancetest.Eventually(b.t, 30*time.Second, "the new cluster", func(ctx context.Context) error {
 		_, err := b.client().Put(ctx, "k", "v")
 		return err
 	})
 	for _, m := range members {
-		eventually(b.t, 30*time.Second, m+" serving", func(ctx context.Context) error {
+		instancetest.Eventually(b.t, 30*time.Second, m+" serving", func(ctx context.Context) error {
 			_, err := b.client().Status(ctx, url(b.host(m), b.cli[m]))
 			return err
 		})
@@ -200,7 +205,7 @@ func TestEtcdRemovedMemberKeepsItsDataAsideAndRejoins(t *testing.T) {
 	}
 	// Scaled out again, it finds stale data: moved aside, then a new join.
 	var args []string
-	eventually(t, 30*time.Second, "e-2 rejoins", func(ctx context.Context) (err error) {
+	instancetest.Eventually(t, 30*time.Second, "e-2 rejoins", func(ctx context.Context) (err error) {
 		args, err = b.manager("e-2", "existing").Args(ctx)
 		return err
 	})
@@ -212,7 +217,7 @@ func TestEtcdRemovedMemberKeepsItsDataAsideAndRejoins(t *testing.T) {
 		t.Fatalf("stale data not kept aside: %v", matches)
 	}
 	b.start("e-2", args)
-	eventually(t, 30*time.Second, "e-2 back as a learner", func(ctx context.Context) error {
+	instancetest.Eventually(t, 30*time.Second, "e-2 back as a learner", func(ctx context.Context) error {
 		if ms, err := b.members(ctx); err != nil || !ms["e-2"] {
 			return errors.New("not yet")
 		}

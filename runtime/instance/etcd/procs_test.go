@@ -1,35 +1,19 @@
-package instance
+package etcd
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// Real database processes for the tests, on 127.0.0.x.
-
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
+// Real etcd processes for the tests, on 127.0.0.x.
 
 // binary finds a test binary: $env, or the repo's .cache/bin built by
 // `make testbin`. Missing binaries fail the test: they are part of it.
@@ -38,22 +22,11 @@ func binary(t *testing.T, env, name string) string {
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
-	p, _ := filepath.Abs(filepath.Join("..", "..", ".cache", "bin", name))
+	p, _ := filepath.Abs(filepath.Join("..", "..", "..", ".cache", "bin", name))
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("%s not found at %s: run `make testbin` or set %s", name, p, env)
 	}
 	return p
-}
-
-// freePort returns a port free on ip.
-func freePort(t testing.TB, ip string) int {
-	t.Helper()
-	l, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatalf("listen on %s: %v", ip, err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // proc is a child process whose output goes to the test log.
@@ -106,25 +79,5 @@ func (p *proc) kill(sig syscall.Signal) {
 		<-p.done
 	}
 }
-
-// eventually polls fn until it returns nil or the deadline passes.
-func eventually(t testing.TB, timeout time.Duration, what string, fn func(ctx context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var last error
-	for {
-		if last = fn(ctx); last == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not within %s: %v", what, timeout, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func hostOf(ord int) string { return "127.0.0." + strconv.Itoa(ord+1) }
 
 func url(host string, port int) string { return fmt.Sprintf("http://%s:%d", host, port) }

@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"context"
@@ -12,18 +12,19 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance"
 )
 
-// EtcdExitError: etcd ended on its own with a status other than 0 (or
+// ExitError: etcd ended on its own with a status other than 0 (or
 // had to be killed); the instance manager exits with Code, as the pod's
 // process would had it been etcd itself.
-type EtcdExitError struct {
+type ExitError struct {
 	Code int
 	Err  error
 }
 
-func (e *EtcdExitError) Error() string { return e.Err.Error() }
-func (e *EtcdExitError) Unwrap() error { return e.Err }
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
 
 // Supervise runs etcd (bin) as a child until it ends or ctx does, with
 // TLS on. args are the flags of etcd's first start (nil: decided by
@@ -32,11 +33,11 @@ func (e *EtcdExitError) Unwrap() error { return e.Err }
 // certificates changes, restarts etcd in its turn (decideRestart),
 // stopping it gracefully and starting it with flags decided afresh from
 // its data, so that etcd trusts a new CA before the runtime issues
-// leaves from it (etcdca.go). When ctx ends (the pod's SIGTERM or
+// leaves from it (ca.go). When ctx ends (the pod's SIGTERM or
 // SIGINT) it stops etcd with SIGTERM, which etcd handles as either, and
 // returns nil if etcd stopped cleanly. When etcd ends on its own it
-// returns an *EtcdExitError with etcd's status, or nil for 0.
-func (e *Etcd) Supervise(ctx context.Context, bin string, args []string, stdout, stderr io.Writer) error {
+// returns an *ExitError with etcd's status, or nil for 0.
+func (e *Manager) Supervise(ctx context.Context, bin string, args []string, stdout, stderr io.Writer) error {
 	ord, err := contract.PodOrdinal(e.Name)
 	if err != nil {
 		return err
@@ -72,7 +73,7 @@ func (e *Etcd) Supervise(ctx context.Context, bin string, args []string, stdout,
 // container would: a merged step (a scale-in removing this member) may
 // have changed it since the instance manager started. An unreadable
 // config keeps the one read before.
-func (e *Etcd) rereadConfig() {
+func (e *Manager) rereadConfig() {
 	if e.ConfigDir == "" {
 		return
 	}
@@ -84,19 +85,10 @@ func (e *Etcd) rereadConfig() {
 	e.Config = cfg
 }
 
-// startArgs are Args, waited for while the member cannot start.
-func (e *Etcd) startArgs(ctx context.Context) (args []string, err error) {
-	err = retry(ctx, e.Log.Info, func() (err error) {
-		args, err = e.Args(ctx)
-		return err
-	})
-	return args, err
-}
-
 // watch waits for etcd to end, for ctx to end, or for its turn to
 // restart etcd onto a changed CA bundle; it reports which (restart) and,
 // when it does not restart, how etcd ended.
-func (e *Etcd) watch(ctx context.Context, p *etcdProc, running caBundle, ord int) (restart bool, err error) {
+func (e *Manager) watch(ctx context.Context, p *etcdProc, running caBundle, ord int) (restart bool, err error) {
 	log := e.Log.With("member", e.Name)
 	// Poll often enough that every turn's first half sees a poll.
 	tick := time.NewTicker(min(e.Turns.poll(), e.Turns.turn()/3))
@@ -156,7 +148,7 @@ type etcdProc struct {
 func startEtcd(bin string, args []string, stdout, stderr io.Writer) (*etcdProc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Args[0] = "etcd"
-	cmd.Env = childEnv()
+	cmd.Env = instance.ChildEnv()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// No Pdeathsig: Linux sends it when the thread that started the child
 	// ends, not the process, and Go may end a thread. In a pod the
@@ -189,7 +181,7 @@ func (p *etcdProc) stop(timeout time.Duration) {
 // exitErr is how etcd ended: nil for status 0 and, during a stop, for
 // dying of SIGTERM or SIGINT (a terminal's Ctrl-C reaches etcd too; etcd,
 // as a container's first process, exits 0 on either); else an
-// *EtcdExitError with its status, 128 + the signal's number when a
+// *ExitError with its status, 128 + the signal's number when a
 // signal ended it, as a shell reports it.
 func (p *etcdProc) exitErr() error {
 	<-p.done
@@ -198,7 +190,7 @@ func (p *etcdProc) exitErr() error {
 	}
 	var ee *exec.ExitError
 	if !errors.As(p.err, &ee) {
-		return &EtcdExitError{Code: 1, Err: fmt.Errorf("etcd: %w", p.err)}
+		return &ExitError{Code: 1, Err: fmt.Errorf("etcd: %w", p.err)}
 	}
 	code := ee.ExitCode()
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -207,5 +199,5 @@ func (p *etcdProc) exitErr() error {
 		}
 		code = 128 + int(ws.Signal())
 	}
-	return &EtcdExitError{Code: code, Err: fmt.Errorf("etcd exited with status %d: %w", code, p.err)}
+	return &ExitError{Code: code, Err: fmt.Errorf("etcd exited with status %d: %w", code, p.err)}
 }

@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"crypto/sha256"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 	"github.com/cairn-dev/cairn/runtime/pki"
 )
 
@@ -98,7 +100,7 @@ func TestEtcdProcExit(t *testing.T) {
 				p.stop(time.Second)
 			}
 			err = p.exitErr()
-			var ee *EtcdExitError
+			var ee *ExitError
 			switch {
 			case tc.code == 0 && err != nil:
 				t.Fatalf("exitErr = %v, want nil", err)
@@ -115,7 +117,7 @@ func TestEtcdProcExit(t *testing.T) {
 // config does not read.
 func TestEtcdRestartRereadsItsConfig(t *testing.T) {
 	dir := t.TempDir()
-	e := &Etcd{Name: "e-2", ConfigDir: dir, Config: Config{Bootstrap: contract.BootstrapNew, TLS: contract.TLSRequire}, Log: testLogger(t)}
+	e := &Manager{Name: "e-2", ConfigDir: dir, Config: Config{Config: instance.Config{Bootstrap: contract.BootstrapNew, TLS: contract.TLSRequire}}, Log: instancetest.Logger(t)}
 	write := func(key, v string) {
 		if err := os.WriteFile(filepath.Join(dir, key), []byte(v), 0o600); err != nil {
 			t.Fatal(err)

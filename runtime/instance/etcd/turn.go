@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 // Taking turns to restart. etcd reads its CA bundle only when it starts,
 // so a member whose mounted bundle changed must restart to trust a new
-// CA (etcdca.go). Every member of the cluster sees the change within a
+// CA (ca.go). Every member of the cluster sees the change within a
 // minute or two of the others (the kubelet refreshes each pod's
 // projected volume on its own schedule), so the members take turns
 // without talking to each other:
@@ -71,7 +71,7 @@ type turnState struct {
 	// Probed and Now are when the member began and ended looking at the
 	// cluster: both must fall in the first half of its turn.
 	Probed, Now time.Time
-	// BundleErr says why the mounted bundle cannot be used (etcdca.go).
+	// BundleErr says why the mounted bundle cannot be used (ca.go).
 	BundleErr error
 	// ListErr says why the membership could not be read; else Members
 	// is the membership, each member as it answered.

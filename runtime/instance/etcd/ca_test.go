@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 	"github.com/cairn-dev/cairn/runtime/pki"
 )
 
@@ -63,7 +64,7 @@ func tlsFiles(t *testing.T, ca *pki.CA, bundle []byte) map[string][]byte {
 	t.Helper()
 	var ips []net.IP
 	for i := range 5 {
-		ips = append(ips, net.ParseIP(hostOf(i)))
+		ips = append(ips, net.ParseIP(instancetest.HostOf(i)))
 	}
 	peer, err := ca.IssuePeer(contract.EtcdServerNames("e", "ns"), ips, time.Now(), 30*time.Minute)
 	if err != nil {
@@ -110,12 +111,12 @@ func (l *logLines) count(parts ...string) int {
 
 // supervised is a member run by Supervise.
 type supervised struct {
-	e      *Etcd
+	e      *Manager
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func supervise(t *testing.T, bin string, e *Etcd) *supervised {
+func supervise(t *testing.T, bin string, e *Manager) *supervised {
 	out, err := os.Create(filepath.Join(t.TempDir(), e.Name+".log"))
 	if err != nil {
 		t.Fatal(err)
@@ -319,10 +320,10 @@ func newCABed(t *testing.T) *caBed {
 }
 
 // supervised is member m's instance manager, logging to b.logs.
-func (b *caBed) supervised(t *testing.T, m string) *Etcd {
+func (b *caBed) supervised(t *testing.T, m string) *Manager {
 	e := b.manager(m, "new")
 	e.TLSDir, e.Turns, e.Endpoints = b.dirs[m], b.turns, b.eps
-	e.Log = slog.New(slog.NewTextHandler(io.MultiWriter(b.logs, testWriter{t}), nil))
+	e.Log = slog.New(slog.NewTextHandler(io.MultiWriter(b.logs, instancetest.Writer(t)), nil))
 	return e
 }
 
@@ -357,7 +358,7 @@ func TestEtcdRestartsOntoANewCA(t *testing.T) {
 	}
 	bundle12, bundle21 := pki.Bundle(ca1, ca2.CertPEM, now), pki.Bundle(ca2, ca1.CertPEM, now)
 	root := dial(t, clientConfig(t, b.files["e-0"], ca1.CertPEM), b.eps...)
-	eventually(t, 60*time.Second, "three supervised members and the control", func(ctx context.Context) error {
+	instancetest.Eventually(t, 60*time.Second, "three supervised members and the control", func(ctx context.Context) error {
 		if _, err := root.Put(ctx, "k", "v"); err != nil {
 			return err
 		}
@@ -376,7 +377,7 @@ func TestEtcdRestartsOntoANewCA(t *testing.T) {
 	broken := maps.Clone(b.files["e-1"])
 	broken[contract.TLSFileCA] = []byte("-----BEGIN CERTIFICATE-----\nnot base64\n")
 	project(t, b.dirs["e-1"], broken)
-	eventually(t, 10*time.Second, "e-1 refuses the broken bundle", func(context.Context) error {
+	instancetest.Eventually(t, 10*time.Second, "e-1 refuses the broken bundle", func(context.Context) error {
 		if b.logs.count("member=e-1", "cannot be used") == 0 {
 			return errors.New("not logged yet")
 		}
@@ -389,7 +390,7 @@ func TestEtcdRestartsOntoANewCA(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	moved := time.Now()
 	b.projectAll(t, bundle12)
-	eventually(t, 2*time.Minute, "every member restarted onto the new bundle", func(context.Context) error {
+	instancetest.Eventually(t, 2*time.Minute, "every member restarted onto the new bundle", func(context.Context) error {
 		for _, m := range b.names {
 			if n := b.starts(m); n < 2 {
 				return fmt.Errorf("%s started %d times", m, n)
@@ -453,7 +454,7 @@ func testSecondMove(t *testing.T, b *caBed, ca2 *pki.CA, ca2Files map[string][]b
 	}
 	b.sups["e-0"] = supervise(t, b.bin, b.supervised(t, "e-0"))
 	only0 := dial(t, ca2Only, b.eps[0])
-	eventually(t, 30*time.Second, "e-0 back with its CA2 peer certificate", func(ctx context.Context) error {
+	instancetest.Eventually(t, 30*time.Second, "e-0 back with its CA2 peer certificate", func(ctx context.Context) error {
 		_, err := only0.Put(ctx, "after", "v")
 		return err
 	})

@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"crypto/tls"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance"
 )
 
 // TLS of an etcd member, by the cluster's TLS mode (contract.KeyTLS):
@@ -40,12 +41,12 @@ import (
 // etcd reads its certificate and key files again at each handshake, so a
 // renewed leaf takes effect without a restart; the CA bundle (ca.crt) is
 // read when etcd starts, so the instance manager restarts etcd, in turn
-// with the other members, when the bundle changes (etcdca.go).
+// with the other members, when the bundle changes (ca.go).
 
-// EtcdSchemes are the URL schemes of an etcd member's client and peer
+// Schemes are the URL schemes of an etcd member's client and peer
 // URLs in TLS mode mode: https in require; http in off and in accept,
 // where the client port serves https too (alsoTLS).
-func EtcdSchemes(mode string) (client, peer string) {
+func Schemes(mode string) (client, peer string) {
 	if mode == contract.TLSRequire {
 		return "https", "https"
 	}
@@ -69,7 +70,7 @@ func alsoTLS(mode, urls string) string {
 }
 
 // tlsArgs are etcd's TLS flags for the cluster's mode.
-func (e *Etcd) tlsArgs() []string {
+func (e *Manager) tlsArgs() []string {
 	if !contract.TLSOn(e.Config.TLS) {
 		return nil
 	}
@@ -99,7 +100,7 @@ func (e *Etcd) tlsArgs() []string {
 // address against its certificate: --peer-skip-client-san-verification
 // from etcd 3.6 (and when the version is unknown), its experimental name
 // before.
-func (e *Etcd) skipPeerSANFlag() string {
+func (e *Manager) skipPeerSANFlag() string {
 	if major, minor, ok := parseMinor(e.Version); ok && major == 3 && minor < 6 {
 		return "--experimental-peer-skip-client-san-verification"
 	}
@@ -110,7 +111,7 @@ func (e *Etcd) skipPeerSANFlag() string {
 // a known mode etcd members are rendered in, and, with TLS on, every
 // certificate file readable (the kubelet mounts them before the
 // container starts; a member started outside a pod waits for them).
-func (e *Etcd) checkTLS() error {
+func (e *Manager) checkTLS() error {
 	switch e.Config.TLS {
 	case "", contract.TLSOff:
 		return nil
@@ -124,7 +125,7 @@ func (e *Etcd) checkTLS() error {
 	for _, f := range []string{contract.TLSFileCA, contract.TLSFileServerCert, contract.TLSFileServerKey, contract.TLSFileClientCert, contract.TLSFileClientKey} {
 		if _, err := os.Stat(e.tlsFile(f)); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("%s: %w (%s)", e.Name, ErrNoCerts, e.tlsFile(f))
+				return fmt.Errorf("%s: %w (%s)", e.Name, instance.ErrNoCerts, e.tlsFile(f))
 			}
 			return fmt.Errorf("%s: certificate file: %w", e.Name, err)
 		}
@@ -139,19 +140,19 @@ func (e *Etcd) checkTLS() error {
 // is used) and the cluster's CA bundle as the only roots. Server names
 // are verified against the endpoint's host, which the members'
 // certificate carries.
-func (e *Etcd) clientTLS() (*tls.Config, error) {
+func (e *Manager) clientTLS() (*tls.Config, error) {
 	if e.Config.TLS != contract.TLSRequire {
 		return nil, nil
 	}
-	return EtcdClientTLS(e.TLSDir)
+	return ClientTLS(e.TLSDir)
 }
 
-// EtcdClientTLS is the TLS configuration of a client of an etcd cluster
+// ClientTLS is the TLS configuration of a client of an etcd cluster
 // whose certificate files (contract.TLSFile*) are in dir: the client
 // pair, read again at each handshake, and the CA bundle as the only
 // roots. It fails when the bundle cannot be read or holds no
 // certificate.
-func EtcdClientTLS(dir string) (*tls.Config, error) {
+func ClientTLS(dir string) (*tls.Config, error) {
 	caPEM, err := os.ReadFile(filepath.Join(dir, contract.TLSFileCA))
 	if err != nil {
 		return nil, fmt.Errorf("etcd client TLS: %w", err)
@@ -174,4 +175,4 @@ func EtcdClientTLS(dir string) (*tls.Config, error) {
 	}, nil
 }
 
-func (e *Etcd) tlsFile(name string) string { return filepath.Join(e.TLSDir, name) }
+func (e *Manager) tlsFile(name string) string { return filepath.Join(e.TLSDir, name) }

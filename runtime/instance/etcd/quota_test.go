@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"os"
@@ -20,7 +20,7 @@ func TestEtcdSpaceQuotaFlag(t *testing.T) {
 		t.Fatalf("%+v %v", c, err)
 	}
 	url := func(m string) string { return "http://" + m }
-	e := &Etcd{Name: "e-0", Config: c, PeerURL: url, ClientURL: url}
+	e := &Manager{Name: "e-0", Config: c, PeerURL: url, ClientURL: url}
 	if args := e.baseArgs(); !slices.Contains(args, "--quota-backend-bytes") || args[slices.Index(args, "--quota-backend-bytes")+1] != "4194304" {
 		t.Errorf("args %v", args)
 	}

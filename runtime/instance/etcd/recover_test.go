@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 )
 
 // A recovery merged while quorum came back is moot: a member restarting
@@ -27,7 +29,7 @@ func TestEtcdRecoveryIsMootWhileTheClusterHasQuorum(t *testing.T) {
 		mgr := b.manager(m, "existing")
 		mgr.Config.Recover = recovery
 		var args []string
-		eventually(t, 30*time.Second, m+" may start", func(ctx context.Context) (err error) {
+		instancetest.Eventually(t, 30*time.Second, m+" may start", func(ctx context.Context) (err error) {
 			args, err = mgr.Args(ctx)
 			return err
 		})
@@ -73,7 +75,7 @@ func TestReadRecoverConfig(t *testing.T) {
 			&Recover{ID: "r", Mode: "member", Seed: "e-2"}, ""},
 		{"from a snapshot", map[string]string{contract.KeyRecoverID: "r", contract.KeyRecoverMode: "snapshot", contract.KeyRecoverSeed: "e-0",
 			contract.KeyRecoverToken: "e-r", contract.KeyRecoverStorageLocation: "file:///b", contract.KeyRecoverCluster: "e", contract.KeyRecoverBackup: "b1"},
-			&Recover{ID: "r", Mode: "snapshot", Seed: "e-0", Token: "e-r", Snapshot: &Restore{Location: "file:///b", Cluster: "e", Backup: "b1"}}, ""},
+			&Recover{ID: "r", Mode: "snapshot", Seed: "e-0", Token: "e-r", Snapshot: &instance.Restore{Location: "file:///b", Cluster: "e", Backup: "b1"}}, ""},
 		{"no seed", map[string]string{contract.KeyRecoverID: "r", contract.KeyRecoverMode: "member"}, nil, "recover.seed: missing"},
 		{"a snapshot without its backup", map[string]string{contract.KeyRecoverID: "r", contract.KeyRecoverMode: "snapshot", contract.KeyRecoverSeed: "e-0",
 			contract.KeyRecoverToken: "e-r", contract.KeyRecoverStorageLocation: "file:///b", contract.KeyRecoverCluster: "e"}, nil, "recover.backup: missing"},

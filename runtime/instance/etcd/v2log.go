@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"bufio"
@@ -48,9 +48,9 @@ import (
 // etcdVersionLine is how etcd --version names its version.
 var etcdVersionLine = regexp.MustCompile(`^etcd Version: (\d+\.\d+\.\d+)`)
 
-// EtcdBinaryVersion is the version the etcd binary at bin reports
+// BinaryVersion is the version the etcd binary at bin reports
 // ("3.5.35").
-func EtcdBinaryVersion(ctx context.Context, bin string) (string, error) {
+func BinaryVersion(ctx context.Context, bin string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "--version").Output()
@@ -70,7 +70,7 @@ func EtcdBinaryVersion(ctx context.Context, bin string) (string, error) {
 // (see above): --snapshot-count=1 while its log holds a v2 request the
 // next minor cannot replay. A log that cannot be read adds nothing: etcd
 // itself then says what is wrong with it.
-func (e *Etcd) logArgs() []string {
+func (e *Manager) logArgs() []string {
 	major, minor, ok := parseMinor(e.Version)
 	if !ok || major != 3 || minor < 5 || minor > 6 {
 		// Unknown; a version before 3.5, whose next minor still applies

@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"bytes"
@@ -25,10 +25,10 @@ import (
 // Loading a replaced CA. The runtime replaces a cluster's CA in two moves
 // (runtime/certs/rotate.go): the new CA joins the bundle, ca.crt, and
 // only an hour later (Keeper.CAOverlap) signs the leaves. etcd reads the
-// bundle when it starts, so the member's supervisor (etcdsup.go) reads it
+// bundle when it starts, so the member's supervisor (supervise.go) reads it
 // every RestartTurns.Poll and, when the set of certificates in it
 // differs from the set etcd started with, restarts etcd in its turn
-// (etcdturn.go). It compares sets, not bytes: the second move reorders
+// (turn.go). It compares sets, not bytes: the second move reorders
 // the bundle (the new CA first) without changing what it trusts, and
 // needs no restart.
 
@@ -116,7 +116,7 @@ func trusts(pool *x509.CertPool, certFile, keyFile string) error {
 // observeTurn looks at the cluster for decideRestart: the membership,
 // and each other started member's Status, over TLS with the member's
 // client certificate, every call bounded by DialTimeout.
-func (e *Etcd) observeTurn(ctx context.Context, bundle caBundle, ord int) turnState {
+func (e *Manager) observeTurn(ctx context.Context, bundle caBundle, ord int) turnState {
 	s := turnState{Ordinal: ord, Turn: e.Turns.turn(), Probed: time.Now(), BundleErr: bundle.err}
 	if s.BundleErr != nil || !inTurn(s.Probed, ord, s.Turn) {
 		s.Now = time.Now()
@@ -131,7 +131,7 @@ func (e *Etcd) observeTurn(ctx context.Context, bundle caBundle, ord int) turnSt
 // status, all at once. Unlike Args (cluster), it may ask this member
 // too, which runs: a cluster of one, or a bed with no other endpoint,
 // still answers.
-func (e *Etcd) memberViews(ctx context.Context) ([]memberView, error) {
+func (e *Manager) memberViews(ctx context.Context) ([]memberView, error) {
 	tc, err := e.clientTLS()
 	if err != nil {
 		return nil, err

@@ -1,11 +1,10 @@
-package instance
+package etcd
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance"
 )
 
 // ErrNoCluster: no member of the cluster answers, and this member may not
@@ -32,8 +32,8 @@ var ErrRemoving = errors.New("this member is being removed by a scale-in step")
 // re-add), and the next attempt joins.
 var ErrDataLost = errors.New("member is in the membership but its data directory is empty")
 
-// Etcd is the instance manager of one etcd member.
-type Etcd struct {
+// Manager is the instance manager of one etcd member.
+type Manager struct {
 	// Name is the member's name: its pod name, <cluster>-<ordinal>.
 	Name    string
 	DataDir string
@@ -43,7 +43,7 @@ type Etcd struct {
 	// :2379.
 	PeerURL, ClientURL func(member string) string
 	// ListenPeerURL and ListenClientURL are where this member listens;
-	// their schemes, as PeerURL's and ClientURL's, are EtcdSchemes' of
+	// their schemes, as PeerURL's and ClientURL's, are Schemes' of
 	// the cluster's TLS mode. ListenMetricsURL, with TLS on, is where it
 	// serves /health and /metrics in plain HTTP for the probes.
 	ListenPeerURL, ListenClientURL, ListenMetricsURL string
@@ -55,10 +55,10 @@ type Etcd struct {
 	// DialTimeout bounds each attempt to reach the cluster.
 	DialTimeout time.Duration
 	// Version is the version of the etcd binary the member runs
-	// (EtcdBinaryVersion); empty when unknown.
+	// (BinaryVersion); empty when unknown.
 	Version string
 	// Turns times the restarts that load a changed CA bundle, with TLS
-	// on (etcdturn.go); zero fields take their defaults.
+	// on (turn.go); zero fields take their defaults.
 	Turns RestartTurns
 	// ConfigDir, when set, is the mounted <cluster>-cairn ConfigMap
 	// Config was read from; such a restart reads it again, as a new
@@ -70,9 +70,9 @@ type Etcd struct {
 // Args decides how the member starts and returns the etcd flags for it:
 // from its data, by joining the running cluster, or, for the members of a
 // create step, by bootstrapping. It returns ErrNoCluster or ErrDataLost
-// when the member cannot start yet, and ErrNoCerts while TLS is on and
-// its certificate files are not all there (etcdtls.go).
-func (e *Etcd) Args(ctx context.Context) ([]string, error) {
+// when the member cannot start yet, and instance.ErrNoCerts while TLS is on and
+// its certificate files are not all there (tls.go).
+func (e *Manager) Args(ctx context.Context) ([]string, error) {
 	if err := e.checkTLS(); err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (e *Etcd) Args(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	hasData, err := dirHas(filepath.Join(e.DataDir, "member"))
+	hasData, err := instance.Exists(filepath.Join(e.DataDir, "member"))
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (e *Etcd) Args(ctx context.Context) ([]string, error) {
 		// the same snapshot and starts from that data. A member that comes
 		// later, when the restored cluster already answers, joins it as
 		// the member it lists (and one that lost its data is found out).
-		if err := e.restoreEtcd(ctx); err != nil {
+		if err := e.restore(ctx); err != nil {
 			return nil, err
 		}
 		hasData = true
@@ -132,7 +132,7 @@ func (e *Etcd) Args(ctx context.Context) ([]string, error) {
 }
 
 // cluster lists the members through the endpoints.
-func (e *Etcd) cluster(ctx context.Context) (*clientv3.Client, []*etcdserverpb.Member, error) {
+func (e *Manager) cluster(ctx context.Context) (*clientv3.Client, []*etcdserverpb.Member, error) {
 	eps := slices.DeleteFunc(slices.Clone(e.Endpoints), func(ep string) bool { return ep == e.ClientURL(e.Name) })
 	if len(eps) == 0 {
 		return nil, nil, errors.New("no endpoints")
@@ -158,13 +158,13 @@ func (e *Etcd) cluster(ctx context.Context) (*clientv3.Client, []*etcdserverpb.M
 
 // readdedUnstarted reports whether the member with this peer URL was added
 // but never started (no name, no client URLs).
-func (e *Etcd) readdedUnstarted(members []*etcdserverpb.Member) bool {
+func (e *Manager) readdedUnstarted(members []*etcdserverpb.Member) bool {
 	return slices.ContainsFunc(members, func(m *etcdserverpb.Member) bool {
 		return m.Name == "" && len(m.ClientURLs) == 0 && slices.Contains(m.PeerURLs, e.PeerURL(e.Name))
 	})
 }
 
-func (e *Etcd) inMembership(members []*etcdserverpb.Member) bool {
+func (e *Manager) inMembership(members []*etcdserverpb.Member) bool {
 	return slices.ContainsFunc(members, func(m *etcdserverpb.Member) bool {
 		return m.Name == e.Name || slices.Contains(m.PeerURLs, e.PeerURL(e.Name))
 	})
@@ -173,7 +173,7 @@ func (e *Etcd) inMembership(members []*etcdserverpb.Member) bool {
 // join adds this member to the running cluster (as a learner where etcd
 // supports it) unless an earlier attempt already did, and returns the
 // flags to start it with.
-func (e *Etcd) join(ctx context.Context, cli *clientv3.Client, members []*etcdserverpb.Member) ([]string, error) {
+func (e *Manager) join(ctx context.Context, cli *clientv3.Client, members []*etcdserverpb.Member) ([]string, error) {
 	peer := e.PeerURL(e.Name)
 	idx := slices.IndexFunc(members, func(m *etcdserverpb.Member) bool {
 		return m.Name == e.Name || slices.Contains(m.PeerURLs, peer)
@@ -224,7 +224,7 @@ func (e *Etcd) join(ctx context.Context, cli *clientv3.Client, members []*etcdse
 }
 
 // supportsLearners reports whether every answering member runs etcd 3.4+.
-func (e *Etcd) supportsLearners(ctx context.Context, cli *clientv3.Client) (bool, error) {
+func (e *Manager) supportsLearners(ctx context.Context, cli *clientv3.Client) (bool, error) {
 	for _, ep := range cli.Endpoints() {
 		cctx, cancel := context.WithTimeout(ctx, cmpOr(e.DialTimeout, 3*time.Second))
 		st, err := cli.Status(cctx, ep)
@@ -241,7 +241,7 @@ func (e *Etcd) supportsLearners(ctx context.Context, cli *clientv3.Client) (bool
 	return false, errors.New("no member reports its version")
 }
 
-func (e *Etcd) baseArgs() []string {
+func (e *Manager) baseArgs() []string {
 	args := []string{
 		"--name", e.Name,
 		"--data-dir", e.DataDir,
@@ -259,7 +259,7 @@ func (e *Etcd) baseArgs() []string {
 
 // bootstrapArgs start one of the create step's members: all of them start
 // with the same initial cluster and token and form the cluster together.
-func (e *Etcd) bootstrapArgs() []string {
+func (e *Manager) bootstrapArgs() []string {
 	e.Log.Info("bootstrapping a new cluster", "member", e.Name, "members", e.Config.InitialMembers)
 	return append(e.baseArgs(),
 		"--initial-cluster", e.initialCluster(),
@@ -269,7 +269,7 @@ func (e *Etcd) bootstrapArgs() []string {
 
 // initialCluster is etcd's --initial-cluster of the create step's
 // members: name=peer URL of each, by ordinal.
-func (e *Etcd) initialCluster() string {
+func (e *Manager) initialCluster() string {
 	cluster, _ := contract.MemberCluster(e.Name)
 	var initial []string
 	for i := range e.Config.InitialMembers {
@@ -280,27 +280,8 @@ func (e *Etcd) initialCluster() string {
 }
 
 // moveAside keeps stale data under a new name instead of deleting it.
-func (e *Etcd) moveAside() error {
-	return moveAside(e.DataDir, e.Log.With("member", e.Name), "this member was removed from the cluster; keeping its old data aside and joining again")
-}
-
-// moveAside renames dir to <dir>.stale-<unix time>, saying why in the log:
-// cairn never deletes a database's data on its own.
-func moveAside(dir string, log *slog.Logger, why string) error {
-	dest := fmt.Sprintf("%s.stale-%d", strings.TrimRight(dir, "/"), time.Now().Unix())
-	log.Warn(why, "moved_to", dest)
-	if err := os.Rename(dir, dest); err != nil {
-		return fmt.Errorf("move data aside: %w", err)
-	}
-	return nil
-}
-
-func dirHas(path string) (bool, error) {
-	_, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	return err == nil, err
+func (e *Manager) moveAside() error {
+	return instance.MoveAside(e.DataDir, e.Log.With("member", e.Name), "this member was removed from the cluster; keeping its old data aside and joining again")
 }
 
 func parseMinor(v string) (major, minor int, ok bool) {

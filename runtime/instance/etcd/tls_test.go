@@ -1,4 +1,4 @@
-package instance
+package etcd
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairn-dev/cairn/planner/contract"
+	"github.com/cairn-dev/cairn/runtime/instance/internal/instancetest"
 	"github.com/cairn-dev/cairn/runtime/pki"
 )
 
@@ -39,7 +40,7 @@ func newEtcdTLSBed(t *testing.T, members int) *etcdTLSBed {
 	}
 	b := &etcdTLSBed{etcdBed: newEtcdBed(t, members), ca: ca, tlsDir: t.TempDir(), metrics: map[string]int{}}
 	for i := range 5 {
-		b.metrics["e-"+itoa(i)] = freePort(t, hostOf(i))
+		b.metrics["e-"+itoa(i)] = instancetest.FreePort(t, instancetest.HostOf(i))
 	}
 	b.issue(t)
 	return b
@@ -72,7 +73,7 @@ func (b *etcdTLSBed) issue(t *testing.T) (serial string) {
 
 func httpsURL(host string, port int) string { return fmt.Sprintf("https://%s:%d", host, port) }
 
-func (b *etcdTLSBed) manager(name, bootstrap string) *Etcd {
+func (b *etcdTLSBed) manager(name, bootstrap string) *Manager {
 	e := b.etcdBed.manager(name, bootstrap)
 	e.Config.TLS, e.TLSDir = contract.TLSRequire, b.tlsDir
 	e.PeerURL = func(m string) string { return httpsURL(b.host(m), b.peer[m]) }
@@ -100,7 +101,7 @@ func (b *etcdTLSBed) client(t *testing.T, tc *tls.Config) *clientv3.Client {
 }
 
 func (b *etcdTLSBed) rootTLS(t *testing.T) *tls.Config {
-	tc, err := EtcdClientTLS(b.tlsDir)
+	tc, err := ClientTLS(b.tlsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestEtcdServesOnlyTLS(t *testing.T) {
 		b.start(m, args)
 	}
 	root := b.client(t, b.rootTLS(t))
-	eventually(t, 30*time.Second, "three-member TLS cluster", func(ctx context.Context) error {
+	instancetest.Eventually(t, 30*time.Second, "three-member TLS cluster", func(ctx context.Context) error {
 		_, err := root.Put(ctx, "k", "v")
 		return err
 	})
@@ -162,7 +163,7 @@ func TestEtcdServesOnlyTLS(t *testing.T) {
 		}
 		// Plain HTTP on the client and peer ports gets no answer from etcd.
 		hc := &http.Client{Timeout: 2 * time.Second}
-		for _, u := range []string{url(hostOf(0), b.cli["e-0"]) + "/version", url(hostOf(0), b.peer["e-0"]) + "/members"} {
+		for _, u := range []string{url(instancetest.HostOf(0), b.cli["e-0"]) + "/version", url(instancetest.HostOf(0), b.peer["e-0"]) + "/members"} {
 			if resp, err := hc.Get(u); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
@@ -174,16 +175,16 @@ func TestEtcdServesOnlyTLS(t *testing.T) {
 		// certificate, and with root's client certificate, which the same
 		// CA signs but which does not carry the members' common name.
 		peerTLS := map[string]*tls.Config{
-			"no certificate": {RootCAs: roots, ServerName: hostOf(0)},
+			"no certificate": {RootCAs: roots, ServerName: instancetest.HostOf(0)},
 			"root's client certificate": func() *tls.Config {
 				tc := b.rootTLS(t)
-				tc.ServerName = hostOf(0)
+				tc.ServerName = instancetest.HostOf(0)
 				return tc
 			}(),
 		}
 		for name, tc := range peerTLS {
 			hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
-			resp, err := hc.Get(httpsURL(hostOf(0), b.peer["e-0"]) + "/members")
+			resp, err := hc.Get(httpsURL(instancetest.HostOf(0), b.peer["e-0"]) + "/members")
 			if err == nil {
 				resp.Body.Close()
 				t.Errorf("peer port, %s: answered %s", name, resp.Status)
@@ -196,8 +197,8 @@ func TestEtcdServesOnlyTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 		pc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-			RootCAs: roots, ServerName: hostOf(0), Certificates: []tls.Certificate{peerCert}}}}
-		resp, err := pc.Get(httpsURL(hostOf(0), b.peer["e-0"]) + "/members")
+			RootCAs: roots, ServerName: instancetest.HostOf(0), Certificates: []tls.Certificate{peerCert}}}}
+		resp, err := pc.Get(httpsURL(instancetest.HostOf(0), b.peer["e-0"]) + "/members")
 		if err != nil {
 			t.Fatalf("peer port, the members' certificate: %v", err)
 		}
@@ -206,7 +207,7 @@ func TestEtcdServesOnlyTLS(t *testing.T) {
 	})
 
 	t.Run("probes", func(t *testing.T) {
-		resp, err := http.Get(url(hostOf(1), b.metrics["e-1"]) + "/health")
+		resp, err := http.Get(url(instancetest.HostOf(1), b.metrics["e-1"]) + "/health")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,12 +220,12 @@ func TestEtcdServesOnlyTLS(t *testing.T) {
 	t.Run("join", func(t *testing.T) {
 		m3 := b.manager("e-3", "new")
 		var args []string
-		eventually(t, 30*time.Second, "e-3 added over TLS", func(ctx context.Context) (err error) {
+		instancetest.Eventually(t, 30*time.Second, "e-3 added over TLS", func(ctx context.Context) (err error) {
 			args, err = m3.Args(ctx)
 			return err
 		})
 		b.start("e-3", args)
-		eventually(t, 30*time.Second, "e-3 started", func(ctx context.Context) error {
+		instancetest.Eventually(t, 30*time.Second, "e-3 started", func(ctx context.Context) error {
 			resp, err := root.MemberList(ctx)
 			if err != nil {
 				return err
@@ -265,10 +266,10 @@ func TestEtcdServesOnlyTLS(t *testing.T) {
 		}()
 		time.Sleep(500 * time.Millisecond)
 		serial := b.issue(t)
-		eventually(t, 10*time.Second, "new connections meet the renewed certificate", func(ctx context.Context) error {
+		instancetest.Eventually(t, 10*time.Second, "new connections meet the renewed certificate", func(ctx context.Context) error {
 			tc := b.rootTLS(t)
-			tc.ServerName = hostOf(2)
-			conn, err := tls.Dial("tcp", fmt.Sprintf("%s:%d", hostOf(2), b.cli["e-2"]), tc)
+			tc.ServerName = instancetest.HostOf(2)
+			conn, err := tls.Dial("tcp", fmt.Sprintf("%s:%d", instancetest.HostOf(2), b.cli["e-2"]), tc)
 			if err != nil {
 				return err
 			}
