@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -26,12 +25,6 @@ type Config struct {
 	// TLS is the cluster's TLS mode (contract.TLSModes), for
 	// PostgreSQL and etcd members alike.
 	TLS string
-	// SynchronousStandbys is PostgreSQL's wanted number.
-	SynchronousStandbys int
-	// ArchiveLocation is where a PostgreSQL member archives WAL: the
-	// backup location. The rendered archive_mode decides whether it does
-	// (contract.PostgresArchiveSettings); empty refuses every push.
-	ArchiveLocation string
 }
 
 // Restore names a backup (the contract.KeyRestore* keys).
@@ -77,8 +70,8 @@ func (k *ConfigKeys) Set(key string, fn func(v string) error) {
 	}
 }
 
-// Fail records err unless an earlier key failed.
-func (k *ConfigKeys) Fail(err error) {
+// fail records err unless an earlier key failed.
+func (k *ConfigKeys) fail(err error) {
 	if k.err == nil {
 		k.err = err
 	}
@@ -100,7 +93,6 @@ func ReadConfig(dir string) (Config, error) {
 		c.Bootstrap = v
 		return nil
 	})
-	k.Set(contract.KeySynchronousStandbys, func(v string) (e error) { c.SynchronousStandbys, e = strconv.Atoi(v); return })
 	k.Set(contract.KeyTLS, func(v string) error {
 		mode, ok := contract.TLSMode(v)
 		if !ok {
@@ -122,9 +114,8 @@ func ReadConfig(dir string) (Config, error) {
 			return err
 		})
 		if k.Err() == nil && c.Restore.Cluster == "" {
-			k.Fail(fmt.Errorf("config %s: missing beside %s", contract.KeyRestoreCluster, contract.KeyRestoreStorageLocation))
+			k.fail(fmt.Errorf("config %s: missing beside %s", contract.KeyRestoreCluster, contract.KeyRestoreStorageLocation))
 		}
 	}
-	k.Set(contract.KeyBackupStorageLocation, func(v string) error { c.ArchiveLocation = v; return nil })
 	return c, k.Err()
 }

@@ -9,11 +9,11 @@ import (
 
 func TestReadConfig(t *testing.T) {
 	dir := t.TempDir()
-	for k, v := range map[string]string{"bootstrap": "new\n", "synchronous-standbys": "1"} {
+	for k, v := range map[string]string{"bootstrap": "new\n", "tls": "require"} {
 		_ = os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644)
 	}
 	c, err := ReadConfig(dir)
-	if err != nil || c != (Config{Bootstrap: "new", SynchronousStandbys: 1}) {
+	if err != nil || c != (Config{Bootstrap: "new", TLS: "require"}) {
 		t.Fatalf("%+v %v", c, err)
 	}
 	if c, err := ReadConfig(t.TempDir()); err != nil || c.Bootstrap != "existing" {
@@ -22,17 +22,6 @@ func TestReadConfig(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(dir, "bootstrap"), []byte("maybe"), 0o644)
 	if _, err := ReadConfig(dir); err == nil || !strings.Contains(err.Error(), "must be new or existing") {
 		t.Errorf("bad bootstrap: %v", err)
-	}
-}
-
-func TestRoleLabelFile(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "labels")
-	_ = os.WriteFile(p, []byte("app.kubernetes.io/name=\"postgresql\"\ncairn.dev/role=\"fenced\"\n"), 0o644)
-	if got := RoleLabelFile(p)(); got != "fenced" {
-		t.Errorf("role = %q", got)
-	}
-	if got := RoleLabelFile(filepath.Join(t.TempDir(), "none"))(); got != "" {
-		t.Errorf("missing file: %q", got)
 	}
 }
 
