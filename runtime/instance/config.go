@@ -70,8 +70,8 @@ func (k *ConfigKeys) Set(key string, fn func(v string) error) {
 	}
 }
 
-// fail records err unless an earlier key failed.
-func (k *ConfigKeys) fail(err error) {
+// Fail records err unless an earlier key failed.
+func (k *ConfigKeys) Fail(err error) {
 	if k.err == nil {
 		k.err = err
 	}
@@ -81,9 +81,10 @@ func (k *ConfigKeys) fail(err error) {
 func (k *ConfigKeys) Err() error { return k.err }
 
 // ReadConfig reads the keys both kinds share from the mounted ConfigMap
-// in dir. Missing keys keep their defaults: bootstrap
-// contract.BootstrapExisting, which can never create a second cluster.
-func ReadConfig(dir string) (Config, error) {
+// in dir, then, with kind (when not nil), the kind's own keys. Missing
+// keys keep their defaults: bootstrap contract.BootstrapExisting, which
+// can never create a second cluster.
+func ReadConfig(dir string, kind func(k *ConfigKeys)) (Config, error) {
 	c := Config{Bootstrap: contract.BootstrapExisting}
 	k := &ConfigKeys{Dir: dir}
 	k.Set(contract.KeyBootstrap, func(v string) error {
@@ -114,8 +115,11 @@ func ReadConfig(dir string) (Config, error) {
 			return err
 		})
 		if k.Err() == nil && c.Restore.Cluster == "" {
-			k.fail(fmt.Errorf("config %s: missing beside %s", contract.KeyRestoreCluster, contract.KeyRestoreStorageLocation))
+			k.Fail(fmt.Errorf("config %s: missing beside %s", contract.KeyRestoreCluster, contract.KeyRestoreStorageLocation))
 		}
+	}
+	if kind != nil && k.Err() == nil {
+		kind(k)
 	}
 	return c, k.Err()
 }

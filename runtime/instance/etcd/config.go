@@ -26,23 +26,22 @@ type Config struct {
 	Recover *Recover
 }
 
-// ReadConfig reads the mounted ConfigMap in dir (instance.ReadConfig,
-// then etcd's keys). Missing keys keep their defaults.
+// ReadConfig reads the mounted ConfigMap in dir: the shared keys
+// (instance.ReadConfig), then etcd's. Missing keys keep their defaults.
 func ReadConfig(dir string) (Config, error) {
-	shared, err := instance.ReadConfig(dir)
-	c := Config{Config: shared}
-	if err != nil {
-		return c, err
-	}
-	k := &instance.ConfigKeys{Dir: dir}
-	k.Set(contract.KeyInitialMembers, func(v string) (e error) { c.InitialMembers, e = strconv.Atoi(v); return })
-	k.Set(contract.KeyInitialClusterToken, func(v string) error { c.Token = v; return nil })
-	k.Set(contract.KeyRequestRemoveMember, func(v string) error { c.RemoveMember = v; return nil })
-	k.Set(contract.KeyEtcdQuotaBackendBytes, func(v string) (e error) { c.SpaceQuota, e = parseQuota(v); return })
-	if err := k.Err(); err != nil {
-		return c, err
-	}
-	c.Recover, err = readRecover(k.Get)
+	var c Config
+	shared, err := instance.ReadConfig(dir, func(k *instance.ConfigKeys) {
+		k.Set(contract.KeyInitialMembers, func(v string) (e error) { c.InitialMembers, e = strconv.Atoi(v); return })
+		k.Set(contract.KeyInitialClusterToken, func(v string) error { c.Token = v; return nil })
+		k.Set(contract.KeyRequestRemoveMember, func(v string) error { c.RemoveMember = v; return nil })
+		k.Set(contract.KeyEtcdQuotaBackendBytes, func(v string) (e error) { c.SpaceQuota, e = parseQuota(v); return })
+		if k.Err() == nil {
+			var err error
+			c.Recover, err = readRecover(k.Get)
+			k.Fail(err)
+		}
+	})
+	c.Config = shared
 	return c, err
 }
 

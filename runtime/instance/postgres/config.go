@@ -19,16 +19,15 @@ type Config struct {
 	ArchiveLocation string
 }
 
-// ReadConfig reads the mounted ConfigMap in dir (instance.ReadConfig,
-// then PostgreSQL's keys). Missing keys keep their defaults.
+// ReadConfig reads the mounted ConfigMap in dir: the shared keys
+// (instance.ReadConfig), then PostgreSQL's. Missing keys keep their
+// defaults.
 func ReadConfig(dir string) (Config, error) {
-	shared, err := instance.ReadConfig(dir)
-	c := Config{Config: shared}
-	if err != nil {
-		return c, err
-	}
-	k := &instance.ConfigKeys{Dir: dir}
-	k.Set(contract.KeySynchronousStandbys, func(v string) (e error) { c.SynchronousStandbys, e = strconv.Atoi(v); return })
-	k.Set(contract.KeyBackupStorageLocation, func(v string) error { c.ArchiveLocation = v; return nil })
-	return c, k.Err()
+	var c Config
+	shared, err := instance.ReadConfig(dir, func(k *instance.ConfigKeys) {
+		k.Set(contract.KeySynchronousStandbys, func(v string) (e error) { c.SynchronousStandbys, e = strconv.Atoi(v); return })
+		k.Set(contract.KeyBackupStorageLocation, func(v string) error { c.ArchiveLocation = v; return nil })
+	})
+	c.Config = shared
+	return c, err
 }
