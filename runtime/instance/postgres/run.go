@@ -45,7 +45,7 @@ func Run(ctx context.Context, p *Manager, out io.Writer) error {
 	}
 }
 
-// waitReasons are what a PostgreSQL member waits for (Retry).
+// waitReasons are what a PostgreSQL member waits for (instance.Retry).
 var waitReasons = []instance.WaitReason{{Err: ErrNoPrimary, Reason: "waiting for the cluster"}}
 
 func runPostgresOnce(ctx context.Context, p *Manager, out io.Writer) error {

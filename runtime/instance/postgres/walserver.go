@@ -23,7 +23,7 @@ import (
 
 // WAL archiving and fetching go through the instance manager: PostgreSQL
 // runs archive_command and restore_command as its own children, and the
-// server and its children never hold the store's credentials (ChildEnv).
+// server and its children never hold the store's credentials (instance.ChildEnv).
 // The commands are `cairn instance wal push|fetch`, clients of a Unix
 // socket the instance manager serves (WALServer; the protocol and the
 // client are runtime/wal): it checks each request, reads or writes the
