@@ -118,7 +118,7 @@ func postgresConfig(n names, s Settings) Object {
 		{"wal_keep_size", "'512MB'"},
 		// A standby replies at least every second, so a primary that
 		// cannot reach the API server counts it as following well within
-		// its lease (runtime/instance/failsafe.go).
+		// its lease (runtime/instance/postgres/failsafe.go).
 		{"wal_receiver_status_interval", "1"},
 	} {
 		fmt.Fprintf(&conf, "%s = %s\n", kv[0], kv[1])

@@ -53,15 +53,15 @@ func readPodEnv() (podEnv, error) {
 	return e, nil
 }
 
-// readPod reads the pod's environment and the mounted <cluster>-cairn
-// ConfigMap in configDir.
-func readPod(configDir string) (podEnv, instance.Config, error) {
+// readPod reads the pod's environment and, with the kind's read, the
+// mounted <cluster>-cairn ConfigMap in configDir.
+func readPod[C any](configDir string, read func(dir string) (C, error)) (podEnv, C, error) {
+	var cfg C
 	env, err := readPodEnv()
 	if err != nil {
-		return env, instance.Config{}, err
+		return env, cfg, err
 	}
-	cfg, err := instance.ReadConfig(configDir)
-	if err != nil {
+	if cfg, err = read(configDir); err != nil {
 		return env, cfg, &exitError{exitInvalid, err}
 	}
 	return env, cfg, nil

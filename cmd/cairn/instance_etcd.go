@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/planner/contract"
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/etcd"
 )
 
 // instanceEtcd is the etcd row's `cairn instance` subcommand.
@@ -22,7 +22,7 @@ func newInstanceEtcd() *cobra.Command {
 		Short: "Start this pod's etcd member: from its data, by joining, or in a create step by bootstrapping",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, cfg, err := readPod(configDir)
+			env, cfg, err := readPod(configDir, etcd.ReadConfig)
 			if err != nil {
 				return err
 			}
@@ -30,10 +30,10 @@ func newInstanceEtcd() *cobra.Command {
 			e.ConfigDir = configDir
 			ctx, cancel := signalContext()
 			defer cancel()
-			err = instance.RunEtcd(ctx, e)
+			err = etcd.Run(ctx, e)
 			// With TLS on etcd runs as a child: the pod's process ends
 			// with its status, as it would were it etcd itself.
-			var ee *instance.EtcdExitError
+			var ee *etcd.ExitError
 			if errors.As(err, &ee) {
 				return &exitError{code: ee.Code, err: err}
 			}
@@ -50,11 +50,11 @@ func newInstanceEtcd() *cobra.Command {
 // etcdInPod is the instance manager of the pod's etcd member: members
 // are named through the headless peerService and the cluster is reached
 // through its client Service.
-func etcdInPod(env podEnv, cfg instance.Config, dataDir, peerService string, log *slog.Logger) *instance.Etcd {
+func etcdInPod(env podEnv, cfg etcd.Config, dataDir, peerService string, log *slog.Logger) *etcd.Manager {
 	host := func(m string) string { return fmt.Sprintf("%s.%s.%s.svc", m, peerService, env.namespace) }
 	peer, client := ":"+strconv.Itoa(contract.EtcdPeerPort), ":"+strconv.Itoa(contract.EtcdClientPort)
-	cs, ps := instance.EtcdSchemes(cfg.TLS)
-	return &instance.Etcd{
+	cs, ps := etcd.Schemes(cfg.TLS)
+	return &etcd.Manager{
 		Name: env.name, DataDir: dataDir, Config: cfg,
 		PeerURL:          func(m string) string { return ps + "://" + host(m) + peer },
 		ClientURL:        func(m string) string { return cs + "://" + host(m) + client },

@@ -9,12 +9,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/planner/contract"
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/postgres"
 )
 
 // newInstancePgUpgradeCheck is the pre-flight step's Job: pg_upgrade
 // --check on the cluster's newest base backup, restored into a scratch
-// folder (runtime/instance/pgcheck.go). A refusal exits 1 with
+// folder (runtime/instance/postgres/upgradecheck.go). A refusal exits 1 with
 // pg_upgrade's findings as the container's termination message, which
 // observe reads into the live state and the next step's gate shows.
 func newInstancePgUpgradeCheck() *cobra.Command {
@@ -32,7 +32,7 @@ func newInstancePgUpgradeCheck() *cobra.Command {
 			if from <= 0 || to <= from || location == "" {
 				return &exitError{exitUsage, fmt.Errorf("cairn instance pg-upgrade-check: --location must be set and --to (%d) a later major than --from (%d)", to, from)}
 			}
-			c := &instance.PgUpgradeCheck{
+			c := &postgres.UpgradeCheck{
 				Cluster: env.cluster, Location: location, Backup: backupID, From: from, To: to,
 				OldBin:     fmt.Sprintf("/usr/lib/postgresql/%d/bin", from),
 				NewBin:     fmt.Sprintf("/usr/lib/postgresql/%d/bin", to),
@@ -46,7 +46,7 @@ func newInstancePgUpgradeCheck() *cobra.Command {
 			if err != nil {
 				writeTermination(termination, err)
 			}
-			if errors.Is(err, instance.ErrUpgradeRefused) {
+			if errors.Is(err, postgres.ErrUpgradeRefused) {
 				return &exitError{exitInvalid, err}
 			}
 			return err

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/certs"
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/runtime/wal"
 )
 
@@ -27,7 +27,7 @@ func instancePostgres() []*cobra.Command {
 
 // newInstanceWAL is archive_command and restore_command: a client of the
 // member's instance manager, which archives and fetches WAL for it
-// (runtime/instance/walserver.go). It exits as PostgreSQL reads those
+// (runtime/instance/postgres/walserver.go). It exits as PostgreSQL reads those
 // commands: 0 done, 1 not archived, 255 failed.
 func newInstanceWAL() *cobra.Command {
 	var socket string
@@ -65,7 +65,7 @@ func newInstancePostgres() *cobra.Command {
 		Short: "Start this pod's PostgreSQL member: initialise, clone, rewind or follow, then run it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, cfg, err := readPod(fl.configDir)
+			env, cfg, err := readPod(fl.configDir, postgres.ReadConfig)
 			if err != nil {
 				return err
 			}
@@ -85,12 +85,12 @@ func newInstancePostgres() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p.Confirm = instance.APIRoleLabel(client, env.namespace, env.name)
+			p.Confirm = postgres.APIRoleLabel(client, env.namespace, env.name)
 			// and get the certificate Secrets the runtime keeps.
 			p.Certs = &certs.Files{Client: client, Namespace: env.namespace, Cluster: env.cluster, Dir: p.TLSDir, Uid: -1, Gid: -1}
 			ctx, cancel := signalContext()
 			defer cancel()
-			return instance.RunPostgres(ctx, p, cmd.ErrOrStderr())
+			return postgres.Run(ctx, p, cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -109,9 +109,9 @@ func newInstancePostgres() *cobra.Command {
 // without its passwords and API server confirmation: it looks for the
 // primary behind the primary Service, then at member 0, and checks every
 // member behind the headless peer Service before it would be primary.
-func postgresInPod(env podEnv, cfg instance.Config, fl pgFlags, log *slog.Logger) *instance.Postgres {
+func postgresInPod(env podEnv, cfg postgres.Config, fl pgFlags, log *slog.Logger) *postgres.Manager {
 	port := ":" + strconv.Itoa(contract.PostgresPort)
-	return &instance.Postgres{
+	return &postgres.Manager{
 		Name: env.name, PGData: os.Getenv(contract.EnvPGData),
 		ConfigFile: filepath.Join(fl.pgConfig, contract.PostgresConfFile),
 		Host:       "127.0.0.1", Port: contract.PostgresPort,
@@ -119,10 +119,10 @@ func postgresInPod(env podEnv, cfg instance.Config, fl pgFlags, log *slog.Logger
 			fmt.Sprintf("%s.%s.svc%s", fl.primaryService, env.namespace, port),
 			fmt.Sprintf("%s.%s.%s.svc%s", contract.MemberName(env.cluster, 0), fl.peerService, env.namespace, port),
 		},
-		Peers:     instance.HeadlessPeers(fmt.Sprintf("%s.%s.svc", fl.peerService, env.namespace), contract.PostgresPort),
-		RoleLabel: instance.RoleLabelFile(contract.PodInfoLabels),
+		Peers:     postgres.HeadlessPeers(fmt.Sprintf("%s.%s.svc", fl.peerService, env.namespace), contract.PostgresPort),
+		RoleLabel: postgres.RoleLabelFile(contract.PodInfoLabels),
 		Config:    cfg,
-		Namespace: env.namespace, TLSDir: contract.PostgresTLSDir, TLSMode: instance.TLSModeFile(fl.configDir),
+		Namespace: env.namespace, TLSDir: contract.PostgresTLSDir, TLSMode: postgres.TLSModeFile(fl.configDir),
 		ConfirmEvery: fl.confirmEvery, LeaseTTL: fl.leaseTTL,
 		Log:     log,
 		Cluster: env.cluster, WALSocket: contract.PostgresWALSocket, WALCommand: contract.PostgresWALCommand,
@@ -144,7 +144,7 @@ func newInstancePgUpgrade() *cobra.Command {
 			if from <= 0 || to <= from {
 				return &exitError{exitUsage, fmt.Errorf("cairn instance pg-upgrade: --to (%d) must be a later major than --from (%d)", to, from)}
 			}
-			u := &instance.PgUpgrade{
+			u := &postgres.Upgrade{
 				Name: env.name, PGData: os.Getenv(contract.EnvPGData), From: from, To: to,
 				OldBin:            fmt.Sprintf("/usr/lib/postgresql/%d/bin", from),
 				NewBin:            fmt.Sprintf("/usr/lib/postgresql/%d/bin", to),

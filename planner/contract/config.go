@@ -48,7 +48,7 @@ const (
 const RestoreLatest = "latest"
 
 // PostgresWALSocket is the instance manager's WAL socket in a member's
-// pod (runtime/instance.WALServer), in the server's socket folder.
+// pod (runtime/instance/postgres.WALServer), in the server's socket folder.
 const PostgresWALSocket = "/var/run/postgresql/.s.cairn-wal"
 
 // PostgresWALCommand is the command archive_command and restore_command

@@ -5,7 +5,7 @@ import "fmt"
 // The pre-flight check of a PostgreSQL major upgrade: a Job, rendered by
 // the PostgresUpgradeCheck step and removed by the major upgrade's, that
 // runs pg_upgrade --check on a restored copy of the newest base backup
-// (runtime/instance/pgcheck.go); observe reads its outcome.
+// (runtime/instance/postgres/upgradecheck.go); observe reads its outcome.
 
 // PGUpgradeCheckJob names the check Job of the upgrade from major from to
 // major to: <cluster>-chk-<from>-<to>, short enough for the longest

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -83,7 +84,7 @@ func free(port int, ip string) bool {
 
 func (m *pgMembers) ip(ord int) string { return "127.0.0." + strconv.Itoa(ord+1) }
 
-func (m *pgMembers) start(ord int, bootstrap string, candidates ...int) *instance.Server {
+func (m *pgMembers) start(ord int, bootstrap string, candidates ...int) *postgres.Server {
 	m.t.Helper()
 	name := "pg-" + strconv.Itoa(ord)
 	home := filepath.Join(m.dir, name)
@@ -95,10 +96,10 @@ func (m *pgMembers) start(ord int, bootstrap string, candidates ...int) *instanc
 	for _, c := range candidates {
 		cands = append(cands, net.JoinHostPort(m.ip(c), strconv.Itoa(m.port)))
 	}
-	p := &instance.Postgres{Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: m.bin,
+	p := &postgres.Manager{Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: m.bin,
 		ConfigFile: filepath.Join(m.dir, "postgresql.conf"),
 		Settings:   map[string]string{"listen_addresses": m.ip(ord), "port": strconv.Itoa(m.port), "unix_socket_directories": home},
-		Host:       m.ip(ord), Port: m.port, Candidates: cands, Config: instance.Config{Bootstrap: bootstrap},
+		Host:       m.ip(ord), Port: m.port, Candidates: cands, Config: postgres.Config{Config: instance.Config{Bootstrap: bootstrap}},
 		SuperuserPassword: superPW, ReplicationPassword: replPW, Credential: m.cred,
 		Log: slog.New(slog.NewTextHandler(logWriter{m.t}, nil))}
 	ctx := context.Background()

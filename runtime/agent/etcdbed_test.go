@@ -34,6 +34,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/certs"
 	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/etcd"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -184,9 +185,9 @@ func (b *etcdBed) passErrors() []error {
 	return slices.Clone(b.errs)
 }
 
-func (b *etcdBed) manager(name string, bootstrap string) *instance.Etcd {
-	e := &instance.Etcd{Name: name, DataDir: filepath.Join(b.dir, name),
-		Config:  instance.Config{Bootstrap: bootstrap, InitialMembers: b.initial, Token: "t", RemoveMember: b.removeRequest(), SpaceQuota: b.quota},
+func (b *etcdBed) manager(name string, bootstrap string) *etcd.Manager {
+	e := &etcd.Manager{Name: name, DataDir: filepath.Join(b.dir, name),
+		Config:  etcd.Config{Config: instance.Config{Bootstrap: bootstrap}, InitialMembers: b.initial, Token: "t", RemoveMember: b.removeRequest(), SpaceQuota: b.quota},
 		PeerURL: func(m string) string { return b.url(b.ip[m], b.peer[m]) }, ClientURL: func(m string) string { return b.url(b.ip[m], b.cli[m]) },
 		ListenPeerURL: b.url(b.ip[name], b.peer[name]), ListenClientURL: b.url(b.ip[name], b.cli[name]),
 		Endpoints: b.clientURLs(), DialTimeout: 2 * time.Second, Log: b.log}
@@ -413,7 +414,7 @@ func (b *etcdBed) etcd() *clientv3.Client {
 	var tc *tls.Config
 	if b.tlsDir != "" {
 		var err error
-		if tc, err = instance.EtcdClientTLS(b.tlsDir); err != nil {
+		if tc, err = etcd.ClientTLS(b.tlsDir); err != nil {
 			b.t.Fatal(err)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/certs"
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/etcd"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -183,7 +183,7 @@ func (b *etcdBed) restartIn(name, mode string, metricsPort int) {
 	if _, err := files.Sync(b.ctx); err != nil {
 		b.t.Fatal(err)
 	}
-	cs, ps := instance.EtcdSchemes(mode)
+	cs, ps := etcd.Schemes(mode)
 	at := func(scheme, m string, port int) string { return scheme + "://" + b.ip[m] + ":" + strconv.Itoa(port) }
 	e := b.manager(name, contract.BootstrapExisting)
 	e.Config.TLS, e.TLSDir, e.Version = mode, dir, "3.7.3"

@@ -16,7 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/etcd"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -161,7 +161,7 @@ func TestScaleInMovesLeadershipFirst(t *testing.T) {
 			}
 			return nil
 		})
-		if _, err := b.manager(name, "existing").Args(context.Background()); !errors.Is(err, instance.ErrRemoving) {
+		if _, err := b.manager(name, "existing").Args(context.Background()); !errors.Is(err, etcd.ErrRemoving) {
 			t.Fatalf("%s's instance manager: %v, want ErrRemoving", name, err)
 		}
 		b.kill(name) // the scale-in step's PR: the StatefulSet shrinks
@@ -236,7 +236,7 @@ func TestReplacedClaimIsReplaced(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(b.dir, "e-2")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.manager("e-2", "existing").Args(context.Background()); !errors.Is(err, instance.ErrDataLost) && !errors.Is(err, instance.ErrNoCluster) {
+	if _, err := b.manager("e-2", "existing").Args(context.Background()); !errors.Is(err, etcd.ErrDataLost) && !errors.Is(err, etcd.ErrNoCluster) {
 		t.Fatalf("e-2 with no data, still a member: %v, want ErrDataLost", err)
 	}
 	b.waitStatus("e-2 is being replaced", func(st etcdStatus) error {

@@ -11,7 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/promtest"
 )
@@ -32,7 +32,7 @@ func TestPostgresWALArchiveFailureIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := testbed.WALClient(t)
-	pc.member = func(p *instance.Postgres) {
+	pc.member = func(p *postgres.Manager) {
 		socket := filepath.Join(filepath.Dir(p.PGData), ".s.cairn-wal")
 		p.Cluster, p.Config.ArchiveLocation = "pg", "file://"+block
 		p.WALSocket, p.WALCommand = socket, client+" --socket "+socket

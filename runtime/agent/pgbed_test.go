@@ -27,11 +27,12 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
 // pgCluster is a PostgreSQL cluster as in pods: members run by their
-// instance managers (instance.RunPostgres), each backing a pod in the
+// instance managers (postgres.Run), each backing a pod in the
 // test control plane, and runtime replicas.
 type pgCluster struct {
 	t     testing.TB
@@ -48,14 +49,14 @@ type pgCluster struct {
 	// tls, when set, gives members their certificates from the
 	// runtime's Secrets and the TLS mode of the rendered config
 	// (pgtls_test.go).
-	tls func(nd *instance.Postgres)
+	tls func(nd *postgres.Manager)
 	// certLifetime is the runtime's (0: its default).
 	certLifetime time.Duration
 	// leaderLease is the runtime's (0: its default).
 	leaderLease time.Duration
 	// member, when set, changes each member's instance manager before it
 	// runs (pgarchive_test.go).
-	member func(nd *instance.Postgres)
+	member func(nd *postgres.Manager)
 	// client, when set, is the API client of each member's instance
 	// manager and runtime replica, by name (apiload_test.go counts their
 	// requests); nil: c.
@@ -64,7 +65,7 @@ type pgCluster struct {
 
 // pgNode is one member's instance manager.
 type pgNode struct {
-	p      *instance.Postgres
+	p      *postgres.Manager
 	cancel context.CancelFunc
 	done   chan error
 	// cut makes the API server unreachable for its instance manager.
@@ -135,11 +136,11 @@ func (pc *pgCluster) run(ord int, bootstrap string) {
 		cands = append(cands, net.JoinHostPort(pc.m.ip(i), strconv.Itoa(pc.m.port)))
 	}
 	nd := &pgNode{done: make(chan error, 1)}
-	api := instance.APIRoleLabel(pc.clientOf(name), pc.ns, name)
-	nd.p = &instance.Postgres{Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: pc.m.bin,
+	api := postgres.APIRoleLabel(pc.clientOf(name), pc.ns, name)
+	nd.p = &postgres.Manager{Name: name, PGData: filepath.Join(home, "pgdata"), BinDir: pc.m.bin,
 		ConfigFile: filepath.Join(pc.m.dir, "postgresql.conf"),
 		Settings:   map[string]string{"listen_addresses": pc.m.ip(ord), "port": strconv.Itoa(pc.m.port), "unix_socket_directories": home},
-		Host:       pc.m.ip(ord), Port: pc.m.port, Candidates: cands, Config: instance.Config{Bootstrap: bootstrap},
+		Host:       pc.m.ip(ord), Port: pc.m.port, Candidates: cands, Config: postgres.Config{Config: instance.Config{Bootstrap: bootstrap}},
 		SuperuserPassword: superPW, ReplicationPassword: replPW, Credential: pc.m.cred,
 		Confirm: func(ctx context.Context) (string, error) {
 			if nd.cut.Load() {
@@ -159,7 +160,7 @@ func (pc *pgCluster) run(ord int, bootstrap string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	nd.cancel = cancel
 	pc.nodes[ord] = nd
-	go func() { nd.done <- instance.RunPostgres(ctx, nd.p, pc.out()) }()
+	go func() { nd.done <- postgres.Run(ctx, nd.p, pc.out()) }()
 }
 
 // clientOf is the API client of the member or runtime replica who.
@@ -204,10 +205,10 @@ func (pc *pgCluster) signal(ord int, sig syscall.Signal) {
 		pc.t.Fatal(err)
 	}
 	if sig == syscall.SIGKILL {
-		instance.KillPostmaster(pid)
+		postgres.KillPostmaster(pid)
 		return
 	}
-	instance.SignalServer(pid, sig)
+	postgres.SignalServer(pid, sig)
 }
 
 // kill9 kills member ord's server as a crash would, the postmaster and

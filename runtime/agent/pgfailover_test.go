@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cairn-dev/cairn/planner/contract"
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -50,7 +50,7 @@ func memberRole(t *testing.T, cp *testbed.ControlPlane) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := instance.APIRoleLabel(member, ns, "pg-0")(context.Background()); err != nil || got != contract.RolePrimary {
+	if got, err := postgres.APIRoleLabel(member, ns, "pg-0")(context.Background()); err != nil || got != contract.RolePrimary {
 		t.Fatalf("label %q, %v", got, err)
 	}
 }

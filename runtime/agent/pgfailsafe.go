@@ -11,7 +11,7 @@ import (
 )
 
 // The failsafe, the runtime's half (the primary's is in
-// runtime/instance/failsafe.go): a primary that cannot reach the API
+// runtime/instance/postgres/failsafe.go): a primary that cannot reach the API
 // server keeps its lease while every other member it was told of follows
 // it, so an API server outage does not stop a healthy primary, and the
 // members' lease can be short.

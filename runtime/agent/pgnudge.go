@@ -17,7 +17,7 @@ const nudgeTimeout = 2 * time.Second
 // primary while labelled fenced or replica to confirm its label at once
 // (NOTIFY on contract.PostgresConfirmChannel, which its instance manager
 // LISTENs on). A primary's instance manager confirms through the API
-// server only every quarter of its lease otherwise (runtime/instance,
+// server only every quarter of its lease otherwise (runtime/instance/postgres,
 // lease.go), and such a member is what a failover or switchover waits
 // for (stillWrites): nudged, it stops within a pass. A member that does
 // not get the nudge is nudged again next pass; one the runtime cannot

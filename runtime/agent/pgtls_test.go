@@ -25,7 +25,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/certs"
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/runtime/pki"
 	"github.com/cairn-dev/cairn/testbed"
 )
@@ -66,14 +66,14 @@ func newTLSCluster(t *testing.T, cp *testbed.ControlPlane) *tlsCluster {
 		t.Fatal(err)
 	}
 	mode := modeReader(pc)
-	pc.tls = func(p *instance.Postgres) {
+	pc.tls = func(p *postgres.Manager) {
 		p.Namespace, p.TLSDir, p.CertsEvery, p.TLSMode = ns, filepath.Join(filepath.Dir(p.PGData), "tls"), 300*time.Millisecond, mode
 		uid, gid := -1, -1
 		if pc.m.cred != nil {
 			uid, gid = int(pc.m.cred.Uid), int(pc.m.cred.Gid)
 		}
 		p.Certs = &certs.Files{Client: pc.c, Namespace: ns, Cluster: "pg", Dir: p.TLSDir, Uid: uid, Gid: gid}
-		maps.Copy(p.Settings, instance.TLSFileSettings(p.TLSDir))
+		maps.Copy(p.Settings, postgres.TLSFileSettings(p.TLSDir))
 	}
 	// The test reaches members as a person with the cluster's Secrets
 	// would: with the superuser's client certificate once it exists.

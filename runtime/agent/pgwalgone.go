@@ -14,7 +14,7 @@ import (
 // wal_keep_size while the replica was down or slow; cairn uses no
 // replication slots) cannot stream again. Its instance manager reads the
 // WAL from the cluster's archive, or re-clones the member from the primary
-// (runtime/instance/pgcatchup.go); the runtime reports it: the status
+// (runtime/instance/postgres/catchup.go); the runtime reports it: the status
 // records the member and the position it needs, a Warning
 // ReplicaWALRemoved Event says so once, a Normal ReplicaCaughtUp once it
 // has its WAL again, and cairn_postgres_replica_wal_removed is 1 meanwhile.

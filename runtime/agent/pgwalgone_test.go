@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/promtest"
 )
@@ -88,7 +88,7 @@ func TestPostgresReplicaBehindThePrimarysWALIsReported(t *testing.T) {
 	cp := testbed.Start(t)
 	ns := cp.Namespace(t, "pgwalgone")
 	pc := newPgCluster(t, cp, ns, 2, 30*time.Second)
-	pc.member = func(p *instance.Postgres) {
+	pc.member = func(p *postgres.Manager) {
 		p.Settings["wal_keep_size"] = "0"
 		// Slow enough (about 12 s to confirm) for the runtime to see the
 		// gap before the re-clone.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -57,10 +58,10 @@ func startPrimaryWith(t testing.TB, extra func(p *pgPrimary) map[string]string) 
 			t.Fatal(err)
 		}
 	}
-	m := &instance.Postgres{
+	m := &postgres.Manager{
 		Name: "db-0", PGData: filepath.Join(dir, "pgdata"), BinDir: p.bin, ConfigFile: filepath.Join(dir, "postgresql.conf"),
 		Settings: map[string]string{"listen_addresses": "127.0.0.1", "port": strconv.Itoa(p.port), "unix_socket_directories": dir},
-		Host:     "127.0.0.1", Port: p.port, Config: instance.Config{Bootstrap: "new"},
+		Host:     "127.0.0.1", Port: p.port, Config: postgres.Config{Config: instance.Config{Bootstrap: "new"}},
 		SuperuserPassword: pgSuperPW, ReplicationPassword: pgReplPW, Credential: p.cred, Log: testbed.Logger(t, 100),
 	}
 	if extra != nil {
@@ -82,7 +83,7 @@ func startPrimaryWith(t testing.TB, extra func(p *pgPrimary) map[string]string) 
 func (p *pgPrimary) conn(t testing.TB, port int) *pgx.Conn {
 	t.Helper()
 	cfg, _ := pgx.ParseConfig("")
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = "127.0.0.1", uint16(port), instance.Superuser, pgSuperPW, "postgres"
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = "127.0.0.1", uint16(port), postgres.Superuser, pgSuperPW, "postgres"
 	var c *pgx.Conn
 	testbed.Eventually(t, "PostgreSQL answers", func() (err error) {
 		c, err = pgx.ConnectConfig(context.Background(), cfg)

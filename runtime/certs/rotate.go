@@ -20,7 +20,7 @@ import (
 //     leaves stay as they are, signed by the current CA, and their
 //     ca.crt trusts both: members load it (PostgreSQL's at their next
 //     check, every minute, a reload; etcd's by restarting one at a
-//     time, each in its turn, runtime/instance/etcdturn.go), so they come
+//     time, each in its turn, runtime/instance/etcd/turn.go), so they come
 //     to trust the new CA before anyone presents a certificate it signed;
 //  2. switch, once the overlap (Keeper.CAOverlap) has passed since: the
 //     new CA signs, the old one's certificate stays as caKeyPreviousCert,
@@ -44,7 +44,7 @@ const (
 // longer than the instance managers' minute between checks, and than
 // the about 6 minutes etcd members (up to 7) need to restart in turn
 // onto the new bundle, with room for 15 cycles of turns missed to a
-// member that is down (runtime/instance TestEtcdCAOverlapCoversEveryRestart).
+// member that is down (runtime/instance/etcd TestEtcdCAOverlapCoversEveryRestart).
 const DefaultCAOverlap = time.Hour
 
 // trust is what the leaves' ca.crt must trust besides the signing CA:

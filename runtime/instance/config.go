@@ -6,43 +6,25 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
 
-// Config is what the rendered ConfigMap <cluster>-cairn tells a member,
-// read from its mounted files.
+// Config is what the rendered ConfigMap <cluster>-cairn tells a member
+// of either kind, read from its mounted files; each kind's package reads
+// its own keys beside it.
 type Config struct {
 	// Bootstrap is contract.BootstrapNew while the create step brings the
 	// cluster up and contract.BootstrapExisting afterwards.
 	Bootstrap string
-	// InitialMembers is how many members the create step bootstraps.
-	InitialMembers int
-	// Token is etcd's initial cluster token of that bootstrap.
-	Token string
-	// SynchronousStandbys is PostgreSQL's wanted number.
-	SynchronousStandbys int
-	// RemoveMember names the etcd member a merged scale-in step asked the
-	// runtime to remove; that member must not join again.
-	RemoveMember string
 	// Restore is the backup a create step starts the cluster from; nil
 	// starts it empty.
 	Restore *Restore
-	// SpaceQuota is etcd's --quota-backend-bytes; 0 leaves etcd's default.
-	SpaceQuota int64
-	// Recover is a merged EtcdRecover step's recovery; nil when there is
-	// none.
-	Recover *Recover
 	// TLS is the cluster's TLS mode (contract.TLSModes), for
 	// PostgreSQL and etcd members alike.
 	TLS string
-	// ArchiveLocation is where a PostgreSQL member archives WAL: the
-	// backup location. The rendered archive_mode decides whether it does
-	// (contract.PostgresArchiveSettings); empty refuses every push.
-	ArchiveLocation string
 }
 
 // Restore names a backup (the contract.KeyRestore* keys).
@@ -54,45 +36,65 @@ type Restore struct {
 	Target string
 }
 
-// ReadConfig reads the mounted ConfigMap in dir. Missing keys keep their
-// defaults: bootstrap contract.BootstrapExisting, which can never create a
-// second cluster.
-func ReadConfig(dir string) (Config, error) {
+// ConfigKeys reads the keys of a mounted ConfigMap, one file each in
+// Dir, and keeps the first error: a kind's package reads its own keys
+// with it.
+type ConfigKeys struct {
+	Dir string
+	err error
+}
+
+// Get reads key; ok is false when the ConfigMap does not hold it.
+func (k *ConfigKeys) Get(key string) (v string, ok bool, err error) {
+	data, err := os.ReadFile(filepath.Join(k.Dir, key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read config %s: %w", key, err)
+	}
+	return strings.TrimSpace(string(data)), true, nil
+}
+
+// Set passes key's value to fn when the ConfigMap holds it, unless an
+// earlier key failed; the first failure is kept (Err).
+func (k *ConfigKeys) Set(key string, fn func(v string) error) {
+	if k.err != nil {
+		return
+	}
+	v, ok, err := k.Get(key)
+	if k.err = err; err == nil && ok {
+		if ferr := fn(v); ferr != nil {
+			k.err = fmt.Errorf("config %s: %w", key, ferr)
+		}
+	}
+}
+
+// Fail records err unless an earlier key failed.
+func (k *ConfigKeys) Fail(err error) {
+	if k.err == nil {
+		k.err = err
+	}
+}
+
+// Err is the first failure.
+func (k *ConfigKeys) Err() error { return k.err }
+
+// ReadConfig reads the keys both kinds share from the mounted ConfigMap
+// in dir, then, with kind (when not nil), the kind's own keys. Missing
+// keys keep their defaults: bootstrap contract.BootstrapExisting, which
+// can never create a second cluster.
+func ReadConfig(dir string, kind func(k *ConfigKeys)) (Config, error) {
 	c := Config{Bootstrap: contract.BootstrapExisting}
-	read := func(key string) (string, bool, error) {
-		data, err := os.ReadFile(filepath.Join(dir, key))
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", false, nil
-		}
-		if err != nil {
-			return "", false, fmt.Errorf("read config %s: %w", key, err)
-		}
-		return strings.TrimSpace(string(data)), true, nil
-	}
-	var err error
-	set := func(key string, fn func(v string) error) {
-		if err != nil {
-			return
-		}
-		v, ok, rerr := read(key)
-		if err = rerr; err == nil && ok {
-			if ferr := fn(v); ferr != nil {
-				err = fmt.Errorf("config %s: %w", key, ferr)
-			}
-		}
-	}
-	set(contract.KeyBootstrap, func(v string) error {
+	k := &ConfigKeys{Dir: dir}
+	k.Set(contract.KeyBootstrap, func(v string) error {
 		if v != contract.BootstrapNew && v != contract.BootstrapExisting {
 			return fmt.Errorf("must be %s or %s, got %q", contract.BootstrapNew, contract.BootstrapExisting, v)
 		}
 		c.Bootstrap = v
 		return nil
 	})
-	set(contract.KeyInitialMembers, func(v string) (e error) { c.InitialMembers, e = strconv.Atoi(v); return })
-	set(contract.KeyInitialClusterToken, func(v string) error { c.Token = v; return nil })
-	set(contract.KeySynchronousStandbys, func(v string) (e error) { c.SynchronousStandbys, e = strconv.Atoi(v); return })
-	set(contract.KeyRequestRemoveMember, func(v string) error { c.RemoveMember = v; return nil })
-	set(contract.KeyTLS, func(v string) error {
+	k.Set(contract.KeyTLS, func(v string) error {
 		mode, ok := contract.TLSMode(v)
 		if !ok {
 			return fmt.Errorf("must be one of %s, got %q", strings.Join(contract.TLSModes, ", "), v)
@@ -100,35 +102,24 @@ func ReadConfig(dir string) (Config, error) {
 		c.TLS = mode
 		return nil
 	})
-	set(contract.KeyEtcdQuotaBackendBytes, func(v string) (e error) { c.SpaceQuota, e = parseQuota(v); return })
-	set(contract.KeyRestoreStorageLocation, func(v string) error {
+	k.Set(contract.KeyRestoreStorageLocation, func(v string) error {
 		c.Restore = &Restore{Location: v, Backup: contract.RestoreLatest}
 		return nil
 	})
 	if c.Restore != nil {
-		set(contract.KeyRestoreCluster, func(v string) error { c.Restore.Cluster = v; return nil })
-		set(contract.KeyRestoreBackup, func(v string) error { c.Restore.Backup = v; return nil })
-		set(contract.KeyRestoreTarget, func(v string) error {
+		k.Set(contract.KeyRestoreCluster, func(v string) error { c.Restore.Cluster = v; return nil })
+		k.Set(contract.KeyRestoreBackup, func(v string) error { c.Restore.Backup = v; return nil })
+		k.Set(contract.KeyRestoreTarget, func(v string) error {
 			_, err := backup.ParseTarget(v)
 			c.Restore.Target = v
 			return err
 		})
-		if err == nil && c.Restore.Cluster == "" {
-			err = fmt.Errorf("config %s: missing beside %s", contract.KeyRestoreCluster, contract.KeyRestoreStorageLocation)
+		if k.Err() == nil && c.Restore.Cluster == "" {
+			k.Fail(fmt.Errorf("config %s: missing beside %s", contract.KeyRestoreCluster, contract.KeyRestoreStorageLocation))
 		}
 	}
-	set(contract.KeyBackupStorageLocation, func(v string) error { c.ArchiveLocation = v; return nil })
-	if err == nil {
-		c.Recover, err = readRecover(read)
+	if kind != nil && k.Err() == nil {
+		kind(k)
 	}
-	return c, err
-}
-
-// parseQuota reads a space quota in bytes: a positive integer.
-func parseQuota(v string) (int64, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("must be a number of bytes greater than zero, got %q", v)
-	}
-	return n, nil
+	return c, k.Err()
 }

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -17,9 +18,9 @@ var secretEnv = []string{
 	"PGPASSWORD", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID",
 }
 
-// childEnv is the environment of a program the instance manager starts:
+// ChildEnv is the environment of a program the instance manager starts:
 // its own without the secrets, then extra.
-func childEnv(extra ...string) []string {
+func ChildEnv(extra ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -29,6 +30,9 @@ func childEnv(extra ...string) []string {
 	}
 	return append(out, extra...)
 }
+
+// SecretEnv lists the variables ChildEnv leaves out.
+func SecretEnv() []string { return slices.Clone(secretEnv) }
 
 func isSecretEnv(name string) bool {
 	for _, s := range secretEnv {

@@ -4,7 +4,7 @@
 // wait while removed) with the pod's rendered <cluster>-cairn ConfigMap,
 // and then the etcd binary, on the pod's own 127.x.y.z address with etcd's
 // usual ports (with TLS on, under the instance manager's supervisor, as
-// instance.RunEtcd runs it). A member's data directory is keyed by its
+// runtime/instance/etcd.Run runs it). A member's data directory is keyed by its
 // claim's UID, so a replaced claim is an empty data directory, as in a
 // cluster.
 //

@@ -23,7 +23,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/certs"
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/etcd"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -67,7 +67,7 @@ func New(t testing.TB, cp *testbed.ControlPlane, ns string, log *slog.Logger) *B
 // ClientURL is the client URL of member ordinal ord of cluster: https
 // once the cluster's pods start requiring TLS.
 func (b *Bed) ClientURL(cluster string, ord int) string {
-	scheme, _ := instance.EtcdSchemes(b.mode(cluster))
+	scheme, _ := etcd.Schemes(b.mode(cluster))
 	return scheme + "://" + b.address(cluster, ord)
 }
 
@@ -149,8 +149,8 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 	if err != nil {
 		return testbed.Running{}, false, err
 	}
-	// As RunEtcd asks the pod's etcd binary.
-	version, err := instance.EtcdBinaryVersion(ctx, bin)
+	// As etcd.Run asks the pod's etcd binary.
+	version, err := etcd.BinaryVersion(ctx, bin)
 	if err != nil {
 		return testbed.Running{}, false, err
 	}
@@ -160,8 +160,8 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 	}
 	b.tls[cluster], _ = contract.TLSMode(cfg.TLS)
 	b.mu.Unlock()
-	cs, ps := instance.EtcdSchemes(cfg.TLS)
-	e := &instance.Etcd{
+	cs, ps := etcd.Schemes(cfg.TLS)
+	e := &etcd.Manager{
 		Name: pod.Name, DataDir: filepath.Join(b.dir, string(claim.UID), "data"), Config: cfg,
 		PeerURL:   func(m string) string { return ps + "://" + b.IP(cluster, ordinalOf(m)) + peerPort },
 		ClientURL: func(m string) string { return b.ClientURL(cluster, ordinalOf(m)) },
@@ -220,13 +220,13 @@ func ordinalOf(member string) int {
 
 // config reads the cluster's rendered <cluster>-cairn ConfigMap as the
 // pod would from its mounted files.
-func (b *Bed) config(ctx context.Context, cluster string) (instance.Config, error) {
+func (b *Bed) config(ctx context.Context, cluster string) (etcd.Config, error) {
 	dir, err := testbed.MountConfigMap(ctx, b.client, b.ns, contract.ConfigMap(cluster), b.dir)
 	if err != nil {
-		return instance.Config{}, err
+		return etcd.Config{}, err
 	}
 	defer os.RemoveAll(dir)
-	return instance.ReadConfig(dir)
+	return etcd.ReadConfig(dir)
 }
 
 // endpoints are the client URLs of the cluster's other pods, as the
@@ -249,7 +249,7 @@ func (b *Bed) endpoints(ctx context.Context, cluster, self string) []string {
 // member is one pod's instance manager and etcd process.
 type member struct {
 	bed  *Bed
-	etcd *instance.Etcd
+	etcd *etcd.Manager
 	bin  string
 	pod  string
 	// files, with TLS on, write the pod's certificates as its projected
@@ -263,7 +263,7 @@ type member struct {
 }
 
 // run waits until the instance manager lets the member start, as
-// instance.RunEtcd does, then runs etcd until it exits or is stopped,
+// etcd.Run does, then runs etcd until it exits or is stopped,
 // with TLS on under the instance manager's supervisor.
 func (m *member) run(ctx context.Context) {
 	defer close(m.done)
@@ -305,7 +305,7 @@ func (m *member) run(ctx context.Context) {
 	}
 	defer log.Close()
 	if m.files != nil {
-		// With TLS on, as instance.RunEtcd: the instance manager stays
+		// With TLS on, as etcd.Run: the instance manager stays
 		// etcd's parent and restarts it onto a changed CA bundle; the
 		// kubelet's grace period bounds its stop.
 		m.etcd.Turns.Stop = stopGrace

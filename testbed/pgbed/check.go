@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -59,7 +59,7 @@ func (b *Bed) startCheck(ctx context.Context, pod *corev1.Pod) (testbed.Running,
 	if err != nil {
 		return testbed.Running{}, false, err
 	}
-	check := &instance.PgUpgradeCheck{Cluster: cluster, Location: args["--location"], Backup: contract.RestoreLatest,
+	check := &postgres.UpgradeCheck{Cluster: cluster, Location: args["--location"], Backup: contract.RestoreLatest,
 		From: from, To: to, OldBin: oldBin, NewBin: newBin, Work: work, ConfigFile: conf, Credential: b.cred,
 		Log: slog.New(slog.NewTextHandler(out, nil))}
 	cctx, cancel := context.WithCancel(context.Background())

@@ -2,7 +2,7 @@
 // PostgreSQL members, of the major each pod's image tag names (13 or 15,
 // side by side: testbed.LookupPostgresBin). For each pod the node
 // stand-in starts, it runs the pod's pg-upgrade init container first, with
-// both majors' programs, then the instance manager (instance.RunPostgres:
+// both majors' programs, then the instance manager (postgres.Run:
 // initialise, clone, rewind, follow, confirm the role label through the
 // API server) with the pod's rendered ConfigMaps and the cluster's
 // Secrets, on the pod's own 127.x.y.z address and PostgreSQL's usual port.
@@ -34,7 +34,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/certs"
-	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/jackc/pgx/v5"
 )
@@ -111,7 +111,7 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 				return
 			}
 		}
-		_ = instance.RunPostgres(mctx, p, out)
+		_ = postgres.Run(mctx, p, out)
 	}()
 	b.mu.Lock()
 	b.running[pod.Name] = m
@@ -121,7 +121,7 @@ func (b *Bed) Start(ctx context.Context, pod *corev1.Pod) (testbed.Running, bool
 
 // manager is the instance manager of a pod, as `cairn instance postgres`
 // builds it in the pod.
-func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord int) (*instance.Postgres, error) {
+func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord int) (*postgres.Manager, error) {
 	claim, err := b.client.CoreV1().PersistentVolumeClaims(b.ns).Get(ctx, contract.DataClaim(pod.Name), metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: its claim: %w", pod.Name, err)
@@ -156,7 +156,7 @@ func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord 
 	// rendered file's.
 	tlsDir := filepath.Join(home, "tls")
 	settings := map[string]string{"listen_addresses": ip, "port": strconv.Itoa(Port), "unix_socket_directories": home}
-	maps.Copy(settings, instance.TLSFileSettings(tlsDir))
+	maps.Copy(settings, postgres.TLSFileSettings(tlsDir))
 	// WAL goes through the member's instance manager as in a pod, by the
 	// test beds' client in place of /cairn-bin/cairn; the rendered
 	// archive_mode decides whether it is archived.
@@ -167,7 +167,7 @@ func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord 
 	if b.cred != nil {
 		uid, gid = int(b.cred.Uid), int(b.cred.Gid)
 	}
-	return &instance.Postgres{
+	return &postgres.Manager{
 		Name: pod.Name, PGData: filepath.Join(home, "pgdata"), BinDir: bin, ConfigFile: conf,
 		Settings:  settings,
 		Namespace: b.ns, TLSDir: tlsDir, CertsEvery: CertsEvery, TLSMode: b.tlsMode(cluster),
@@ -175,7 +175,7 @@ func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord 
 		Host:  ip, Port: Port, Candidates: peers[:ord+1], Config: cfg,
 		Peers:             func(context.Context) []string { return peers },
 		RoleLabel:         b.roleLabel(pod.Name),
-		Confirm:           instance.APIRoleLabel(b.client, b.ns, pod.Name),
+		Confirm:           postgres.APIRoleLabel(b.client, b.ns, pod.Name),
 		SuperuserPassword: super, ReplicationPassword: repl, Credential: b.cred,
 		Log:     b.log.With("pod", pod.Name),
 		Cluster: cluster, WALSocket: walSocket, WALCommand: walCommand,
@@ -206,7 +206,7 @@ func (b *Bed) binFor(pod *corev1.Pod) (string, error) {
 // upgrade is what the pod's pg-upgrade init container runs
 // (`cairn instance pg-upgrade --from F --to T`), with the bed's programs
 // of both majors; nil when the pod has none.
-func (b *Bed) upgrade(pod *corev1.Pod, p *instance.Postgres) (*instance.PgUpgrade, error) {
+func (b *Bed) upgrade(pod *corev1.Pod, p *postgres.Manager) (*postgres.Upgrade, error) {
 	for _, c := range pod.Spec.InitContainers {
 		if c.Name != contract.PGUpgradeInitContainer {
 			continue
@@ -229,7 +229,7 @@ func (b *Bed) upgrade(pod *corev1.Pod, p *instance.Postgres) (*instance.PgUpgrad
 		if err != nil {
 			return nil, err
 		}
-		return &instance.PgUpgrade{Name: pod.Name, PGData: p.PGData, From: majors["--from"], To: majors["--to"],
+		return &postgres.Upgrade{Name: pod.Name, PGData: p.PGData, From: majors["--from"], To: majors["--to"],
 			OldBin: oldBin, NewBin: newBin, ConfigFile: p.ConfigFile, SuperuserPassword: p.SuperuserPassword,
 			Credential: p.Credential}, nil
 	}
@@ -249,13 +249,13 @@ func (b *Bed) ownedDir(dir string) error {
 // config reads the pod's rendered <cluster>-cairn ConfigMap as the pod
 // would from its mounted files, and writes <cluster>-config's
 // postgresql.conf and pg_hba.conf where the bed's members read them.
-func (b *Bed) config(ctx context.Context, cluster string) (instance.Config, string, error) {
+func (b *Bed) config(ctx context.Context, cluster string) (postgres.Config, string, error) {
 	dir, err := testbed.MountConfigMap(ctx, b.client, b.ns, contract.ConfigMap(cluster), b.dir)
 	if err != nil {
-		return instance.Config{}, "", err
+		return postgres.Config{}, "", err
 	}
 	defer os.RemoveAll(dir)
-	cfg, err := instance.ReadConfig(dir)
+	cfg, err := postgres.ReadConfig(dir)
 	if err != nil {
 		return cfg, "", err
 	}
@@ -359,7 +359,7 @@ func (b *Bed) Release(pod string) {
 
 // member is one pod's instance manager and server.
 type member struct {
-	p      *instance.Postgres
+	p      *postgres.Manager
 	cancel context.CancelFunc
 	done   chan struct{}
 	held   atomic.Bool
@@ -403,7 +403,7 @@ func (b *Bed) Conn(ctx context.Context, cluster string, ord int) (*pgx.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = b.IP(cluster, ord), Port, instance.Superuser, super, contract.PostgresDatabase
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = b.IP(cluster, ord), Port, postgres.Superuser, super, contract.PostgresDatabase
 	f := &certs.Files{Client: b.client, Namespace: b.ns, Cluster: cluster}
 	m, err := f.Material(ctx)
 	switch {

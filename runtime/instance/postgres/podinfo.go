@@ -1,0 +1,67 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+)
+
+// RoleLabelFile returns a reader of the contract.LabelRole label from the
+// downward API's labels file (lines key="value"); "" when absent.
+func RoleLabelFile(path string) func() string {
+	return func() string {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return ""
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			k, v, ok := strings.Cut(line, "=")
+			if ok && k == contract.LabelRole {
+				if s, err := strconv.Unquote(v); err == nil {
+					return s
+				}
+			}
+		}
+		return ""
+	}
+}
+
+// HeadlessPeers returns every member's address behind a headless Service
+// that publishes not-ready addresses, with port.
+func HeadlessPeers(host string, port int) func(ctx context.Context) []string {
+	return func(ctx context.Context) []string {
+		ips, err := net.DefaultResolver.LookupHost(ctx, host)
+		if err != nil {
+			return nil
+		}
+		slices.Sort(ips)
+		out := make([]string, len(ips))
+		for i, ip := range ips {
+			out[i] = net.JoinHostPort(ip, strconv.Itoa(port))
+		}
+		return out
+	}
+}
+
+// APIRoleLabel returns a reader of the pod's contract.LabelRole label
+// through the API server (the pod's ServiceAccount may get its own pod):
+// unlike the downward API's file, an answer is a confirmation that the
+// API server can be reached and says so now.
+func APIRoleLabel(c kubernetes.Interface, namespace, pod string) func(ctx context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		got, err := c.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("read pod %s: %w", pod, err)
+		}
+		return got.Labels[contract.LabelRole], nil
+	}
+}
