@@ -152,6 +152,7 @@ func (b *pgBed) count(ctx context.Context, ord int) (int, error) {
 }
 
 func TestPostgresPrimaryTwoReplicasAndRewind(t *testing.T) {
+	testbed.PerMajor(t) // its behaviour depends on the major: the PostgreSQL 13 pass runs it too
 	ctx := context.Background()
 	b := newPGBed(t)
 

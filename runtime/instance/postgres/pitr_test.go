@@ -93,6 +93,7 @@ func (b *pgBed) insert(ctx context.Context, ord, from, to int) {
 // restored at latest holds them all, and the archive's damage is refused
 // with where it is. On a file:// folder and on S3.
 func TestPITRToATargetTimeAcrossAFailover(t *testing.T) {
+	testbed.PerMajor(t) // its behaviour depends on the major: the PostgreSQL 13 pass runs it too
 	for _, store := range []string{"file", "s3"} {
 		t.Run(store, func(t *testing.T) {
 			ctx := context.Background()
