@@ -4,7 +4,7 @@ GO       ?= go
 FUZZTIME ?= 20s
 PKGS     := ./...
 # The suites that run PostgreSQL members; unit runs them on 15, then on 13.
-PG_PKGS  := ./runtime/instance ./runtime/backup ./runtime/agent
+PG_PKGS  := ./runtime/instance ./runtime/backup ./runtime/agent/postgres
 
 .PHONY: all build test vet fmt-check unit race fuzz bench generate clean testbin testbin-kube testbin-pg13 testbin-crds testbin-node image image-test
 
