@@ -11,9 +11,9 @@ import (
 
 // Keeper keeps the runtime-owned state of one kind of cluster while the
 // agent leads: one implementation per kind, each in a package of its own
-// (runtime/agent/etcd's Membership, runtime/agent/postgres's Roles). The agent runs the leader
-// election, calls Pass every Interval and takes backups from
-// BackupSource; it knows nothing else of the kind.
+// (runtime/agent/etcd's Membership, runtime/agent/postgres's Roles).
+// The agent runs the leader election, calls Pass every Interval and
+// takes backups from BackupSource; it knows nothing else of the kind.
 type Keeper interface {
 	// Pass looks at the cluster once, makes the changes that cannot wait
 	// for a pull request, and reports them (status, Events, the kind's
