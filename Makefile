@@ -14,7 +14,7 @@ FUZZTIME ?= 20s
 PKGS     := ./...
 # The packages with tests marked testbed.PerMajor: test-integration runs
 # them on PostgreSQL 15, then those tests again on 13.
-PG_PKGS  := ./runtime/instance/postgres ./runtime/backup ./runtime/agent
+PG_PKGS  := ./runtime/instance/postgres ./runtime/backup ./runtime/agent/postgres
 # How many real-node tests run side by side (each takes a node slot,
 # about 2 GiB and, in its busiest minute, most of a core).
 E2E_SHARDS ?= 2

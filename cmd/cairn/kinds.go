@@ -5,7 +5,6 @@ import (
 	"github.com/cairn-dev/cairn/planner/observe"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/renderer"
-	"github.com/cairn-dev/cairn/runtime/agent"
 )
 
 // kind is one database kind cairn serves: its implementation in each
@@ -23,8 +22,9 @@ type kind struct {
 	instance instanceCommands
 	// restore brings a backup of the kind back (`cairn restore`).
 	restore restorer
-	// keeper builds its runtime's keeper (`cairn runtime`).
-	keeper agent.KeeperFactory
+	// runtime is its part of `cairn runtime` (runtime_<kind>.go): its
+	// flags and its keeper.
+	runtime func() kindRuntime
 }
 
 // kinds is the one table of the database kinds cairn serves; every
@@ -37,7 +37,7 @@ var kinds = []kind{
 		renderer: renderer.Etcd(),
 		observer: observe.Etcd(),
 		instance: instanceEtcd,
-		keeper:   agent.Etcd,
+		runtime:  newEtcdRuntime,
 		restore:  etcdRestorer,
 	},
 	{
@@ -46,7 +46,7 @@ var kinds = []kind{
 		renderer: renderer.Postgres(),
 		observer: observe.Postgres(),
 		instance: instancePostgres,
-		keeper:   agent.Postgres,
+		runtime:  newPostgresRuntime,
 		restore:  postgresRestorer,
 	},
 }

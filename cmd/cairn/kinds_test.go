@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -80,7 +81,12 @@ func (fakeKeeper) Interval() time.Duration { return time.Second }
 
 var fakeMetric = prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_fake_up"})
 
-func fakeKeeperFactory(_ kubernetes.Interface, cfg agent.Config) (agent.Keeper, error) {
+// fakeRuntime is the fake kind's part of `cairn runtime`: no flags.
+type fakeRuntime struct{}
+
+func (fakeRuntime) addFlags(*pflag.FlagSet) {}
+
+func (fakeRuntime) keeper(_ kubernetes.Interface, cfg agent.Config) (agent.Keeper, error) {
 	if cfg.Metrics != nil {
 		if err := cfg.Metrics.Register(fakeMetric); err != nil {
 			return nil, err
@@ -97,7 +103,7 @@ func withFakeKind(t *testing.T) {
 		planner:  fakeStrategy{},
 		renderer: fakeRenderer{},
 		observer: fakeObserver{},
-		keeper:   fakeKeeperFactory,
+		runtime:  func() kindRuntime { return fakeRuntime{} },
 	})
 	t.Cleanup(func() { kinds = saved })
 }

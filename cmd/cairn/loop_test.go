@@ -29,6 +29,8 @@ import (
 	"github.com/cairn-dev/cairn/publish/githubpr/githubtest"
 	"github.com/cairn-dev/cairn/renderer"
 	"github.com/cairn-dev/cairn/runtime/agent"
+	"github.com/cairn-dev/cairn/runtime/agent/etcd"
+	"github.com/cairn-dev/cairn/runtime/agent/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/etcdbed"
 	"github.com/cairn-dev/cairn/testbed/fluxbed"
@@ -177,10 +179,10 @@ func (l *loop) runRuntime(cluster string) {
 		t.Fatal(err)
 	}
 	acfg := agent.Config{Cluster: cluster, Namespace: l.ns, Identity: "runtime-0", Interval: 300 * time.Millisecond,
-		EtcdEndpoints: l.bed.Endpoints(cluster, 3), EtcdServerIPs: l.bed.ServerIPs(cluster, 8), Log: testbed.Logger(t, slog.LevelWarn)}
-	keeper := agent.Etcd
+		Log: testbed.Logger(t, slog.LevelWarn)}
+	keeper := etcd.Config{Endpoints: l.bed.Endpoints(cluster, 3), ServerIPs: l.bed.ServerIPs(cluster, 8)}.Keeper
 	if strings.HasPrefix(cluster, "pg-") {
-		keeper, acfg.PostgresPort, acfg.Interval = agent.Postgres, pgbed.Port, 200*time.Millisecond
+		keeper, acfg.Interval = postgres.Config{Port: pgbed.Port}.Keeper, 200*time.Millisecond
 	}
 	a, err := agent.New(acfg, client, keeper)
 	if err != nil {

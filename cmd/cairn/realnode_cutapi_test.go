@@ -11,7 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/publish"
-	"github.com/cairn-dev/cairn/runtime/agent"
+	"github.com/cairn-dev/cairn/runtime/agent/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/kubenode"
 )
@@ -86,7 +86,7 @@ func TestRealNodePostgresCutFromAPIServer(t *testing.T) {
 	if tries == 0 || acks == 0 {
 		t.Errorf("inside the node, %d of %d writes acknowledged: the primary stopped", acks, tries)
 	}
-	if strings.Contains(events, agent.ReasonFailover) {
+	if strings.Contains(events, postgres.ReasonFailover) {
 		t.Errorf("the runtime failed over from a primary every member followed: %s", events)
 	}
 	if lostWrites > 0 || lostInside > 0 {

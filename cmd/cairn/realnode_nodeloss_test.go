@@ -13,7 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/publish"
-	"github.com/cairn-dev/cairn/runtime/agent"
+	"github.com/cairn-dev/cairn/runtime/agent/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/kubenode"
 )
@@ -46,8 +46,8 @@ func TestRealNodePostgresNodeLoss(t *testing.T) {
 // is lost.
 func TestRealNodePostgresNodeLossSync(t *testing.T) {
 	events := nodeLoss(t, 3, 3, 1)
-	if !strings.Contains(events, agent.ReasonStandbysDetached) {
-		t.Errorf("no %s Event: the failover waited for the lease; the runtime's Events: %s", agent.ReasonStandbysDetached, events)
+	if !strings.Contains(events, postgres.ReasonStandbysDetached) {
+		t.Errorf("no %s Event: the failover waited for the lease; the runtime's Events: %s", postgres.ReasonStandbysDetached, events)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/publish"
-	"github.com/cairn-dev/cairn/runtime/agent"
+	"github.com/cairn-dev/cairn/runtime/agent/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/kubenode"
 )
@@ -111,8 +111,8 @@ func partitionWith(t *testing.T, sync int, links kubenode.Links, withLeader bool
 		if lostWrites > 0 {
 			t.Errorf("%d acknowledged writes lost with synchronous replication", lostWrites)
 		}
-		if !strings.Contains(events, agent.ReasonStandbysDetached) {
-			t.Errorf("no %s Event: the failover waited for the lease", agent.ReasonStandbysDetached)
+		if !strings.Contains(events, postgres.ReasonStandbysDetached) {
+			t.Errorf("no %s Event: the failover waited for the lease", postgres.ReasonStandbysDetached)
 		}
 	} else if bound, why := asyncBound(links); window > bound {
 		t.Errorf("the old primary acknowledged writes %s after the cut, past %s", window, why)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -25,16 +26,29 @@ import (
 	"github.com/cairn-dev/cairn/version"
 )
 
-// runtimeOptions are cairn runtime's flags.
+// runtimeOptions are cairn runtime's flags: those every kind shares, and
+// each kind's own in its kindRuntime.
 type runtimeOptions struct {
 	kind, cluster, kubeconfig, metricsAddr string
-	port                                   int
-	failover                               agent.FailoverSettings
 	certLifetime, leaderLease              time.Duration
+	// kinds are the table's kinds' runtimes, by name, their flags
+	// registered on the command.
+	kinds map[string]kindRuntime
+}
+
+// kindRuntime is one kind's part of `cairn runtime`, the seam of the
+// kinds table (runtime_<kind>.go): the kind's own flags and its keeper.
+type kindRuntime interface {
+	// addFlags registers the kind's flags on f, bound to the kind's
+	// config; no two kinds' flags share a name.
+	addFlags(f *pflag.FlagSet)
+	// keeper builds the kind's keeper of cfg's cluster from the flags'
+	// values: an agent.KeeperFactory.
+	keeper(client kubernetes.Interface, cfg agent.Config) (agent.Keeper, error)
 }
 
 func newRuntime() *cobra.Command {
-	var o runtimeOptions
+	o := runtimeOptions{kinds: map[string]kindRuntime{}}
 	cmd := &cobra.Command{
 		Use:   "runtime --kind KIND --cluster NAME",
 		Short: "Run the in-cluster runtime of one cluster (the rendered <cluster>-runtime Deployment)",
@@ -65,13 +79,13 @@ POD_NAMESPACE and POD_NAME set from the downward API.`,
 	cmd.Flags().StringVar(&o.kind, "kind", "", strings.Join(kindNames(), " or "))
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "the cluster's name")
 	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the pod's service account")
-	cmd.Flags().IntVar(&o.port, "postgres-port", contract.PostgresPort, "the members' PostgreSQL port")
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", ":9090", "where to serve Prometheus metrics (/metrics); empty serves none")
-	cmd.Flags().DurationVar(&o.failover.After, "failover-after", 2*time.Second, "PostgreSQL: fail over from a primary that is down (refuses connections, pod or container gone) for this long")
-	cmd.Flags().DurationVar(&o.failover.AfterTimeouts, "failover-after-timeouts", 10*time.Second, "PostgreSQL: fail over from a primary that only does not answer in time for this long")
 	cmd.Flags().DurationVar(&o.certLifetime, "cert-lifetime", pki.LeafLifetime, "with TLS on: the lifetime of the certificates the runtime issues; it renews them past two thirds of it")
 	cmd.Flags().DurationVar(&o.leaderLease, "leader-lease", agent.DefaultLeaderLease, fmt.Sprintf("how long the leader's Lease lasts unrenewed: a lost leader is replaced within it (at least %s)", agent.MinLeaderLease))
-	cmd.Flags().DurationVar(&o.failover.LeaseTTL, "lease-ttl", contract.PostgresLeaseTTL, "PostgreSQL: the members' --lease-ttl; a fenced primary that does not answer is replaced only after it plus 3s from its fence and the failsafe's last detach")
+	for _, k := range kinds {
+		o.kinds[k.name] = k.runtime()
+		o.kinds[k.name].addFlags(cmd.Flags())
+	}
 	_ = cmd.MarkFlagRequired("kind")
 	_ = cmd.MarkFlagRequired("cluster")
 	return cmd
@@ -105,8 +119,8 @@ func (o *runtimeOptions) run(cmd *cobra.Command) error {
 	if err := spec.CheckName(o.cluster); err != nil {
 		return &exitError{exitUsage, fmt.Errorf("cairn runtime: --cluster: %w", err)}
 	}
-	a, reg, err := newRuntimeAgent(k, agent.Config{Cluster: o.cluster, Namespace: ns, Identity: id, PostgresPort: o.port,
-		Log: log, Failover: o.failover, CertLifetime: o.certLifetime, LeaderLease: o.leaderLease}, client)
+	a, reg, err := newRuntimeAgent(k, o.kinds[k.name], agent.Config{Cluster: o.cluster, Namespace: ns, Identity: id,
+		Log: log, CertLifetime: o.certLifetime, LeaderLease: o.leaderLease}, client)
 	if err != nil {
 		return err
 	}
@@ -139,17 +153,17 @@ func kindNames() []string {
 	return names
 }
 
-// newRuntimeAgent is the runtime of cfg's cluster of kind k, with the
-// registry its metrics are registered with: the process's
-// (newProcessRegistry), cairn_runtime_leader, k's keeper's own and the
-// backup ones.
-func newRuntimeAgent(k kind, cfg agent.Config, client kubernetes.Interface) (*agent.Agent, *prometheus.Registry, error) {
+// newRuntimeAgent is the runtime of cfg's cluster of kind k, its keeper
+// built by rt, with the registry its metrics are registered with: the
+// process's (newProcessRegistry), cairn_runtime_leader, k's keeper's own
+// and the backup ones.
+func newRuntimeAgent(k kind, rt kindRuntime, cfg agent.Config, client kubernetes.Interface) (*agent.Agent, *prometheus.Registry, error) {
 	reg, err := newProcessRegistry()
 	if err != nil {
 		return nil, nil, err
 	}
 	cfg.Metrics, cfg.Kind = reg, k.name
-	a, err := agent.New(cfg, client, k.keeper)
+	a, err := agent.New(cfg, client, rt.keeper)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -33,7 +33,7 @@ func runtimeRegistry(t *testing.T, name, cluster string) *prometheus.Registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, reg, err := newRuntimeAgent(k, agent.Config{Cluster: cluster, Namespace: "db", Identity: "runtime-0"}, client)
+	_, reg, err := newRuntimeAgent(k, k.runtime(), agent.Config{Cluster: cluster, Namespace: "db", Identity: "runtime-0"}, client)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,9 +17,10 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 )
 
-// Config says which cluster an agent looks after. The kind of the
-// cluster is not here: it is the KeeperFactory given to New, which reads
-// the fields of its kind.
+// Config says which cluster an agent looks after, with what every kind
+// shares. The kind of the cluster is not here: it is the KeeperFactory
+// given to New, built from the kind's own config (etcd.Config,
+// postgres.Config).
 type Config struct {
 	Cluster, Namespace string
 	// Identity names this replica in the Lease (its pod name).
@@ -40,20 +40,6 @@ type Config struct {
 	Metrics prometheus.Registerer
 	Log     *slog.Logger
 
-	// etcd: EtcdEndpoints are the client endpoints the membership keeper
-	// dials (empty: the cluster's client Service,
-	// http://<cluster>-client.<namespace>.svc:2379); EtcdPort is the
-	// members' client port backups use (2379 when zero).
-	EtcdEndpoints []string
-	EtcdPort      int
-	// EtcdServerIPs are addresses the etcd members' certificate carries
-	// besides their DNS names, for members reached by address (a cluster
-	// without DNS, as the test beds are); empty in Kubernetes.
-	EtcdServerIPs []net.IP
-	// PostgreSQL: PostgresPort is the members' port (5432 when zero);
-	// Failover are the failover timings.
-	PostgresPort int
-	Failover     FailoverSettings
 	// CertLifetime is the lifetime of the TLS certificates the runtime
 	// issues (pki.LeafLifetime when zero).
 	CertLifetime time.Duration

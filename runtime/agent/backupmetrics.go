@@ -42,7 +42,7 @@ func NewBackupMetrics(reg prometheus.Registerer, cluster string) (*BackupMetrics
 		last:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_backup_last_success_timestamp_seconds", Help: "When the last complete backup finished, in Unix seconds.", ConstLabels: l}, nil),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "cairn_backup_failures_total", Help: "Backups this runtime replica failed to take.", ConstLabels: l}),
 	}
-	if err := register(reg, m.duration, m.bytes, m.last, m.failures); err != nil {
+	if err := Register(reg, m.duration, m.bytes, m.last, m.failures); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -229,7 +229,7 @@ func (b *Backups) failed(ctx context.Context, start time.Time, req request, err 
 	if serr := b.updateStatus(ctx, func(s *BackupStatus) { s.LastFailure = failure }); serr != nil {
 		b.logger().Warn("backup status not written", "cluster", b.Cluster, "err", serr.Error())
 	}
-	if eerr := recordClusterEvent(ctx, b.Client, b.Namespace, b.Cluster, b.clock(), event{corev1.EventTypeWarning, "BackupFailed", err.Error()}); eerr != nil {
+	if eerr := RecordClusterEvent(ctx, b.Client, b.Namespace, b.Cluster, b.clock(), Event{corev1.EventTypeWarning, "BackupFailed", err.Error()}); eerr != nil {
 		b.logger().Warn("backup event not recorded", "cluster", b.Cluster, "err", eerr.Error())
 	}
 }

@@ -12,14 +12,16 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 )
 
-// errNoMember: a keeper's BackupSource found no member to back up from.
-var errNoMember = errors.New("no ready member to back up from")
+// ErrNoMember is the error of a keeper's BackupSource that found no
+// member to back up from.
+var ErrNoMember = errors.New("no ready member to back up from")
 
-// readyMembers lists the cluster's member pods (app is contract.AppEtcd
-// or contract.AppPostgres; memberPods proves them) that are ready and have an address, the
-// highest ordinal first: what each keeper's BackupSource picks from.
-func readyMembers(ctx context.Context, c kubernetes.Interface, namespace, app, cluster string) ([]corev1.Pod, error) {
-	pods, _, err := memberPods(ctx, c, namespace, app, cluster)
+// ReadyMembers lists the cluster's member pods (app is contract.AppEtcd
+// or contract.AppPostgres; MemberPods proves them) that are ready and
+// have an address, the highest ordinal first: what each keeper's
+// BackupSource picks from.
+func ReadyMembers(ctx context.Context, c kubernetes.Interface, namespace, app, cluster string) ([]corev1.Pod, error) {
+	pods, _, err := MemberPods(ctx, c, namespace, app, cluster)
 	if err != nil {
 		return nil, err
 	}

@@ -28,31 +28,16 @@ func newLeaderMetrics(reg prometheus.Registerer, cluster, kind string) (*leaderM
 // nothing.
 func (m *leaderMetrics) set(leading bool) {
 	if m != nil {
-		m.leader.Set(boolGauge(leading))
+		m.leader.Set(BoolGauge(leading))
 	}
 }
-
-// observer is a Keeper whose metrics hold what the leading replica
-// observed: it forgets them when the replica stops leading, so a standby
-// exports no gauge that looks like a fact.
-type observer interface {
-	forgetObservations()
-}
-
-func (m *Membership) forgetObservations() { m.Metrics.forget() }
-func (r *Roles) forgetObservations()      { r.Metrics.forget() }
-
-var (
-	_ observer = (*Membership)(nil)
-	_ observer = (*Roles)(nil)
-)
 
 // stepDown drops what this replica's metrics observed while it led, once
 // its passes and backups have stopped.
 func (a *Agent) stepDown() {
 	a.leader.set(false)
-	if o, ok := a.keeper.(observer); ok {
-		o.forgetObservations()
+	if o, ok := a.keeper.(Observer); ok {
+		o.ForgetObservations()
 	}
 	a.backups.Metrics.forget()
 }

@@ -13,13 +13,13 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 )
 
-// memberPods lists the pods the runtime may treat as the cluster's members
+// MemberPods lists the pods the runtime may treat as the cluster's members
 // (app is contract.AppEtcd or contract.AppPostgres): those whose
 // controller is the cluster's StatefulSet, by UID, under a member's name.
 // Labels alone prove nothing: anyone who may create pods in the namespace
 // can set them. A labelled pod that is not a member gets no probe (so no
 // password) and is never labelled or promoted; ignored names them.
-func memberPods(ctx context.Context, c kubernetes.Interface, ns, app, cluster string) (pods []corev1.Pod, ignored []string, err error) {
+func MemberPods(ctx context.Context, c kubernetes.Interface, ns, app, cluster string) (pods []corev1.Pod, ignored []string, err error) {
 	list, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: memberSelector(app, cluster)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list members: %w", err)
@@ -31,7 +31,7 @@ func memberPods(ctx context.Context, c kubernetes.Interface, ns, app, cluster st
 		return nil, nil, fmt.Errorf("read the StatefulSet: %w", err)
 	}
 	for _, p := range list.Items {
-		if sts != nil && ownedBy(&p, sts) && isMemberName(cluster, p.Name) {
+		if sts != nil && OwnedBy(&p, sts) && isMemberName(cluster, p.Name) {
 			pods = append(pods, p)
 		} else {
 			ignored = append(ignored, p.Name)
@@ -40,9 +40,9 @@ func memberPods(ctx context.Context, c kubernetes.Interface, ns, app, cluster st
 	return pods, ignored, nil
 }
 
-// ownedBy reports whether the pod's controller is sts (its UID: a
+// OwnedBy reports whether the pod's controller is sts (its UID: a
 // StatefulSet deleted and made again under the same name is another).
-func ownedBy(p *corev1.Pod, sts *appsv1.StatefulSet) bool {
+func OwnedBy(p *corev1.Pod, sts *appsv1.StatefulSet) bool {
 	ref := metav1.GetControllerOf(p)
 	return ref != nil && ref.Kind == "StatefulSet" && ref.APIVersion == "apps/v1" && ref.Name == sts.Name && ref.UID == sts.UID
 }
