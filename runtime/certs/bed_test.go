@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -65,7 +66,7 @@ func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 // keeper is a Keeper of cluster on the fake clock clk (nil: the real one).
 func (b *bed) keeper(t *testing.T, cluster string, clk *clock) *Keeper {
-	k := &Keeper{Client: b.c, Namespace: b.ns, Cluster: cluster, Lifetime: 3 * time.Hour,
+	k := &Keeper{Client: b.c, Namespace: b.ns, Cluster: cluster, App: contract.AppPostgres, Lifetime: 3 * time.Hour,
 		Log: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
 	if clk != nil {
 		k.Now = clk.now

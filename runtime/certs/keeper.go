@@ -27,9 +27,7 @@ type Keeper struct {
 	Cluster   string
 	// App is the cluster's kind as its pods' name label gives it: it
 	// picks the kind's leaves (kindLeaves, leaf.go), and Ensure refuses an
-	// app that has none. Empty is contract.AppPostgres, for the callers
-	// written before the field (runtime/agent's PostgreSQL keeper); it
-	// goes once they name their app.
+	// app that has none, an empty one too.
 	App string
 	// IPs are addresses an etcd cluster's server certificate carries
 	// besides its DNS names, for members reached by address (a cluster

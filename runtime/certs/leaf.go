@@ -32,13 +32,9 @@ var kindLeaves = map[string]func(k *Keeper) []leaf{
 // leaves are the leaves of the Keeper's kind; a kind with none is an
 // error that names it, never another kind's leaves.
 func (k *Keeper) leaves() ([]leaf, error) {
-	app := k.App
-	if app == "" {
-		app = contract.AppPostgres // Keeper.App: empty is PostgreSQL, for callers that predate App
-	}
-	leaves, ok := kindLeaves[app]
+	leaves, ok := kindLeaves[k.App]
 	if !ok {
-		return nil, fmt.Errorf("certificates of %s/%s: no certificates are known for app %q", k.Namespace, k.Cluster, app)
+		return nil, fmt.Errorf("certificates of %s/%s: no certificates are known for app %q", k.Namespace, k.Cluster, k.App)
 	}
 	return leaves(k), nil
 }

@@ -95,7 +95,7 @@ func (r *Roles) certificates(ctx context.Context) (certs.Material, []string, err
 		m, err := (&certs.Files{Client: r.Client, Namespace: r.Namespace, Cluster: r.Cluster}).Material(ctx)
 		return m, nil, err
 	}
-	k := &certs.Keeper{Client: r.Client, Namespace: r.Namespace, Cluster: r.Cluster, Lifetime: r.CertLifetime, Now: r.now, Log: r.Log}
+	k := &certs.Keeper{Client: r.Client, Namespace: r.Namespace, Cluster: r.Cluster, App: contract.AppPostgres, Lifetime: r.CertLifetime, Now: r.now, Log: r.Log}
 	return k.Ensure(ctx)
 }
 
