@@ -6,27 +6,26 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // Real etcd processes for the tests, on 127.0.0.x.
 
 // binary finds a test binary: $env, or the repo's .cache/bin built by
-// `make testbin`. Missing binaries fail the test: they are part of it.
+// `make testbin` (testbed.Bin: missing, it fails the test, or skips it
+// with -short, as every etcd member's test does).
 func binary(t *testing.T, env, name string) string {
 	t.Helper()
+	testbed.Require(t, testbed.TierIntegration, "etcd members")
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
-	p, _ := filepath.Abs(filepath.Join("..", "..", "..", ".cache", "bin", name))
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s not found at %s: run `make testbin` or set %s", name, p, env)
-	}
-	return p
+	return testbed.Bin(t, name)
 }
 
 // proc is a child process whose output goes to the test log.

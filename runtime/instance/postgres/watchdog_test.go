@@ -250,9 +250,13 @@ func TestKeepLease(t *testing.T) {
 				t.Errorf("stopped %s after the change, want within %s", stopped.Sub(changed), c.within)
 			}
 			if c.leaseBound {
+				// The keeper counts the lease from its own clock read
+				// before the call, which a loaded machine may put a
+				// little before the fake's read of it: early by that
+				// much is still the lease's end.
 				end := last.Add(c.ttl)
-				if stopped.Before(end) || stopped.Sub(end) > 500*time.Millisecond {
-					t.Errorf("stopped %s after the lease's end (the last confirmation's send + %s), want within [0, 500ms]", stopped.Sub(end), c.ttl)
+				if stopped.Before(end.Add(-100*time.Millisecond)) || stopped.Sub(end) > 500*time.Millisecond {
+					t.Errorf("stopped %s after the lease's end (the last confirmation's send + %s), want within [-100ms, 500ms]", stopped.Sub(end), c.ttl)
 				}
 			}
 			if c.run > 0 && n > c.maxConfirms {
