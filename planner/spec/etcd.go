@@ -81,6 +81,13 @@ func (c *EtcdCluster) Common() Common {
 		TLSIssuer: s.TLS.issuerRef()}
 }
 
+// Compaction is the compaction policy the spec asks for, with its
+// defaults (EtcdSpec.CompactionPolicy).
+func (c *EtcdCluster) Compaction() (mode, retention string) {
+	p := c.Spec.CompactionPolicy()
+	return p.Mode, string(p.Retention)
+}
+
 // Validate implements Document.
 func (c *EtcdCluster) Validate(v *Validator) {
 	v.Meta(c.Metadata)
