@@ -2,8 +2,10 @@ package main
 
 import (
 	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/observe"
 	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/renderer"
 	"github.com/cairn-dev/cairn/runtime/agent"
 )
@@ -13,12 +15,21 @@ import (
 type kind struct {
 	// name is the spec's kind (spec.EtcdKind, spec.PostgresKind).
 	name string
+	// spec decodes, defaults and validates its documents.
+	spec spec.Kind
+	// roles are its members' roles in the live state; the gates judge
+	// its health by them.
+	roles live.KindRoles
 	// planner plans its clusters.
 	planner planner.Strategy
 	// renderer renders their manifests.
 	renderer renderer.Kind
 	// observer reads what is particular to the kind in a live cluster.
 	observer observe.Kind
+	// wording is what its pull requests say of it.
+	wording publish.Wording
+	// status is what `cairn status` shows of it beyond the rest.
+	status kindStatus
 	// instance is its instance manager's `cairn instance` subcommands.
 	instance instanceCommands
 	// restore brings a backup of the kind back (`cairn restore`).
@@ -33,6 +44,9 @@ type kind struct {
 var kinds = []kind{
 	{
 		name:     spec.EtcdKind,
+		spec:     spec.Etcd(),
+		roles:    live.EtcdRoles(),
+		wording:  publish.EtcdWording(),
 		planner:  planner.Etcd(),
 		renderer: renderer.Etcd(),
 		observer: observe.Etcd(),
@@ -42,6 +56,10 @@ var kinds = []kind{
 	},
 	{
 		name:     spec.PostgresKind,
+		spec:     spec.Postgres(),
+		roles:    live.PostgresRoles(),
+		wording:  publish.PostgresWording(),
+		status:   postgresStatus,
 		planner:  planner.Postgres(),
 		renderer: renderer.Postgres(),
 		observer: observe.Postgres(),
@@ -84,6 +102,33 @@ func observeKinds() []observe.Kind {
 	out := make([]observe.Kind, len(kinds))
 	for i, k := range kinds {
 		out[i] = k.observer
+	}
+	return out
+}
+
+// specKinds decodes the documents of every kind of the table.
+func specKinds() spec.Served {
+	k := make([]spec.Kind, len(kinds))
+	for i, row := range kinds {
+		k[i] = row.spec
+	}
+	return spec.Serve(k...)
+}
+
+// liveKinds are the kinds of the table in a live state, with their roles.
+func liveKinds() live.Kinds {
+	out := make(live.Kinds, len(kinds))
+	for _, k := range kinds {
+		out[k.name] = k.roles
+	}
+	return out
+}
+
+// wordings are what pull requests say of each kind of the table.
+func wordings() map[string]publish.Wording {
+	out := make(map[string]publish.Wording, len(kinds))
+	for _, k := range kinds {
+		out[k.name] = k.wording
 	}
 	return out
 }

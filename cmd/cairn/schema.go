@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 func newSchema() *cobra.Command {
@@ -37,15 +35,15 @@ docs/spec-reference.md lists. The committed copies live in docs/schemas/.`,
   cairn schema --out schemas`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kinds := spec.Kinds()
+			kinds := specKinds().Names()
 			if len(args) == 1 {
 				kinds = []string{args[0]}
 			}
 			if out == "" && len(kinds) != 1 {
-				return &exitError{exitUsage, fmt.Errorf("cairn schema: name a kind (%s) or give --out DIR", strings.Join(spec.Kinds(), ", "))}
+				return &exitError{exitUsage, fmt.Errorf("cairn schema: name a kind (%s) or give --out DIR", strings.Join(specKinds().Names(), ", "))}
 			}
 			for _, k := range kinds {
-				data, err := spec.Schema(k)
+				data, err := specKinds().Schema(k)
 				if err != nil {
 					return &exitError{exitUsage, err}
 				}
@@ -53,7 +51,7 @@ docs/spec-reference.md lists. The committed copies live in docs/schemas/.`,
 					_, err = cmd.OutOrStdout().Write(data)
 					return err
 				}
-				rel, _ := spec.SchemaPath(k)
+				rel, _ := specKinds().SchemaPath(k)
 				path := filepath.Join(out, filepath.FromSlash(rel))
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					return &exitError{exitInvalid, fmt.Errorf("write schema: %w", err)}
