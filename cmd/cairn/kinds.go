@@ -81,54 +81,33 @@ func kindNamed(name string) (kind, bool) {
 
 // newPlanner is the planner of every kind of the table.
 func newPlanner() *planner.Planner {
-	s := make([]planner.Strategy, len(kinds))
-	for i, k := range kinds {
-		s[i] = k.planner
+	var s []planner.Strategy
+	for _, k := range kinds {
+		if k.planner != nil {
+			s = append(s, k.planner)
+		}
 	}
 	return planner.New(s...)
 }
 
 // newRenderer is the renderer of every kind of the table.
 func newRenderer(o renderer.Options) (*renderer.Renderer, error) {
-	k := make([]renderer.Kind, len(kinds))
-	for i, row := range kinds {
-		k[i] = row.renderer
+	var k []renderer.Kind
+	for _, row := range kinds {
+		if row.renderer != nil {
+			k = append(k, row.renderer)
+		}
 	}
 	return renderer.New(o, k...)
 }
 
 // observeKinds are the observers of every kind of the table.
 func observeKinds() []observe.Kind {
-	out := make([]observe.Kind, len(kinds))
-	for i, k := range kinds {
-		out[i] = k.observer
-	}
-	return out
-}
-
-// specKinds decodes the documents of every kind of the table.
-func specKinds() spec.Served {
-	k := make([]spec.Kind, len(kinds))
-	for i, row := range kinds {
-		k[i] = row.spec
-	}
-	return spec.Serve(k...)
-}
-
-// liveKinds are the kinds of the table in a live state, with their roles.
-func liveKinds() live.Kinds {
-	out := make(live.Kinds, len(kinds))
+	var out []observe.Kind
 	for _, k := range kinds {
-		out[k.name] = k.roles
-	}
-	return out
-}
-
-// wordings are what pull requests say of each kind of the table.
-func wordings() map[string]publish.Wording {
-	out := make(map[string]publish.Wording, len(kinds))
-	for _, k := range kinds {
-		out[k.name] = k.wording
+		if k.observer != nil {
+			out = append(out, k.observer)
+		}
 	}
 	return out
 }
