@@ -138,6 +138,9 @@ type BodyInput struct {
 	// Previous is the pull request of the cluster's step merged last (the
 	// base's entry point selects it); nil when none is known.
 	Previous *PullRequest
+	// Wording is what the body says that depends on the cluster's kind;
+	// the zero Wording says the generic thing.
+	Wording Wording
 }
 
 // Body is what a reviewer reads: the whole plan with this step marked,
@@ -176,7 +179,7 @@ func Body(in BodyInput) string {
 	if current > 0 {
 		roles = nil // earlier steps may move the roles (a switchover)
 	}
-	writeImpact(&b, p, current, roles)
+	writeImpact(&b, in.Wording, p, current, roles)
 	fmt.Fprintf(&b, "**Disruptive:** %s. **Reversible:** %s. **Rollback:** %s\n\n", yesNo(s.Disruptive), yesNo(s.Reversible), md(s.Rollback))
 	b.WriteString(autoMergeLine(s))
 	for _, d := range s.Decisions {

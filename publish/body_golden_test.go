@@ -231,6 +231,7 @@ func TestBodyGolden(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in(t)
+			in.Wording = kindWording[in.Plan.Cluster.Kind]
 			got := Body(in)
 			if n := utf8.RuneCountInString(got); n > MaxBody-bodyReserve {
 				t.Errorf("a body of %d characters", n)
@@ -242,6 +243,9 @@ func TestBodyGolden(t *testing.T) {
 		})
 	}
 }
+
+// kindWording is the two kinds' wording, as cmd/cairn's table gives it.
+var kindWording = map[string]Wording{spec.EtcdKind: EtcdWording(), spec.PostgresKind: PostgresWording()}
 
 // golden compares got with the file at path; -update rewrites it.
 func golden(t *testing.T, path, got string) {

@@ -85,7 +85,7 @@ func (w *world) pass() ([]Outcome, error) {
 	w.t.Helper()
 	ctx := context.Background()
 	base, clusters, obs := w.state(ctx)
-	pub := &Publisher{Repo: w.repo, PRs: w.prs, Render: w.rend.Render, Name: "cairn", Email: cairnEmail, MergeGates: w.gates}
+	pub := &Publisher{Repo: w.repo, PRs: w.prs, Render: w.rend.Render, Name: "cairn", Email: cairnEmail, MergeGates: w.gates, Wording: kindWording}
 	out, err := pub.Publish(ctx, base, clusters, planner.New(planner.Etcd(), planner.Postgres()).Plan(clusters, obs, w.pols))
 	for _, o := range out {
 		if o.Action == ActionOpened {

@@ -7,7 +7,6 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
-	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 // impact is what a step does to the running members, derived from its
@@ -27,15 +26,15 @@ type impact struct {
 // restart pods through the manifests (an EtcdRecover step's runtime
 // restarts every member, which its effect says); the other kinds change a ConfigMap the runtime reads, add
 // or remove a pod, or grow volumes (renderer/settings.go).
-func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
+func stepImpact(w Wording, s plan.Step, c *live.Cluster) impact {
 	pa := s.Params
 	switch {
 	case pa.UpgradeMember != nil:
 		u := pa.UpgradeMember
-		return impact{true, []string{u.Member}, memberRestart(kind, u.Member, u.Replicas, c) + fmt.Sprintf("; it comes back at %s (from %s)", md(u.To), md(u.From))}
+		return impact{true, []string{u.Member}, memberRestart(w, u.Member, u.Replicas, c) + fmt.Sprintf("; it comes back at %s (from %s)", md(u.To), md(u.From))}
 	case pa.RestartMember != nil:
 		r := pa.RestartMember
-		return impact{true, []string{r.Member}, memberRestart(kind, r.Member, r.Replicas, c)}
+		return impact{true, []string{r.Member}, memberRestart(w, r.Member, r.Replicas, c)}
 	case pa.PostgresMajorUpgrade != nil:
 		m := pa.PostgresMajorUpgrade
 		return impact{true, []string{m.Primary}, fmt.Sprintf("downtime: the replicas stop (the StatefulSet keeps one pod) and %s restarts to run pg_upgrade from %s to %s; "+
@@ -117,22 +116,16 @@ func stepImpact(kind string, s plan.Step, c *live.Cluster) impact {
 	return impact{}
 }
 
-// memberRestart is the disruption of one member's restart.
-func memberRestart(kind, member string, replicas int, c *live.Cluster) string {
-	role := roleOf(c, member)
-	switch {
-	case replicas <= 1:
+// memberRestart is the disruption of one member's restart: the kind's
+// wording, else the generic one.
+func memberRestart(w Wording, member string, replicas int, c *live.Cluster) string {
+	if replicas <= 1 {
 		return "the only member restarts: the cluster is down until it is back"
-	case kind == spec.PostgresKind && role == live.RolePrimary:
-		return fmt.Sprintf("the primary (%s, as planned) restarts: writes fail until it is back", md(member))
-	case kind == spec.PostgresKind && role == live.RoleReplica:
-		return fmt.Sprintf("one replica (%s, as planned) restarts: its sessions are cut; the primary keeps taking writes", md(member))
-	case kind == spec.EtcdKind && replicas == 2:
-		return fmt.Sprintf("one of 2 members restarts (%s): etcd has no quorum until it is back", md(member))
-	case kind == spec.EtcdKind && role == live.RoleLeader:
-		return fmt.Sprintf("one of %d members restarts (%s, the leader as planned): a new leader is elected (writes pause briefly); the others keep quorum", replicas, md(member))
-	case kind == spec.EtcdKind:
-		return fmt.Sprintf("one of %d members restarts (%s%s); the others keep quorum", replicas, md(member), asPlanned(c, member))
+	}
+	if w.Restart != nil {
+		if s := w.Restart(member, replicas, roleOf(c, member)); s != "" {
+			return s
+		}
 	}
 	return fmt.Sprintf("one of %d members restarts (%s); its sessions are cut", replicas, md(member))
 }
@@ -151,18 +144,21 @@ func roleOf(c *live.Cluster, member string) live.Role {
 }
 
 // asPlanned is ", a <role> as planned" when c shows member's role.
-func asPlanned(c *live.Cluster, member string) string {
-	if r := roleOf(c, member); r != "" {
-		return fmt.Sprintf(", a %s as planned", md(string(r)))
+func asPlanned(c *live.Cluster, member string) string { return plannedRole(roleOf(c, member)) }
+
+// plannedRole is ", a <role> as planned"; "" for no role.
+func plannedRole(r live.Role) string {
+	if r == "" {
+		return ""
 	}
-	return ""
+	return fmt.Sprintf(", a %s as planned", md(string(r)))
 }
 
 // writeImpact writes the pods the step restarts, in order, the expected
 // disruption, and, for a plan that restarts pods in several steps, the
 // order across the plan. Nothing for a kind stepImpact does not know.
-func writeImpact(b *strings.Builder, p plan.Plan, current int, c *live.Cluster) {
-	im := stepImpact(p.Cluster.Kind, p.Steps[current], c)
+func writeImpact(b *strings.Builder, w Wording, p plan.Plan, current int, c *live.Cluster) {
+	im := stepImpact(w, p.Steps[current], c)
 	if !im.known {
 		return
 	}
@@ -175,7 +171,7 @@ func writeImpact(b *strings.Builder, p plan.Plan, current int, c *live.Cluster) 
 	var across []string
 	for i, s := range p.Steps {
 		// Roles change along a plan (a switchover): only the order is said.
-		for _, pod := range stepImpact(p.Cluster.Kind, s, nil).restarts {
+		for _, pod := range stepImpact(w, s, nil).restarts {
 			across = append(across, fmt.Sprintf("%s (step %d)", md(pod), i+1))
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/cairn-dev/cairn/planner/plan"
-	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/publish/gitrepo"
 	"github.com/cairn-dev/cairn/renderer"
 )
@@ -44,7 +43,7 @@ func writeLinks(b *strings.Builder, in BodyInput) {
 	} else {
 		b.WriteString("- **Next step:** none, this is the plan's last\n")
 	}
-	if name, url := releaseNotes(p.Cluster.Kind, s); url != "" {
+	if name, url := releaseNotes(in.Wording, s); url != "" {
 		fmt.Fprintf(b, "- **Release notes:** [%s](%s)\n", name, url)
 	}
 	b.WriteString("\n")
@@ -81,10 +80,9 @@ func isHash(s string) bool { return hashRE.MatchString(s) }
 var releaseRE = regexp.MustCompile(`^[0-9]{1,4}(\.[0-9]{1,4}){0,2}$`)
 
 // releaseNotes names the release notes of the version a step moves its
-// members to: PostgreSQL's release page of that version, or etcd's
-// CHANGELOG of its minor. None for a step that changes no version, or a
-// version that is not plain numbers.
-func releaseNotes(kind string, s plan.Step) (name, url string) {
+// members to, as the kind's wording says. None for a step that changes no
+// version, a version that is not plain numbers, or a kind without them.
+func releaseNotes(w Wording, s plan.Step) (name, url string) {
 	to := ""
 	switch pa := s.Params; {
 	case pa.UpgradeMember != nil:
@@ -94,24 +92,10 @@ func releaseNotes(kind string, s plan.Step) (name, url string) {
 	case pa.PostgresMajorUpgrade != nil:
 		to = pa.PostgresMajorUpgrade.To
 	}
-	if !releaseRE.MatchString(to) {
+	if !releaseRE.MatchString(to) || w.ReleaseNotes == nil {
 		return "", ""
 	}
-	switch kind {
-	case spec.PostgresKind:
-		if !strings.Contains(to, ".") {
-			to += ".0" // a major's first release, 14.0
-		}
-		return "PostgreSQL " + to, "https://www.postgresql.org/docs/release/" + to + "/"
-	case spec.EtcdKind:
-		parts := strings.Split(to, ".")
-		if len(parts) < 2 {
-			return "", ""
-		}
-		minor := parts[0] + "." + parts[1]
-		return "etcd " + minor + " CHANGELOG", "https://github.com/etcd-io/etcd/blob/main/CHANGELOG/CHANGELOG-" + minor + ".md"
-	}
-	return "", ""
+	return w.ReleaseNotes(to)
 }
 
 // webURL is the provider's web address of the repo; "" when it has none.

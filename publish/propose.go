@@ -35,6 +35,9 @@ type Publisher struct {
 	RenderWorkers int
 	// Name and Email sign cairn's commits.
 	Name, Email string
+	// Wording is what the bodies say that depends on a cluster's kind, by
+	// kind; a kind without one gets the generic wording.
+	Wording map[string]Wording
 	// Hold, when set, holds a cluster back: its pull requests are left as
 	// they are (the reconcile loop holds a cluster until the merged step's
 	// gates pass in the live state).
@@ -445,7 +448,7 @@ func (p *Publisher) pullRequest(ctx context.Context, j *job, base *object.Commit
 	if builtOn.IsZero() {
 		builtOn = base.Hash
 	}
-	body := BodyInput{Plan: pl, SpecCommit: builtOn.String(), Head: res.Commit.String(), Diff: p.stepDiff(built, pl), Gates: gates,
+	body := BodyInput{Plan: pl, Wording: p.Wording[pl.Cluster.Kind], SpecCommit: builtOn.String(), Head: res.Commit.String(), Diff: p.stepDiff(built, pl), Gates: gates,
 		WebURL: p.webURL(), Previous: previous(p.Repo, pl, base, prs)}
 	if p.Live != nil {
 		body.Live = p.Live(pl.Cluster)

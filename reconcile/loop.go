@@ -16,8 +16,8 @@ import (
 	"github.com/cairn-dev/cairn/renderer"
 )
 
-// Config wires a Loop. Every field is required but Hold, AutoMerge, Now,
-// DecideAt, Log, Metrics, PassStarts and Owns.
+// Config wires a Loop. Every field is required but Wording, Hold,
+// AutoMerge, Now, DecideAt, Log, Metrics, PassStarts and Owns.
 type Config struct {
 	// Repo is the clone of the GitOps repo: its base branch holds the
 	// specs (at Layout) and the policies.
@@ -28,6 +28,12 @@ type Config struct {
 	Name, Email string
 	// Layout says where the specs are in the repo.
 	Layout spec.Layout
+	// Specs are the kinds of specs the loop reads; a spec of another kind
+	// is invalid.
+	Specs spec.Served
+	// Wording is publish.Publisher.Wording: what pull requests say of
+	// each kind.
+	Wording map[string]publish.Wording
 	// Observe reads the live state of the clusters; a nil snapshot when
 	// nothing is observed.
 	Observe func(ctx context.Context, clusters []spec.Cluster) (*live.Snapshot, error)
@@ -95,7 +101,7 @@ func New(cfg Config) *Loop {
 	}
 	pass := new(atomic.Pointer[context.Context])
 	cfg.Log = slog.New(stopLog{cfg.Log.Handler(), pass})
-	pub := &publish.Publisher{Repo: cfg.Repo, PRs: cfg.PRs, Render: cfg.Render, RenderWorkers: cfg.RenderWorkers, Name: cfg.Name, Email: cfg.Email, Log: cfg.Log}
+	pub := &publish.Publisher{Repo: cfg.Repo, PRs: cfg.PRs, Render: cfg.Render, RenderWorkers: cfg.RenderWorkers, Name: cfg.Name, Email: cfg.Email, Wording: cfg.Wording, Log: cfg.Log}
 	return &Loop{cfg: cfg, pub: pub, pass: pass}
 }
 
@@ -164,7 +170,7 @@ func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	clusters, err := spec.LoadRepo(repo.Dir(), l.cfg.Layout)
+	clusters, err := l.cfg.Specs.LoadRepo(repo.Dir(), l.cfg.Layout)
 	if err != nil {
 		return Result{}, &InvalidSpecsError{err}
 	}

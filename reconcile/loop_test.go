@@ -95,6 +95,7 @@ func newTestLoop(t *testing.T, f *fakes, hold bool, files map[string]string) (*L
 	l := New(Config{
 		Repo: repo, PRs: &publish.Local{Repo: repo, Base: "main"}, Name: "cairn", Email: "cairn@example.com",
 		Layout:   spec.Layout{SpecsDir: "clusters"},
+		Specs:    spec.Serve(spec.Etcd(), spec.Postgres()),
 		Observe:  func(context.Context, []spec.Cluster) (*live.Snapshot, error) { return nil, nil },
 		Policies: func(string) (policies.Set, error) { return nil, nil },
 		Plan:     f.Plan, Render: f.Render, Gates: f, Hold: hold,

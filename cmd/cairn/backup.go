@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -281,7 +280,7 @@ func backupStatus(ctx context.Context, c kubernetes.Interface, ns, name string) 
 func newRestore() *cobra.Command {
 	var o restoreOptions
 	cmd := &cobra.Command{
-		Use:   "restore --location URL --cluster NAME --kind EtcdCluster|PostgresCluster --data-dir DIR [--backup ID] [--target-time TIME]",
+		Use:   "restore --location URL --cluster NAME --kind KIND --data-dir DIR [--backup ID] [--target-time TIME]",
 		Short: "Restore a backup into a new data directory and verify it",
 		Long: `Bring a complete backup of --cluster at --location back into --data-dir,
 which must not exist. The data is checked against its manifest (size and
@@ -296,23 +295,14 @@ postgresql.auto.conf), promoting at the target. Without --backup, the
 newest backup that finished before the target. etcd: the snapshot is
 restored as etcdutl does, for a new one-member cluster named --name at
 --peer-url; add members to it as usual.`,
-		Example: `  # the latest PostgreSQL backup into a new data directory
-  cairn restore --location s3://my-backup-bucket/postgres --cluster my-production-db --kind PostgresCluster --data-dir /var/lib/restore/pgdata
-
-  # as it was at 14:05 UTC, replaying the archived WAL when PostgreSQL starts
-  cairn restore --location s3://my-backup-bucket/postgres --cluster my-production-db --kind PostgresCluster --data-dir /var/lib/restore/pgdata \
-    --target-time 2026-11-30T14:05:00Z
-
-  # an etcd backup, as the first member of a new cluster
-  cairn restore --location file:///backups --cluster my-etcd-cluster --kind EtcdCluster --backup 20261130T020000Z-1a2b3c \
-    --data-dir /var/lib/etcd-restore --peer-url https://my-etcd-cluster-0.my-etcd-cluster:2380`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), cmd.OutOrStdout(), o) },
+		Example: restoreExamples(),
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), cmd.OutOrStdout(), o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.location, "location", "", "the backups' storageLocation (required)")
 	f.StringVar(&o.cluster, "cluster", "", "the cluster the backup is of (required)")
-	f.StringVar(&o.kind, "kind", "", "EtcdCluster or PostgresCluster (required)")
+	f.StringVar(&o.kind, "kind", "", strings.Join(restoreKinds(), " or ")+" (required)")
 	f.StringVar(&o.id, "backup", "latest", "the backup's ID, or latest")
 	f.StringVar(&o.dataDir, "data-dir", "", "the new data directory (required)")
 	f.StringVar(&o.name, "name", "", "etcd: the restored member's name (default: <cluster>-0)")
@@ -360,8 +350,8 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 	}
 	var path backup.RecoveryPath
 	if o.target != "" {
-		if m.Kind != spec.PostgresKind {
-			return &exitError{exitUsage, errors.New("cairn restore: --target-time is PostgreSQL's: an etcd snapshot restores as it was taken")}
+		if !k.restore.pointInTime {
+			return &exitError{exitUsage, fmt.Errorf("cairn restore: --target-time: a %s backup restores as it was taken (it has no log archive to replay)", m.Kind)}
 		}
 		if path, err = planTarget(ctx, st, m, o.target); err != nil {
 			return err
@@ -385,8 +375,24 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 // refuses flags the kind needs and lacks (nil: none), run restores m
 // into o.dataDir.
 type restorer struct {
-	check func(o restoreOptions) error
-	run   func(ctx context.Context, st backup.Store, m backup.Manifest, o restoreOptions) error
+	// pointInTime: the kind replays an archive past a backup up to
+	// --target-time.
+	pointInTime bool
+	check       func(o restoreOptions) error
+	run         func(ctx context.Context, st backup.Store, m backup.Manifest, o restoreOptions) error
+	// example is the kind's part of `cairn restore --help`'s examples.
+	example string
+}
+
+// restoreExamples are the examples of the kinds of the table.
+func restoreExamples() string {
+	var out []string
+	for _, k := range kinds {
+		if k.restore.example != "" {
+			out = append(out, k.restore.example)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // restoreKinds are the kinds of the table that have backups to restore.
@@ -398,23 +404,4 @@ func restoreKinds() []string {
 		}
 	}
 	return out
-}
-
-var etcdRestorer = restorer{
-	check: func(o restoreOptions) error {
-		if o.peerURL == "" {
-			return errors.New("an etcd restore needs --peer-url")
-		}
-		return nil
-	},
-	run: func(ctx context.Context, st backup.Store, m backup.Manifest, o restoreOptions) error {
-		name, token := cmp.Or(o.name, o.cluster+"-0"), cmp.Or(o.token, o.cluster+"-restored")
-		return backup.RestoreEtcd(ctx, st, m, backup.EtcdRestore{DataDir: o.dataDir, Name: name, PeerURL: o.peerURL, Token: token})
-	},
-}
-
-var postgresRestorer = restorer{
-	run: func(ctx context.Context, st backup.Store, m backup.Manifest, o restoreOptions) error {
-		return backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: o.dataDir})
-	},
 }

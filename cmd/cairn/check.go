@@ -81,7 +81,7 @@ func runCheck(ctx context.Context, w io.Writer, o checkOptions) error {
 // checkSpecs loads, validates and plans the checkout; the report is
 // Markdown a person reads in the terminal or in the comment.
 func checkSpecs(ctx context.Context, o checkOptions) (report string, ok bool, err error) {
-	clusters, err := spec.LoadRepo(o.repo, o.specs.layout(""))
+	clusters, err := specKinds().LoadRepo(o.repo, o.specs.layout(""))
 	if err == nil {
 		// The planner's rules that need no live state, at their field.
 		var errs spec.ErrorList

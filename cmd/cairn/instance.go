@@ -32,7 +32,9 @@ func newInstance() *cobra.Command {
 		RunE:  func(_ *cobra.Command, args []string) error { return instance.Install(args[0]) },
 	})
 	for _, k := range kinds {
-		cmd.AddCommand(k.instance()...)
+		if k.instance != nil {
+			cmd.AddCommand(k.instance()...)
+		}
 	}
 	return cmd
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/observe"
 	"github.com/cairn-dev/cairn/planner/spec"
+	"github.com/cairn-dev/cairn/publish"
 	"github.com/cairn-dev/cairn/renderer"
 )
 
@@ -12,12 +14,21 @@ import (
 type kind struct {
 	// name is the spec's kind (spec.EtcdKind, spec.PostgresKind).
 	name string
+	// spec decodes, defaults and validates its documents.
+	spec spec.Kind
+	// roles are its members' roles in the live state; the gates judge
+	// its health by them.
+	roles live.KindRoles
 	// planner plans its clusters.
 	planner planner.Strategy
 	// renderer renders their manifests.
 	renderer renderer.Kind
 	// observer reads what is particular to the kind in a live cluster.
 	observer observe.Kind
+	// wording is what its pull requests say of it.
+	wording publish.Wording
+	// status is what `cairn status` shows of it beyond the rest.
+	status kindStatus
 	// instance is its instance manager's `cairn instance` subcommands.
 	instance instanceCommands
 	// restore brings a backup of the kind back (`cairn restore`).
@@ -33,6 +44,9 @@ type kind struct {
 var kinds = []kind{
 	{
 		name:     spec.EtcdKind,
+		spec:     spec.Etcd(),
+		roles:    live.EtcdRoles(),
+		wording:  publish.EtcdWording(),
 		planner:  planner.Etcd(),
 		renderer: renderer.Etcd(),
 		observer: observe.Etcd(),
@@ -42,6 +56,10 @@ var kinds = []kind{
 	},
 	{
 		name:     spec.PostgresKind,
+		spec:     spec.Postgres(),
+		roles:    live.PostgresRoles(),
+		wording:  publish.PostgresWording(),
+		status:   postgresStatus,
 		planner:  planner.Postgres(),
 		renderer: renderer.Postgres(),
 		observer: observe.Postgres(),
@@ -63,27 +81,33 @@ func kindNamed(name string) (kind, bool) {
 
 // newPlanner is the planner of every kind of the table.
 func newPlanner() *planner.Planner {
-	s := make([]planner.Strategy, len(kinds))
-	for i, k := range kinds {
-		s[i] = k.planner
+	var s []planner.Strategy
+	for _, k := range kinds {
+		if k.planner != nil {
+			s = append(s, k.planner)
+		}
 	}
 	return planner.New(s...)
 }
 
 // newRenderer is the renderer of every kind of the table.
 func newRenderer(o renderer.Options) (*renderer.Renderer, error) {
-	k := make([]renderer.Kind, len(kinds))
-	for i, row := range kinds {
-		k[i] = row.renderer
+	var k []renderer.Kind
+	for _, row := range kinds {
+		if row.renderer != nil {
+			k = append(k, row.renderer)
+		}
 	}
 	return renderer.New(o, k...)
 }
 
 // observeKinds are the observers of every kind of the table.
 func observeKinds() []observe.Kind {
-	out := make([]observe.Kind, len(kinds))
-	for i, k := range kinds {
-		out[i] = k.observer
+	var out []observe.Kind
+	for _, k := range kinds {
+		if k.observer != nil {
+			out = append(out, k.observer)
+		}
 	}
 	return out
 }

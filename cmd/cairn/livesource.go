@@ -57,7 +57,7 @@ func (l liveSource) readAny(ctx context.Context, clusters []spec.Cluster) (*live
 		if l.kubeconfig != "" || l.inCluster {
 			return nil, &exitError{exitUsage, fmt.Errorf("--live and --kubeconfig/--in-cluster are two sources of the same state; give one")}
 		}
-		s, err := live.ReadFile(l.file)
+		s, err := liveKinds().ReadFile(l.file)
 		if err != nil {
 			return nil, &exitError{exitInvalid, err}
 		}
@@ -105,11 +105,11 @@ func (l liveSource) observer() (*observe.Observer, error) {
 	return &observe.Observer{Client: client, Namespace: ns, Kinds: observeKinds(), RecoverAfter: l.recoverAfter}, nil
 }
 
-// postgresLags are the lag classes the PostgreSQL clusters' runtimes last
-// reported (the members of their status ConfigMap), by cluster and
-// member; none from --live, which holds no lag. A cluster whose runtime
-// reports nothing yet has none.
-func (l liveSource) postgresLags(ctx context.Context, clusters []spec.Cluster) (map[string]map[string]string, error) {
+// lags are the lag classes the runtimes of the clusters whose kind reports
+// them last reported (the members of their status ConfigMap), by cluster
+// and member; none from --live, which holds no lag. A cluster whose
+// runtime reports nothing yet has none.
+func (l liveSource) lags(ctx context.Context, clusters []spec.Cluster) (map[string]map[string]string, error) {
 	if l.file != "" {
 		return nil, nil
 	}
@@ -117,14 +117,15 @@ func (l liveSource) postgresLags(ctx context.Context, clusters []spec.Cluster) (
 	if err != nil {
 		return nil, err
 	}
-	return readPostgresLags(ctx, client, ns, clusters)
+	return readLags(ctx, client, ns, clusters)
 }
 
-func readPostgresLags(ctx context.Context, client kubernetes.Interface, namespace string, clusters []spec.Cluster) (map[string]map[string]string, error) {
+func readLags(ctx context.Context, client kubernetes.Interface, namespace string, clusters []spec.Cluster) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
 	for _, c := range clusters {
 		ref := c.Ref()
-		if ref.Kind != spec.PostgresKind {
+		k, ok := kindNamed(ref.Kind)
+		if !ok || k.status.lags == nil {
 			continue
 		}
 		ns := cmp.Or(ref.Namespace, namespace)
@@ -135,18 +136,12 @@ func readPostgresLags(ctx context.Context, client kubernetes.Interface, namespac
 		if err != nil {
 			return nil, fmt.Errorf("status of %s: %w", ref, err)
 		}
-		members, err := contract.PostgresMembers(cm.Data[contract.StatusKeyPostgres])
+		lags, err := k.status.lags(cm.Data)
 		if err != nil {
 			return nil, fmt.Errorf("status of %s: %w", ref, err)
 		}
-		for _, m := range members {
-			if m.Lag == "" {
-				continue
-			}
-			if out[ref.Name] == nil {
-				out[ref.Name] = map[string]string{}
-			}
-			out[ref.Name][m.Name] = m.Lag
+		if len(lags) > 0 {
+			out[ref.Name] = lags
 		}
 	}
 	return out, nil

@@ -13,7 +13,6 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
-	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 type observeOptions struct {
@@ -57,7 +56,7 @@ func runObserve(ctx context.Context, w io.Writer, o observeOptions) error {
 	if o.src.file != "" {
 		return &exitError{exitUsage, fmt.Errorf("cairn observe: --live is what observe writes; read a cluster with --kubeconfig or --in-cluster")}
 	}
-	clusters, err := spec.LoadRepo(o.repo, o.specs.layout(""))
+	clusters, err := specKinds().LoadRepo(o.repo, o.specs.layout(""))
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}

@@ -64,7 +64,7 @@ func runPlan(ctx context.Context, w io.Writer, o planOptions) error {
 	if err != nil {
 		return &exitError{exitUsage, fmt.Errorf("cairn plan: %w", err)}
 	}
-	clusters, err := spec.LoadRepo(o.repo, o.specs.layout(o.rendered))
+	clusters, err := specKinds().LoadRepo(o.repo, o.specs.layout(o.rendered))
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}

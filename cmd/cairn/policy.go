@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/planner/plan"
-	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 func newPolicy() *cobra.Command {
@@ -33,7 +32,7 @@ time.`,
 		if err != nil {
 			return err
 		}
-		clusters, err := spec.LoadRepo(repo, specs.layout(""))
+		clusters, err := specKinds().LoadRepo(repo, specs.layout(""))
 		if err != nil {
 			return &exitError{exitInvalid, err}
 		}

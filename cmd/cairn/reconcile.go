@@ -259,6 +259,8 @@ func loopConfig(repo *gitrepo.Repo, prs publish.Provider, rend *renderer.Rendere
 	return reconcile.Config{
 		Repo: repo, PRs: prs, Name: "cairn", Email: cairnEmail,
 		Layout:     specs.layout(""),
+		Specs:      specKinds(),
+		Wording:    wordings(),
 		Observe:    src.read,
 		Policies:   policySet,
 		Plan:       newPlanner().WithImages(rend.Images).Plan,
@@ -284,11 +286,11 @@ func cliError(err error) error {
 type stepGates struct{}
 
 func (stepGates) Before(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) (bool, string) {
-	return gates.Pass(gates.Before(s, c, obs, now))
+	return gates.Pass(gates.For(liveKinds()).Before(s, c, obs, now))
 }
 
 func (stepGates) After(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) (bool, string) {
-	return gates.Pass(gates.After(s, c, obs, now))
+	return gates.Pass(gates.For(liveKinds()).After(s, c, obs, now))
 }
 
 // changePrinter prints what each pass changed: the outcomes that differ

@@ -80,7 +80,7 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 	if err != nil {
 		return &exitError{exitUsage, fmt.Errorf("cairn render: %w", err)}
 	}
-	clusters, err := spec.LoadRepo(o.repo, o.specs.layout(spec.DefaultLayout.RenderedDir))
+	clusters, err := specKinds().LoadRepo(o.repo, o.specs.layout(spec.DefaultLayout.RenderedDir))
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}

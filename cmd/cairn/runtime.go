@@ -76,13 +76,16 @@ POD_NAMESPACE and POD_NAME set from the downward API.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	cmd.Flags().StringVar(&o.kind, "kind", "", strings.Join(kindNames(), " or "))
+	cmd.Flags().StringVar(&o.kind, "kind", "", strings.Join(runtimeKindNames(), " or "))
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "the cluster's name")
 	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the pod's service account")
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", ":9090", "where to serve Prometheus metrics (/metrics); empty serves none")
 	cmd.Flags().DurationVar(&o.certLifetime, "cert-lifetime", pki.LeafLifetime, "with TLS on: the lifetime of the certificates the runtime issues; it renews them past two thirds of it")
 	cmd.Flags().DurationVar(&o.leaderLease, "leader-lease", agent.DefaultLeaderLease, fmt.Sprintf("how long the leader's Lease lasts unrenewed: a lost leader is replaced within it (at least %s)", agent.MinLeaderLease))
 	for _, k := range kinds {
+		if k.runtime == nil {
+			continue // a row without a runtime: --kind refuses it
+		}
 		o.kinds[k.name] = k.runtime()
 		o.kinds[k.name].addFlags(cmd.Flags())
 	}
@@ -134,21 +137,25 @@ func (o *runtimeOptions) run(cmd *cobra.Command) error {
 	return a.Run(ctx)
 }
 
-// runtimeKind is the row of the table of kinds that --kind names; any
-// other name is a usage error that lists the kinds there are.
+// runtimeKind is the row of the table of kinds that --kind names, when
+// it has a runtime; any other name is a usage error that lists the kinds
+// with one.
 func runtimeKind(name string) (kind, error) {
 	k, ok := kindNamed(name)
-	if !ok {
-		return kind{}, &exitError{exitUsage, fmt.Errorf("cairn runtime: --kind must be one of %s, not %q", strings.Join(kindNames(), ", "), name)}
+	if !ok || k.runtime == nil {
+		return kind{}, &exitError{exitUsage, fmt.Errorf("cairn runtime: --kind must be one of %s, not %q", strings.Join(runtimeKindNames(), ", "), name)}
 	}
 	return k, nil
 }
 
-// kindNames are the names of the table's kinds, in its order.
-func kindNames() []string {
-	names := make([]string, len(kinds))
-	for i, k := range kinds {
-		names[i] = k.name
+// runtimeKindNames are the names of the table's kinds with a runtime, in
+// its order.
+func runtimeKindNames() []string {
+	var names []string
+	for _, k := range kinds {
+		if k.runtime != nil {
+			names = append(names, k.name)
+		}
 	}
 	return names
 }

@@ -198,7 +198,7 @@ func runStatus(ctx context.Context, w, errw io.Writer, o statusOptions, args []s
 	now := clock()
 	plans := newPlanner().WithImages(rend.Images).Plan(clusters, observed, pols)
 	out := make([]clusterStatus, len(clusters))
-	lags, err := o.src.postgresLags(ctx, clusters)
+	lags, err := o.src.lags(ctx, clusters)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func runStatus(ctx context.Context, w, errw io.Writer, o statusOptions, args []s
 // loadClusters reads the specs of dir (layout), all of them, or the one
 // args names: a name the specs do not have is a usage error of command.
 func loadClusters(command, dir string, layout spec.Layout, args []string) ([]spec.Cluster, error) {
-	clusters, err := spec.LoadRepo(dir, layout)
+	clusters, err := specKinds().LoadRepo(dir, layout)
 	if err != nil {
 		return nil, &exitError{exitInvalid, err}
 	}
@@ -291,7 +291,7 @@ func gatherStatus(c spec.Cluster, p plan.Plan, obs *live.Cluster, repo *statusRe
 		cur := &stepStatus{ID: e.Step, PullRequest: repo.pr(publish.Branch(ref.Name, e.Step))}
 		if step, ok := e.Selected(); err == nil && ok {
 			cur.Summary, cur.Flags = step.Summary, flags(step)
-			cur.Gates = gateStatuses(gates.After(step, c, obs, now))
+			cur.Gates = gateStatuses(gates.For(liveKinds()).After(step, c, obs, now))
 		} else {
 			cur.Note = fmt.Sprintf("not in %s/plan.json", renderer.Root(ref.Name))
 			if err != nil {
@@ -303,7 +303,7 @@ func gatherStatus(c spec.Cluster, p plan.Plan, obs *live.Cluster, repo *statusRe
 	if len(p.Steps) > 0 {
 		step := p.Steps[0]
 		next := &stepStatus{ID: step.ID, Summary: step.Summary, Flags: flags(step),
-			Gates: gateStatuses(gates.Before(step, c, obs, now)), PullRequest: repo.pr(publish.Branch(ref.Name, step.ID))}
+			Gates: gateStatuses(gates.For(liveKinds()).Before(step, c, obs, now)), PullRequest: repo.pr(publish.Branch(ref.Name, step.ID))}
 		for _, d := range step.Decisions {
 			if d.Verdict != plan.Allow {
 				next.Holds = append(next.Holds, d)

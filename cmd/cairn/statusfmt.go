@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/planner/plan"
-	"github.com/cairn-dev/cairn/planner/spec"
 )
 
 // writeFleetStatus writes one row per cluster.
@@ -62,7 +61,7 @@ func writeMembers(b *strings.Builder, st style, s clusterStatus) {
 	rc := readyCell(s)
 	fmt.Fprintf(b, "members: %s ready (spec: %d)\n", st.paint(rc.color, rc.text), s.Desired)
 	header := []string{"NAME", "ROLE", "VERSION", "READY", "READY SINCE"}
-	lags := s.Kind == spec.PostgresKind && slices.ContainsFunc(s.Members, func(m memberStatus) bool { return m.Lag != "" })
+	lags := slices.ContainsFunc(s.Members, func(m memberStatus) bool { return m.Lag != "" })
 	if lags {
 		header = append(header, "LAG")
 	}
@@ -103,15 +102,8 @@ func writeBackup(b *strings.Builder, s clusterStatus) {
 			fmt.Fprintf(b, "  last complete backup: %s (%s ago%s)\n", bk.LastSuccessful, bk.Age, stale)
 		}
 	}
-	if s.Observed && s.Kind == spec.PostgresKind {
-		switch bk := s.Backup; {
-		case bk != nil && bk.WALArchive:
-			fmt.Fprintf(b, "WAL archive: every segment to %s (restoreFrom.targetTime restores to a point in time; the runtime's WALArchiveFailing Events and cairn_postgres_wal_* metrics say how it goes)\n", bk.StorageLocation)
-		case bk != nil:
-			b.WriteString("WAL archive: not yet (the members restart with it in the steps that follow; a restore brings back a base backup's end)\n")
-		default:
-			b.WriteString("WAL archive: none (no backup policy: a restore brings back a base backup's end)\n")
-		}
+	if k, ok := kindNamed(s.Kind); ok && s.Observed && k.status.archive != nil {
+		b.WriteString(k.status.archive(s.Backup))
 	}
 }
 

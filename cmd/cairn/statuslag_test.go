@@ -42,14 +42,14 @@ func TestStatusShowsReplicaLag(t *testing.T) {
 	pg := func(name string) string {
 		return "apiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata:\n  name: " + name + "\nspec:\n  version: \"15.10\"\n  instances: 3\n  storage: 1Gi\n"
 	}
-	lags, err := readPostgresLags(ctx, c, ns, clusters(pg("shop")))
+	lags, err := readLags(ctx, c, ns, clusters(pg("shop")))
 	if err != nil || lags["shop"]["shop-1"] != "under 16 MiB" || lags["shop"]["shop-2"] != "1 GiB or more" || lags["shop"]["shop-0"] != "" {
 		t.Fatalf("lags %v, %v", lags, err)
 	}
-	if lags, err := readPostgresLags(ctx, c, ns, clusters(pg("new"))); err != nil || len(lags) != 0 {
+	if lags, err := readLags(ctx, c, ns, clusters(pg("new"))); err != nil || len(lags) != 0 {
 		t.Fatalf("a cluster with no status: %v, %v", lags, err)
 	}
-	if _, err := readPostgresLags(ctx, c, ns, clusters(pg("broken"))); err == nil || !strings.Contains(err.Error(), "status of PostgresCluster/broken") {
+	if _, err := readLags(ctx, c, ns, clusters(pg("broken"))); err == nil || !strings.Contains(err.Error(), "status of PostgresCluster/broken") {
 		t.Fatalf("a broken status: %v", err)
 	}
 

@@ -21,7 +21,7 @@ code is 1 when there is any.`,
   cairn validate clusters/my-production-db.yaml clusters/my-etcd-cluster.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			clusters, err := spec.LoadPaths(args)
+			clusters, err := specKinds().LoadPaths(args)
 			if err != nil {
 				return &exitError{exitInvalid, err}
 			}

@@ -33,7 +33,8 @@ func TestNoContractLiteralOutsideContract(t *testing.T) {
 	allowed := map[string]bool{
 		// The spec API defines the kinds' names, and its reference
 		// documents spell them.
-		filepath.Join("planner", "spec", "types.go"):     true,
+		filepath.Join("planner", "spec", "etcd.go"):      true,
+		filepath.Join("planner", "spec", "postgres.go"):  true,
 		filepath.Join("planner", "spec", "reference.go"): true,
 		// "primary" is a kind of GitHub rate limit there.
 		filepath.Join("publish", "githubpr", "githubtest", "server.go"): true,

@@ -8,17 +8,23 @@ import (
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
+// compacted is a cluster whose kind compacts its history, and the policy
+// its spec asks for (with its defaults).
+type compacted interface {
+	Compaction() (mode, retention string)
+}
+
 // compactionApplied checks that the rendered config sets compaction
 // policy want and that the runtime reports running it. want is the step's
 // policy; nil reads the spec's.
 func compactionApplied(want *plan.CompactionSettings, c spec.Cluster, obs *live.Cluster) (bool, string) {
 	if want == nil {
-		e, ok := c.(*spec.EtcdCluster)
+		k, ok := c.(compacted)
 		if !ok {
-			return false, "only etcd clusters are compacted"
+			return false, fmt.Sprintf("a %s is not compacted", c.Ref().Kind)
 		}
-		p := e.Spec.CompactionPolicy()
-		want = &plan.CompactionSettings{Mode: p.Mode, Retention: string(p.Retention)}
+		mode, retention := k.Compaction()
+		want = &plan.CompactionSettings{Mode: mode, Retention: retention}
 	}
 	have := obs.Compaction
 	switch {

@@ -20,9 +20,39 @@ type Result struct {
 	Reason string
 }
 
+// Judge evaluates gates, judging the health of the kinds it knows the
+// roles of; cmd/cairn builds it from its table of kinds (For).
+type Judge struct {
+	roles func(kind string) (live.KindRoles, bool)
+}
+
+// For returns the judge of the given kinds.
+func For(kinds live.Kinds) Judge { return Judge{roles: kinds.RolesOf} }
+
+// shipped judges the kinds cairn ships, for After, Before and Evaluate.
+var shipped = Judge{roles: live.RolesOf}
+
+// After evaluates every "after" gate of a step, for the kinds cairn
+// ships (see Judge.After).
+func After(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Result {
+	return shipped.After(s, c, obs, now)
+}
+
+// Before evaluates every "before" gate of a step, for the kinds cairn
+// ships (see Judge.Before).
+func Before(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Result {
+	return shipped.Before(s, c, obs, now)
+}
+
+// Evaluate checks one gate, for the kinds cairn ships (see
+// Judge.Evaluate).
+func Evaluate(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) Result {
+	return shipped.Evaluate(g, c, obs, now)
+}
+
 // After evaluates every "after" gate of a step. A backup step's gate is
 // checked against the policy that step set, not today's spec.
-func After(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Result {
+func (j Judge) After(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Result {
 	var out []Result
 	for _, g := range s.Gates {
 		if g.When != plan.After {
@@ -43,18 +73,18 @@ func After(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Resu
 			out = append(out, r)
 			continue
 		}
-		out = append(out, Evaluate(g, c, obs, now))
+		out = append(out, j.Evaluate(g, c, obs, now))
 	}
 	return out
 }
 
 // Before evaluates every "before" gate of a step: whether it may start
 // now. cairn merges a step's pull request itself only when they pass.
-func Before(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Result {
+func (j Judge) Before(s plan.Step, c spec.Cluster, obs *live.Cluster, now time.Time) []Result {
 	var out []Result
 	for _, g := range s.Gates {
 		if g.When == plan.Before {
-			out = append(out, Evaluate(g, c, obs, now))
+			out = append(out, j.Evaluate(g, c, obs, now))
 		}
 	}
 	return out
@@ -72,24 +102,24 @@ func Pass(results []Result) (bool, string) {
 
 // Evaluate checks one gate. A condition the observed state does not
 // show (obs is nil, a field is not observed) does not pass.
-func Evaluate(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) Result {
+func (j Judge) Evaluate(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) Result {
 	r := Result{Gate: g}
 	if obs == nil {
 		r.Reason = "the cluster is not observed"
 		return r
 	}
-	r.Pass, r.Reason = check(g, c, obs, now)
+	r.Pass, r.Reason = j.check(g, c, obs, now)
 	if r.Pass {
 		r.Reason = ""
 	}
 	return r
 }
 
-func check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool, string) {
+func (j Judge) check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Time) (bool, string) {
 	m := member(obs, g.Member)
 	switch g.Kind {
 	case plan.GateClusterHealthy:
-		return healthy(obs, g.Below)
+		return j.healthy(obs, g.Below)
 	case plan.GateStatefulSetSettled:
 		return settled(obs)
 	case plan.GateMemberReady:
@@ -212,8 +242,8 @@ func settled(obs *live.Cluster) (bool, string) {
 // removed or without its data. With below > 0 only the members at lower
 // ordinals are judged (a step removes those above), though the one
 // leading may be among those above: the removal moves leadership first.
-func healthy(obs *live.Cluster, below int) (bool, string) {
-	kind, ok := live.RolesOf(obs.Kind)
+func (j Judge) healthy(obs *live.Cluster, below int) (bool, string) {
+	kind, ok := j.roles(obs.Kind)
 	if !ok {
 		// Fail closed: a kind cairn cannot judge is never healthy.
 		return false, fmt.Sprintf("cairn cannot judge the health of a %s", obs.Kind)

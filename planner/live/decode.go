@@ -33,17 +33,25 @@ var Limits = strictyaml.Limits{MaxBytes: 4 << 20, MaxDocuments: 2, MaxNodes: 1_0
 // ReadFile reads an observed-state file: a regular file within
 // Limits.MaxBytes, refused before it is read otherwise (a FIFO, a device
 // such as /dev/zero, a folder, a larger file).
-func ReadFile(path string) (*Snapshot, error) {
+func ReadFile(path string) (*Snapshot, error) { return builtin.ReadFile(path) }
+
+// ReadFile reads an observed-state file of the kinds k describes (see the
+// function ReadFile).
+func (k Kinds) ReadFile(path string) (*Snapshot, error) {
 	data, err := spec.ReadBounded(spec.OS, path, Limits.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read live state %s: %w", spec.DisplayPath(path), err)
 	}
-	return Decode(path, data)
+	return k.Decode(path, data)
 }
 
 // Decode decodes and checks an observed-state document. Errors name the
 // file, line, column and field.
-func Decode(file string, data []byte) (*Snapshot, error) {
+func Decode(file string, data []byte) (*Snapshot, error) { return builtin.Decode(file, data) }
+
+// Decode decodes and checks an observed-state document of the kinds k
+// describes (see the function Decode).
+func (k Kinds) Decode(file string, data []byte) (*Snapshot, error) {
 	docs, errs := strictyaml.Parse(file, data, Limits)
 	if len(errs) > 0 {
 		return nil, errs.Err()
@@ -56,7 +64,7 @@ func Decode(file string, data []byte) (*Snapshot, error) {
 	if len(errs) > 0 {
 		return nil, errs.Err()
 	}
-	c := &checker{file: file, pos: pos}
+	c := &checker{file: file, pos: pos, kinds: k}
 	c.snapshot(&s)
 	if err := c.errs.Err(); err != nil {
 		return nil, err
@@ -65,9 +73,10 @@ func Decode(file string, data []byte) (*Snapshot, error) {
 }
 
 type checker struct {
-	file string
-	pos  strictyaml.Positions
-	errs strictyaml.ErrorList
+	kinds Kinds
+	file  string
+	pos   strictyaml.Positions
+	errs  strictyaml.ErrorList
 }
 
 // maxProblems bounds the problems reported for one file.
@@ -101,9 +110,9 @@ func (c *checker) snapshot(s *Snapshot) {
 }
 
 func (c *checker) cluster(cl *Cluster, path string) {
-	k, ok := kinds[cl.Kind]
+	k, ok := c.kinds[cl.Kind]
 	if !ok {
-		c.fail(path+".kind", "unknown kind %s; valid: %s", strictyaml.Quote(cl.Kind), strings.Join(slices.Sorted(maps.Keys(kinds)), ", "))
+		c.fail(path+".kind", "unknown kind %s; valid: %s", strictyaml.Quote(cl.Kind), strings.Join(slices.Sorted(maps.Keys(c.kinds)), ", "))
 		return
 	}
 	valid := k.Roles

@@ -10,16 +10,21 @@ type KindRoles struct {
 	Leading Role
 }
 
-// kinds are the kinds an observed state describes. A new kind adds one
-// line here.
-var kinds = map[string]KindRoles{
-	spec.EtcdKind:     {Roles: []Role{RoleLeader, RoleFollower, RoleLearner, RoleRemoved, RoleUnknown}, Leading: RoleLeader},
-	spec.PostgresKind: {Roles: []Role{RolePrimary, RoleReplica, RoleUnknown}, Leading: RolePrimary},
-}
+// Kinds are the kinds an observed state describes, with their roles;
+// cmd/cairn builds them from its table of kinds.
+type Kinds map[string]KindRoles
 
-// RolesOf returns the roles of a kind; ok is false for a kind the observed
-// state does not describe, which every check must treat as unhealthy.
-func RolesOf(kind string) (KindRoles, bool) {
-	k, ok := kinds[kind]
-	return k, ok
+// builtin are the kinds cairn ships, described by the package's functions
+// (RolesOf, Decode, ReadFile). A new kind adds one line here.
+var builtin = Kinds{spec.EtcdKind: EtcdRoles(), spec.PostgresKind: PostgresRoles()}
+
+// RolesOf returns the roles of a kind cairn ships; ok is false for a kind
+// the observed state does not describe, which every check must treat as
+// unhealthy.
+func RolesOf(kind string) (KindRoles, bool) { return builtin.RolesOf(kind) }
+
+// RolesOf returns the roles of a kind of k; ok is false for another kind.
+func (k Kinds) RolesOf(kind string) (KindRoles, bool) {
+	r, ok := k[kind]
+	return r, ok
 }

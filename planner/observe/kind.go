@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cairn-dev/cairn/planner/live"
@@ -19,6 +21,13 @@ type Kind interface {
 	// (its data; empty when there is none yet) into out, and returns what
 	// fills in each member from its pod.
 	Status(status map[string]string, out *live.Cluster) (MemberFunc, error)
+}
+
+// Reader is a Kind that reads objects of its own besides the status
+// ConfigMap (PostgreSQL: its rendered config and its upgrade-check Job),
+// through o's client, into out.
+type Reader interface {
+	Read(ctx context.Context, o *Observer, namespace, cluster string, out *live.Cluster) error
 }
 
 // MemberFunc fills in a member (its name, image version and readiness

@@ -83,13 +83,8 @@ func (o *Observer) cluster(ctx context.Context, c spec.Cluster) (*live.Cluster, 
 	if out.Runtime, err = o.runtime(ctx, ns, ref.Name); err != nil {
 		return nil, err
 	}
-	if ref.Kind == spec.PostgresKind {
-		pgConf, err := o.configMap(ctx, ns, contract.PostgresConfig(ref.Name))
-		if err != nil {
-			return nil, err
-		}
-		out.Parameters = parameters(pgConf[contract.PostgresConfFile])
-		if out.UpgradeCheck, err = o.upgradeCheck(ctx, ns, ref.Name); err != nil {
+	if r, ok := k.(Reader); ok {
+		if err := r.Read(ctx, o, ns, ref.Name, out); err != nil {
 			return nil, err
 		}
 	}

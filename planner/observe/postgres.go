@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -16,6 +18,18 @@ type postgresKind struct{}
 
 func (postgresKind) Kind() string      { return spec.PostgresKind }
 func (postgresKind) Container() string { return contract.PostgresContainer }
+
+// Read implements Reader: the parameters of the rendered postgresql.conf
+// and the pre-flight check Job of a major upgrade.
+func (postgresKind) Read(ctx context.Context, o *Observer, ns, cluster string, out *live.Cluster) error {
+	conf, err := o.configMap(ctx, ns, contract.PostgresConfig(cluster))
+	if err != nil {
+		return err
+	}
+	out.Parameters = parameters(conf[contract.PostgresConfFile])
+	out.UpgradeCheck, err = o.upgradeCheck(ctx, ns, cluster)
+	return err
+}
 
 func (postgresKind) Status(status map[string]string, _ *live.Cluster) (MemberFunc, error) {
 	conf, err := contract.ParsePostgresConfigStatus(status[contract.StatusKeyPostgresConfig])

@@ -25,7 +25,11 @@ const maxFileErrors = 100
 // Decode decodes, defaults and validates every document of one file. It
 // returns the clusters that are valid and an ErrorList naming every problem
 // of the others; a file with errors should not be used at all.
-func Decode(file string, data []byte) ([]Cluster, error) {
+func Decode(file string, data []byte) ([]Cluster, error) { return builtin.Decode(file, data) }
+
+// Decode decodes, defaults and validates every document of one file, of
+// the kinds s serves (see the function Decode).
+func (s Served) Decode(file string, data []byte) ([]Cluster, error) {
 	docs, errs := strictyaml.Parse(file, data, Limits)
 	var out []Cluster
 	for _, doc := range docs {
@@ -34,7 +38,7 @@ func Decode(file string, data []byte) ([]Cluster, error) {
 				Msg: fmt.Sprintf("more than %d problems in this file; stopping here", maxFileErrors)})
 			break
 		}
-		c, derrs := decodeDoc(doc)
+		c, derrs := s.decodeDoc(doc)
 		errs = append(errs, derrs...)
 		if len(derrs) == 0 {
 			out = append(out, c)
@@ -43,7 +47,7 @@ func Decode(file string, data []byte) ([]Cluster, error) {
 	return out, errs.Err()
 }
 
-func decodeDoc(doc strictyaml.Document) (Cluster, ErrorList) {
+func (s Served) decodeDoc(doc strictyaml.Document) (Cluster, ErrorList) {
 	at := func(n *yaml.Node, path, format string, args ...any) ErrorList {
 		return ErrorList{{File: doc.File, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)}}
 	}
@@ -53,25 +57,25 @@ func decodeDoc(doc strictyaml.Document) (Cluster, ErrorList) {
 	}
 	kindNode, apiNode := field(root, "kind"), field(root, "apiVersion")
 	if kindNode == nil {
-		return nil, at(root, "kind", "missing; valid kinds: %s", validKinds())
+		return nil, at(root, "kind", "missing; valid kinds: %s", s.validKinds())
 	}
-	k, ok := kinds[kindNode.Value]
+	k, ok := s.kinds[kindNode.Value]
 	if !ok || kindNode.Kind != yaml.ScalarNode {
-		return nil, at(kindNode, "kind", "unknown kind %s; valid kinds: %s", strictyaml.Quote(kindNode.Value), validKinds())
+		return nil, at(kindNode, "kind", "unknown kind %s; valid kinds: %s", strictyaml.Quote(kindNode.Value), s.validKinds())
 	}
 	if apiNode == nil {
-		return nil, at(root, "apiVersion", "missing; %s is served as %q", kindNode.Value, k.apiVersion)
+		return nil, at(root, "apiVersion", "missing; %s is served as %q", kindNode.Value, k.APIVersion)
 	}
-	if apiNode.Kind != yaml.ScalarNode || apiNode.Value != k.apiVersion {
-		return nil, at(apiNode, "apiVersion", "%s is served as %q, got %s", kindNode.Value, k.apiVersion, strictyaml.Quote(apiNode.Value))
+	if apiNode.Kind != yaml.ScalarNode || apiNode.Value != k.APIVersion {
+		return nil, at(apiNode, "apiVersion", "%s is served as %q, got %s", kindNode.Value, k.APIVersion, strictyaml.Quote(apiNode.Value))
 	}
-	c := k.newCluster()
+	c := k.New()
 	pos, errs := strictyaml.Decode(doc, c, Limits)
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	*c.Source() = Source{File: doc.File, Doc: doc.Index, pos: pos}
-	c.setDefaults()
+	c.SetDefaults()
 	if errs := validate(c); len(errs) > 0 {
 		return nil, errs
 	}

@@ -1,11 +1,10 @@
 // Package spec is cairn's spec API: the cluster documents people keep in
 // Git, their strict decoding, defaults, validation and JSON Schema.
 //
-// Two kinds are served, each under the apiVersion of the operator documents
-// people already write:
-//
-//	db.example.com/v1alpha1           PostgresCluster
-//	etcd.database.coreos.com/v1beta2  EtcdCluster
+// Each kind is served under the apiVersion of the operator documents
+// people already write, from a file of its own (etcd.go, postgres.go)
+// that holds its types, defaults, validation and schema rules; kinds.go
+// lists the kinds cairn ships, and Serve builds a decoder of any list.
 //
 // Decoding is strict: unknown fields, wrong types, duplicate keys, bad
 // names, versions cairn cannot run, bad cron expressions and bad quantities

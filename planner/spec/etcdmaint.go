@@ -101,7 +101,7 @@ func (s EtcdSpec) QuotaBytes() int64 {
 }
 
 // etcdMaintenance checks spec.compaction and spec.spaceQuota.
-func (v *validator) etcdMaintenance(s EtcdSpec) {
+func (v *Validator) etcdMaintenance(s EtcdSpec) {
 	if c := s.Compaction; c != nil {
 		var err error
 		switch c.Mode {
@@ -110,10 +110,10 @@ func (v *validator) etcdMaintenance(s EtcdSpec) {
 		case contract.EtcdCompactionRevision:
 			_, err = c.Retention.Revisions()
 		default:
-			v.fail("spec.compaction.mode", "must be %s or %s, got %s", contract.EtcdCompactionPeriodic, contract.EtcdCompactionRevision, strictyaml.Quote(c.Mode))
+			v.Fail("spec.compaction.mode", "must be %s or %s, got %s", contract.EtcdCompactionPeriodic, contract.EtcdCompactionRevision, strictyaml.Quote(c.Mode))
 		}
 		if err != nil {
-			v.fail("spec.compaction.retention", "in %s mode it %v", c.Mode, err)
+			v.Fail("spec.compaction.retention", "in %s mode it %v", c.Mode, err)
 		}
 	}
 	if s.SpaceQuota == "" {
@@ -122,11 +122,11 @@ func (v *validator) etcdMaintenance(s EtcdSpec) {
 	q := s.QuotaBytes()
 	switch {
 	case q < MinEtcdSpaceQuota:
-		v.fail("spec.spaceQuota", "must be at least 1Mi, got %s", s.SpaceQuota)
+		v.Fail("spec.spaceQuota", "must be at least 1Mi, got %s", s.SpaceQuota)
 	case q > MaxEtcdSpaceQuota:
-		v.fail("spec.spaceQuota", "must be at most 10Gi, got %s: beyond the 10 GiB memory map etcd opens its database with, every growth of the file remaps it and blocks reads and writes (etcd suggests at most 8Gi)", s.SpaceQuota)
+		v.Fail("spec.spaceQuota", "must be at most 10Gi, got %s: beyond the 10 GiB memory map etcd opens its database with, every growth of the file remaps it and blocks reads and writes (etcd suggests at most 8Gi)", s.SpaceQuota)
 	}
 	if st, err := s.Storage.Parse(); err == nil && 2*q > st.Value() {
-		v.fail("spec.spaceQuota", "%s needs storage of at least twice as much (%s is set): defragmentation writes a copy of the database beside it; raise spec.storage or lower the quota", s.SpaceQuota, s.Storage)
+		v.Fail("spec.spaceQuota", "%s needs storage of at least twice as much (%s is set): defragmentation writes a copy of the database beside it; raise spec.storage or lower the quota", s.SpaceQuota, s.Storage)
 	}
 }

@@ -2,47 +2,72 @@ package spec
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
-// kinds are the kinds the spec API serves, each with its apiVersion and a
-// constructor; the decoder, the schemas and the reference page read it.
-// A new kind adds its types (a file of its own, implementing Cluster and
-// kindRules) and one line here.
-var kinds = map[string]struct {
-	apiVersion string
-	newCluster func() servedCluster
-}{
-	PostgresKind: {PostgresAPIVersion, func() servedCluster { return &PostgresCluster{} }},
-	EtcdKind:     {EtcdAPIVersion, func() servedCluster { return &EtcdCluster{} }},
+// Kind is one kind of cluster document: its name, its apiVersion and an
+// empty document of it, which the decoder fills, defaults and validates.
+// Each kind's lives in a file of its own (etcd.go, postgres.go).
+type Kind struct {
+	Name       string
+	APIVersion string
+	New        func() Document
 }
 
-// servedCluster is a Cluster of a kind the spec API serves.
-type servedCluster interface {
+// Document is a cluster document of a kind: what the decoder fills
+// (through its json tags), then gives its defaults, then validates beyond
+// its tags. A kind of this package may also implement kindSchema
+// (schema_rules.go).
+type Document interface {
 	Cluster
-	kindRules
+	// SetDefaults fills in the fields left out.
+	SetDefaults()
+	// Validate reports through v what the schema tags cannot say; the
+	// decoder has checked the required fields already.
+	Validate(v *Validator)
 }
 
-// kindRules are what a kind's documents get after decoding: its defaults,
-// then its validation (the checks the schema tags cannot say).
-type kindRules interface {
-	setDefaults()
-	validate(v *validator)
+// Served is the set of kinds a decoder serves; a kind it does not hold is
+// refused with the list of those it does. cmd/cairn builds it from its
+// table of kinds.
+type Served struct{ kinds map[string]Kind }
+
+// Serve returns the decoder of the given kinds.
+func Serve(kinds ...Kind) Served {
+	s := Served{kinds: make(map[string]Kind, len(kinds))}
+	for _, k := range kinds {
+		s.kinds[k.Name] = k
+	}
+	return s
 }
+
+// builtin are the kinds cairn ships, served by the package's functions
+// (Decode, LoadRepo, LoadPaths, Schema, Reference). A new kind adds one
+// entry here.
+var builtin = Serve(Etcd(), Postgres())
 
 // APIVersion is the apiVersion a kind is served as; ok is false for a kind
 // the spec API does not serve.
-func APIVersion(kind string) (apiVersion string, ok bool) {
-	k, ok := kinds[kind]
-	return k.apiVersion, ok
+func APIVersion(kind string) (apiVersion string, ok bool) { return builtin.APIVersion(kind) }
+
+// APIVersion is the apiVersion a kind is served as; ok is false for a kind
+// s does not serve.
+func (s Served) APIVersion(kind string) (apiVersion string, ok bool) {
+	k, ok := s.kinds[kind]
+	return k.APIVersion, ok
 }
 
-func validKinds() string {
+// Names returns the kinds s serves, sorted.
+func (s Served) Names() []string {
+	return slices.Sorted(maps.Keys(s.kinds))
+}
+
+func (s Served) validKinds() string {
 	var out []string
-	for k, v := range kinds {
-		out = append(out, fmt.Sprintf("%s (%s)", k, v.apiVersion))
+	for _, k := range s.Names() {
+		out = append(out, fmt.Sprintf("%s (%s)", k, s.kinds[k].APIVersion))
 	}
-	sort.Strings(out)
 	return strings.Join(out, ", ")
 }

@@ -37,7 +37,11 @@ var DefaultLayout = Layout{SpecsDir: "clusters", RenderedDir: "rendered"}
 // os.Root, so a symlink cannot pull in a file from outside the repo, and
 // within RepoLimits. The result is sorted by cluster name; any error in
 // any file fails the load.
-func LoadRepo(repo string, l Layout) ([]Cluster, error) {
+func LoadRepo(repo string, l Layout) ([]Cluster, error) { return builtin.LoadRepo(repo, l) }
+
+// LoadRepo reads every spec of a GitOps repo, of the kinds s serves (see
+// the function LoadRepo).
+func (s Served) LoadRepo(repo string, l Layout) ([]Cluster, error) {
 	if l.SpecsDir == "" {
 		l.SpecsDir = DefaultLayout.SpecsDir
 	}
@@ -65,7 +69,7 @@ func LoadRepo(repo string, l Layout) ([]Cluster, error) {
 	if err := w.walk(specs); err != nil {
 		return nil, walkError(filepath.Join(repo, specs), err)
 	}
-	clusters, err := loadFiles(root, repo, w.files)
+	clusters, err := s.loadFiles(root, repo, w.files)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +100,11 @@ func allowedNamespaces(clusters []Cluster, allowed []string) error {
 // does. A directory with a clusters/ folder is read as a GitOps repo (its
 // specs only); any other directory is searched recursively for YAML files,
 // skipping folders named "rendered" and hidden folders.
-func LoadPaths(paths []string) ([]Cluster, error) {
+func LoadPaths(paths []string) ([]Cluster, error) { return builtin.LoadPaths(paths) }
+
+// LoadPaths reads the given files and directories, of the kinds s serves
+// (see the function LoadPaths).
+func (s Served) LoadPaths(paths []string) ([]Cluster, error) {
 	w := &walker{o: OS, limit: RepoLimits.MaxEntries, want: isSpecFile,
 		skip: func(_ string, d fs.DirEntry) bool {
 			return d.Name() == DefaultLayout.RenderedDir || strings.HasPrefix(d.Name(), ".")
@@ -117,7 +125,7 @@ func LoadPaths(paths []string) ([]Cluster, error) {
 			return nil, walkError(p, err)
 		}
 	}
-	return loadFiles(OS, "", w.files)
+	return s.loadFiles(OS, "", w.files)
 }
 
 func walkError(dir string, err error) error {
@@ -143,7 +151,7 @@ func isYAML(p string) bool {
 
 // loadFiles decodes files, within RepoLimits: past a limit it stops with
 // an error saying which.
-func loadFiles(o Opener, base string, files []string) ([]Cluster, error) {
+func (s Served) loadFiles(o Opener, base string, files []string) ([]Cluster, error) {
 	if len(files) > RepoLimits.MaxFiles {
 		return nil, fmt.Errorf("%d spec files; cairn reads at most %d", len(files), RepoLimits.MaxFiles)
 	}
@@ -167,7 +175,7 @@ func loadFiles(o Opener, base string, files []string) ([]Cluster, error) {
 			continue
 		}
 		read += len(data)
-		cs, err := Decode(display, data)
+		cs, err := s.Decode(display, data)
 		var list ErrorList
 		if errors.As(err, &list) {
 			errs = append(errs, list...)

@@ -53,7 +53,7 @@ func Reference() []byte {
 	b.WriteString("| Kind | apiVersion | JSON Schema |\n|---|---|---|\n")
 	for _, kind := range Kinds() {
 		path, _ := SchemaPath(kind)
-		fmt.Fprintf(&b, "| %s | `%s` | [%s](schemas/%s) |\n", kind, kinds[kind].apiVersion, path, path)
+		fmt.Fprintf(&b, "| %s | `%s` | [%s](schemas/%s) |\n", kind, builtin.kinds[kind].APIVersion, path, path)
 	}
 	for _, kind := range Kinds() {
 		writeKind(&b, kind)
@@ -66,11 +66,10 @@ func Reference() []byte {
 }
 
 func writeKind(b *bytes.Buffer, kind string) {
-	k := kinds[kind]
 	fmt.Fprintf(b, "\n## %s\n\n", kind)
 	fmt.Fprintf(b, "The reference document, accepted verbatim:\n\n```yaml\n%s```\n", ReferenceDocuments[kind])
-	c := k.newCluster()
-	writeTables(b, reflect.TypeOf(c).Elem(), "", defaultsOf(k.newCluster()), scalarTypes())
+	k := builtin.kinds[kind]
+	writeTables(b, reflect.TypeOf(k.New()).Elem(), "", defaultsOf(k.New()), scalarTypes())
 }
 
 // writeTables writes the table of struct t at path, then those of its

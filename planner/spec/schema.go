@@ -21,12 +21,16 @@ const SchemaBaseURL = "https://cairn.dev/schemas/"
 // {{.Group}}/{{.ResourceKind}}_{{.ResourceAPIVersion}}.json template. It
 // changes only with the apiVersion, so a modeline naming it stays valid
 // across cairn releases.
-func SchemaPath(kind string) (string, error) {
-	k, ok := kinds[kind]
+func SchemaPath(kind string) (string, error) { return builtin.SchemaPath(kind) }
+
+// SchemaPath is where the schema of a kind s serves lives (see the
+// function SchemaPath).
+func (s Served) SchemaPath(kind string) (string, error) {
+	k, ok := s.kinds[kind]
 	if !ok {
-		return "", fmt.Errorf("no schema for kind %q; kinds: %s", kind, strings.Join(Kinds(), ", "))
+		return "", fmt.Errorf("no schema for kind %q; kinds: %s", kind, strings.Join(s.Names(), ", "))
 	}
-	group, version, _ := strings.Cut(k.apiVersion, "/")
+	group, version, _ := strings.Cut(k.APIVersion, "/")
 	return group + "/" + strings.ToLower(kind) + "_" + version + ".json", nil
 }
 
@@ -197,10 +201,10 @@ func fieldInfos(t reflect.Type, path string, defaults map[string]string) []field
 // defaultsOf returns the default of every field setDefaults fills in, by
 // path, found by defaulting a document whose optional sections are all
 // present but empty.
-func defaultsOf(c servedCluster) map[string]string {
+func defaultsOf(c Document) map[string]string {
 	v := reflect.ValueOf(c).Elem()
 	allocate(v)
-	c.setDefaults()
+	c.SetDefaults()
 	out := map[string]string{}
 	var walk func(v reflect.Value, path string)
 	walk = func(v reflect.Value, path string) {
@@ -235,33 +239,31 @@ func allocate(v reflect.Value) {
 	}
 }
 
-// Kinds returns the kinds cairn serves, sorted.
-func Kinds() []string {
-	out := make([]string, 0, len(kinds))
-	for k := range kinds {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
+// Kinds returns the kinds cairn ships, sorted.
+func Kinds() []string { return builtin.Names() }
 
 // Schema returns the JSON Schema (draft 2020-12) of one kind's documents,
 // indented with two spaces and ending in a newline. It says everything
 // of what cairn validate checks that a schema can say (schema_rules.go);
 // docs/spec-reference.md lists the rest. The output depends only on the
 // Go types and tables, so it is byte-stable.
-func Schema(kind string) ([]byte, error) {
-	path, err := SchemaPath(kind)
+func Schema(kind string) ([]byte, error) { return builtin.Schema(kind) }
+
+// Schema returns the JSON Schema of the documents of a kind s serves (see
+// the function Schema).
+func (s Served) Schema(kind string) ([]byte, error) {
+	path, err := s.SchemaPath(kind)
 	if err != nil {
 		return nil, err
 	}
-	k := kinds[kind]
-	g := &schemaGen{kind: kind, defaults: defaultsOf(k.newCluster()), scalars: scalarTypes()}
-	root := g.structSchema(reflect.TypeOf(k.newCluster()).Elem(), "")
+	k := s.kinds[kind]
+	g := &schemaGen{defaults: defaultsOf(k.New()), scalars: scalarTypes()}
+	g.rules, _ = k.New().(kindSchema)
+	root := g.structSchema(reflect.TypeOf(k.New()).Elem(), "")
 	root.Schema = "https://json-schema.org/draft/2020-12/schema"
 	root.ID = SchemaBaseURL + path
 	root.Title = kind
-	root.Description = fmt.Sprintf("A cairn %s document (apiVersion %s), kept in Git under clusters/. Generated from github.com/cairn-dev/cairn/planner/spec; do not edit. `cairn validate` checks a few more rules (docs/spec-reference.md, JSON Schemas).", kind, k.apiVersion)
+	root.Description = fmt.Sprintf("A cairn %s document (apiVersion %s), kept in Git under clusters/. Generated from github.com/cairn-dev/cairn/planner/spec; do not edit. `cairn validate` checks a few more rules (docs/spec-reference.md, JSON Schemas).", kind, k.APIVersion)
 	root.Defs = map[string]*schemaNode{"cron": cronNode(), "timeZone": timeZoneNode()}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -276,7 +278,7 @@ func Schema(kind string) ([]byte, error) {
 // schemaGen builds one kind's schema from its Go types, then lets the
 // rules of schema_rules.go refine the node of each path.
 type schemaGen struct {
-	kind     string
+	rules    kindSchema // nil for a kind with the shared rules only
 	defaults map[string]string
 	scalars  map[reflect.Type]scalarType
 }

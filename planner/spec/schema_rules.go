@@ -25,14 +25,8 @@ const (
 	labelName    = `[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?`
 )
 
-// requiredByKind reports fields one kind requires beyond their tags.
-func (g *schemaGen) requiredByKind(path string) bool {
-	// Every etcd member restores on its own: "latest" could name a
-	// different backup for each (validate.go).
-	return g.kind == EtcdKind && path == "spec.restoreFrom.backup"
-}
-
-// refine narrows the node of one field to what validation accepts.
+// refine narrows the node of one field to what validation accepts:
+// the rules every kind shares, then the kind's own.
 func (g *schemaGen) refine(path string, n *schemaNode) {
 	switch path {
 	case "metadata.name":
@@ -47,20 +41,11 @@ func (g *schemaGen) refine(path string, n *schemaNode) {
 		n.PropertyNames = labelKeyNode()
 		n.AdditionalProperties = &schemaNode{Type: []string{"string", "null"}, Pattern: "^(" + labelName + ")?$", MaxLength: 63,
 			PatternErrorMessage: "a label value: at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"}
-	case "spec.instances":
-		n.Minimum, n.Maximum = num(1), num(MaxPostgresInstances)
-	case "spec.size":
-		n.Enum = anys(EtcdSizes())
-		n.ErrorMessage = fmt.Sprintf("an etcd cluster has an odd number of members, 1 to %d", MaxEtcdSize)
 	case "spec.storageClass":
 		n.Pattern, n.MaxLength = "^("+dnsSubdomain+")?$", 253
 		n.PatternErrorMessage = "a StorageClass name: lowercase letters, digits, '-' and '.'"
-	case "spec.postgresql.parameters":
-		*n = *parametersNode(n.Description)
 	case "spec.backup.timeZone", "spec.maintenanceWindow.timeZone":
 		n.Ref, n.Type = "#/$defs/timeZone", nil
-	case "spec.compaction.mode":
-		n.Enum = anys([]string{contract.EtcdCompactionPeriodic, contract.EtcdCompactionRevision})
 	case "spec.backup.retention.count":
 		n.Minimum = num(0) // 0 is not set; the retention's anyOf wants count or maxAge
 	case "spec.tls.issuerRef.name":
@@ -81,10 +66,9 @@ func (g *schemaGen) refine(path string, n *schemaNode) {
 		}
 		n.Pattern = "^(" + contract.RestoreLatest + "|" + id + ")?$"
 		n.PatternErrorMessage = "a backup ID such as 20261130T020000Z-1a2b3c (cairn backup list shows them), or latest"
-		if g.kind == EtcdKind {
-			n.Pattern = "^" + id + "$"
-			n.PatternErrorMessage = "an etcd cluster needs the backup's ID (cairn backup list shows them), so that every member restores the same snapshot"
-		}
+	}
+	if g.rules != nil {
+		g.rules.refineSchema(path, n)
 	}
 }
 
@@ -97,46 +81,25 @@ func (g *schemaGen) refineObject(path string, n *schemaNode) {
 			{Required: []string{"maxAge"}, Properties: map[string]*schemaNode{"maxAge": {Type: "string"}}},
 		}
 		n.ErrorMessage = "set count (1 or more) and/or maxAge, or leave retention out to keep every backup"
-	case path == "spec.compaction":
-		n.AllOf = compactionRules()
-	case path == "spec" && g.kind == PostgresKind:
-		n.AllOf = append([]*schemaNode{{
-			If:   &schemaNode{Required: []string{"synchronousStandbys"}, Properties: map[string]*schemaNode{"synchronousStandbys": {Type: "integer", Minimum: num(1)}}},
-			Then: &schemaNode{AllOf: synchronousStandbysRules()},
-		}}, parameterVersionRules()...)
+	}
+	if g.rules != nil {
+		g.rules.refineSchemaObject(path, n)
 	}
 }
 
-// compactionRules say what the retention is in each compaction mode: a
-// duration (periodic), a number of revisions (revision).
-func compactionRules() []*schemaNode {
-	mode := func(m string) *schemaNode {
-		return &schemaNode{Required: []string{"mode"}, Properties: map[string]*schemaNode{"mode": {Const: m}}}
-	}
-	periodic := durationNode()
-	periodic.PatternErrorMessage = "in periodic mode, a duration such as 1h or 1d"
-	revisions := &schemaNode{AnyOf: []*schemaNode{
-		{Type: "integer", Minimum: num(1), Maximum: num(MaxEtcdRevisionRetention)},
-		{Type: "string", Pattern: revisionsRE.String()},
-	}, ErrorMessage: "in revision mode, a number of revisions such as 10000"}
-	return []*schemaNode{
-		{If: mode(contract.EtcdCompactionPeriodic), Then: &schemaNode{Properties: map[string]*schemaNode{"retention": periodic}}},
-		{If: mode(contract.EtcdCompactionRevision), Then: &schemaNode{Properties: map[string]*schemaNode{"retention": revisions}}},
-	}
+// kindSchema is what a kind adds to its schema beyond its tags and the
+// rules every kind shares: the fields it requires, the nodes it narrows
+// (after the shared rules) and the objects whose fields it ties together.
+// A kind without it has the shared rules only.
+type kindSchema interface {
+	schemaRequires(path string) bool
+	refineSchema(path string, n *schemaNode)
+	refineSchemaObject(path string, n *schemaNode)
 }
 
-// synchronousStandbysRules say that synchronousStandbys is below
-// instances, one instances value at a time (JSON Schema cannot compare
-// two fields; instances has only MaxPostgresInstances valid values).
-func synchronousStandbysRules() []*schemaNode {
-	var out []*schemaNode
-	for n := 1; n <= MaxPostgresInstances; n++ {
-		out = append(out, &schemaNode{
-			If:   &schemaNode{Required: []string{"instances"}, Properties: map[string]*schemaNode{"instances": {Const: n}}},
-			Then: &schemaNode{Properties: map[string]*schemaNode{"synchronousStandbys": {Maximum: num(float64(n - 1)), ErrorMessage: fmt.Sprintf("%d instances allow at most %d synchronous standbys", n, n-1)}}},
-		})
-	}
-	return out
+// requiredByKind reports fields the kind requires beyond their tags.
+func (g *schemaGen) requiredByKind(path string) bool {
+	return g.rules != nil && g.rules.schemaRequires(path)
 }
 
 func labelKeyNode() *schemaNode {

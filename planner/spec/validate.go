@@ -21,54 +21,30 @@ import (
 // values stop at 63.
 const MaxNameLength = 52
 
-// MaxParameters bounds postgresql.parameters.
-const MaxParameters = 200
-
-var paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)?$`)
-
-type validator struct {
+type Validator struct {
 	src  *Source
 	errs ErrorList
 }
 
-func (v *validator) fail(path, format string, args ...any) {
+func (v *Validator) Fail(path, format string, args ...any) {
 	line, col := v.src.Position(path)
 	v.errs = append(v.errs, &Error{File: v.src.File, Line: line, Col: col, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-func validate(c servedCluster) ErrorList {
-	v := &validator{src: c.Source()}
+func validate(c Document) ErrorList {
+	v := &Validator{src: c.Source()}
 	v.required(reflect.ValueOf(c).Elem(), "")
 	if len(v.errs) > 0 {
 		return v.errs
 	}
-	c.validate(v)
+	c.Validate(v)
 	v.errs.Sort()
 	return v.errs
 }
 
-func (c *PostgresCluster) validate(v *validator) {
-	v.meta(c.Metadata)
-	v.postgres(c.Spec)
-}
-
-func (c *EtcdCluster) validate(v *validator) {
-	v.meta(c.Metadata)
-	v.common(c.Common(), c.Spec.Resources)
-	v.etcdMaintenance(c.Spec)
-	if r := c.Spec.RestoreFrom; r != nil && (r.Backup == "" || r.Backup == contract.RestoreLatest) {
-		// Every member restores on its own: "latest" could name a
-		// different backup for each.
-		v.fail("spec.restoreFrom.backup", "an etcd cluster needs the backup's ID (cairn backup list shows them), so that every member restores the same snapshot")
-	}
-	if r := c.Spec.RestoreFrom; r != nil && r.TargetTime != "" {
-		v.fail("spec.restoreFrom.targetTime", "an etcd snapshot restores as it was taken: etcd has no log archive to replay to a point in time")
-	}
-}
-
 // required reports fields tagged schema:"required" that were not written,
 // inside every struct that was.
-func (v *validator) required(rv reflect.Value, path string) {
+func (v *Validator) required(rv reflect.Value, path string) {
 	t := rv.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -83,14 +59,14 @@ func (v *validator) required(rv reflect.Value, path string) {
 		required := slices.Contains(strings.Split(f.Tag.Get("schema"), ","), "required")
 		if !v.src.Has(p) {
 			if required {
-				v.fail(path, "missing required field %q", name)
+				v.Fail(path, "missing required field %q", name)
 			}
 			continue
 		}
 		fv := rv.Field(i)
 		if required && fv.IsZero() && (fv.Kind() == reflect.String || fv.Kind() == reflect.Pointer) {
 			// Written, but null or "": the decoder leaves it unset.
-			v.fail(p, "required; it cannot be empty")
+			v.Fail(p, "required; it cannot be empty")
 			continue
 		}
 		if fv.Kind() == reflect.Pointer && !fv.IsNil() {
@@ -102,79 +78,52 @@ func (v *validator) required(rv reflect.Value, path string) {
 	}
 }
 
-func (v *validator) meta(m ObjectMeta) {
+func (v *Validator) Meta(m ObjectMeta) {
 	if errs := validation.IsDNS1123Label(m.Name); len(errs) > 0 {
-		v.fail("metadata.name", "%s is not a valid name: %s; use lowercase letters, digits and '-', starting and ending with a letter or digit", strictyaml.Quote(m.Name), errs[0])
+		v.Fail("metadata.name", "%s is not a valid name: %s; use lowercase letters, digits and '-', starting and ending with a letter or digit", strictyaml.Quote(m.Name), errs[0])
 	} else if len(m.Name) > MaxNameLength {
-		v.fail("metadata.name", "%s is %d characters; the limit is %d (pod labels carry the name plus a hash and stop at 63)", strictyaml.Quote(m.Name), len(m.Name), MaxNameLength)
+		v.Fail("metadata.name", "%s is %d characters; the limit is %d (pod labels carry the name plus a hash and stop at 63)", strictyaml.Quote(m.Name), len(m.Name), MaxNameLength)
 	}
 	if m.Namespace != "" {
 		if errs := validation.IsDNS1123Label(m.Namespace); len(errs) > 0 {
-			v.fail("metadata.namespace", "%s is not a valid namespace: %s", strictyaml.Quote(m.Namespace), errs[0])
+			v.Fail("metadata.namespace", "%s is not a valid namespace: %s", strictyaml.Quote(m.Namespace), errs[0])
 		} else if slices.Contains(ReservedNamespaces, m.Namespace) {
-			v.fail("metadata.namespace", "%s is Kubernetes' own namespace; a database never runs there", strictyaml.Quote(m.Namespace))
+			v.Fail("metadata.namespace", "%s is Kubernetes' own namespace; a database never runs there", strictyaml.Quote(m.Namespace))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
 		p := strictyaml.MapPath("metadata.labels", k)
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			v.fail(p, "label key %s is not valid: %s", strictyaml.Quote(k), errs[0])
+			v.Fail(p, "label key %s is not valid: %s", strictyaml.Quote(k), errs[0])
 		} else if reservedLabel(k) {
-			v.fail(p, "label key %s is set by cairn (its Services and runtime select on it); choose another key", strictyaml.Quote(k))
+			v.Fail(p, "label key %s is set by cairn (its Services and runtime select on it); choose another key", strictyaml.Quote(k))
 		}
 		if errs := validation.IsValidLabelValue(m.Labels[k]); len(errs) > 0 {
-			v.fail(p, "label value %s is not valid: %s", strictyaml.Quote(m.Labels[k]), errs[0])
-		}
-	}
-}
-
-func (v *validator) postgres(s PostgresSpec) {
-	v.common(Common{Storage: s.Storage, StorageClass: s.StorageClass, Backup: s.Backup, MaintenanceWindow: s.MaintenanceWindow, RestoreFrom: s.RestoreFrom,
-		TLSIssuer: s.TLS.issuerRef()}, s.Resources)
-	if s.SynchronousStandbys < 0 {
-		v.fail("spec.synchronousStandbys", "must be 0 (asynchronous) or more, got %d", s.SynchronousStandbys)
-	} else if s.SynchronousStandbys > 0 && s.SynchronousStandbys >= s.Instances {
-		v.fail("spec.synchronousStandbys", "%d synchronous standbys need at least %d instances, got %d; lower it or add instances",
-			s.SynchronousStandbys, s.SynchronousStandbys+1, s.Instances)
-	}
-	if s.PostgreSQL == nil {
-		return
-	}
-	if len(s.PostgreSQL.Parameters) > MaxParameters {
-		v.fail("spec.postgresql.parameters", "%d parameters; the limit is %d", len(s.PostgreSQL.Parameters), MaxParameters)
-		return
-	}
-	major := s.Version.Parse().Major
-	for _, name := range slices.Sorted(maps.Keys(s.PostgreSQL.Parameters)) {
-		p := strictyaml.MapPath("spec.postgresql.parameters", name)
-		if !paramNameRE.MatchString(name) {
-			v.fail(p, "%s is not a PostgreSQL parameter name (lowercase letters, digits and _, e.g. max_connections)", strictyaml.Quote(name))
-		} else if why := checkParameter(name, string(s.PostgreSQL.Parameters[name]), major); why != "" {
-			v.fail(p, "%s", why)
+			v.Fail(p, "label value %s is not valid: %s", strictyaml.Quote(m.Labels[k]), errs[0])
 		}
 	}
 }
 
 // issuer checks spec.tls.issuerRef: a name and group Kubernetes accepts,
 // one of cert-manager's two issuer kinds.
-func (v *validator) issuer(r IssuerRef) {
+func (v *Validator) issuer(r IssuerRef) {
 	if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
-		v.fail("spec.tls.issuerRef.name", "%s is not a valid issuer name: %s", strictyaml.Quote(r.Name), errs[0])
+		v.Fail("spec.tls.issuerRef.name", "%s is not a valid issuer name: %s", strictyaml.Quote(r.Name), errs[0])
 	}
 	if r.Kind != "" && r.Kind != contract.IssuerKind && r.Kind != contract.ClusterIssuerKind {
-		v.fail("spec.tls.issuerRef.kind", "must be %s or %s, got %s", contract.IssuerKind, contract.ClusterIssuerKind, strictyaml.Quote(r.Kind))
+		v.Fail("spec.tls.issuerRef.kind", "must be %s or %s, got %s", contract.IssuerKind, contract.ClusterIssuerKind, strictyaml.Quote(r.Kind))
 	}
 	if r.Group != "" {
 		if errs := validation.IsDNS1123Subdomain(r.Group); len(errs) > 0 {
-			v.fail("spec.tls.issuerRef.group", "%s is not a valid API group: %s", strictyaml.Quote(r.Group), errs[0])
+			v.Fail("spec.tls.issuerRef.group", "%s is not a valid API group: %s", strictyaml.Quote(r.Group), errs[0])
 		}
 	}
 }
 
-func (v *validator) common(c Common, r *Resources) {
+func (v *Validator) Common(c Common, r *Resources) {
 	if c.StorageClass != "" {
 		if errs := validation.IsDNS1123Subdomain(c.StorageClass); len(errs) > 0 {
-			v.fail("spec.storageClass", "%s is not a valid StorageClass name: %s", strictyaml.Quote(c.StorageClass), errs[0])
+			v.Fail("spec.storageClass", "%s is not a valid StorageClass name: %s", strictyaml.Quote(c.StorageClass), errs[0])
 		}
 	}
 	v.resources(r)
@@ -185,56 +134,56 @@ func (v *validator) common(c Common, r *Resources) {
 		v.timeZone("spec.backup.timeZone", b.TimeZone)
 		if r := b.Retention; r != nil {
 			if r.Count < 0 || (r.Count == 0 && r.MaxAge == "") {
-				v.fail("spec.backup.retention", "set count (1 or more) and/or maxAge, or leave retention out to keep every backup")
+				v.Fail("spec.backup.retention", "set count (1 or more) and/or maxAge, or leave retention out to keep every backup")
 			}
 			if d, err := r.MaxAge.Parse(); r.MaxAge != "" && err == nil && d < time.Hour {
-				v.fail("spec.backup.retention.maxAge", "must be at least 1h, got %s", r.MaxAge)
+				v.Fail("spec.backup.retention.maxAge", "must be at least 1h, got %s", r.MaxAge)
 			}
 		}
 	}
 	if r := c.RestoreFrom; r != nil {
 		if r.Cluster != "" {
 			if err := CheckName(r.Cluster); err != nil {
-				v.fail("spec.restoreFrom.cluster", "%v", err)
+				v.Fail("spec.restoreFrom.cluster", "%v", err)
 			}
 		}
 		if r.Backup != "" && r.Backup != contract.RestoreLatest && !backupIDRE.MatchString(r.Backup) {
-			v.fail("spec.restoreFrom.backup", "%s is not a backup ID such as 20261130T020000Z-1a2b3c (cairn backup list shows them), nor latest", strictyaml.Quote(r.Backup))
+			v.Fail("spec.restoreFrom.backup", "%s is not a backup ID such as 20261130T020000Z-1a2b3c (cairn backup list shows them), nor latest", strictyaml.Quote(r.Backup))
 		}
 		if t := r.TargetTime; t != "" && t != contract.RestoreLatest {
 			if _, err := time.Parse(time.RFC3339Nano, t); err != nil {
-				v.fail("spec.restoreFrom.targetTime", "%s is not an RFC 3339 time such as 2026-11-30T14:05:00Z, nor latest", strictyaml.Quote(t))
+				v.Fail("spec.restoreFrom.targetTime", "%s is not an RFC 3339 time such as 2026-11-30T14:05:00Z, nor latest", strictyaml.Quote(t))
 			}
 		}
 	}
 	if w := c.MaintenanceWindow; w != nil {
 		v.timeZone("spec.maintenanceWindow.timeZone", w.TimeZone)
 		if d, err := w.Duration.Parse(); err == nil && d > 7*24*time.Hour {
-			v.fail("spec.maintenanceWindow.duration", "must be at most 7d, got %s", w.Duration)
+			v.Fail("spec.maintenanceWindow.duration", "must be at most 7d, got %s", w.Duration)
 		}
 	}
 }
 
-func (v *validator) resources(r *Resources) {
+func (v *Validator) resources(r *Resources) {
 	if r == nil || r.Requests == nil || r.Limits == nil {
 		return
 	}
 	check := func(name string, req, lim Quantity) {
 		if req != "" && lim != "" && req.Cmp(lim) > 0 {
-			v.fail("spec.resources.limits."+name, "limit %s is below the request %s", lim, req)
+			v.Fail("spec.resources.limits."+name, "limit %s is below the request %s", lim, req)
 		}
 	}
 	check("cpu", r.Requests.CPU, r.Limits.CPU)
 	check("memory", r.Requests.Memory, r.Limits.Memory)
 }
 
-func (v *validator) timeZone(path, tz string) {
+func (v *Validator) timeZone(path, tz string) {
 	if tz == "Local" {
-		v.fail(path, "Local depends on the machine; name a zone such as UTC or Europe/Berlin")
+		v.Fail(path, "Local depends on the machine; name a zone such as UTC or Europe/Berlin")
 		return
 	}
 	if _, err := time.LoadLocation(tz); err != nil {
-		v.fail(path, "%s is not an IANA time zone such as UTC or Europe/Berlin", strictyaml.Quote(tz))
+		v.Fail(path, "%s is not an IANA time zone such as UTC or Europe/Berlin", strictyaml.Quote(tz))
 	}
 }
 

@@ -28,7 +28,7 @@ type Config struct {
 	// Interval is the time between passes; zero takes the kind's
 	// default (2s for etcd, 500ms for PostgreSQL).
 	Interval time.Duration
-	// Kind is the cluster's kind (spec.EtcdKind, spec.PostgresKind) as
+	// Kind is the cluster's kind (its spec.Ref.Kind) as
 	// cairn_runtime_leader's kind label names it.
 	Kind string
 	// Metrics, when set, is the registry the agent's metrics are

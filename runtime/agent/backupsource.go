@@ -16,9 +16,8 @@ import (
 // member to back up from.
 var ErrNoMember = errors.New("no ready member to back up from")
 
-// ReadyMembers lists the cluster's member pods (app is contract.AppEtcd
-// or contract.AppPostgres; MemberPods proves them) that are ready and
-// have an address, the highest ordinal first: what each keeper's
+// ReadyMembers lists the cluster's member pods (app is the kind's app
+// label value; MemberPods proves them) that are ready and have an address, the highest ordinal first: what each keeper's
 // BackupSource picks from.
 func ReadyMembers(ctx context.Context, c kubernetes.Interface, namespace, app, cluster string) ([]corev1.Pod, error) {
 	pods, _, err := MemberPods(ctx, c, namespace, app, cluster)

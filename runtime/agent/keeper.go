@@ -20,8 +20,7 @@ type Keeper interface {
 	// metrics).
 	Pass(ctx context.Context) error
 	// BackupSource picks the member a backup is taken from now, and names
-	// the kind the backup's manifest records (spec.EtcdKind,
-	// spec.PostgresKind).
+	// the kind the backup's manifest records (the spec's kind).
 	BackupSource(ctx context.Context) (src backup.Source, kind string, err error)
 	// Interval is the time between passes.
 	Interval() time.Duration

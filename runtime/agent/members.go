@@ -14,7 +14,7 @@ import (
 )
 
 // MemberPods lists the pods the runtime may treat as the cluster's members
-// (app is contract.AppEtcd or contract.AppPostgres): those whose
+// (app is the kind's app label value): those whose
 // controller is the cluster's StatefulSet, by UID, under a member's name.
 // Labels alone prove nothing: anyone who may create pods in the namespace
 // can set them. A labelled pod that is not a member gets no probe (so no

@@ -1,0 +1,32 @@
+package publish
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cairn-dev/cairn/planner/live"
+)
+
+// PostgresWording is what the bodies of a PostgreSQL cluster's pull
+// requests say of it: PostgreSQL's release page of a version, and a
+// restart's effect on writes.
+func PostgresWording() Wording {
+	return Wording{ReleaseNotes: postgresReleaseNotes, Restart: postgresRestart}
+}
+
+func postgresReleaseNotes(to string) (name, url string) {
+	if !strings.Contains(to, ".") {
+		to += ".0" // a major's first release, 14.0
+	}
+	return "PostgreSQL " + to, "https://www.postgresql.org/docs/release/" + to + "/"
+}
+
+func postgresRestart(member string, _ int, role live.Role) string {
+	switch role {
+	case live.RolePrimary:
+		return fmt.Sprintf("the primary (%s, as planned) restarts: writes fail until it is back", md(member))
+	case live.RoleReplica:
+		return fmt.Sprintf("one replica (%s, as planned) restarts: its sessions are cut; the primary keeps taking writes", md(member))
+	}
+	return ""
+}
