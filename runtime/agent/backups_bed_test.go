@@ -13,14 +13,14 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/agent"
-	"github.com/cairn-dev/cairn/runtime/agent/internal/agenttest"
 	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/agentbed"
 )
 
 // runBackups runs the backups of b's cluster until ctx ends; the channel
 // closes when they have stopped.
-func runBackups(ctx context.Context, b *agenttest.BackupBed) <-chan struct{} {
+func runBackups(ctx context.Context, b *agentbed.BackupBed) <-chan struct{} {
 	bk := &agent.Backups{Client: b.Client, Namespace: b.Namespace, Cluster: "kv", Source: b.Source, Interval: 200 * time.Millisecond,
 		Log: testbed.Logger(b.T, 100)}
 	done := make(chan struct{})
@@ -32,7 +32,7 @@ func runBackups(ctx context.Context, b *agenttest.BackupBed) <-chan struct{} {
 // written before it began; retention keeps the newest two; the status
 // says when the last one finished.
 func TestScheduledBackupsAndRetention(t *testing.T) {
-	b := agenttest.NewBackupBed(t)
+	b := agentbed.NewBackupBed(t)
 	b.Put("before", 50)
 	b.SetPolicy(map[string]string{"backup.schedule": "*/2 * * * * *", "backup.storage-location": "file://" + b.Stores, "backup.retention.count": "2"})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -69,11 +69,11 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 // An on-demand request (cairn backup run's annotation) runs at once and
 // is recorded; a missed scheduled run is caught up once at start.
 func TestRequestedAndMissedBackups(t *testing.T) {
-	b := agenttest.NewBackupBed(t)
+	b := agentbed.NewBackupBed(t)
 	ctx := context.Background()
 	b.SetPolicy(map[string]string{"backup.schedule": "0 3 * * *", "backup.storage-location": "file://" + b.Stores})
 	// A backup finished two days ago: today's 03:00 run was missed.
-	agenttest.WriteBackupStatus(t, b.Client, b.Namespace, "kv", agent.BackupStatus{
+	agentbed.WriteBackupStatus(t, b.Client, b.Namespace, "kv", agent.BackupStatus{
 		LastSuccessful: &agent.BackupDone{ID: "old", Finished: time.Now().Add(-48 * time.Hour)}})
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -112,7 +112,7 @@ func TestRequestedAndMissedBackups(t *testing.T) {
 // A backup that cannot be stored is a clear error in the status and an
 // Event, and deletes no earlier backup.
 func TestFailedBackupIsReported(t *testing.T) {
-	b := agenttest.NewBackupBed(t)
+	b := agentbed.NewBackupBed(t)
 	ctx := context.Background()
 	b.SetPolicy(map[string]string{"backup.schedule": "*/2 * * * * *", "backup.storage-location": "file://" + b.Stores, "backup.retention.count": "1"})
 	rctx, cancel := context.WithCancel(ctx)

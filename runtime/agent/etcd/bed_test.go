@@ -32,11 +32,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairn-dev/cairn/planner/contract"
-	"github.com/cairn-dev/cairn/runtime/agent/internal/agenttest"
 	"github.com/cairn-dev/cairn/runtime/certs"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	etcdinstance "github.com/cairn-dev/cairn/runtime/instance/etcd"
 	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/agentbed"
 )
 
 // etcdSpec is the cluster the runtime's rendered Role is written for in
@@ -268,7 +268,7 @@ func (b *etcdBed) pod(name string, ready bool) {
 	pod, err := pods.Get(b.ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		member := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: etcdLabels}, Spec: etcdPod}
-		agenttest.OwnedByStatefulSet(b.t, b.kube, b.ns, "e", member)
+		agentbed.OwnedByStatefulSet(b.t, b.kube, b.ns, "e", member)
 		pod, err = pods.Create(b.ctx, member, metav1.CreateOptions{})
 	}
 	if err != nil {

@@ -6,11 +6,11 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/runtime/agent"
-	"github.com/cairn-dev/cairn/runtime/agent/internal/agenttest"
+	"github.com/cairn-dev/cairn/testbed/agentbed"
 )
 
 // An etcd runtime's standby exports its counters only; its leader what it
-// observed (agenttest.MetricsOfStandbyAndLeader).
+// observed (agentbed.MetricsOfStandbyAndLeader).
 func TestMetricsOfStandbyAndLeader(t *testing.T) {
 	pass := func(k agent.Keeper) {
 		k.(*Membership).Metrics.observe(etcdStatus{Quorum: true, Members: []contract.EtcdMember{
@@ -19,7 +19,7 @@ func TestMetricsOfStandbyAndLeader(t *testing.T) {
 			Members: []contract.EtcdMemberSpace{{Name: "m-0", DBSize: 100, DBSizeInUse: 50}},
 			Alarms:  []contract.EtcdAlarm{{Member: "m-0", ID: "1", Alarm: contract.EtcdAlarmNoSpace}}}, 2<<30, maintAction{}, maintResult{})
 	}
-	agenttest.MetricsOfStandbyAndLeader(t, agenttest.MetricsCase{Kind: spec.EtcdKind, Factory: agenttest.Scripted(Config{}.Keeper, pass),
+	agentbed.MetricsOfStandbyAndLeader(t, agentbed.MetricsCase{Kind: spec.EtcdKind, Factory: agentbed.Scripted(Config{}.Keeper, pass),
 		Standby: map[string]float64{
 			`cairn_etcd_membership_changes_total{change="promote",cluster="m"}`:     0,
 			`cairn_etcd_membership_changes_total{change="remove",cluster="m"}`:      0,

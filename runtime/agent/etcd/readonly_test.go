@@ -13,17 +13,17 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/runtime/agent"
-	"github.com/cairn-dev/cairn/runtime/agent/internal/agenttest"
 	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/agentbed"
 )
 
 // An etcd runtime writes nothing under a read-only root
-// (agenttest.ReadOnlyRoot): one member behind a ready pod kv-0, whose
+// (agentbed.ReadOnlyRoot): one member behind a ready pod kv-0, whose
 // status it reports.
 func TestTheRuntimeWritesNothingUnderAReadOnlyRoot(t *testing.T) {
-	agenttest.ReadOnlyRoot(t, agenttest.ReadOnlyCase{Kind: spec.EtcdKind, Cluster: "kv",
+	agentbed.ReadOnlyRoot(t, agentbed.ReadOnlyCase{Kind: spec.EtcdKind, Cluster: "kv",
 		World: func(t *testing.T, cp *testbed.ControlPlane, ns string) string {
-			return "127.0.0.1:" + strconv.Itoa(agenttest.NewBackupBedIn(t, cp, ns).Port)
+			return "127.0.0.1:" + strconv.Itoa(agentbed.NewBackupBedIn(t, cp, ns).Port)
 		},
 		Keeper: func(member string) agent.KeeperFactory {
 			port, _ := strconv.Atoi(member[strings.LastIndexByte(member, ':')+1:])

@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
-	"github.com/cairn-dev/cairn/runtime/agent/internal/agenttest"
 	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/agentbed"
 )
 
 // A PostgreSQL backup is taken from a ready replica when there is one,
@@ -27,7 +27,7 @@ func TestPostgresBackupSource(t *testing.T) {
 		member := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Labels: map[string]string{contract.LabelName: contract.AppPostgres, contract.LabelInstance: "db", contract.LabelRole: role}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: contract.PostgresContainer, Image: "postgres"}}}}
-		agenttest.OwnedByStatefulSet(t, c, ns, "db", member)
+		agentbed.OwnedByStatefulSet(t, c, ns, "db", member)
 		p, err := c.CoreV1().Pods(ns).Create(ctx, member, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -14,14 +14,14 @@ import (
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/runtime/agent"
-	"github.com/cairn-dev/cairn/runtime/agent/internal/agenttest"
 	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/agentbed"
 )
 
 // A PostgreSQL runtime writes nothing under a read-only root
-// (agenttest.ReadOnlyRoot): one member, which it labels primary.
+// (agentbed.ReadOnlyRoot): one member, which it labels primary.
 func TestTheRuntimeWritesNothingUnderAReadOnlyRoot(t *testing.T) {
-	agenttest.ReadOnlyRoot(t, agenttest.ReadOnlyCase{Kind: spec.PostgresKind, Cluster: "pg", World: readOnlyWorld,
+	agentbed.ReadOnlyRoot(t, agentbed.ReadOnlyCase{Kind: spec.PostgresKind, Cluster: "pg", World: readOnlyWorld,
 		Keeper: func(member string) agent.KeeperFactory {
 			port, _ := strconv.Atoi(member[strings.LastIndexByte(member, ':')+1:])
 			return Config{Port: port}.Keeper

@@ -21,10 +21,10 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/agent"
-	"github.com/cairn-dev/cairn/runtime/agent/internal/agenttest"
 	"github.com/cairn-dev/cairn/runtime/instance"
 	pginstance "github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/agentbed"
 )
 
 const superPW, replPW = "super-pw", "repl-pw"
@@ -154,7 +154,7 @@ func addPod(t testing.TB, c kubernetes.Interface, ns string, m *pgMembers, i int
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pg-" + strconv.Itoa(i),
 		Labels: contract.Selector(contract.AppPostgres, "pg")},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: contract.PostgresContainer, Image: "postgres:15"}}}}
-	agenttest.OwnedByStatefulSet(t, c, ns, "pg", pod)
+	agentbed.OwnedByStatefulSet(t, c, ns, "pg", pod)
 	created, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

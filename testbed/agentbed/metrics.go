@@ -1,4 +1,4 @@
-package agenttest
+package agentbed
 
 import (
 	"context"
