@@ -94,6 +94,7 @@ func newLoop(t *testing.T, specs map[string]string, opts ...func(*liveSource)) *
 // stand-in running real etcd and PostgreSQL members behind the pods, and
 // the sync stand-in.
 func newBed(t *testing.T) *loop {
+	testbed.Require(t, testbed.TierIntegration, "database members behind the pods")
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	l := &loop{t: t, ctx: ctx, began: time.Now()}

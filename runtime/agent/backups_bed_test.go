@@ -32,6 +32,7 @@ func runBackups(ctx context.Context, b *agentbed.BackupBed) <-chan struct{} {
 // written before it began; retention keeps the newest two; the status
 // says when the last one finished.
 func TestScheduledBackupsAndRetention(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "an etcd member")
 	b := agentbed.NewBackupBed(t)
 	b.Put("before", 50)
 	b.SetPolicy(map[string]string{"backup.schedule": "*/2 * * * * *", "backup.storage-location": "file://" + b.Stores, "backup.retention.count": "2"})
@@ -69,6 +70,7 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 // An on-demand request (cairn backup run's annotation) runs at once and
 // is recorded; a missed scheduled run is caught up once at start.
 func TestRequestedAndMissedBackups(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "an etcd member")
 	b := agentbed.NewBackupBed(t)
 	ctx := context.Background()
 	b.SetPolicy(map[string]string{"backup.schedule": "0 3 * * *", "backup.storage-location": "file://" + b.Stores})
@@ -112,6 +114,7 @@ func TestRequestedAndMissedBackups(t *testing.T) {
 // A backup that cannot be stored is a clear error in the status and an
 // Event, and deletes no earlier backup.
 func TestFailedBackupIsReported(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "an etcd member")
 	b := agentbed.NewBackupBed(t)
 	ctx := context.Background()
 	b.SetPolicy(map[string]string{"backup.schedule": "*/2 * * * * *", "backup.storage-location": "file://" + b.Stores, "backup.retention.count": "1"})

@@ -20,6 +20,7 @@ import (
 // is snapshotted when the client configuration names the server: gRPC
 // would verify the address, which no certificate of cairn's carries.
 func TestEtcdSnapshotOverTLSByAddress(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "an etcd member")
 	now := time.Now()
 	ca, err := pki.NewCA("test etcd CA", now, time.Hour)
 	if err != nil {

@@ -77,6 +77,7 @@ type etcdBed struct {
 const maxMembers = 5
 
 func newEtcdBed(t *testing.T, size int, opts ...func(*etcdBed)) *etcdBed {
+	testbed.Require(t, testbed.TierIntegration, "etcd members")
 	b := &etcdBed{t: t, ctx: context.Background(), bin: testbed.Bin(t, "etcd"), initial: size,
 		ip: map[string]string{}, peer: map[string]int{}, cli: map[string]int{}, procs: map[string]*exec.Cmd{}}
 	for _, o := range opts {

@@ -21,6 +21,7 @@ import (
 // (agentbed.ReadOnlyRoot): one member behind a ready pod kv-0, whose
 // status it reports.
 func TestTheRuntimeWritesNothingUnderAReadOnlyRoot(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "etcd members")
 	agentbed.ReadOnlyRoot(t, agentbed.ReadOnlyCase{Kind: spec.EtcdKind, Cluster: "kv",
 		World: func(t *testing.T, cp *testbed.ControlPlane, ns string) string {
 			return "127.0.0.1:" + strconv.Itoa(agentbed.NewBackupBedIn(t, cp, ns).Port)

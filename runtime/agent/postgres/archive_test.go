@@ -24,6 +24,7 @@ import (
 // archived once it can be.
 func TestPostgresWALArchiveFailureIsReported(t *testing.T) {
 	testbed.PerMajor(t) // its behaviour depends on the major: the PostgreSQL 13 pass runs it too
+	testbed.Require(t, testbed.TierIntegration, "PostgreSQL members")
 	cp := testbed.Start(t)
 	ns := cp.Namespace(t, "pgarchive")
 	pc := newPgCluster(t, cp, ns, 1, 30*time.Second)

@@ -24,6 +24,7 @@ import (
 // is in effect once the member restarted.
 func TestParameterSteps(t *testing.T) {
 	testbed.PerMajor(t) // its behaviour depends on the major: the PostgreSQL 13 pass runs it too
+	testbed.Require(t, testbed.TierIntegration, "PostgreSQL members")
 	cp := testbed.Start(t)
 	pc, _ := setUp(t, cp, 2, 0, FailoverSettings{}, 30*time.Second)
 	conf := filepath.Join(pc.m.dir, "postgresql.conf")

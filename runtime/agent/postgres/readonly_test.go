@@ -21,6 +21,7 @@ import (
 // A PostgreSQL runtime writes nothing under a read-only root
 // (agentbed.ReadOnlyRoot): one member, which it labels primary.
 func TestTheRuntimeWritesNothingUnderAReadOnlyRoot(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "PostgreSQL members")
 	agentbed.ReadOnlyRoot(t, agentbed.ReadOnlyCase{Kind: spec.PostgresKind, Cluster: "pg", World: readOnlyWorld,
 		Keeper: func(member string) agent.KeeperFactory {
 			port, _ := strconv.Atoi(member[strings.LastIndexByte(member, ':')+1:])

@@ -23,6 +23,7 @@ import (
 // (so never sends it a password), never labels it, never backs up from
 // it; nor is a pod of another StatefulSet with the same labels.
 func TestARoguePodIsNeverAMember(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "PostgreSQL members")
 	cp := testbed.Start(t)
 	c := cp.Client(t)
 	ns := cp.Namespace(t, "db")

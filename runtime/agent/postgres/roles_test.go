@@ -179,6 +179,7 @@ func labels(t testing.TB, c kubernetes.Interface, ns string) map[string]string {
 }
 
 func TestRolesFollowTheMembers(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "PostgreSQL members")
 	cp := testbed.Start(t)
 	c := cp.Client(t)
 	ns := cp.Namespace(t, "db")
@@ -220,6 +221,7 @@ func TestRolesFollowTheMembers(t *testing.T) {
 }
 
 func TestOneLeaderLabels(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "PostgreSQL members")
 	cp := testbed.Start(t)
 	c := cp.Client(t)
 	ns := cp.Namespace(t, "db")
@@ -260,6 +262,7 @@ func TestOneLeaderLabels(t *testing.T) {
 
 // The runtime works with exactly the Role the renderer writes for it.
 func TestRenderedRoleIsEnough(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "PostgreSQL members")
 	cp := testbed.Start(t)
 	admin := cp.Client(t)
 	ns := cp.Namespace(t, "db")

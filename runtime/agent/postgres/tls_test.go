@@ -209,6 +209,7 @@ func (w *phaseWriter) enter(phase string) {
 // plain connection is refused at the end.
 func TestPostgresMovesToTLSWithWritesRunning(t *testing.T) {
 	testbed.PerMajor(t) // its behaviour depends on the major: the PostgreSQL 13 pass runs it too
+	testbed.Require(t, testbed.TierIntegration, "PostgreSQL members")
 	cp := testbed.Start(t)
 	tc := newTLSCluster(t, cp)
 	tc.start()
@@ -481,6 +482,7 @@ func leafPair(t *testing.T, ca *pki.CA, names []string) tls.Certificate {
 // cert-manager writes: it makes no CA, writes no Secret, and reaches a
 // member that holds the issuer's certificate.
 func TestCertManagerCertificatesAreReadNotWritten(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "PostgreSQL members")
 	cp := testbed.Start(t)
 	c := cp.Client(t)
 	ns := cp.Namespace(t, "issuer")

@@ -86,6 +86,7 @@ func TestWALRemoved(t *testing.T) {
 // it has its WAL again, with every row.
 func TestPostgresReplicaBehindThePrimarysWALIsReported(t *testing.T) {
 	testbed.PerMajor(t) // its behaviour depends on the major: the PostgreSQL 13 pass runs it too
+	testbed.Require(t, testbed.TierIntegration, "PostgreSQL members")
 	cp := testbed.Start(t)
 	ns := cp.Namespace(t, "pgwalgone")
 	pc := newPgCluster(t, cp, ns, 2, 30*time.Second)
