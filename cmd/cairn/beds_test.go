@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -169,4 +170,12 @@ func s3Store(t *testing.T, s3 testbed.S3Endpoint, loc string) backup.Store {
 		t.Fatal(err)
 	}
 	return store
+}
+
+// eventually waits for fn as testbed.Eventually does, for a minute in
+// process and, on real nodes, as long as a step may take (l.within): a
+// loaded node starts and stops pods, and so changes membership, slower.
+func (l *loop) eventually(what string, fn func() error) {
+	l.t.Helper()
+	testbed.EventuallyWithin(l.t, max(time.Minute, l.within), what, fn)
 }

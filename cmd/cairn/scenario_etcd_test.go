@@ -41,7 +41,7 @@ func etcdWalkthrough(l *loop) {
 	const demo = "demo"
 	l.begin(l.etcdSpecAt(demo, 3, "3.7.3"), []string{demo})
 	steps := l.create(demo)
-	testbed.Eventually(t, "3 healthy voters", l.voters(demo, 3))
+	l.eventually("3 healthy voters", l.voters(demo, 3))
 	if strings.Join(steps, ",") != "create,seal-bootstrap" {
 		t.Fatalf("create: steps %v", steps)
 	}
@@ -53,13 +53,13 @@ func etcdWalkthrough(l *loop) {
 	if steps := l.converge(demo, nil); strings.Join(steps, ",") != "etcd-add-3,etcd-add-4" {
 		t.Fatalf("3 -> 5: steps %v", steps)
 	}
-	testbed.Eventually(t, "5 healthy voters", l.voters(demo, 5))
+	l.eventually("5 healthy voters", l.voters(demo, 5))
 
 	healed := l.podDeletedRejoins(demo, 2, 5)
 
 	l.editSpec(l.etcdSpecAt(demo, 3, "3.7.3"))
 	steps = l.converge(demo, nil)
-	testbed.Eventually(t, "3 healthy voters at the end", l.voters(demo, 3))
+	l.eventually("3 healthy voters at the end", l.voters(demo, 3))
 	acked, failed, outage := w.stop()
 	l.noDrift("at the end")
 	lost := l.lostWrites(cli, acked)
@@ -88,7 +88,7 @@ func (l *loop) podDeletedRejoins(cluster string, ord, n int) time.Duration {
 	if err := c.CoreV1().Pods(l.ns).Delete(l.ctx, pod, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testbed.Eventually(t, "the deleted pod back as a healthy voter", func() error {
+	l.eventually("the deleted pod back as a healthy voter", func() error {
 		if o := l.pass()[cluster]; o.Action == publish.ActionOpened {
 			t.Fatalf("a pull request while a pod came back: %+v", o)
 		}
@@ -99,7 +99,7 @@ func (l *loop) podDeletedRejoins(cluster string, ord, n int) time.Duration {
 		return l.voters(cluster, n)()
 	})
 	healed := time.Since(deleted)
-	testbed.Eventually(t, "converged again, with no pull request", func() error {
+	l.eventually("converged again, with no pull request", func() error {
 		o := l.pass()[cluster]
 		if o.Action == publish.ActionOpened || len(l.gh.Open()) != 0 {
 			t.Fatalf("a pull request after the pod came back: %+v", o)
@@ -163,7 +163,7 @@ func etcdUpgradeAcrossMinors(l *loop) {
 	if steps := l.create(kv); strings.Join(steps, ",") != "create,seal-bootstrap" {
 		t.Fatalf("create: steps %v", steps)
 	}
-	testbed.Eventually(t, "3 healthy voters at "+from, l.voters(kv, 3))
+	l.eventually("3 healthy voters at "+from, l.voters(kv, 3))
 	created := time.Since(l.began)
 	cli, urls, err := l.etcdClient(kv, 3)
 	if err != nil {
@@ -175,7 +175,7 @@ func etcdUpgradeAcrossMinors(l *loop) {
 	began := time.Now()
 	l.editSpec(l.etcdSpecAt(kv, 3, to, policy...))
 	steps := l.converge(kv, nil)
-	testbed.Eventually(t, "3 healthy voters at "+to, l.voters(kv, 3))
+	l.eventually("3 healthy voters at "+to, l.voters(kv, 3))
 	took := time.Since(began)
 	acked, failed, outage := w.stop()
 	want := "backup-before-" + to + ",upgrade-2-to-" + to + ",upgrade-1-to-" + to + ",upgrade-0-to-" + to

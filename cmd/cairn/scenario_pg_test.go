@@ -8,7 +8,6 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish"
-	"github.com/cairn-dev/cairn/testbed"
 )
 
 // Walkthrough 3 in process, on real PostgreSQL servers behind the pods:
@@ -43,7 +42,7 @@ func pgWalkthrough(l *loop) {
 	l.begin(l.pgSpecAt(shop, 3, from, ""), []string{shop})
 	steps := l.create(shop)
 	var primary string
-	testbed.Eventually(t, "a primary and two replicas", func() (err error) { primary, err = l.primaryOf(shop, 3); return err })
+	l.eventually("a primary and two replicas", func() (err error) { primary, err = l.primaryOf(shop, 3); return err })
 	created := time.Since(l.began)
 	w := l.startPgWriter(shop)
 
@@ -51,12 +50,12 @@ func pgWalkthrough(l *loop) {
 	// from the primary.
 	l.editSpec(l.pgSpecAt(shop, 5, from, ""))
 	grow := l.converge(shop, nil)
-	testbed.Eventually(t, "a primary and four replicas", func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
+	l.eventually("a primary and four replicas", func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
 
 	// The minor upgrade, with the writer running.
 	var upgrade string
 	upgradeOutage := w.resumes(t, "the minor upgrade", func() { upgrade = l.minorUpgrade(shop, 5, primary, from, to) })
-	testbed.Eventually(t, "a primary and four replicas at "+to, func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
+	l.eventually("a primary and four replicas at "+to, func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
 	if acked, lost := w.lost(l, shop); lost != 0 || acked == 0 {
 		t.Fatalf("the minor upgrade lost %d of %d acknowledged writes", lost, acked)
 	}
@@ -69,7 +68,7 @@ func pgWalkthrough(l *loop) {
 	keep, release := l.holdDown(primary)
 	var next string
 	kills := 0
-	testbed.Eventually(t, "a new primary behind -rw", func() error {
+	l.eventually("a new primary behind -rw", func() error {
 		if next == "" && keep() {
 			kills++
 		}
@@ -93,7 +92,7 @@ func pgWalkthrough(l *loop) {
 	failoverOutage := w.resumes(t, "the failover", func() {})
 	took := time.Since(killed)
 	release()
-	testbed.Eventually(t, "the old primary back as a replica", func() error {
+	l.eventually("the old primary back as a replica", func() error {
 		if o := l.pass()[shop]; o.Action == publish.ActionOpened {
 			t.Fatalf("a pull request after the failover: %+v", o)
 		}
@@ -141,7 +140,7 @@ func pgBackupThenRestore(l *loop) {
 	loc, _ := l.backupLocation(src, dst)
 	l.begin(l.pgSpecAt(src, 2, version, "  backup:\n    schedule: \""+l.backupSchedule()+"\"\n    storageLocation: \""+loc+"\"\n"), []string{src, dst})
 	l.create(src)
-	testbed.Eventually(t, "a primary and a replica", func() error { _, err := l.primaryOf(src, 2); return err })
+	l.eventually("a primary and a replica", func() error { _, err := l.primaryOf(src, 2); return err })
 	insert := func(from, to int) {
 		var qs []string
 		for i := from; i < to; i++ {
@@ -170,7 +169,7 @@ func pgBackupThenRestore(l *loop) {
 
 	l.editSpec(l.pgSpecAt(dst, 2, version, "  restoreFrom:\n    storageLocation: \""+loc+"\"\n    cluster: "+src+"\n    targetTime: \""+target+"\"\n"))
 	l.create(dst)
-	testbed.Eventually(t, "the copy's primary and replica", func() error { _, err := l.primaryOf(dst, 2); return err })
+	l.eventually("the copy's primary and replica", func() error { _, err := l.primaryOf(dst, 2); return err })
 	if n, _, err := l.rwCount(dst); err != nil || n != 50 {
 		t.Fatalf("the copy restored to %s holds %d orders (%v), want the 50 committed before it", target, n, err)
 	}

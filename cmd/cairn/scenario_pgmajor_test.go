@@ -43,7 +43,7 @@ func pgMajorUpgrade(l *loop) {
 	policy := "  backup:\n    schedule: \"0 3 * * *\"\n    storageLocation: \"" + loc + "\"\n"
 	l.begin(l.pgSpecAt(db, 3, pg13, policy), []string{db, back})
 	l.create(db)
-	testbed.Eventually(t, "a primary and two replicas at 13", func() error { _, err := l.primaryOf(db, 3); return err })
+	l.eventually("a primary and two replicas at 13", func() error { _, err := l.primaryOf(db, 3); return err })
 	qs := []string{"CREATE TABLE orders (id int primary key)"}
 	for i := range 50 {
 		qs = append(qs, fmt.Sprintf("INSERT INTO orders VALUES (%d)", i))
@@ -63,7 +63,7 @@ func pgMajorUpgrade(l *loop) {
 			t.Errorf("the upgrade's steps %v have no %q step", steps, want)
 		}
 	}
-	testbed.Eventually(t, "a primary and two replicas at 15", func() error { _, err := l.primaryOf(db, 3); return err })
+	l.eventually("a primary and two replicas at 15", func() error { _, err := l.primaryOf(db, 3); return err })
 	if l.node == nil {
 		// Every member, not only the primary behind -rw: the test reaches
 		// each member at its own address in process only; on a real node
@@ -109,7 +109,7 @@ func pgMajorUpgrade(l *loop) {
 	}
 	l.editSpec(l.pgSpecAt(back, 2, pg13, fmt.Sprintf("  restoreFrom:\n    storageLocation: %q\n    cluster: %s\n    backup: %s\n", loc, db, pinned[0].ID)))
 	l.create(back)
-	testbed.Eventually(t, "the rolled back cluster's primary and replica", func() error { _, err := l.primaryOf(back, 2); return err })
+	l.eventually("the rolled back cluster's primary and replica", func() error { _, err := l.primaryOf(back, 2); return err })
 	if n, major, err := l.rwCount(back); err != nil || n != 50 || major != 13 {
 		t.Fatalf("the rolled back cluster: %d orders at PostgreSQL %d (%v), want 50 at 13", n, major, err)
 	}
