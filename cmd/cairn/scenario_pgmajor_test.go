@@ -11,7 +11,6 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
-	"github.com/cairn-dev/cairn/testbed"
 )
 
 // The major upgrade in process, on real binaries of both majors:
