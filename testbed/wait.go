@@ -3,6 +3,8 @@ package testbed
 import (
 	"bytes"
 	"log/slog"
+	"os"
+	"sync"
 	"testing"
 	"time"
 )
@@ -31,14 +33,35 @@ func EventuallyWithin(t testing.TB, within time.Duration, what string, fn func()
 	}
 }
 
-// Logger logs at level and above into the test's log.
+// Logger logs at level and above into the test's log. What a goroutine
+// the test left behind logs once the test's cleanups have run goes to
+// standard error: a test that has ended cannot log.
 func Logger(t testing.TB, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+	w := &testWriter{t: t}
+	t.Cleanup(w.end)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-type testWriter struct{ t testing.TB }
+type testWriter struct {
+	t     testing.TB
+	mu    sync.Mutex
+	ended bool
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return os.Stderr.Write(p)
+	}
 	w.t.Log(string(bytes.TrimRight(p, "\n")))
 	return len(p), nil
+}
+
+// end sends later lines to standard error; it waits for a line being
+// written to the test's log.
+func (w *testWriter) end() {
+	w.mu.Lock()
+	w.ended = true
+	w.mu.Unlock()
 }
