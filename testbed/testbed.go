@@ -560,8 +560,8 @@ func (cp *ControlPlane) apply(t testing.TB, namespace string, override bool, str
 func PostgresBin(t testing.TB) string {
 	t.Helper()
 	Require(t, TierIntegration, "PostgreSQL")
+	skipUnlessPerMajor(t)
 	if bin := os.Getenv("CAIRN_PG_BIN"); bin != "" {
-		skipUnlessPerMajor(t)
 		return checkPostgresBin(t, bin, "set by $CAIRN_PG_BIN")
 	}
 	return PostgresBinFor(t, 15)
@@ -573,9 +573,7 @@ func PostgresBin(t testing.TB) string {
 func PostgresBinFor(t testing.TB, major int) string {
 	t.Helper()
 	Require(t, TierIntegration, fmt.Sprintf("PostgreSQL %d", major))
-	if os.Getenv("CAIRN_PG_BIN") != "" {
-		skipUnlessPerMajor(t)
-	}
+	skipUnlessPerMajor(t)
 	bin, err := LookupPostgresBin(major)
 	if err != nil {
 		t.Fatal(err)
