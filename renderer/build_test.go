@@ -172,9 +172,40 @@ func TestBuildFailureIsReportedWhereAndWhat(t *testing.T) {
 			_, err = buildAll(tree, root, dirs, tc.entry)
 			for _, w := range tc.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
-					t.Errorf("err = %v, want it to say %q", err, w)
+					t.Errorf("buildAll: err = %v, want it to say %q", err, w)
+				}
+			}
+			// Check, which builds less, finds the same fault.
+			err = checkAll(tree, root, dirs, tc.entry)
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("checkAll: err = %v, want it to say %q", err, w)
 				}
 			}
 		})
+	}
+}
+
+// Check renders the tree Render renders, and refuses what Render refuses.
+func TestCheckRendersWhatRenderDoes(t *testing.T) {
+	desired, plans, r := cacheFixture(t, 8)
+	for i, c := range desired {
+		p := plans.Plans[i]
+		for _, step := range stepsToRender(p) {
+			tree, _, err := r.Render(c, p, step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked, err := r.Check(c, p, step)
+			if err != nil {
+				t.Fatalf("%s step %q: %v", p.Cluster, step, err)
+			}
+			if !sameTree(checked, tree) {
+				t.Errorf("%s step %q: Check's tree differs from Render's", p.Cluster, step)
+			}
+		}
+		if _, err := r.Check(c, p, "no-such-step"); err == nil || !strings.Contains(err.Error(), `has no step "no-such-step"`) {
+			t.Errorf("%s: Check of an unknown step: %v", p.Cluster, err)
+		}
 	}
 }

@@ -33,6 +33,8 @@ import (
 type Cache struct {
 	r     *Renderer
 	limit int
+	// disk, when set, is the second level (DiskCache).
+	disk *DiskCache
 
 	mu        sync.Mutex
 	cur, prev map[[sha256.Size]byte]*cached
@@ -41,9 +43,11 @@ type Cache struct {
 
 // CacheStats count what the cache did since it was made.
 type CacheStats struct {
-	// Hits were answered from the cache; Misses rendered; Rebuilt
-	// entries failed their checksum and were rendered again.
-	Hits, Misses, Rebuilt int
+	// Hits were answered from memory, DiskHits from the DiskCache;
+	// Misses rendered; Rebuilt entries failed their checksum in memory
+	// and were rendered again; DiskErrors are entries the DiskCache
+	// could not write (a render never fails for them).
+	Hits, DiskHits, Misses, Rebuilt, DiskErrors int
 }
 
 type cached struct {
@@ -66,6 +70,14 @@ func NewCache(r *Renderer, limit int) *Cache {
 	return &Cache{r: r, limit: limit, cur: map[[sha256.Size]byte]*cached{}, prev: map[[sha256.Size]byte]*cached{}}
 }
 
+// WithDisk makes d the cache's second level: a render not in memory is
+// read from d when it is there, and what is rendered is written to d too.
+// d must have been opened for the cache's renderer.
+func (c *Cache) WithDisk(d *DiskCache) *Cache {
+	c.disk = d
+	return c
+}
+
 // Render is Renderer.Render, answered from the cache when the same
 // cluster spec, plan and step were rendered before. Errors are not kept.
 func (c *Cache) Render(cl spec.Cluster, p plan.Plan, step string) (Tree, Built, error) {
@@ -76,12 +88,31 @@ func (c *Cache) Render(cl spec.Cluster, p plan.Plan, step string) (Tree, Built, 
 	if e := c.lookup(key); e != nil {
 		return maps.Clone(e.tree), e.built, nil
 	}
+	if c.disk != nil {
+		if t, b, ok := c.disk.get(key); ok {
+			c.count(func(s *CacheStats) { s.DiskHits++ })
+			c.store(key, &cached{tree: maps.Clone(t), built: b, sum: checksum(t, b)})
+			return t, b, nil
+		}
+	}
+	c.count(func(s *CacheStats) { s.Misses++ })
 	t, b, err := c.r.Render(cl, p, step)
 	if err != nil {
 		return nil, Built{}, err
 	}
 	c.store(key, &cached{tree: maps.Clone(t), built: b, sum: checksum(t, b)})
+	if c.disk != nil {
+		if err := c.disk.put(key, t, b); err != nil {
+			c.count(func(s *CacheStats) { s.DiskErrors++ })
+		}
+	}
 	return t, b, nil
+}
+
+func (c *Cache) count(f func(*CacheStats)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(&c.stats)
 }
 
 // NewPass starts a generation: what the pass before used stays one more,
@@ -110,7 +141,6 @@ func (c *Cache) lookup(key [sha256.Size]byte) *cached {
 		}
 	}
 	if !ok {
-		c.stats.Misses++
 		return nil
 	}
 	if checksum(e.tree, e.built) != e.sum {

@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -66,6 +67,42 @@ func buildAll(t Tree, root string, dirs []string, entry string) (Built, error) {
 		}
 	}
 	return b, nil
+}
+
+// checkAll checks what buildAll checks, building as little as that
+// takes: the last folder, which builds every one before it, wrapped in
+// the entry point when the entry selects it (the entry point's own
+// kustomization is then checked too); only when that fails are the
+// folders built in order, to name the step at fault.
+func checkAll(t Tree, root string, dirs []string, entry string) error {
+	mem, err := memFS(t)
+	if err != nil {
+		return err
+	}
+	last := dirs[len(dirs)-1]
+	if last != entry {
+		if _, err := run(mem, path.Join(root, last)); err != nil {
+			return stepAtFault(mem, root, dirs, err)
+		}
+		// The entry point selects a folder the last one built on, and is
+		// the kustomization that selects it, byte for byte.
+		want := Tree{}
+		if err := putKustomization(want, root, kustomization{Resources: []string{entry}}); err != nil {
+			return err
+		}
+		if k := root + "/kustomization.yaml"; !bytes.Equal(t[k], want[k]) {
+			held := t[k]
+			if len(held) > 200 {
+				held = append(held[:200:200], "..."...)
+			}
+			return fmt.Errorf("entry point: %s is not the kustomization that selects %s; it holds %q", k, entry, held)
+		}
+		return nil
+	}
+	if _, err := run(mem, root); err != nil {
+		return stepAtFault(mem, root, dirs, fmt.Errorf("entry point: %w", err))
+	}
+	return nil
 }
 
 // stepAtFault builds the folders in order to name the first that does

@@ -57,41 +57,72 @@ func StepDir(stepID string) string { return "steps/" + stepID }
 // selected step. Every overlay and the entry point pass kustomize build
 // before Render returns.
 func (r *Renderer) Render(c spec.Cluster, p plan.Plan, current string) (Tree, Built, error) {
+	t, l, err := r.tree(c, p, current)
+	if err != nil {
+		return nil, Built{}, err
+	}
+	built, err := buildAll(t, l.root, l.dirs, l.entry)
+	if err != nil {
+		return nil, Built{}, fmt.Errorf("render %s: %w", c.Ref(), err)
+	}
+	return t, built, nil
+}
+
+// Check renders the tree Render renders and checks, as Render does, that
+// every folder of it builds, without the builds Render returns: a caller
+// that only writes the tree out (cairn render) needs one kustomize build
+// a cluster where Render makes up to three.
+func (r *Renderer) Check(c spec.Cluster, p plan.Plan, current string) (Tree, error) {
+	t, l, err := r.tree(c, p, current)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAll(t, l.root, l.dirs, l.entry); err != nil {
+		return nil, fmt.Errorf("render %s: %w", c.Ref(), err)
+	}
+	return t, nil
+}
+
+// layout is where a rendered tree's folders are: its root, the base and
+// step folders in order, and the one the entry point selects.
+type layout struct {
+	root, entry string
+	dirs        []string
+}
+
+// tree renders c's tree for p with the entry point at current, unbuilt.
+func (r *Renderer) tree(c spec.Cluster, p plan.Plan, current string) (Tree, layout, error) {
 	ref := c.Ref()
 	if p.Cluster.Kind != ref.Kind || p.Cluster.Name != ref.Name {
-		return nil, Built{}, fmt.Errorf("render %s: the plan is for %s", ref, p.Cluster)
+		return nil, layout{}, fmt.Errorf("render %s: the plan is for %s", ref, p.Cluster)
 	}
 	t, dirs, err := r.renderDirs(c, p)
 	if err != nil {
-		return nil, Built{}, fmt.Errorf("render %s: %w", ref, err)
+		return nil, layout{}, fmt.Errorf("render %s: %w", ref, err)
 	}
 	root := Root(ref.Name)
 	entry := baseDir
 	if current != "" {
 		if !slices.Contains(dirs, StepDir(current)) {
-			return nil, Built{}, fmt.Errorf("render %s: plan %s has no step %q", ref, p.ID, current)
+			return nil, layout{}, fmt.Errorf("render %s: plan %s has no step %q", ref, p.ID, current)
 		}
 		entry = StepDir(current)
 	} else if p.Baseline == nil {
-		return nil, Built{}, fmt.Errorf("render %s: the cluster does not run yet, so there is nothing before the first step; render a step", ref)
+		return nil, layout{}, fmt.Errorf("render %s: the cluster does not run yet, so there is nothing before the first step; render a step", ref)
 	}
 	if err := putKustomization(t, root, kustomization{Resources: []string{entry}}); err != nil {
-		return nil, Built{}, err
+		return nil, layout{}, err
 	}
 	t[root+"/PLAN.md"] = planMarkdown(p, current)
 	pj, err := p.EncodeJSON()
 	if err != nil {
-		return nil, Built{}, fmt.Errorf("render %s: %w", ref, err)
+		return nil, layout{}, fmt.Errorf("render %s: %w", ref, err)
 	}
 	t[root+"/plan.json"] = pj
 	if err := r.putMonitoring(t, c); err != nil {
-		return nil, Built{}, fmt.Errorf("render %s: %w", ref, err)
+		return nil, layout{}, fmt.Errorf("render %s: %w", ref, err)
 	}
-	built, err := buildAll(t, root, dirs, entry)
-	if err != nil {
-		return nil, Built{}, fmt.Errorf("render %s: %w", ref, err)
-	}
-	return t, built, nil
+	return t, layout{root: root, entry: entry, dirs: dirs}, nil
 }
 
 // renderDirs renders the base (for a running cluster) and one overlay per

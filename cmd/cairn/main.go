@@ -43,7 +43,9 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	stop := tuneGC()
+	stopProfile := startProfile(os.Stderr)
 	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	os.Exit(code)
 }

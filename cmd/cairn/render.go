@@ -113,10 +113,13 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 	for i, c := range clusters {
 		ps[i] = find(plans, c.Ref())
 	}
+	// The tree is all cairn render writes: Check builds what proves it
+	// builds, not the outputs a pull request's diff needs.
 	ahead := publish.NewAhead(ctx, len(clusters), 0, func(i int) bool {
 		return len(ps[i].Steps) > 0 || ps[i].Baseline != nil
 	}, func(i int) (renderer.Tree, renderer.Built, error) {
-		return r.Render(clusters[i], ps[i], current(ps[i]))
+		t, err := r.Check(clusters[i], ps[i], current(ps[i]))
+		return t, renderer.Built{}, err
 	})
 	defer ahead.Close()
 	for i, c := range clusters {
