@@ -113,6 +113,7 @@ func newPropose() *cobra.Command {
 	var src liveSource
 	var specs specsFlag
 	var images renderer.Options
+	var rc renderCacheOptions
 	cmd := &cobra.Command{
 		Use:   "propose --repo URL|DIR [--live FILE]",
 		Short: "Plan, render and publish each cluster's next step as a branch and a pull request",
@@ -125,7 +126,12 @@ with nothing changed writes nothing. At the end of the pass, cairn merges
 the pull requests of the steps a policy lets it merge (autoMerge in
 docs/policies.md) once no policy holds them, their gates before them pass
 in the live state and no do-not-merge label is on them; --no-auto-merge
-turns that off.`,
+turns that off.
+
+Renders are kept in a cache folder across runs (--render-cache), so a run
+renders only the steps whose spec or plan changed since the last: what it
+reads back is checked, and the commit on each branch is still compared
+with the branch's objects (docs/scale.md).`,
 		Example: `  # one pass against a recorded live state, pull requests kept in the repo
   cairn propose --repo . --live live.yaml
 
@@ -139,15 +145,16 @@ turns that off.`,
 		if err != nil {
 			return err
 		}
-		return runPropose(cmd.Context(), outcomeWriter{cmd.OutOrStdout(), format}, cmd.ErrOrStderr(), o, gh, src, specs, images)
+		return runPropose(cmd.Context(), outcomeWriter{cmd.OutOrStdout(), format}, cmd.ErrOrStderr(), o, gh, src, specs, images, rc)
 	}
 	o.flags(cmd, true)
+	rc.flags(cmd.Flags(), true)
 	src.flags(cmd.Flags())
 	specs.add(cmd.Flags())
 	imageFlags(cmd.Flags(), &images)
 	monitoringFlags(cmd.Flags(), &images)
 	gh.flags(cmd)
-	cmd.Flags().BoolVarP(&gh.verbose, "verbose", "v", false, "print the GitHub API calls made")
+	cmd.Flags().BoolVarP(&gh.verbose, "verbose", "v", false, "print the GitHub API calls made and what was rendered")
 	return cmd
 }
 
@@ -187,7 +194,7 @@ func (gh githubOptions) github(base string, log *slog.Logger) (*githubpr.Provide
 	return p, nil
 }
 
-func runPropose(ctx context.Context, w outcomeWriter, errw io.Writer, o remoteOptions, gh githubOptions, src liveSource, specs specsFlag, images renderer.Options) error {
+func runPropose(ctx context.Context, w outcomeWriter, errw io.Writer, o remoteOptions, gh githubOptions, src liveSource, specs specsFlag, images renderer.Options, rc renderCacheOptions) error {
 	r, err := newRenderer(images)
 	if err != nil {
 		return &exitError{exitUsage, err}
@@ -208,8 +215,13 @@ func runPropose(ctx context.Context, w outcomeWriter, errw io.Writer, o remoteOp
 	if gh.verbose {
 		defer func() { fmt.Fprint(errw, counts()) }()
 	}
-	cfg := loopConfig(repo, prs, r, src, specs, log)
+	disk := rc.open(r, errw)
+	defer trimRenderCache(disk, errw)
+	cfg, cache := withRenderCache(loopConfig(repo, prs, r, src, specs, log), r, disk)
 	cfg.AutoMerge = !gh.noAutoMerge
+	if gh.verbose {
+		defer func() { fmt.Fprint(errw, renderCounts(cache)) }()
+	}
 	res, err := reconcile.New(cfg).Pass(ctx)
 	// Every cluster's outcome is printed, the failed ones with their error,
 	// even when some failed.
