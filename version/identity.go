@@ -62,4 +62,3 @@ func elfBuildID(path string) []byte {
 	}
 	return bytes.Clone(data[16 : 16+descsz])
 }
-
