@@ -19,7 +19,7 @@ PG_PKGS  := ./runtime/instance/postgres ./runtime/backup ./runtime/agent/postgre
 # about 2 GiB and, in its busiest minute, most of a core).
 E2E_SHARDS ?= 2
 
-.PHONY: all build test check test-integration test-e2e vet fmt-check race fuzz bench generate clean testbin testbin-kube testbin-pg13 testbin-crds testbin-node image image-test
+.PHONY: all build test check test-integration test-e2e vet fmt-check race fuzz bench bench-fleet generate clean testbin testbin-kube testbin-pg13 testbin-crds testbin-node image image-test
 
 all: build
 
@@ -101,6 +101,19 @@ fuzz:
 ## and the fleet benchmark (docs/testing.md): cairn's loop over 100 and 1,000
 ## generated clusters on a real git server, local and GitHub pull requests;
 ## CAIRN_BENCH_FLEET=10000 adds 10,000.
+## bench-fleet: cairn's commands over 1,000 generated clusters, each a process
+## as a user runs it, beside the kustomize CLI once per rendered entry point
+## (docs/scale.md); CAIRN_BENCH_FLEET sets the fleet's size.
+bench-fleet: .cache/bin/kustomize
+	$(GO) build -o .cache/bin/cairn-bench ./cmd/cairn
+	CAIRN_BENCH_BIN=$(CURDIR)/.cache/bin/cairn-bench CAIRN_BENCH_KUSTOMIZE=$(CURDIR)/.cache/bin/kustomize \
+		$(GO) test ./cmd/cairn -run '^$$' -bench '^BenchmarkCLIFleet$$' -benchtime 1x -timeout 0
+
+# The kustomize CLI the fleet benchmark compares with, pinned.
+KUSTOMIZE_VERSION := v5.8.1
+.cache/bin/kustomize:
+	GOBIN=$(CURDIR)/.cache/bin $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+
 bench:
 	$(GO) test ./planner -run '^$$' -bench . -benchmem
 	$(GO) test ./renderer -run '^$$' -bench . -benchmem -benchtime 1x
