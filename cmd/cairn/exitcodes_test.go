@@ -33,6 +33,10 @@ func TestExitCodesAreTheSameForTheSameMistake(t *testing.T) {
 	if err := os.WriteFile(badKubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters: [\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		mistake string
 		args    []string
@@ -51,6 +55,7 @@ func TestExitCodesAreTheSameForTheSameMistake(t *testing.T) {
 		{"unparsable kubeconfig", []string{"observe", "--repo", fleet, "--kubeconfig", badKubeconfig}, exitInvalid, "kubeconfig " + badKubeconfig},
 		{"missing $KUBECONFIG file", []string{"observe", "--repo", fleet}, exitInvalid, "$KUBECONFIG (/nonexistent)"},
 		{"invalid spec", []string{"status", "--repo", writeRepo(t, map[string]string{"clusters/x.yaml": "kind: Nope\n"})}, exitInvalid, "x.yaml"},
+		{"token over http://", []string{"propose", "--repo", "http://git.example.com/o/r.git", "--token-file", tokenFile, "--live", live}, exitInvalid, "refusing to send them to git.example.com over http://"},
 		{"missing secret file", []string{"reconcile", "--repo", bare, "--live", live, "--webhook-addr", "127.0.0.1:0", "--webhook-secret-file", "/nonexistent"}, exitInvalid, "--webhook-secret-file"},
 		// 2: usage.
 		{"no cluster to talk to", []string{"observe", "--repo", fleet}, exitUsage, "give --kubeconfig or --in-cluster"},
@@ -69,6 +74,7 @@ func TestExitCodesAreTheSameForTheSameMistake(t *testing.T) {
 		{"bad -o", []string{"pr", "show", "nope", "--repo", bare, "-o", "xml"}, exitUsage, "-o must be"},
 		{"bad -o", []string{"propose", "--repo", bare, "--live", live, "-o", "xml"}, exitUsage, "-o must be"},
 		{"no webhook secret", []string{"reconcile", "--repo", bare, "--live", live, "--webhook-addr", "127.0.0.1:0"}, exitUsage, "needs a secret"},
+		{"token over http://", []string{"propose", "--repo", bare, "--live", live, "--github", "o/r", "--github-api", "http://api.example.com/", "--github-token-file", tokenFile}, exitUsage, "--github-api: "},
 		{"missing required flag", []string{"status"}, exitUsage, `required flag(s) "repo" not set`},
 		{"missing required flag", []string{"diff"}, exitUsage, `required flag(s) "repo" not set`},
 		{"extra argument", []string{"version", "x"}, exitUsage, "unknown command"},

@@ -187,6 +187,9 @@ func (gh githubOptions) github(base string, log *slog.Logger) (*githubpr.Provide
 	if token == "" {
 		return nil, &exitError{exitUsage, fmt.Errorf("--github needs a token: --github-token-file or $GITHUB_TOKEN")}
 	}
+	if err := gitrepo.CheckTransport(gh.api, true); err != nil {
+		return nil, &exitError{exitUsage, fmt.Errorf("--github-api: %w", err)}
+	}
 	p, err := githubpr.New(owner, name, base, githubpr.Options{BaseURL: gh.api, Token: token, MergeMethod: gh.mergeMethod, Log: log})
 	if err != nil {
 		return nil, &exitError{exitUsage, err}

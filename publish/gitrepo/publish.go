@@ -230,7 +230,7 @@ func (r *Repo) pushMany(ctx context.Context, staged []*Staged, due []int) error 
 		opts.RefSpecs = append(opts.RefSpecs, config.RefSpec("+"+local.String()+":"+dst.String()))
 		opts.RequireRemoteRefs = append(opts.RequireRemoteRefs, config.RefSpec(s.remote.Hash.String()+":"+dst.String()))
 	}
-	err := r.repo.PushContext(ctx, opts)
+	err := scrub(r.repo.PushContext(ctx, opts), r.remote.URL)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return err
 	}
@@ -297,7 +297,7 @@ func (r *Repo) push(ctx context.Context, branch string, commit plumbing.Hash, re
 		opts.RefSpecs = []config.RefSpec{config.RefSpec("+" + local.String() + ":" + dst.String())}
 		opts.RequireRemoteRefs = []config.RefSpec{config.RefSpec(remote.Hash.String() + ":" + dst.String())}
 	}
-	err := r.repo.PushContext(ctx, opts)
+	err := scrub(r.repo.PushContext(ctx, opts), r.remote.URL)
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		// Another publisher pushed the very same commit meanwhile.
 		return false, nil

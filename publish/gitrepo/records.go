@@ -26,7 +26,7 @@ func (r *Repo) FetchRecords(ctx context.Context) error {
 	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) || errors.As(err, &missing) {
 		return nil
 	}
-	return fmt.Errorf("fetch records: %w", err)
+	return fmt.Errorf("fetch records: %w", scrub(err, r.remote.URL))
 }
 
 // Records returns every record under prefix (a path below RecordPrefix),
@@ -110,7 +110,7 @@ func (r *Repo) WriteRecords(ctx context.Context, ws []RecordWrite) []error {
 			opts.RequireRemoteRefs = append(opts.RequireRemoteRefs, lease)
 		}
 	}
-	err := r.repo.PushContext(ctx, opts)
+	err := scrub(r.repo.PushContext(ctx, opts), r.remote.URL)
 	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return errs
 	}

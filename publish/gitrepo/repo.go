@@ -81,6 +81,9 @@ func Clone(ctx context.Context, r Remote, dir string) (*Repo, error) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("clone %s: %s is not empty", redact(r.URL), dir)
 	}
+	if err := CheckTransport(r.URL, r.Auth != nil); err != nil {
+		return nil, err
+	}
 	wt := osfs.New(dir)
 	dot, err := wt.Chroot(git.GitDirName)
 	if err != nil {
@@ -95,7 +98,7 @@ func Clone(ctx context.Context, r Remote, dir string) (*Repo, error) {
 	})
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("clone %s (branch %s): %w", redact(r.URL), r.Base, err)
+		return nil, fmt.Errorf("clone %s (branch %s): %w", redact(r.URL), r.Base, scrub(err, r.URL))
 	}
 	return &Repo{remote: r, dir: dir, repo: repo}, nil
 }
@@ -141,7 +144,7 @@ func (r *Repo) Fetch(ctx context.Context, branches ...string) error {
 				return nil
 			}
 		default:
-			return fmt.Errorf("fetch %s: %w", redact(r.remote.URL), err)
+			return fmt.Errorf("fetch %s: %w", redact(r.remote.URL), scrub(err, r.remote.URL))
 		}
 	}
 }
@@ -175,7 +178,7 @@ func (r *Repo) FetchBranches(ctx context.Context, prefix string) error {
 			return err
 		}
 	default:
-		return fmt.Errorf("fetch %s: %w", redact(r.remote.URL), err)
+		return fmt.Errorf("fetch %s: %w", redact(r.remote.URL), scrub(err, r.remote.URL))
 	}
 	r.fresh, r.freshPrefix = true, prefix
 	return nil
@@ -247,16 +250,6 @@ func (r *Repo) CheckoutBase() error {
 	}
 	r.checkedOut = base.Hash
 	return nil
-}
-
-// redact keeps credentials in a URL out of errors and logs.
-func redact(u string) string {
-	if i := strings.Index(u, "@"); i >= 0 {
-		if j := strings.Index(u, "://"); j >= 0 && j < i {
-			return u[:j+3] + "***" + u[i:]
-		}
-	}
-	return u
 }
 
 // ReadBase returns a file of the base branch's head commit (as last

@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,8 +221,72 @@ func TestChangeOutsideItsRootIsRefused(t *testing.T) {
 	}
 }
 
+// No part of a secret in a remote's address shows in a message, wherever
+// it sits and whatever it holds.
 func TestRedact(t *testing.T) {
-	if got := redact("https://x-access-token:ghs_secret@github.com/o/r.git"); strings.Contains(got, "ghs_secret") {
-		t.Errorf("redact = %q", got)
+	cases := []struct{ url, secret, keep string }{
+		{"https://x-access-token:ghs_secret@github.com/o/r.git", "ghs_secret", "@github.com/o/r.git"},
+		{"https://user:p@ss@w0rd@example.com/o/r.git", "ss@w0rd", "@example.com/o/r.git"},
+		{"https://user:pa/ss@example.com/o/r.git", "pa/ss", "@example.com/o/r.git"},
+		{"https://ghs_only@example.com/o/r.git", "ghs_only", "@example.com"},
+		{"user:tok3n@example.com:org/repo.git", "tok3n", "@example.com:org/repo.git"},
+		{"tok3n@example.com:org/repo.git", "tok3n", "@example.com:org/repo.git"},
+		{"https://example.com/o/r.git", "", "https://example.com/o/r.git"},
+		{"/srv/git/gitops.git", "", "/srv/git/gitops.git"},
+	}
+	for _, c := range cases {
+		got := redact(c.url)
+		if c.secret != "" && strings.Contains(got, c.secret) {
+			t.Errorf("redact(%q) = %q, shows the secret", c.url, got)
+		}
+		for _, part := range []string{"p@ss", "pa/", "ghs_"} {
+			if strings.Contains(c.secret, part) && strings.Contains(got, part) {
+				t.Errorf("redact(%q) = %q, shows part of the secret", c.url, got)
+			}
+		}
+		if !strings.Contains(got, c.keep) {
+			t.Errorf("redact(%q) = %q, want it to keep %q", c.url, got, c.keep)
+		}
+		err := scrub(fmt.Errorf("dial %s: refused", c.url), c.url)
+		if c.secret != "" && strings.Contains(err.Error(), c.secret) {
+			t.Errorf("scrub of an error quoting %q: %v", c.url, err)
+		}
+	}
+	base := errors.New("authentication required")
+	if err := scrub(fmt.Errorf("https://u:s3cret@h/r: %w", base), "https://u:s3cret@h/r"); !errors.Is(err, base) || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("scrub keeps the chain and hides the secret: %v", err)
+	}
+}
+
+// A token goes over http:// only to this machine.
+func TestCheckTransportRefusesCleartextCredentials(t *testing.T) {
+	cases := []struct {
+		url    string
+		auth   bool
+		refuse bool
+	}{
+		{"http://git.example.com/o/r.git", true, true},
+		{"http://user:tok@git.example.com/o/r.git", false, true},
+		{"HTTP://git.example.com/o/r.git", true, true},
+		{"http://git.example.com/o/r.git", false, false},
+		{"https://git.example.com/o/r.git", true, false},
+		{"http://127.0.0.1:3000/o/r.git", true, false},
+		{"http://[::1]:3000/o/r.git", true, false},
+		{"http://localhost/o/r.git", true, false},
+		{"/srv/git/r.git", true, false},
+		{"git@example.com:o/r.git", true, false},
+	}
+	for _, c := range cases {
+		err := CheckTransport(c.url, c.auth)
+		if c.refuse != (err != nil) || (err != nil && !errors.Is(err, ErrCleartextCredentials)) {
+			t.Errorf("CheckTransport(%q, auth %v) = %v, want refused %v", c.url, c.auth, err, c.refuse)
+		}
+		if err != nil && strings.Contains(err.Error(), "tok@") {
+			t.Errorf("the refusal shows the credentials: %v", err)
+		}
+	}
+	_, err := Clone(context.Background(), Remote{URL: "http://git.example.com/o/r.git", Auth: TokenAuth("t0ken")}, t.TempDir()+"/w")
+	if !errors.Is(err, ErrCleartextCredentials) {
+		t.Errorf("Clone with a token over http:// = %v", err)
 	}
 }
