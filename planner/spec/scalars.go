@@ -112,6 +112,40 @@ func (c Schedule) Parse() (cron.Schedule, error) {
 	return sched, nil
 }
 
+// The bounds of a member's volume (spec.storage): below 1Gi neither
+// PostgreSQL nor etcd keeps a working set and its WAL, and no volume a
+// cloud or a storage system offers comes near 1Pi (a size past it is a
+// typo, not a plan).
+var (
+	MinStorage = resource.MustParse("1Gi")
+	MaxStorage = resource.MustParse("1Pi")
+)
+
+// CheckFires refuses a schedule that never fires (the 30th of February)
+// and an @every shorter than a second: cron fires at most once a second,
+// so "@every 1ns" would say one thing and do another. It looks for the
+// schedule's first time from a fixed instant, so a spec is valid or not
+// whatever the day.
+func (c Schedule) CheckFires() error {
+	sched, err := c.Parse()
+	if err != nil {
+		return err
+	}
+	if every, ok := sched.(cron.ConstantDelaySchedule); ok {
+		v := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(c)), "@every"))
+		if d, err := time.ParseDuration(v); err == nil && d < time.Second {
+			return fmt.Errorf("%s is shorter than a second, and cron fires at most once a second (it would run every %s)", strictyaml.Quote(string(c)), every.Delay)
+		}
+	}
+	if sched.Next(firesFrom).IsZero() {
+		return fmt.Errorf("%s never fires", strictyaml.Quote(string(c)))
+	}
+	return nil
+}
+
+// firesFrom is where CheckFires looks for a schedule's first time.
+var firesFrom = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // Location is where backups are stored: s3://bucket/prefix or
 // file:///absolute/path.
 type Location string

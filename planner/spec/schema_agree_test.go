@@ -24,9 +24,24 @@ func decodeOK(doc string) error {
 func agree(t *testing.T, what, doc string) {
 	t.Helper()
 	schemaErr, specErr := schemaCheck(t, doc), decodeOK(doc)
+	if schemaErr == nil && specErr != nil && byValidateOnlyRule(specErr) {
+		return
+	}
 	if (schemaErr == nil) != (specErr == nil) {
 		t.Errorf("%s: schema says %v, validation says %v", what, schemaErr, specErr)
 	}
+}
+
+// byValidateOnlyRule says whether err is the refusal of a rule a pattern
+// cannot state, and only cairn validate checks (validateOnly): a
+// quantity's range, a schedule's times.
+func byValidateOnlyRule(err error) bool {
+	for _, msg := range []string{"each member's volume must be", "never fires", "shorter than a second, and cron fires"} {
+		if strings.Contains(err.Error(), msg) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestSchemaAgreesOnEveryVersion: every version of the versions table,

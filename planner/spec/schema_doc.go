@@ -19,6 +19,8 @@ var validateOnly = []struct{ ID, Rule string }{
 	{"compaction-retention", "A periodic `spec.compaction.retention` is at least 1m; a revision one as a string (`\"10000\"`) is at most 1000000000."},
 	{"duration-value", "A Go-syntax duration is not zero (`0s`) and does not overflow (`9999999999h`), nor does the one of a cron `@every`."},
 	{"cron-range-order", "A cron range does not start after its end (`30-10`)."},
+	{"schedule-fires", "A schedule fires at all (not `0 0 30 2 *`, the 30th of February), and an `@every` is at least a second (cron fires at most once a second: `@every 1ns` would run every second)."},
+	{"storage-size", "`spec.storage` is 1Gi to 1Pi."},
 	{"location-escaped-dots", "A storage location's path holds no percent-encoded `.` or `..` segment (`%2e%2e`)."},
 	{"param-string-range", "A PostgreSQL parameter's value written as a string (quoted, or with a unit: `\"200\"`, `64MB`) is in the parameter's range. Written as a number (`200`) the schema checks the range too."},
 	{"param-value-bytes", "A parameter's value is at most 1024 bytes; the schema counts 1024 characters."},

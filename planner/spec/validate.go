@@ -121,6 +121,9 @@ func (v *Validator) issuer(r IssuerRef) {
 }
 
 func (v *Validator) Common(c Common, r *Resources) {
+	if q, err := c.Storage.Parse(); c.Storage != "" && err == nil && (q.Cmp(MinStorage) < 0 || q.Cmp(MaxStorage) > 0) {
+		v.Fail("spec.storage", "each member's volume must be %s to %s, got %s", MinStorage.String(), MaxStorage.String(), c.Storage)
+	}
 	if c.StorageClass != "" {
 		if errs := validation.IsDNS1123Subdomain(c.StorageClass); len(errs) > 0 {
 			v.Fail("spec.storageClass", "%s is not a valid StorageClass name: %s", strictyaml.Quote(c.StorageClass), errs[0])
@@ -132,6 +135,9 @@ func (v *Validator) Common(c Common, r *Resources) {
 	}
 	if b := c.Backup; b != nil {
 		v.timeZone("spec.backup.timeZone", b.TimeZone)
+		if err := b.Schedule.CheckFires(); err != nil {
+			v.Fail("spec.backup.schedule", "%v", err)
+		}
 		if r := b.Retention; r != nil {
 			if r.Count < 0 || (r.Count == 0 && r.MaxAge == "") {
 				v.Fail("spec.backup.retention", "set count (1 or more) and/or maxAge, or leave retention out to keep every backup")
@@ -158,6 +164,9 @@ func (v *Validator) Common(c Common, r *Resources) {
 	}
 	if w := c.MaintenanceWindow; w != nil {
 		v.timeZone("spec.maintenanceWindow.timeZone", w.TimeZone)
+		if err := w.Schedule.CheckFires(); err != nil {
+			v.Fail("spec.maintenanceWindow.schedule", "%v", err)
+		}
 		if d, err := w.Duration.Parse(); err == nil && d > 7*24*time.Hour {
 			v.Fail("spec.maintenanceWindow.duration", "must be at most 7d, got %s", w.Duration)
 		}
