@@ -142,7 +142,7 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 		defer stop(nil) // after the loop has stopped: see shard.Member.Run
 	}
 	if o.webhookAddr != "" {
-		stop, err := serveWebhook(o.webhookAddr, o.secretFile, o.remote.base, hook, log)
+		stop, err := serveWebhook(o.webhookAddr, o.secretFile, o.remote.base, hook, log, registerer)
 		if err != nil {
 			return err
 		}
@@ -152,8 +152,9 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 	return r.Run(ctx, o.interval, trigger, p.print)
 }
 
-// serveWebhook serves reconcile.Webhook on addr until stop.
-func serveWebhook(addr, secretFile, base string, trigger chan<- struct{}, log *slog.Logger) (stop func(), err error) {
+// serveWebhook serves reconcile.Webhook on addr, with its bounds
+// (Webhook.Server), until stop; its metrics go to reg when it is not nil.
+func serveWebhook(addr, secretFile, base string, trigger chan<- struct{}, log *slog.Logger, reg prometheus.Registerer) (stop func(), err error) {
 	secret, err := gitrepo.ReadToken(secretFile, "CAIRN_WEBHOOK_SECRET")
 	if err != nil {
 		return nil, &exitError{exitInvalid, fmt.Errorf("--webhook-secret-file: %w", err)}
@@ -161,8 +162,13 @@ func serveWebhook(addr, secretFile, base string, trigger chan<- struct{}, log *s
 	if secret == "" {
 		return nil, &exitError{exitUsage, fmt.Errorf("--webhook-addr needs a secret: --webhook-secret-file or $CAIRN_WEBHOOK_SECRET")}
 	}
-	srv := &http.Server{Addr: addr, Handler: &reconcile.Webhook{Secret: []byte(secret), Base: base, Trigger: trigger, Log: log},
-		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	hook := &reconcile.Webhook{Secret: []byte(secret), Base: base, Trigger: trigger, Log: log}
+	if reg != nil {
+		if hook.Metrics, err = reconcile.NewWebhookMetrics(reg); err != nil {
+			return nil, err
+		}
+	}
+	srv := hook.Server(addr)
 	go func() {
 		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("webhook server stopped", "err", err.Error())
