@@ -72,10 +72,21 @@ func runCheck(ctx context.Context, w io.Writer, o checkOptions) error {
 	}
 	if o.gh.repo != "" {
 		if err := reportCheck(ctx, o, report, ok); err != nil {
-			return errors.Join(checkErr, err)
+			return withReportError(checkErr, fmt.Errorf("cairn check: report on pull request #%d of %s: %w", o.pr, o.gh.repo, err))
 		}
 	}
 	return checkErr
+}
+
+// withReportError is the check's error with the report's failure said
+// too: the check's exit code (invalid specs, refusals) is kept, and
+// neither message hides the other.
+func withReportError(checkErr, reportErr error) error {
+	var ee *exitError
+	if errors.As(checkErr, &ee) {
+		return &exitError{ee.code, errors.Join(ee.err, reportErr)}
+	}
+	return errors.Join(checkErr, reportErr)
 }
 
 // checkSpecs loads, validates and plans the checkout; the report is
