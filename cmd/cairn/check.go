@@ -40,7 +40,10 @@ comment with the whole report, kept up to date on every run. Nothing is
 ever committed or opened.
 
 Exit codes: 0 the change plans, 1 invalid specs or policies, 3 a plan
-refuses the change.`,
+refuses the change. A failure to report on the pull request (a token
+GitHub refuses: 401) is printed beside the check's own errors, never
+instead of them; it keeps the check's exit code, or exits 1 when the
+change plans.`,
 		Example: `  # in CI, on a pull request's checkout
   cairn check --repo .
 
