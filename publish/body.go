@@ -20,12 +20,6 @@ const MaxTitle = 256
 // maxDescription is GitHub's limit on a commit status description.
 const maxDescription = 140
 
-// Title is a step's pull request title, cut to MaxTitle characters on a
-// rune boundary; the body carries the whole summary.
-func Title(p plan.Plan, s plan.Step) string {
-	return cut(fmt.Sprintf("cairn: %s: %s", p.Cluster.Name, s.Summary), MaxTitle)
-}
-
 // Labels are a step's pull request labels: its kind, and whether it is
 // disruptive or irreversible.
 func Labels(s plan.Step) []string {

@@ -121,6 +121,13 @@ func TestBodyGolden(t *testing.T) {
 			return BodyInput{Plan: planOf(t, etcdSpecDoc("e", 5, "3.5.21"), etcd3), SpecCommit: specSHA, Head: headSHA, Live: etcd3, WebURL: web,
 				Previous: &PullRequest{Number: 7, Branch: Branch("e", "seal-bootstrap"), State: Merged}, Diff: "+  replicas: 4\n"}
 		}},
+		{"etcd-add-second-voter", func(t *testing.T) BodyInput {
+			// etcd before 3.4 has no learners: the second member joins as a
+			// voter, and writes stop until it has started (issue 41).
+			e1 := etcdCluster("e", 1, "3.2.13")
+			pl := planOf(t, etcdSpecDoc("e", 3, "3.2.13"), e1)
+			return BodyInput{Plan: pl, Current: stepOf(t, pl, plan.EtcdAddMember), SpecCommit: specSHA, Head: headSHA, Live: e1, WebURL: web}
+		}},
 		{"etcd-scale-out-local", func(t *testing.T) BodyInput {
 			// The local provider: no web address, pull requests by branch.
 			return BodyInput{Plan: planOf(t, etcdSpecDoc("e", 5, "3.5.21"), etcd3), SpecCommit: specSHA, Head: headSHA, Live: etcd3,

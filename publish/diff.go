@@ -2,206 +2,158 @@ package publish
 
 import (
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"sigs.k8s.io/yaml"
 )
 
-// maxDiffCells bounds the work of one diff (lines of a times lines of b).
+// maxDiffCells bounds the work of one object's diff (its lines before
+// times its lines after).
 const maxDiffCells = 8_000_000
 
 // diffContext is the lines of context around a change, as diff -u has.
 const diffContext = 3
 
-// unifiedDiff returns a unified diff of two multi-document YAML texts
-// with 3 lines of context, each hunk headed `@@ -a,b +c,d @@` and the
-// objects (kind/name) its changes belong to; or a note when they are too
-// large to diff here.
+// unifiedDiff returns the diff of two multi-document YAML texts object by
+// object, as cairn diff shows it: the objects are paired by apiVersion,
+// kind, namespace and name, never by where their lines fall, so a removed
+// object is never read as a change of another. Each changed object has a
+// unified diff of its own (3 lines of context) headed
+// `--- base/<apiVersion>/<Kind>[/<namespace>]/<name>` and
+// `+++ step/...`; an added object's old side and a removed one's new side
+// is /dev/null. The objects come in the new text's order, the removed ones
+// after in the old text's; equal ones are left out. A document naming no
+// kind or name is paired by its place among such documents.
 func unifiedDiff(a, b string) string {
-	x, y := splitLines(a), splitLines(b)
-	if len(x)*len(y) > maxDiffCells {
-		return fmt.Sprintf("(%d lines before, %d after: too large to diff here; compare the branch)\n", len(x), len(y))
+	old, cur := documents(a), documents(b)
+	oldByKey := map[string][]int{}
+	for i, d := range old {
+		oldByKey[d.key] = append(oldByKey[d.key], i)
 	}
-	ops := lcsOps(x, y)
-	objA, objB := objects(x), objects(y)
+	paired := make([]bool, len(old))
 	var out strings.Builder
-	for i := 0; i < len(ops); {
-		if ops[i].kind == ' ' {
-			i++
-			continue
+	for _, d := range cur {
+		from := document{key: d.key}
+		if idx := oldByKey[d.key]; len(idx) > 0 {
+			from = old[idx[0]]
+			oldByKey[d.key] = idx[1:]
+			paired[idx[0]] = true
 		}
-		start, end := max(0, i-diffContext), hunkEnd(ops, i)
-		h := ops[start:end]
-		fmt.Fprintf(&out, "@@ -%s +%s @@%s\n", hunkRange(h, true), hunkRange(h, false), hunkObjects(h, objA, objB))
-		for _, o := range h {
-			out.WriteByte(o.kind)
-			out.WriteString(o.line)
-			out.WriteByte('\n')
+		out.WriteString(objectDiff(from, d))
+	}
+	for i, d := range old {
+		if !paired[i] {
+			out.WriteString(objectDiff(d, document{key: d.key}))
 		}
-		i = end
 	}
 	return out.String()
 }
 
-// hunkEnd is the end of the hunk whose first change is ops[i]: changes
-// closer than twice the context are joined, as diff -u does.
-func hunkEnd(ops []diffOp, i int) int {
-	end := i
-	for end < len(ops) {
-		if ops[end].kind != ' ' {
-			end++
+// document is one object of a YAML stream: its key and its lines.
+type document struct {
+	key   string
+	lines []string // each with its newline
+}
+
+// objectDiff is the unified diff of one object, or "" when it is the
+// same; a side with no lines is /dev/null.
+func objectDiff(a, b document) string {
+	if strings.Join(a.lines, "") == strings.Join(b.lines, "") {
+		return ""
+	}
+	from, to := "base/"+a.key, "step/"+b.key
+	if len(a.lines) == 0 {
+		from = "/dev/null"
+	}
+	if len(b.lines) == 0 {
+		to = "/dev/null"
+	}
+	if len(a.lines)*len(b.lines) > maxDiffCells {
+		return fmt.Sprintf("--- %s\n+++ %s\n(%d lines before, %d after: too large to diff here; compare the branch)\n",
+			from, to, len(a.lines), len(b.lines))
+	}
+	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: a.lines, B: b.lines, FromFile: from, ToFile: to, Context: diffContext})
+	if err != nil { // difflib fails only on its writer, a strings.Builder
+		return fmt.Sprintf("--- %s\n+++ %s\n(not diffed: %v)\n", from, to, err)
+	}
+	return d
+}
+
+// documents splits a multi-document YAML text at its "---" lines into
+// its objects, each keyed apiVersion/Kind[/namespace]/name; a document
+// that names no kind or name (or does not parse) is keyed by its place
+// among those, and one of only blank and comment lines is left out.
+func documents(text string) []document {
+	var docs []document
+	unnamed := 0
+	add := func(lines []string) {
+		if blank(lines) {
+			return
+		}
+		key := objectKey(strings.Join(lines, ""))
+		if key == "" {
+			unnamed++
+			key = fmt.Sprintf("document-%d", unnamed)
+		}
+		docs = append(docs, document{key: key, lines: lines})
+	}
+	var cur []string
+	for _, l := range splitAfter(text) {
+		if strings.TrimRight(l, "\n") == "---" {
+			add(cur)
+			cur = nil
 			continue
 		}
-		run := end
-		for run < len(ops) && ops[run].kind == ' ' {
-			run++
-		}
-		if run-end > 2*diffContext || run == len(ops) {
-			return min(end+diffContext, len(ops))
-		}
-		end = run
+		cur = append(cur, l)
 	}
-	return end
+	add(cur)
+	return docs
 }
 
-// hunkRange is a hunk's "start,count" in the old (a) or the new text: the
-// first line's number, or the line before the hunk when it has none of
-// that text's lines (0 at the top), as diff -u writes it.
-func hunkRange(h []diffOp, old bool) string {
-	skip := byte('+')
-	if !old {
-		skip = '-'
+// objectKey is apiVersion/Kind[/namespace]/name of one YAML document,
+// or "" when it names no kind or no name.
+func objectKey(doc string) string {
+	var o struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
 	}
-	first, n := 0, 0
-	if old {
-		first = h[0].ai
-	} else {
-		first = h[0].bi
-	}
-	for _, o := range h {
-		if o.kind != skip {
-			n++
-		}
-	}
-	if n == 0 {
-		return fmt.Sprintf("%d,0", first)
-	}
-	return fmt.Sprintf("%d,%d", first+1, n)
-}
-
-// hunkObjects names the objects a hunk's changes belong to, after a
-// space; empty when no change is inside a named object.
-func hunkObjects(h []diffOp, objA, objB []string) string {
-	var names []string
-	for _, o := range h {
-		name := ""
-		switch o.kind {
-		case '-':
-			name = objA[o.ai]
-		case '+':
-			name = objB[o.bi]
-		}
-		if name != "" && !slices.Contains(names, name) {
-			names = append(names, name)
-		}
-	}
-	if len(names) == 0 {
+	if err := yaml.Unmarshal([]byte(doc), &o); err != nil || o.Kind == "" || o.Metadata.Name == "" {
 		return ""
 	}
-	return " " + strings.Join(names, ", ")
-}
-
-// objects names, for each line of a multi-document YAML text, the object
-// its document holds: "Kind/name" from its top-level kind and
-// metadata.name, "" when the document has neither.
-func objects(lines []string) []string {
-	out := make([]string, len(lines))
-	for start := 0; start < len(lines); {
-		end := start
-		for end < len(lines) && (end == start || lines[end] != "---") {
-			end++
-		}
-		name := objectName(lines[start:end])
-		for i := start; i < end; i++ {
-			out[i] = name
-		}
-		start = end
+	parts := []string{o.APIVersion, o.Kind}
+	if o.APIVersion == "" {
+		parts = parts[1:]
 	}
-	return out
+	if o.Metadata.Namespace != "" {
+		parts = append(parts, o.Metadata.Namespace)
+	}
+	return strings.Join(append(parts, o.Metadata.Name), "/")
 }
 
-func objectName(doc []string) string {
-	kind, name, inMeta := "", "", false
-	for _, l := range doc {
-		switch {
-		case strings.HasPrefix(l, "kind:"):
-			kind = unquote(strings.TrimSpace(strings.TrimPrefix(l, "kind:")))
-		case l == "metadata:":
-			inMeta = true
-		case inMeta && strings.HasPrefix(l, "  name:"):
-			name = unquote(strings.TrimSpace(strings.TrimPrefix(l, "  name:")))
-		case l != "" && l[0] != ' ' && l[0] != '#':
-			inMeta = false
+func blank(lines []string) bool {
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
+			return false
 		}
 	}
-	switch {
-	case kind == "" && name == "":
-		return ""
-	case name == "":
-		return kind
-	}
-	return kind + "/" + name
+	return true
 }
 
-func unquote(s string) string {
-	if len(s) >= 2 && (s[0] == '"' || s[0] == '\'') && s[len(s)-1] == s[0] {
-		return s[1 : len(s)-1]
-	}
-	return s
-}
-
-type diffOp struct {
-	kind   byte // ' ', '-', '+'
-	line   string
-	ai, bi int
-}
-
-func lcsOps(x, y []string) []diffOp {
-	n, m := len(x), len(y)
-	// l[i][j] is the LCS length of x[i:] and y[j:].
-	l := make([][]int32, n+1)
-	for i := range l {
-		l[i] = make([]int32, m+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if x[i] == y[j] {
-				l[i][j] = l[i+1][j+1] + 1
-			} else {
-				l[i][j] = max(l[i+1][j], l[i][j+1])
-			}
-		}
-	}
-	var ops []diffOp
-	i, j := 0, 0
-	for i < n || j < m {
-		switch {
-		case i < n && j < m && x[i] == y[j]:
-			ops = append(ops, diffOp{' ', x[i], i, j})
-			i, j = i+1, j+1
-		case i < n && (j == m || l[i+1][j] >= l[i][j+1]):
-			ops = append(ops, diffOp{'-', x[i], i, j})
-			i++
-		default:
-			ops = append(ops, diffOp{'+', y[j], i, j})
-			j++
-		}
-	}
-	return ops
-}
-
-func splitLines(s string) []string {
-	if s == "" {
+// splitAfter splits text after each newline, adding one to a last line
+// without; no lines for "".
+func splitAfter(text string) []string {
+	if text == "" {
 		return nil
 	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	out := strings.SplitAfter(text, "\n")
+	if out[len(out)-1] == "" {
+		return out[:len(out)-1]
+	}
+	out[len(out)-1] += "\n"
+	return out
 }

@@ -7,91 +7,130 @@ import (
 	"testing"
 )
 
-func TestUnifiedDiff(t *testing.T) {
-	a := "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n"
-	b := "a\nb\nc\nD\ne\nf\ng\nh\ni\nj\nk\n"
-	got := unifiedDiff(a, b)
-	// Hunks closer than twice the context are joined, as diff -u does.
-	want := "@@ -1,10 +1,11 @@\n a\n b\n c\n-d\n+D\n e\n f\n g\n h\n i\n j\n+k\n"
-	if got != want {
-		t.Fatalf("diff:\n%s\nwant:\n%s", got, want)
+// obj is a small manifest: apiVersion, kind, namespace (none when ""),
+// name and the lines of its spec.
+func obj(apiVersion, kind, namespace, name string, spec ...string) string {
+	s := "apiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata:\n  name: " + name + "\n"
+	if namespace != "" {
+		s += "  namespace: " + namespace + "\n"
 	}
-	far := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"
-	if got := unifiedDiff(far, strings.Replace(strings.Replace(far, "1\n", "one\n", 1), "10\n", "ten\n", 1)); strings.Count(got, "@@ ") != 2 ||
-		!strings.Contains(got, "@@ -1,4 +1,4 @@\n") || !strings.Contains(got, "@@ -7,4 +7,4 @@\n") {
-		t.Errorf("distant changes make two hunks:\n%s", got)
+	s += "spec:\n"
+	for _, l := range spec {
+		s += "  " + l + "\n"
 	}
-	if unifiedDiff("same\n", "same\n") != "" {
-		t.Error("equal texts have an empty diff")
-	}
-	if got := unifiedDiff("", "x\n"); got != "@@ -0,0 +1,1 @@\n+x\n" {
-		t.Errorf("from empty: %q", got)
-	}
-	if got := unifiedDiff("1\n2\n3\n4\n5\n6\n7\n8\n", "1\n2\n3\n4\n5\n6\n7\n8\nnine\n"); got != "@@ -6,3 +6,4 @@\n 6\n 7\n 8\n+nine\n" {
-		t.Errorf("appended: %q", got)
-	}
-	if got := unifiedDiff("x\n1\n2\n3\n4\n", "1\n2\n3\n4\n"); got != "@@ -1,4 +1,3 @@\n-x\n 1\n 2\n 3\n" {
-		t.Errorf("removed at the top: %q", got)
-	}
-	huge := strings.Repeat("x\n", 4000)
-	if got := unifiedDiff(huge, huge+"y\n"); !strings.Contains(got, "too large") {
-		t.Errorf("huge: %q", got)
+	return s
+}
+
+func stream(docs ...string) string { return strings.Join(docs, "---\n") }
+
+var (
+	sts      = obj("apps/v1", "StatefulSet", "db", "e", "replicas: 3", "volumeClaimTemplates:", "- name: data", "  storage: 1Gi")
+	sts4     = obj("apps/v1", "StatefulSet", "db", "e", "replicas: 4", "volumeClaimTemplates:", "- name: data", "  storage: 1Gi")
+	svc      = obj("v1", "Service", "db", "e", "port: 2379")
+	svc2380  = obj("v1", "Service", "db", "e", "port: 2380")
+	checkJob = obj("batch/v1", "Job", "db", "e-check", "volumeClaimTemplates:", "- name: data", "  storage: 1Gi", "image: check")
+	cmA      = obj("v1", "ConfigMap", "db", "e-a", "a: b")
+	cmB      = obj("v1", "ConfigMap", "db", "e-b", "a: b")
+	svcOther = obj("v1", "Service", "other", "e", "port: 2379")
+	svcV2    = obj("v2", "Service", "db", "e", "port: 2379")
+)
+
+// The diff pairs objects by apiVersion, kind, namespace and name, never
+// by where their lines fall: each table row says which objects show as
+// added (+), removed (-) or changed (~), in order.
+func TestUnifiedDiffPairsObjects(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before string
+		after  string
+		want   []string // "+key", "-key", "~key"
+	}{
+		{"equal", stream(svc, sts), stream(svc, sts), nil},
+		{"reordered only", stream(svc, sts), stream(sts, svc), nil},
+		{"changed", stream(svc, sts), stream(svc, sts4), []string{"~apps/v1/StatefulSet/db/e"}},
+		{"two changed, in the new order", stream(svc, sts), stream(sts4, svc2380), []string{"~apps/v1/StatefulSet/db/e", "~v1/Service/db/e"}},
+		{"added", stream(svc), stream(svc, cmA), []string{"+v1/ConfigMap/db/e-a"}},
+		{"added from nothing", "", stream(svc), []string{"+v1/Service/db/e"}},
+		{"removed", stream(svc, cmA), stream(svc), []string{"-v1/ConfigMap/db/e-a"}},
+		{"removed to nothing", stream(svc), "", []string{"-v1/Service/db/e"}},
+		// The major-upgrade step: a check Job removed, the StatefulSet
+		// changed. The Job's lines look like the StatefulSet's, but the
+		// StatefulSet keeps its volumes.
+		{"removed beside a changed one", stream(checkJob, sts), stream(sts4), []string{"~apps/v1/StatefulSet/db/e", "-batch/v1/Job/db/e-check"}},
+		{"renamed-looking: same spec, another name", stream(cmA), stream(cmB), []string{"+v1/ConfigMap/db/e-b", "-v1/ConfigMap/db/e-a"}},
+		{"another namespace is another object", stream(svc), stream(svcOther), []string{"+v1/Service/other/e", "-v1/Service/db/e"}},
+		{"another apiVersion is another object", stream(svc), stream(svcV2), []string{"+v2/Service/db/e", "-v1/Service/db/e"}},
+		{"unnamed documents, by place", "a: 1\n---\nb: 1\n", "a: 1\n---\nb: 2\n", []string{"~document-2"}},
+		{"comment-only documents left out", "# x\n---\n" + svc, svc + "---\n# y\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := unifiedDiff(tc.before, tc.after)
+			if kinds := diffObjects(t, got); strings.Join(kinds, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("objects %v, want %v; diff:\n%s", kinds, tc.want, got)
+			}
+			checkObjectHunks(t, tc.before, tc.after, got)
+		})
 	}
 }
 
-const manifestsBefore = `apiVersion: v1
-kind: Service
-metadata:
-  labels:
-    name: not-this
-  name: e
-spec:
-  ports:
-  - port: 2379
----
-apiVersion: apps/v1
-kind: StatefulSet
-metadata:
-  name: "e"
-  namespace: db
-spec:
-  replicas: 3
-  template:
-    spec:
-      containers:
-      - name: etcd
-        image: etcd:3.5.21
-`
-
-// Each hunk names the objects its changes belong to, and its header
-// counts the lines it shows, so tools and reviewers can apply and read it.
-func TestDiffHunksNameTheirObjects(t *testing.T) {
-	after := strings.Replace(manifestsBefore, "replicas: 3", "replicas: 4", 1)
-	after = strings.Replace(after, "port: 2379", "port: 2380", 1)
-	after += "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e-config\ndata:\n  a: b\n"
-	got := unifiedDiff(manifestsBefore, after)
-	for _, want := range []string{"@@ -6,7 +6,7 @@ Service/e\n", "@@ -14,9 +14,16 @@ StatefulSet/e, ConfigMap/e-config\n"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("diff lacks %q:\n%s", want, got)
+// diffObjects lists the objects a diff shows: +key added, -key removed,
+// ~key changed.
+func diffObjects(t *testing.T, diff string) []string {
+	t.Helper()
+	var out []string
+	lines := strings.Split(diff, "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		from, ok := strings.CutPrefix(lines[i], "--- ")
+		if !ok {
+			continue
+		}
+		to, ok := strings.CutPrefix(lines[i+1], "+++ ")
+		if !ok {
+			t.Fatalf("line %d: %q not followed by +++", i, lines[i])
+		}
+		switch {
+		case from == "/dev/null":
+			out = append(out, "+"+strings.TrimPrefix(to, "step/"))
+		case to == "/dev/null":
+			out = append(out, "-"+strings.TrimPrefix(from, "base/"))
+		case strings.TrimPrefix(from, "base/") != strings.TrimPrefix(to, "step/"):
+			t.Fatalf("a diff from %s to %s pairs two objects", from, to)
+		default:
+			out = append(out, "~"+strings.TrimPrefix(from, "base/"))
 		}
 	}
-	checkHunks(t, manifestsBefore, after, got)
+	return out
 }
 
-var hunkRE = regexp.MustCompile(`^@@ -(\d+),(\d+) \+(\d+),(\d+) @@`)
+var hunkRE = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$`)
 
-// checkHunks checks that each hunk's header counts its lines and that the
-// lines are where the header says, in both texts.
-func checkHunks(t *testing.T, a, b, diff string) {
+// checkObjectHunks checks each object's hunks: the header counts its
+// lines, and they are where it says in that object's old and new
+// documents.
+func checkObjectHunks(t *testing.T, a, b, diff string) {
 	t.Helper()
-	x, y := splitLines(a), splitLines(b)
-	lines := splitLines(diff)
-	for i := 0; i < len(lines); {
-		m := hunkRE.FindStringSubmatch(lines[i])
+	docs := func(text string) map[string][]string {
+		m := map[string][]string{"/dev/null": nil}
+		for _, d := range documents(text) {
+			m[d.key] = d.lines
+		}
+		return m
+	}
+	olds, news := docs(a), docs(b)
+	var x, y []string
+	lines := strings.SplitAfter(diff, "\n")
+	for i := 0; i < len(lines) && lines[i] != ""; {
+		if from, ok := strings.CutPrefix(lines[i], "--- "); ok {
+			to := strings.TrimPrefix(lines[i+1], "+++ ")
+			x, y = olds[strings.TrimPrefix(strings.TrimSpace(from), "base/")], news[strings.TrimPrefix(strings.TrimSpace(to), "step/")]
+			i += 2
+			continue
+		}
+		m := hunkRE.FindStringSubmatch(strings.TrimSuffix(lines[i], "\n"))
 		if m == nil {
 			t.Fatalf("line %d is no hunk header: %q", i, lines[i])
 		}
-		as, an, bs, bn := atoi(m[1]), atoi(m[2]), atoi(m[3]), atoi(m[4])
+		as, an, bs, bn := atoi(m[1]), count(m[2]), atoi(m[3]), count(m[4])
 		ai, bi := max(as-1, 0), max(bs-1, 0)
 		if an == 0 {
 			ai = as
@@ -100,7 +139,7 @@ func checkHunks(t *testing.T, a, b, diff string) {
 			bi = bs
 		}
 		gotA, gotB := 0, 0
-		for i++; i < len(lines) && !strings.HasPrefix(lines[i], "@@ "); i++ {
+		for i++; i < len(lines) && lines[i] != "" && !strings.HasPrefix(lines[i], "@@ ") && !strings.HasPrefix(lines[i], "--- "); i++ {
 			l := lines[i]
 			if l[0] != '+' {
 				if x[ai+gotA] != l[1:] {
@@ -121,4 +160,39 @@ func checkHunks(t *testing.T, a, b, diff string) {
 	}
 }
 
+// count is a hunk header's count: 1 when diff -u leaves it out.
+func count(s string) int {
+	if s == "" {
+		return 1
+	}
+	return atoi(s)
+}
+
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// The StatefulSet of the major-upgrade step keeps its volumes in the
+// diff: no line of its volumeClaimTemplates is removed.
+func TestUnifiedDiffKeepsAChangedObjectsLines(t *testing.T) {
+	got := unifiedDiff(stream(checkJob, sts), stream(sts4))
+	want := "--- base/apps/v1/StatefulSet/db/e\n+++ step/apps/v1/StatefulSet/db/e\n@@ -4,7 +4,7 @@\n" +
+		"   name: e\n   namespace: db\n spec:\n-  replicas: 3\n+  replicas: 4\n   volumeClaimTemplates:\n   - name: data\n     storage: 1Gi\n--- "
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("diff:\n%s\nwant it to begin:\n%s", got, want)
+	}
+	if !strings.Contains(got, "--- base/batch/v1/Job/db/e-check\n+++ /dev/null\n@@ -1,10 +0,0 @@\n-apiVersion: batch/v1\n") {
+		t.Errorf("the Job is not shown removed whole:\n%s", got)
+	}
+}
+
+func TestUnifiedDiffBounds(t *testing.T) {
+	huge := obj("v1", "ConfigMap", "", "big", strings.Repeat("x: y\n  ", 4000))
+	got := unifiedDiff(huge, huge+"  z: 1\n")
+	if !strings.Contains(got, "too large to diff here") || !strings.HasPrefix(got, "--- base/v1/ConfigMap/big\n") {
+		t.Errorf("huge: %q", got)
+	}
+	// One large object does not keep the others from their diffs.
+	got = unifiedDiff(stream(huge, svc), stream(huge+"  z: 1\n", svc2380))
+	if !strings.Contains(got, "-  port: 2379\n+  port: 2380\n") {
+		t.Errorf("the small object's diff is missing:\n%s", got)
+	}
+}

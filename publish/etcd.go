@@ -22,12 +22,20 @@ func etcdReleaseNotes(to string) (name, url string) {
 	return "etcd " + minor + " CHANGELOG", "https://github.com/etcd-io/etcd/blob/main/CHANGELOG/CHANGELOG-" + minor + ".md"
 }
 
-func etcdRestart(member string, replicas int, role live.Role) string {
+func etcdRestart(member string, replicas int, role live.Role, disruptive bool) string {
+	var s string
 	switch {
 	case replicas == 2:
 		return fmt.Sprintf("one of 2 members restarts (%s): etcd has no quorum until it is back", md(member))
 	case role == live.RoleLeader:
-		return fmt.Sprintf("one of %d members restarts (%s, the leader as planned): a new leader is elected (writes pause briefly); the others keep quorum", replicas, md(member))
+		s = fmt.Sprintf("one of %d members restarts (%s, the leader as planned): a new leader is elected (writes pause briefly); the others keep quorum", replicas, md(member))
+	default:
+		s = fmt.Sprintf("one of %d members restarts (%s%s); the others keep quorum", replicas, md(member), plannedRole(role))
 	}
-	return fmt.Sprintf("one of %d members restarts (%s%s); the others keep quorum", replicas, md(member), plannedRole(role))
+	if disruptive {
+		// With quorum kept, what the planner marks disruptive is what
+		// the member serves its clients from then on (TLS required).
+		s += ", but its clients are interrupted: the summary says which ones are refused from then on"
+	}
+	return s
 }

@@ -31,10 +31,15 @@ func stepImpact(w Wording, s plan.Step, c *live.Cluster) impact {
 	switch {
 	case pa.UpgradeMember != nil:
 		u := pa.UpgradeMember
-		return impact{true, []string{u.Member}, memberRestart(w, u.Member, u.Replicas, c) + fmt.Sprintf("; it comes back at %s (from %s)", md(u.To), md(u.From))}
+		return impact{true, []string{u.Member}, memberRestart(w, u.Member, u.Replicas, c, s.Disruptive) + fmt.Sprintf("; it comes back at %s (from %s)", md(u.To), md(u.From))}
 	case pa.RestartMember != nil:
 		r := pa.RestartMember
-		return impact{true, []string{r.Member}, memberRestart(w, r.Member, r.Replicas, c)}
+		if r.Template != nil && r.Template.TLS == contract.TLSRequire {
+			// What is disruptive is said here: who the member refuses.
+			return impact{true, []string{r.Member}, memberRestart(w, r.Member, r.Replicas, c, false) +
+				"; from then on it refuses every client without a certificate of the cluster's CA (TLS required)"}
+		}
+		return impact{true, []string{r.Member}, memberRestart(w, r.Member, r.Replicas, c, s.Disruptive)}
 	case pa.PostgresMajorUpgrade != nil:
 		m := pa.PostgresMajorUpgrade
 		return impact{true, []string{m.Primary}, fmt.Sprintf("downtime: the replicas stop (the StatefulSet keeps one pod) and %s restarts to run pg_upgrade from %s to %s; "+
@@ -48,16 +53,25 @@ func stepImpact(w Wording, s plan.Step, c *live.Cluster) impact {
 	case pa.ScaleIn != nil:
 		return impact{true, nil, fmt.Sprintf("the pod of %s%s stops for good and its connections drop; the other members keep serving", md(pa.ScaleIn.Member), asPlanned(c, pa.ScaleIn.Member))}
 	case pa.EtcdAddMember != nil:
-		how := "a voter"
-		if pa.EtcdAddMember.Learner {
-			how = "a learner"
+		a := pa.EtcdAddMember
+		switch {
+		case a.Learner:
+			return impact{true, nil, fmt.Sprintf("none expected: %s joins as a learner; the members keep serving", md(a.Member))}
+		case a.Replicas <= 2:
+			// One voter becomes two: quorum is both.
+			return impact{true, nil, fmt.Sprintf("writes stop from when %s is added as a voter until it has started and joined: two voters need both for quorum", md(a.Member))}
 		}
-		return impact{true, nil, fmt.Sprintf("none expected: %s joins as %s; the members keep serving", md(pa.EtcdAddMember.Member), how)}
+		return impact{true, nil, fmt.Sprintf("none expected: %s joins as a voter; the members keep quorum without it", md(a.Member))}
 	case pa.EtcdRemoveMember != nil:
 		r := pa.EtcdRemoveMember
 		effect := fmt.Sprintf("%s leaves the etcd membership; its pod keeps running until the step that removes it", md(r.Member))
-		if r.TransferLeadership {
+		switch {
+		case r.TransferLeadership:
 			effect = fmt.Sprintf("one leader change: leadership moves away from %s first (writes pause briefly), then ", md(r.Member)) + effect
+		case s.Disruptive:
+			// The planner marks the removal of a leader that etcd cannot
+			// move away from first.
+			effect += fmt.Sprintf("; %s leads and etcd cannot move leadership first, so writes stop until a new leader is elected (about one election timeout)", md(r.Member))
 		}
 		return impact{true, nil, effect}
 	case pa.PostgresAddReplica != nil:
@@ -91,7 +105,7 @@ func stepImpact(w Wording, s plan.Step, c *live.Cluster) impact {
 				md(secret) + ", key " + md(contract.TLSKeyCA) + ")"}
 		}
 		return impact{true, nil, "every member reloads its configuration and starts offering TLS; plain connections are still admitted, " +
-			"except the superuser's, which over TLS needs the cluster's client certificate"}
+			"except the superuser's: a superuser connecting in plain text is refused from then on (over TLS it needs the cluster's client certificate)"}
 	case pa.RestrictNetwork != nil:
 		n := pa.RestrictNetwork
 		return impact{true, nil, "no member restarts; once the NetworkPolicy " + md(n.Policy) + " applies, the members admit only each other, the cluster's runtime " +
@@ -117,15 +131,19 @@ func stepImpact(w Wording, s plan.Step, c *live.Cluster) impact {
 }
 
 // memberRestart is the disruption of one member's restart: the kind's
-// wording, else the generic one.
-func memberRestart(w Wording, member string, replicas int, c *live.Cluster) string {
+// wording, else the generic one. disruptive is the planner's verdict on
+// the step, which the wording never contradicts.
+func memberRestart(w Wording, member string, replicas int, c *live.Cluster, disruptive bool) string {
 	if replicas <= 1 {
 		return "the only member restarts: the cluster is down until it is back"
 	}
 	if w.Restart != nil {
-		if s := w.Restart(member, replicas, roleOf(c, member)); s != "" {
+		if s := w.Restart(member, replicas, roleOf(c, member), disruptive); s != "" {
 			return s
 		}
+	}
+	if disruptive {
+		return fmt.Sprintf("one of %d members restarts (%s): clients are interrupted until it is back (the summary says how)", replicas, md(member))
 	}
 	return fmt.Sprintf("one of %d members restarts (%s); its sessions are cut", replicas, md(member))
 }

@@ -13,7 +13,8 @@ type Wording struct {
 	// such as 14.5 or 3.5.21) the members move to; url "" for none.
 	ReleaseNotes func(version string) (name, url string)
 	// Restart says what the restart of member, one of replicas (at least
-	// 2) members, does, given its role as planned ("" when not known);
-	// "" says the generic thing.
-	Restart func(member string, replicas int, role live.Role) string
+	// 2) members, does, given its role as planned ("" when not known) and
+	// whether the planner marks the step disruptive (which it must not
+	// contradict); "" says the generic thing.
+	Restart func(member string, replicas int, role live.Role, disruptive bool) string
 }

@@ -5,15 +5,17 @@
 // merged last has not shown its "after" gates in the live state, and with
 // Config.AutoMerge it merges the steps the policies let cairn merge once
 // their "before" gates pass. Loop.Run passes on a timer and on the triggers
-// of Webhook (GitHub push and pull_request events, HMAC-signed). cairn
-// propose is one pass without the hold; cairn reconcile is Run.
+// of Webhook (GitHub push and pull_request events, HMAC-signed, JSON or
+// form-encoded; Webhook.Server bounds headers, deadlines and connections,
+// and slow senders cannot starve signed deliveries: webhookserver.go).
+// cairn propose is one pass without the hold; cairn reconcile is Run.
 //
 // The package knows no database kind: the planner, the renderer, the live
 // state and the gates come in through Config, wired by cmd/cairn from its
 // table of kinds. It reads the renderer's layout only through
 // renderer.ReadEntry.
 //
-// Metrics (metrics.go, githubmetrics.go) are the loop's Prometheus
+// Metrics (metrics.go, githubmetrics.go, webhookmetrics.go) are the loop's Prometheus
 // metrics, kept by Pass; Metrics.Handler serves them with /healthz and
 // /readyz (docs/metrics.md).
 //

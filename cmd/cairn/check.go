@@ -40,7 +40,10 @@ comment with the whole report, kept up to date on every run. Nothing is
 ever committed or opened.
 
 Exit codes: 0 the change plans, 1 invalid specs or policies, 3 a plan
-refuses the change.`,
+refuses the change. A failure to report on the pull request (a token
+GitHub refuses: 401) is printed beside the check's own errors, never
+instead of them; it keeps the check's exit code, or exits 1 when the
+change plans.`,
 		Example: `  # in CI, on a pull request's checkout
   cairn check --repo .
 
@@ -72,10 +75,21 @@ func runCheck(ctx context.Context, w io.Writer, o checkOptions) error {
 	}
 	if o.gh.repo != "" {
 		if err := reportCheck(ctx, o, report, ok); err != nil {
-			return errors.Join(checkErr, err)
+			return withReportError(checkErr, fmt.Errorf("cairn check: report on pull request #%d of %s: %w", o.pr, o.gh.repo, err))
 		}
 	}
 	return checkErr
+}
+
+// withReportError is the check's error with the report's failure said
+// too: the check's exit code (invalid specs, refusals) is kept, and
+// neither message hides the other.
+func withReportError(checkErr, reportErr error) error {
+	var ee *exitError
+	if errors.As(checkErr, &ee) {
+		return &exitError{ee.code, errors.Join(ee.err, reportErr)}
+	}
+	return errors.Join(checkErr, reportErr)
 }
 
 // checkSpecs loads, validates and plans the checkout; the report is

@@ -142,7 +142,7 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 		defer stop(nil) // after the loop has stopped: see shard.Member.Run
 	}
 	if o.webhookAddr != "" {
-		stop, err := serveWebhook(o.webhookAddr, o.secretFile, o.remote.base, hook, log)
+		stop, _, err := serveWebhook(o.webhookAddr, o.secretFile, o.remote.base, hook, log, registerer)
 		if err != nil {
 			return err
 		}
@@ -152,23 +152,34 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 	return r.Run(ctx, o.interval, trigger, p.print)
 }
 
-// serveWebhook serves reconcile.Webhook on addr until stop.
-func serveWebhook(addr, secretFile, base string, trigger chan<- struct{}, log *slog.Logger) (stop func(), err error) {
+// serveWebhook serves reconcile.Webhook on addr, with its bounds
+// (Webhook.Server), until stop; its metrics go to reg when it is not nil.
+// It returns the address it listens on.
+func serveWebhook(addr, secretFile, base string, trigger chan<- struct{}, log *slog.Logger, reg prometheus.Registerer) (stop func(), bound string, err error) {
 	secret, err := gitrepo.ReadToken(secretFile, "CAIRN_WEBHOOK_SECRET")
 	if err != nil {
-		return nil, &exitError{exitInvalid, fmt.Errorf("--webhook-secret-file: %w", err)}
+		return nil, "", &exitError{exitInvalid, fmt.Errorf("--webhook-secret-file: %w", err)}
 	}
 	if secret == "" {
-		return nil, &exitError{exitUsage, fmt.Errorf("--webhook-addr needs a secret: --webhook-secret-file or $CAIRN_WEBHOOK_SECRET")}
+		return nil, "", &exitError{exitUsage, fmt.Errorf("--webhook-addr needs a secret: --webhook-secret-file or $CAIRN_WEBHOOK_SECRET")}
 	}
-	srv := &http.Server{Addr: addr, Handler: &reconcile.Webhook{Secret: []byte(secret), Base: base, Trigger: trigger, Log: log},
-		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	hook := &reconcile.Webhook{Secret: []byte(secret), Base: base, Trigger: trigger, Log: log}
+	if reg != nil {
+		if hook.Metrics, err = reconcile.NewWebhookMetrics(reg); err != nil {
+			return nil, "", err
+		}
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("webhook listener: %w", err)
+	}
+	srv := hook.Server(addr)
 	go func() {
-		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("webhook server stopped", "err", err.Error())
 		}
 	}()
-	return func() { srv.Close() }, nil
+	return func() { srv.Close() }, l.Addr().String(), nil
 }
 
 // reconciler is cairn reconcile's loop, as the end-to-end tests drive it,

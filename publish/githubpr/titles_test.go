@@ -40,7 +40,9 @@ func pgLive(version string, primary int) string {
 
 // The steps of clusters with the longest valid name (a switchover, a
 // major upgrade, a minor upgrade) get titles GitHub takes: at most 256
-// characters, the whole summary in the body; the pull request opens.
+// characters, cut in the middle so that they keep the cluster, the
+// summary's head and its last clause; the whole summary in the body; the
+// pull request opens.
 func TestTitlesOfTheLongestClusterNamesFit(t *testing.T) {
 	tests := []struct{ name, spec, live string }{
 		{"scale-in of the primary: a switchover first", pgSpec("14.5", 2), pgLive("14.5", 2)},
@@ -67,8 +69,14 @@ func TestTitlesOfTheLongestClusterNamesFit(t *testing.T) {
 			for _, s := range pl.Steps {
 				title := publish.Title(pl, s)
 				full := "cairn: " + long + ": " + s.Summary
-				if utf8.RuneCountInString(title) > publish.MaxTitle || (title != full && !strings.HasPrefix(full, strings.TrimSuffix(title, "…"))) {
+				head, tail, cut := strings.Cut(title, " … ")
+				if utf8.RuneCountInString(title) > publish.MaxTitle || (!cut && title != full) ||
+					(cut && (!strings.HasPrefix(full, head) || !strings.HasSuffix(full, tail) || tail == "")) {
 					t.Errorf("step %s (%s): title %q", s.ID, s.Kind, title)
+				}
+				// The informative end: the summary's last clause, when it fits.
+				if i := strings.LastIndex(s.Summary, "; "); cut && i >= 0 && len(s.Summary)-i < publish.MaxTitle/3 && !strings.HasSuffix(title, " … "+s.Summary[i+2:]) {
+					t.Errorf("step %s (%s): title %q lost its last clause %q", s.ID, s.Kind, title, s.Summary[i+2:])
 				}
 			}
 			if !strings.Contains(pr.Body, pl.Steps[0].Summary) {
