@@ -7,9 +7,10 @@
 // the last list's newest (one conditional read when nothing changed);
 // Update writes only the parts that differ from what it last read or
 // wrote; writes are spaced a second apart and kept within a budget per
-// hour (ErrWriteBudget defers the rest to a later pass); primary and
-// secondary rate limits (403/429 with Retry-After or X-RateLimit-Reset)
-// are waited out as told; and every API call is counted. Replicas of a
+// hour (ErrWriteBudget defers the rest to a later pass); the primary
+// rate limit is waited out until its reset, a secondary one (403/429) as
+// Retry-After says, else from a minute, doubling while it goes on, with
+// nothing sent meanwhile (secondary.go); and every API call is counted. Replicas of a
 // sharded loop share one token's budget: ShareBudget holds each to its
 // share of what GitHub says remains. The token is
 // sent in the Authorization header only; it is never logged.

@@ -31,7 +31,10 @@ type Server struct {
 	PRs   []*PR
 	Calls map[string]int // "METHOD path" -> count
 	// LimitNext makes the next n calls answer with a rate limit: kind is
-	// "secondary" (403 + Retry-After) or "primary" (403, remaining 0).
+	// "secondary" (403 + Retry-After), "primary" (403, remaining 0),
+	// "429" (429 + Retry-After), or "secondary-bare" and "429-bare": a
+	// secondary limit without Retry-After, whose X-RateLimit-Reset is the
+	// primary limit's hourly reset, as GitHub sends on every answer.
 	LimitNext int
 	LimitKind string
 	// FailAt makes the call with this "METHOD path-prefix" fail once with
@@ -158,22 +161,29 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *Server) rateLimit(w http.ResponseWriter) {
-	if f.LimitKind == "429" {
+	secondary := map[string]string{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+		"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}
+	// GitHub sends the primary limit's headers on every answer.
+	w.Header().Set("X-RateLimit-Limit", "5000")
+	w.Header().Set("X-RateLimit-Remaining", "4990")
+	w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+	switch f.LimitKind {
+	case "429":
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusTooManyRequests, map[string]string{"message": "You have exceeded a secondary rate limit."})
-		return
-	}
-	if f.LimitKind == "primary" {
-		w.Header().Set("X-RateLimit-Limit", "5000")
+	case "429-bare":
+		writeJSON(w, http.StatusTooManyRequests, map[string]string{"message": "You have exceeded a secondary rate limit."})
+	case "primary":
 		w.Header().Set("X-RateLimit-Remaining", "0")
 		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Second).Unix(), 10))
 		writeJSON(w, http.StatusForbidden, map[string]string{"message": "API rate limit exceeded for installation ID 1.",
 			"documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"})
-		return
+	case "secondary-bare":
+		writeJSON(w, http.StatusForbidden, secondary)
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusForbidden, secondary)
 	}
-	w.Header().Set("Retry-After", "1")
-	writeJSON(w, http.StatusForbidden, map[string]string{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-		"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
 }
 
 func (f *Server) list(w http.ResponseWriter, r *http.Request) {
