@@ -42,6 +42,8 @@ type Server struct {
 	FailAt string
 	// Statuses are the commit statuses set, by sha: the last one set.
 	Statuses map[string]map[string]string
+	// statusCount counts the statuses written, by sha and context.
+	statusCount map[[2]string]int
 	// contexts are the latest state of each context of a sha, as branch
 	// protection reads them.
 	contexts map[string]map[string]string
