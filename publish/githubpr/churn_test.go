@@ -117,7 +117,9 @@ func TestTenPassesOfAnUnchangedClusterWriteNothing(t *testing.T) {
 func TestStatusDue(t *testing.T) {
 	green := publish.Check{State: "success", Description: "step s of plan p is ready for review"}
 	held := publish.Check{State: "pending", Description: "held by prod/backup-freshness: the last backup, taken at T, is older than 6h"}
-	pr := func(head string, c publish.Check) publish.PullRequest { return publish.PullRequest{Number: 1, Head: head, Check: c} }
+	pr := func(head string, c publish.Check) publish.PullRequest {
+		return publish.PullRequest{Number: 1, Head: head, Check: c}
+	}
 	tests := []struct {
 		name      string
 		old       publish.PullRequest
