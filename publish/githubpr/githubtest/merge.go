@@ -86,6 +86,11 @@ func (f *Server) merge(w http.ResponseWriter, r *http.Request, num string) {
 	now := time.Now().UTC().Format(time.RFC3339)
 	pr.State, pr.Merged, pr.MergedAt = "closed", true, &now
 	f.touch(pr)
+	if f.DeleteBranchOnMerge && f.Git != "" {
+		if repo, err := git.PlainOpen(f.Git); err == nil {
+			_ = repo.Storer.RemoveReference(plumbing.NewBranchReferenceName(pr.Head.Ref))
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
 }
 
@@ -126,4 +131,37 @@ func (f *Server) mergeCommit(pr *PR, method, title string) (string, error) {
 		return "", err
 	}
 	return h.String(), nil
+}
+
+// noCommits is GitHub's 422 message for a pull request whose head adds
+// nothing to its base: the head is the base's head or part of its
+// history ("No commits between main and cairn/..."); "" otherwise, or
+// without a repo behind the API.
+func (f *Server) noCommits(base, head, sha string) string {
+	if f.Git == "" || !plumbing.IsHash(sha) {
+		return ""
+	}
+	repo, err := git.PlainOpen(f.Git)
+	if err != nil {
+		return ""
+	}
+	baseRef, err := repo.Reference(plumbing.NewBranchReferenceName(base), true)
+	if err != nil {
+		return ""
+	}
+	b, err := repo.CommitObject(baseRef.Hash())
+	if err != nil {
+		return ""
+	}
+	h, err := repo.CommitObject(plumbing.NewHash(sha))
+	if err != nil {
+		return ""
+	}
+	if h.Hash == b.Hash {
+		return fmt.Sprintf("No commits between %s and %s", base, head)
+	}
+	if in, err := h.IsAncestor(b); err == nil && in {
+		return fmt.Sprintf("No commits between %s and %s", base, head)
+	}
+	return ""
 }

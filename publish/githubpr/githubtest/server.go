@@ -19,10 +19,13 @@ import (
 )
 
 // Server answers the REST calls cairn makes the way GitHub does:
-// bearer-token auth, 422 for a second open pull request of a head or a
-// title over 256 characters, lists sorted by created or updated time
-// with Link-header pagination, ETags with 304 answers, required status
-// checks on merge (405), and primary and secondary rate limits on demand.
+// bearer-token auth, 422 for a second open pull request of a head, a
+// title over 256 characters or a head its base holds already ("No
+// commits between"), lists sorted by created or updated time with
+// Link-header pagination, ETags with 304 answers, at most 1,000 statuses
+// of a commit and context, required status checks on merge (405), head
+// branches deleted on merge when the repo says so, and primary and
+// secondary rate limits (with or without Retry-After) on demand.
 type Server struct {
 	// URL is the API's URL (Options.BaseURL of the provider).
 	URL   string
@@ -59,6 +62,10 @@ type Server struct {
 	RequiredContexts []string
 	// MergeMethods are the merge methods the repo allows; nil allows all.
 	MergeMethods []string
+	// DeleteBranchOnMerge deletes a pull request's head branch once it
+	// is merged, as the repo setting "Automatically delete head branches"
+	// does; off, GitHub keeps it.
+	DeleteBranchOnMerge bool
 }
 
 type PR struct {
@@ -266,6 +273,12 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request, repo string) {
 				"errors": []map[string]string{{"resource": "PullRequest", "field": "head", "code": "invalid"}}})
 			return
 		}
+	}
+	if msg := f.noCommits(in.Base, in.Head, sha); msg != "" {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
+			"errors":            []map[string]string{{"resource": "PullRequest", "code": "custom", "message": msg}},
+			"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"})
+		return
 	}
 	pr := &PR{Number: len(f.PRs) + 1, State: "open", Title: in.Title, Body: in.Body,
 		Head: Ref{Ref: in.Head, SHA: sha, Repo: RepoName{FullName: repo}}, Base: Ref{Ref: in.Base}, Labels: []Label{}}
