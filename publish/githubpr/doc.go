@@ -17,7 +17,9 @@
 //
 // Auto-merge is one PUT /pulls/{n}/merge carrying the head cairn pushed;
 // GitHub's 405, 409 and 422 leave the pull request to a person, noted
-// once in its body and not tried again until it changes.
+// once in its body with GitHub's mergeable_state, and tried again (while
+// the step's gates hold) once GitHub says it can merge where it did not:
+// a required check turned green, a reviewer approved.
 //
 // Package githubtest is a fake of the API for tests, over a real git repo.
 package githubpr

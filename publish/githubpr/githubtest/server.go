@@ -62,6 +62,9 @@ type Server struct {
 	RequiredContexts []string
 	// MergeMethods are the merge methods the repo allows; nil allows all.
 	MergeMethods []string
+	// RequiredApprovals turns required reviews on: a merge needs this
+	// many approvals (Approve) of the pull request.
+	RequiredApprovals int
 	// DeleteBranchOnMerge deletes a pull request's head branch once it
 	// is merged, as the repo setting "Automatically delete head branches"
 	// does; off, GitHub keeps it.
@@ -84,6 +87,8 @@ type PR struct {
 	Labels    []Label  `json:"labels"`
 	Comments  []string `json:"-"`
 	Created   int      `json:"-"`
+	// Approvals counts the reviews that approved it (Approve).
+	Approvals int `json:"-"`
 	// commentIDs are the IDs of Comments (a comment a test appends by
 	// hand gets one when first listed); posted counts the comments ever
 	// posted, so an ID is never given twice, a deleted one's neither.
@@ -324,8 +329,15 @@ func (f *Server) edit(w http.ResponseWriter, r *http.Request, num string) {
 func (f *Server) get(w http.ResponseWriter, num string) {
 	if pr := f.find(w, num); pr != nil {
 		f.refresh(pr)
-		writeJSON(w, http.StatusOK, pr)
+		writeJSON(w, http.StatusOK, detail{PR: pr, MergeableState: f.mergeableState(pr)})
 	}
+}
+
+// detail is a pull request as GET /pulls/{n} shows it: with its
+// mergeable_state, which lists leave out.
+type detail struct {
+	*PR
+	MergeableState string `json:"mergeable_state"`
 }
 
 func (f *Server) labels(w http.ResponseWriter, r *http.Request, num string) {
