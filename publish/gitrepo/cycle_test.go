@@ -83,7 +83,7 @@ func TestAStepMergedInAnEarlierCycleGetsACommitOnTheBase(t *testing.T) {
 			if len(c.ParentHashes) != 1 || c.ParentHashes[0] != today {
 				t.Errorf("the new commit's parents %v, want the base %s", c.ParentHashes, today)
 			}
-			if held, _ := inHistory(c, mustCommit(t, repo, today)); held {
+			if held, _ := inHistory(c, mustCommit(t, repo, today), plumbing.ZeroHash); held {
 				t.Error("the base holds the new commit")
 			}
 			// And the next pass keeps it.
@@ -94,11 +94,56 @@ func TestAStepMergedInAnEarlierCycleGetsACommitOnTheBase(t *testing.T) {
 	}
 }
 
-func mustCommit(t *testing.T, repo *git.Repository, h plumbing.Hash) *object.Commit {
+func mustCommit(t testing.TB, repo *git.Repository, h plumbing.Hash) *object.Commit {
 	t.Helper()
 	c, err := repo.CommitObject(h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// What a repo remembers of a base that does not hold a head never hides
+// a later base that does: checked on one repo across the merge.
+func TestTheHeldCacheFollowsTheBase(t *testing.T) {
+	ctx := context.Background()
+	bare := newRemote(t, map[string]string{"clusters/db.yaml": "spec\n"})
+	r := clone(t, bare)
+	first, err := r.Publish(ctx, "cairn/db/s", change("v1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := git.PlainOpen(bare)
+	head := mustCommit(t, repo, first.Commit)
+	steps := []struct {
+		name string
+		move func()
+		held bool
+	}{
+		{"before the merge", func() {}, false},
+		{"the base moved elsewhere", func() { commitTo(t, bare, "main", map[string]string{"clusters/other.yaml": "x\n"}, "other") }, false},
+		{"the same base again", func() {}, false},
+		{"merged", func() {
+			base := mustCommit(t, repo, branchHead(t, bare, "main"))
+			h, err := MergeCommit(repo, base, head, "rendered/db", "merge\n", object.Signature{Name: "GitHub", Email: "noreply@github.com"}, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			setBranch(t, bare, "main", h, nil)
+		}, true},
+		{"a commit after the merge", func() { commitTo(t, bare, "main", map[string]string{"clusters/other.yaml": "y\n"}, "other") }, true},
+	}
+	for _, s := range steps {
+		s.move()
+		if err := r.Fetch(ctx, "cairn/db/s"); err != nil {
+			t.Fatal(err)
+		}
+		base, err := r.Base()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.held(head, base); err != nil || got != s.held {
+			t.Errorf("%s: held %v %v, want %v", s.name, got, err, s.held)
+		}
+	}
 }

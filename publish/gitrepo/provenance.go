@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -80,7 +81,7 @@ func (r *Repo) prove(head, fresh, base *object.Commit, c Change) (provenance, er
 		if err != nil {
 			return provenance{}, err
 		}
-		merged, err := inHistory(head, base)
+		merged, err := r.held(head, base)
 		if err != nil {
 			return provenance{}, err
 		}
@@ -134,10 +135,25 @@ func (r *Repo) holds(head, base *object.Commit, c Change) (plumbing.Hash, bool, 
 	if err != nil || !ok {
 		return plumbing.ZeroHash, false, err
 	}
-	if merged, err := inHistory(head, base); err != nil || merged {
+	if merged, err := r.held(head, base); err != nil || merged {
 		return plumbing.ZeroHash, false, err
 	}
 	return parent.Hash, true, nil
+}
+
+// held reports whether the base holds head (inHistory), remembering a
+// base that does not: the next check, on a base that moved on from it,
+// walks only what is new.
+func (r *Repo) held(head, base *object.Commit) (bool, error) {
+	known := r.notHeld.get(head.Hash)
+	if known == base.Hash {
+		return false, nil
+	}
+	in, err := inHistory(head, base, known)
+	if err == nil && !in {
+		r.notHeld.put(head.Hash, base.Hash)
+	}
+	return in, err
 }
 
 // inHistory reports whether c is base or one of its ancestors: a step
@@ -145,15 +161,18 @@ func (r *Repo) holds(head, base *object.Commit, c Change) (plumbing.Hash, bool, 
 // changed back. Such a head is never exact: GitHub opens no pull request
 // for a head the base holds ("No commits between"), so a new cycle needs
 // a new commit on the base. The walk from base goes no further back than
-// c's commit time (no commit made before c can hold it); a history cut
+// c's commit time (no commit made before c can hold it), nor into
+// notHeld, a commit known not to hold c (zero when none); a history cut
 // short (a shallow clone) is read as not holding it.
-func inHistory(c, base *object.Commit) (bool, error) {
+func inHistory(c, base *object.Commit, notHeld plumbing.Hash) (bool, error) {
 	if c.Hash == base.Hash {
 		return true, nil
 	}
 	found := false
 	valid := object.CommitFilter(func(x *object.Commit) bool { return x.Hash == c.Hash })
-	limit := object.CommitFilter(func(x *object.Commit) bool { return x.Committer.When.Before(c.Committer.When) })
+	limit := object.CommitFilter(func(x *object.Commit) bool {
+		return x.Hash == notHeld || x.Committer.When.Before(c.Committer.When)
+	})
 	err := object.NewFilterCommitIter(base, &valid, &limit).ForEach(func(*object.Commit) error {
 		found = true
 		return storer.ErrStop
@@ -162,6 +181,31 @@ func inHistory(c, base *object.Commit) (bool, error) {
 		return false, nil
 	}
 	return found, err
+}
+
+// heldCache maps a head to the newest base known not to hold it.
+type heldCache struct {
+	mu sync.Mutex
+	m  map[plumbing.Hash]plumbing.Hash
+}
+
+// maxHeldCache bounds the heads remembered; beyond it the cache starts
+// over (a walk then costs what it did without one).
+const maxHeldCache = 4096
+
+func (h *heldCache) get(head plumbing.Hash) plumbing.Hash {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.m[head]
+}
+
+func (h *heldCache) put(head, base plumbing.Hash) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil || len(h.m) >= maxHeldCache {
+		h.m = map[plumbing.Hash]plumbing.Hash{}
+	}
+	h.m[head] = base
 }
 
 // parentOnBase returns head's only parent when it is part of the base's
