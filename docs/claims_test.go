@@ -50,7 +50,7 @@ var claims = []claim{
 var notClaims = []string{
 	"members not ready or not yet",
 	"etcd learners not yet promoted",
-	"(not yet: the last backup is 30h old)",
+	"(not yet: the last backup, taken at 2026-11-29T06:00:00Z, is older than 24h)",
 	"with neither, nothing is deployed yet",
 	"has not taken effect yet is planned",
 	"A cluster that does not run yet gets two steps",

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,59 @@ func TestBackupFreshness(t *testing.T) {
 	}
 	if ds := set.Evaluate(Input{Cluster: c, Step: plan.Step{Kind: plan.PostgresAddReplica}}); len(ds) != 0 {
 		t.Errorf("other kinds are not held: %+v", ds)
+	}
+}
+
+// A freshness decision reads the same while its verdict stays, however
+// the clock moves and however many backups are taken meanwhile: the plan
+// holds it, and the plan is rendered into the step's branch.
+func TestBackupFreshnessReasonsDoNotMoveWithTheClock(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	c := cluster(t, "a: b")
+	major := plan.Step{Kind: plan.PostgresMajorUpgrade}
+	backed := func(at time.Time) *live.Cluster {
+		return &live.Cluster{Backup: &live.Backup{LastSuccessful: live.Timestamp(at.Format(time.RFC3339))}}
+	}
+	tests := []struct {
+		name     string
+		backups  []time.Duration // backup times, before start
+		later    time.Duration   // the clock at the second look, after start
+		same     bool            // the verdict stays
+		verdicts [2]plan.Verdict
+	}{
+		{"fresh, a minute later", []time.Duration{-time.Hour, -time.Hour}, time.Minute, true, [2]plan.Verdict{plan.Allow, plan.Allow}},
+		{"fresh, five hours later", []time.Duration{-time.Minute, -time.Minute}, 5 * time.Hour, true, [2]plan.Verdict{plan.Allow, plan.Allow}},
+		{"fresh, a new backup meanwhile", []time.Duration{-2 * time.Hour, 30 * time.Minute}, time.Hour, true, [2]plan.Verdict{plan.Allow, plan.Allow}},
+		{"stale, an hour later", []time.Duration{-7 * time.Hour, -7 * time.Hour}, time.Hour, true, [2]plan.Verdict{plan.Hold, plan.Hold}},
+		{"stale, a day later", []time.Duration{-6*time.Hour - time.Second, -6*time.Hour - time.Second}, 24 * time.Hour, true, [2]plan.Verdict{plan.Hold, plan.Hold}},
+		{"ages past the limit: a change of meaning", []time.Duration{-5 * time.Hour, -5 * time.Hour}, 2 * time.Hour, false, [2]plan.Verdict{plan.Allow, plan.Hold}},
+		{"a new backup lifts the hold", []time.Duration{-8 * time.Hour, 10 * time.Minute}, time.Hour, false, [2]plan.Verdict{plan.Hold, plan.Allow}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [2]plan.Decision
+			for i, now := range []time.Time{start, start.Add(tc.later)} {
+				set, err := Load("p.yaml", []byte(policyHead+"  backupFreshness: {maxAge: 6h}\n"), now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ds := set.Evaluate(Input{Cluster: c, Observed: backed(start.Add(tc.backups[i])), Step: major})
+				if len(ds) != 1 {
+					t.Fatalf("decisions %+v", ds)
+				}
+				got[i] = ds[0]
+			}
+			if got[0].Verdict != tc.verdicts[0] || got[1].Verdict != tc.verdicts[1] {
+				t.Fatalf("verdicts %s, %s; want %v", got[0].Verdict, got[1].Verdict, tc.verdicts)
+			}
+			if (got[0].Reason == got[1].Reason) != tc.same {
+				t.Errorf("reasons %q and %q; the same: want %v", got[0].Reason, got[1].Reason, tc.same)
+			}
+			for _, d := range got {
+				if regexp.MustCompile(`\bold\b|\bago\b`).MatchString(d.Reason) {
+					t.Errorf("reason %q says an age", d.Reason)
+				}
+			}
+		})
 	}
 }

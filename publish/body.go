@@ -268,25 +268,62 @@ func doneWhen(s plan.Step, results []GateState, held string) string {
 	return b.String()
 }
 
-// The note a provider leaves on a pull request it refused to merge: cairn
-// does not try again until the pull request changes (a new head or body),
-// or a person deletes the note.
+// The note a provider leaves on a pull request it refused to merge. It
+// names the head, and may name what the provider said of the pull
+// request's mergeability then (GitHub's mergeable_state: blocked while a
+// required check or review is missing): cairn tries again once the
+// provider says something else of it, the pull request changes (a new
+// head or body), or a person deletes the note.
 const (
 	refusalStart  = "\n**Auto-merge refused:** "
 	refusalMarker = "<!-- cairn merge-refused head="
+	refusalState  = " state="
 )
 
 // WithMergeRefusal is body with a note that the provider refused to merge
 // head, and why; a note already there is replaced.
-func WithMergeRefusal(body, head, why string) string {
+func WithMergeRefusal(body, head, why string) string { return WithMergeRefusalIn(body, head, "", why) }
+
+// WithMergeRefusalIn is WithMergeRefusal noting the state the provider
+// said the pull request was in (letters and underscores; "" when none).
+func WithMergeRefusalIn(body, head, state, why string) string {
+	if strings.Trim(state, "abcdefghijklmnopqrstuvwxyz_") != "" {
+		state = ""
+	}
+	marker := refusalMarker + head
+	if state != "" {
+		marker += refusalState + state
+	}
 	return WithoutMergeRefusal(body) + refusalStart + md(cut(oneLine(why), 400)) +
-		". cairn leaves it to a person, and tries again once the step changes or this note is deleted.\n" +
-		refusalMarker + head + " -->\n"
+		". cairn leaves it to a person, and tries again once GitHub says it can merge, the step changes or this note is deleted.\n" +
+		marker + " -->\n"
 }
 
 // MergeRefused reports whether body carries a merge refusal note for head.
 func MergeRefused(body, head string) bool {
-	return head != "" && strings.Contains(body, refusalMarker+head+" -->")
+	_, ok := MergeRefusal(body, head)
+	return ok
+}
+
+// MergeRefusal reports whether body carries a merge refusal note for
+// head, and the state it noted ("" when none).
+func MergeRefusal(body, head string) (state string, ok bool) {
+	if head == "" {
+		return "", false
+	}
+	if strings.Contains(body, refusalMarker+head+" -->") {
+		return "", true
+	}
+	i := strings.Index(body, refusalMarker+head+refusalState)
+	if i < 0 {
+		return "", false
+	}
+	rest := body[i+len(refusalMarker+head+refusalState):]
+	state, _, ok = strings.Cut(rest, " -->")
+	if !ok || strings.Trim(state, "abcdefghijklmnopqrstuvwxyz_") != "" {
+		return "", false
+	}
+	return state, true
 }
 
 // WithoutMergeRefusal is body without a merge refusal note.

@@ -275,3 +275,36 @@ func TestNotesAreEscaped(t *testing.T) {
 		t.Errorf("the escaped waiting note is not removed whole:\n%s", w)
 	}
 }
+
+// A refusal note may name the state the provider said the pull request
+// was in; it is read back for its head only, and a state that is not a
+// plain word is left out.
+func TestMergeRefusalState(t *testing.T) {
+	body := "body\n"
+	tests := []struct {
+		name      string
+		noted     string
+		head      string
+		wantState string
+		wantOK    bool
+	}{
+		{"no note", body, "0123", "", false},
+		{"a note without a state", WithMergeRefusal(body, "0123", "405"), "0123", "", true},
+		{"a note with a state", WithMergeRefusalIn(body, "0123", "blocked", "405"), "0123", "blocked", true},
+		{"another head", WithMergeRefusalIn(body, "0123", "blocked", "405"), "4567", "", false},
+		{"a head that starts like it", WithMergeRefusalIn(body, "01234", "clean", "405"), "0123", "", false},
+		{"a state with more than letters", WithMergeRefusalIn(body, "0123", "blocked --> <b>", "405"), "0123", "", true},
+		{"has_hooks", WithMergeRefusalIn(body, "0123", "has_hooks", "405"), "0123", "has_hooks", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			state, ok := MergeRefusal(tc.noted, tc.head)
+			if state != tc.wantState || ok != tc.wantOK || MergeRefused(tc.noted, tc.head) != tc.wantOK {
+				t.Errorf("MergeRefusal = %q, %v; want %q, %v (body %q)", state, ok, tc.wantState, tc.wantOK, tc.noted)
+			}
+			if WithoutMergeRefusal(tc.noted) != body {
+				t.Errorf("the note does not come off whole: %q", WithoutMergeRefusal(tc.noted))
+			}
+		})
+	}
+}

@@ -88,6 +88,14 @@ func entryAt(r *gitrepo.Repo, c *object.Commit, cluster string) renderer.Entry {
 	return e
 }
 
+// newCycle reports whether a step is published in a new cycle of its
+// branch: the branch's pull request speaks of an earlier cycle, merged
+// (standing found that the base selects another step now). The new
+// cycle's commit is made on today's base (gitrepo.Change.OnBase), never
+// the earlier cycle's kept: its pull request then says what it is built
+// on today, and GitHub has commits between the base and the head.
+func newCycle(pr *PullRequest) bool { return pr != nil && pr.State == Merged }
+
 // existing is the pull request that speaks for branch: the open one, else
 // the newest (a branch keeps the pull requests of each cycle of its
 // step); nil when there is none.

@@ -67,8 +67,10 @@ type Merger interface {
 	// the provider refuses (a required check or review missing, the head
 	// moved, a conflict) is an ErrMergeRefused: the pull request is left
 	// to a person. GitHub records the refusal on the pull request and
-	// tries again only once it changes; the local provider tries again on
-	// the next pass.
+	// tries again once GitHub says it can merge (a check turned green, a
+	// reviewer approved) or the pull request changes; the local provider
+	// tries again on the next pass. Either is asked only while the step's
+	// gates hold.
 	Merge(ctx context.Context, pr PullRequest) (string, error)
 }
 

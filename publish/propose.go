@@ -321,11 +321,17 @@ func (p *Publisher) finish(ctx context.Context, j *job, base *object.Commit) (Ou
 		return o, nil
 	}
 	reason := o.Note
-	if j.err != nil {
-		return o, fmt.Errorf("%s step %s: %w", pl.Cluster, o.Step, j.err)
-	}
-	if j.step != nil {
+	if o.Branch != "" {
 		reason = fmt.Sprintf("superseded by %s (plan %s, spec commit %s)", o.Branch, pl.ID, short(base.Hash.String()))
+	}
+	// A step that could not be published still supersedes the pull
+	// requests of the steps before it: they are closed all the same (a
+	// superseded one must not keep its green status), and the step's
+	// error is returned after.
+	var stepErr error
+	if j.err != nil {
+		stepErr = fmt.Errorf("%s step %s: %w", pl.Cluster, o.Step, j.err)
+	} else if j.step != nil {
 		action, pr, err := p.pullRequest(ctx, j, base)
 		var fe *gitrepo.ForeignError
 		switch {
@@ -334,7 +340,7 @@ func (p *Publisher) finish(ctx context.Context, j *job, base *object.Commit) (Ou
 		case errors.Is(err, ErrBaseMoved):
 			return o, err
 		case err != nil:
-			return o, fmt.Errorf("%s step %s: %w", pl.Cluster, o.Step, err)
+			stepErr = fmt.Errorf("%s step %s: %w", pl.Cluster, o.Step, err)
 		default:
 			o.Action = action
 			o.merge, o.Note = p.mergeable(pl, pr)
@@ -357,11 +363,11 @@ func (p *Publisher) finish(ctx context.Context, j *job, base *object.Commit) (Ou
 			continue
 		}
 		if err := p.PRs.Close(ctx, pr, reason); err != nil {
-			return o, fmt.Errorf("close %s: %w", pr.Branch, err)
+			return o, errors.Join(stepErr, fmt.Errorf("close %s: %w", pr.Branch, err))
 		}
 		o.Closed = append(o.Closed, pr.Branch)
 	}
-	return o, nil
+	return o, stepErr
 }
 
 func (p *Publisher) logger() *slog.Logger {
@@ -413,7 +419,7 @@ func (p *Publisher) stageStep(ctx context.Context, c spec.Cluster, pl plan.Plan,
 		if b.Hash != base.Hash {
 			return gitrepo.Change{}, ErrBaseMoved
 		}
-		return gitrepo.Change{Root: root, Files: tree, Message: commitMessage(pl, base), Name: p.Name, Email: p.Email}, nil
+		return gitrepo.Change{Root: root, Files: tree, Message: commitMessage(pl, base), Name: p.Name, Email: p.Email, OnBase: newCycle(pr)}, nil
 	})
 	if fe := (*gitrepo.ForeignError)(nil); errors.As(err, &fe) {
 		action, pr, err := p.foreignHead(ctx, pr, fe)

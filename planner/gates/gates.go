@@ -305,8 +305,10 @@ func backupFresh(obs *live.Cluster, g plan.Gate, now time.Time) (bool, string) {
 	if err != nil {
 		return false, fmt.Sprintf("max age %q: %v", g.MaxAge, err)
 	}
-	age := now.Sub(obs.Backup.LastSuccessful.Time())
-	return age <= maxAge, fmt.Sprintf("the last backup is %s old", age.Round(time.Minute))
+	// No age in the reason: it is shown in the step's pull request and
+	// its status, which must not change as the clock moves.
+	last := obs.Backup.LastSuccessful
+	return now.Sub(last.Time()) <= maxAge, fmt.Sprintf("the last backup, taken at %s, is older than %s", last, g.MaxAge)
 }
 
 func backupConfigured(c spec.Cluster, obs *live.Cluster) (bool, string) {

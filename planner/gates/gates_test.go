@@ -1,6 +1,7 @@
 package gates
 
 import (
+	"regexp"
 	"testing"
 	"time"
 
@@ -73,6 +74,51 @@ func TestEvaluate(t *testing.T) {
 			r := Evaluate(tc.gate, c, tc.obs, now)
 			if r.Pass != tc.pass || (!r.Pass && r.Reason == "") || (r.Pass && r.Reason != "") {
 				t.Fatalf("%+v, want pass=%v", r, tc.pass)
+			}
+		})
+	}
+}
+
+// A backup gate's reason names the backup, not its age: the same failing
+// gate reads the same as the clock moves (the pull request's body and
+// status show it, and a new text each minute would write them again).
+func TestBackupGateReasonDoesNotMoveWithTheClock(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	cs, err := spec.Decode("e.yaml", []byte("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec: {size: 3, version: \"3.5.21\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := live.Member{Name: "e-0", Version: "3.5.21", Ready: true, Role: live.RoleLeader}
+	backed := func(at time.Time) *live.Cluster {
+		o := etcd(leader)
+		o.Backup = &live.Backup{LastSuccessful: live.Timestamp(at.Format(time.RFC3339))}
+		return o
+	}
+	gate := plan.Gate{Kind: plan.GateBackupFresh, MaxAge: "6h"}
+	tests := []struct {
+		name   string
+		backup time.Duration
+		later  []time.Duration
+	}{
+		{"stale by a minute", -6*time.Hour - time.Minute, []time.Duration{time.Minute, time.Hour, 30 * time.Hour}},
+		{"stale by days", -72 * time.Hour, []time.Duration{time.Second, 59 * time.Minute}},
+		{"no backup", 0, []time.Duration{time.Minute, 24 * time.Hour}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := etcd(leader)
+			if tc.backup != 0 {
+				obs = backed(start.Add(tc.backup))
+			}
+			first := Evaluate(gate, cs[0], obs, start)
+			for _, d := range tc.later {
+				r := Evaluate(gate, cs[0], obs, start.Add(d))
+				if r.Pass || first.Pass || r.Reason != first.Reason {
+					t.Errorf("%s later: %+v; at first %+v", d, r, first)
+				}
+			}
+			if regexp.MustCompile(`\bold\b|\bago\b`).MatchString(first.Reason) {
+				t.Errorf("reason %q says an age", first.Reason)
 			}
 		})
 	}

@@ -193,10 +193,10 @@ func (p *Provider) Open(ctx context.Context, want publish.PullRequest) (*publish
 
 // Update implements publish.Provider, writing only what differs from the
 // pull request as cairn last read or wrote it: the labels when they are
-// not the same set, the status when the head or the body changes (the
-// body says everything the status does), the title and body when they
-// differ. The body is written last: a run that dies before it leaves a
-// body to repair, and the repair sets the status again.
+// not the same set, the status when the head moved or its state or
+// description changed (statusDue), the title and body when they differ.
+// The body is written last: a run that dies before it leaves a body to
+// repair.
 func (p *Provider) Update(ctx context.Context, want publish.PullRequest) error {
 	old, known := p.mem.last(want.Number)
 	if !known || !sameSet(old.Labels, want.Labels) {
@@ -205,9 +205,13 @@ func (p *Provider) Update(ctx context.Context, want publish.PullRequest) error {
 		}
 	}
 	text := !known || old.Title != want.Title || old.Body != want.Body
-	if text || old.Head != want.Head {
+	if statusDue(old, known, want, text) {
 		if err := p.status(ctx, want); err != nil {
 			return err
+		}
+		if known {
+			old.Head, old.Check = want.Head, want.Check
+			p.mem.remember(old)
 		}
 	}
 	if text {
@@ -223,6 +227,23 @@ func (p *Provider) Update(ctx context.Context, want publish.PullRequest) error {
 	want.State = publish.Open
 	p.mem.remember(want)
 	return nil
+}
+
+// statusDue reports whether the status of want's head is to be written:
+// GitHub keeps every status written (up to 1,000 per commit and context,
+// then refuses more), so one is written only when it says something new.
+// That is when the head moved, or when the state or description differs
+// from the status cairn last wrote on this head; when cairn knows the pull
+// request only from a list (which shows no status), when its text
+// changes, as the body says everything the status does.
+func statusDue(old publish.PullRequest, known bool, want publish.PullRequest, text bool) bool {
+	switch {
+	case !known || old.Head != want.Head:
+		return true
+	case old.Check != (publish.Check{}):
+		return old.Check != want.Check
+	}
+	return text
 }
 
 // sameSet reports whether two label lists hold the same labels.

@@ -36,32 +36,52 @@ func (p *Provider) call(ctx context.Context, what string, fn func() (*github.Res
 	}
 }
 
-// retryAfter says how long GitHub asks to wait, if err is a rate limit.
+// retryAfter says how long to wait, if err is a rate limit: the primary
+// limit until its reset (go-github's RateLimitError, which it also
+// returns without a request until then); a secondary limit as the
+// transport decided (secondary.go): Retry-After, else the reset when no
+// request remains, else a backoff from a minute, doubling while it goes
+// on; and a call the transport held back until that wait ends.
 func retryAfter(err error) (time.Duration, bool) {
+	var held *LimitedError
+	if errors.As(err, &held) {
+		return held.Wait, true
+	}
 	var primary *github.RateLimitError
 	if errors.As(err, &primary) {
 		return max(time.Until(primary.Rate.Reset.Time)+time.Second, time.Second), true
 	}
 	var secondary *github.AbuseRateLimitError
 	if errors.As(err, &secondary) {
+		if d, ok := decidedWait(secondary.Response); ok {
+			return d, true
+		}
 		if secondary.RetryAfter != nil {
 			return max(*secondary.RetryAfter, time.Second), true
 		}
-		return time.Minute, true // GitHub's advice without Retry-After
+		return minBackoff, true
 	}
-	// GitHub may also answer 429, which go-github does not classify.
+	// A 429 go-github does not classify.
 	var resp *github.ErrorResponse
 	if errors.As(err, &resp) && resp.Response != nil && resp.Response.StatusCode == http.StatusTooManyRequests {
-		h := resp.Response.Header
-		if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil {
-			return max(time.Duration(s)*time.Second, time.Second), true
+		if d, ok := decidedWait(resp.Response); ok {
+			return d, true
 		}
-		if reset, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil {
-			return max(time.Until(time.Unix(reset, 0))+time.Second, time.Second), true
-		}
-		return time.Minute, true
+		return minBackoff, true
 	}
 	return 0, false
+}
+
+// decidedWait is the wait the transport put on a limited answer.
+func decidedWait(resp *http.Response) (time.Duration, bool) {
+	if resp == nil {
+		return 0, false
+	}
+	s, err := strconv.Atoi(resp.Header.Get(waitHeader))
+	if err != nil || s < 0 {
+		return 0, false
+	}
+	return time.Duration(s) * time.Second, true
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

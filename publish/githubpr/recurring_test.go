@@ -141,17 +141,33 @@ func TestARecurringStepGetsANewPullRequest(t *testing.T) {
 			h.walk([]string{"create", "seal-bootstrap"}, born)
 		}, map[string]int{"cairn/e/create": 2, "cairn/e/seal-bootstrap": 2}},
 	}
+	// GitHub keeps a merged pull request's branch unless the repo deletes
+	// head branches; a merge commit holds the head, a squash does not.
+	repos := []struct {
+		name, method   string
+		deleteBranches bool
+	}{{"merge, branches kept", "merge", false}, {"merge, branches deleted", "merge", true},
+		{"squash, branches kept", "squash", false}, {"squash, branches deleted", "squash", true}}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHub(t, tc.spec)
-			tc.cycles(h)
-			got := h.pullRequests()
-			for branch, n := range tc.want {
-				if got[branch] != n {
-					t.Errorf("%s: %d pull requests, want %d (all: %v)", branch, got[branch], n, got)
-				}
-			}
-		})
+		for _, repo := range repos {
+			t.Run(tc.name+"/"+repo.name, func(t *testing.T) {
+				h := newHub(t, tc.spec)
+				h.f.DeleteBranchOnMerge, h.p.MergeMethod = repo.deleteBranches, repo.method
+				h.cycle(tc.cycles, tc.want)
+			})
+		}
+	}
+}
+
+// cycle runs cycles and checks the pull requests of each branch.
+func (h *hub) cycle(cycles func(h *hub), want map[string]int) {
+	h.t.Helper()
+	cycles(h)
+	got := h.pullRequests()
+	for branch, n := range want {
+		if got[branch] != n {
+			h.t.Errorf("%s: %d pull requests, want %d (all: %v)", branch, got[branch], n, got)
+		}
 	}
 }
 
@@ -172,5 +188,33 @@ func TestADeclinedStepOnGitHubComesBackInALaterCycle(t *testing.T) {
 	setSpec(t, h.bare, testbed.EtcdSpec(5, "3.5.21", ", storage: 10Gi"))
 	if o := h.one(); o.Action != publish.ActionOpened || o.Step != "etcd-add-3" || len(h.f.Open()) != 1 || h.f.Open()[0].Number != 3 {
 		t.Fatalf("in the next cycle: %+v %+v", o, h.f.Open())
+	}
+}
+
+// A step whose pull request cannot be opened in a pass still supersedes
+// the open pull request of the step before it: that one is closed in the
+// same pass (it must not keep a green cairn/plan), the step's cluster
+// fails, and a later pass opens the step.
+func TestASupersededPullRequestIsClosedWhenTheNextCannotBeOpened(t *testing.T) {
+	for _, failAt := range []string{"POST /repos/o/r/pulls", "POST /repos/o/r/statuses/"} {
+		t.Run(failAt, func(t *testing.T) {
+			h := newHub(t, testbed.EtcdSpec(5, "3.5.21", ""))
+			h.live = testbed.EtcdLive(3, "3.5.21", false, "")
+			if o := h.one(); o.Action != publish.ActionOpened || o.Step != "etcd-add-3" {
+				t.Fatalf("%+v", o)
+			}
+			setSpec(t, h.bare, testbed.EtcdSpec(3, "3.5.21", ", storage: 10Gi"))
+			h.f.FailAt = failAt
+			out, err := publishMerging(t, h.bare, h.p, h.live, nil, nil)
+			if err == nil || len(out) != 1 || out[0].Action != publish.ActionFailed || out[0].Step != "expand-storage-10gi" {
+				t.Fatalf("the failing pass: %+v %v", out, err)
+			}
+			if len(out[0].Closed) != 1 || out[0].Closed[0] != "cairn/e/etcd-add-3" || h.f.PRs[0].State != "closed" || len(h.f.Open()) != 0 {
+				t.Fatalf("the superseded pull request: closed %v, %+v", out[0].Closed, h.f.PRs[0])
+			}
+			if o := h.one(); o.Action != publish.ActionOpened || o.Step != "expand-storage-10gi" || len(h.f.Open()) != 1 {
+				t.Fatalf("the next pass: %+v, open %d", o, len(h.f.Open()))
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Counts are the API calls of a run.
@@ -25,6 +26,8 @@ type transport struct {
 	reads, writes, notModified atomic.Int64
 	// gate spaces and budgets the writes.
 	gate *writeGate
+	// limit waits out GitHub's secondary rate limits (secondary.go).
+	limit *backoff
 
 	mu    sync.Mutex
 	cache map[string]cached
@@ -40,7 +43,7 @@ func newTransport(base http.RoundTripper, token string, gate *writeGate) *transp
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &transport{base: base, token: token, gate: gate, cache: map[string]cached{}}
+	return &transport{base: base, token: token, gate: gate, limit: &backoff{now: time.Now}, cache: map[string]cached{}}
 }
 
 func (t *transport) counts() Counts {
@@ -52,12 +55,16 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.token != "" && req.URL.Host == t.host {
 		req.Header.Set("Authorization", "Bearer "+t.token)
 	}
+	// While a secondary limit's wait runs, nothing is sent.
+	if err := t.limit.hold(); err != nil {
+		return nil, err
+	}
 	if req.Method != http.MethodGet {
 		if err := t.gate.wait(req.Context(), req.Method+" "+req.URL.Path); err != nil {
 			return nil, err
 		}
 		t.writes.Add(1)
-		return t.base.RoundTrip(req)
+		return t.send(req)
 	}
 	t.reads.Add(1)
 	key := req.URL.String()
@@ -67,7 +74,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if ok {
 		req.Header.Set("If-None-Match", c.etag)
 	}
-	resp, err := t.base.RoundTrip(req)
+	resp, err := t.send(req)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +99,21 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.cache[key] = cached{etag: resp.Header.Get("ETag"), header: resp.Header.Clone(), body: body}
 		t.mu.Unlock()
 		resp.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return resp, nil
+}
+
+// send sends req and notes a secondary rate limit in its answer, or its
+// end.
+func (t *transport) send(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if secondaryLimited(resp) {
+		t.limit.limited(resp)
+	} else {
+		t.limit.ok()
 	}
 	return resp, nil
 }

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // What cairn can prove of a step branch's head, recomputed from the
@@ -17,8 +19,11 @@ import (
 //   - exact: the head is the commit cairn makes now. It has one parent, a
 //     commit of the base's history holding the same step folder as the
 //     base, and its tree is that parent's tree with exactly the folder
-//     replaced by what cairn rendered. Only such a head is kept as it is:
-//     adopted as the pull request's head, and merged by auto-merge.
+//     replaced by what cairn rendered; and the base does not hold it (a
+//     step merged in an earlier cycle is no pull request's head again).
+//     With Change.OnBase, the parent must be the base itself. Only such
+//     a head is kept as it is: adopted as the pull request's head, and
+//     merged by auto-merge.
 //   - pushable: cairn may push over it, losing nothing of a person's:
 //     a commit signed by cairn's key (when Repo.SignKey is set); cairn's
 //     own earlier change (one parent in the base's history, a tree that
@@ -71,9 +76,22 @@ func (r *Repo) prove(head, fresh, base *object.Commit, c Change) (provenance, er
 	if err != nil {
 		return provenance{}, err
 	}
-	if o := r.objs(); parent != nil && o.folder(parent, c.Root) == o.folder(base, c.Root) {
-		if ok, err := r.onlyFolder(parent, head, c.Root, o.folder(fresh, c.Root)); err != nil || ok {
-			return provenance{proof: exact, base: parent.Hash}, err
+	if o := r.objs(); parent != nil && o.folder(parent, c.Root) == o.folder(base, c.Root) && (!c.OnBase || parent.Hash == base.Hash) {
+		ok, err := r.onlyFolder(parent, head, c.Root, o.folder(fresh, c.Root))
+		if err != nil {
+			return provenance{}, err
+		}
+		merged, err := r.held(head, base)
+		if err != nil {
+			return provenance{}, err
+		}
+		switch {
+		case ok && merged:
+			// An earlier cycle's step, merged: pushed over by a new
+			// commit on the base (see inHistory).
+			return provenance{proof: pushable}, nil
+		case ok:
+			return provenance{proof: exact, base: parent.Hash}, nil
 		}
 	}
 	if r.SignKey != nil && signedBy(head, r.SignKey) {
@@ -110,14 +128,84 @@ func (r *Repo) holds(head, base *object.Commit, c Change) (plumbing.Hash, bool, 
 		return plumbing.ZeroHash, false, nil
 	}
 	parent, err := r.parentOnBase(head, base)
-	if err != nil || parent == nil || o.folder(parent, c.Root) != o.folder(base, c.Root) {
+	if err != nil || parent == nil || o.folder(parent, c.Root) != o.folder(base, c.Root) || (c.OnBase && parent.Hash != base.Hash) {
 		return plumbing.ZeroHash, false, err
 	}
 	ok, err := r.onlyFolder(parent, head, c.Root, sub)
 	if err != nil || !ok {
 		return plumbing.ZeroHash, false, err
 	}
+	if merged, err := r.held(head, base); err != nil || merged {
+		return plumbing.ZeroHash, false, err
+	}
 	return parent.Hash, true, nil
+}
+
+// held reports whether the base holds head (inHistory), remembering a
+// base that does not: the next check, on a base that moved on from it,
+// walks only what is new.
+func (r *Repo) held(head, base *object.Commit) (bool, error) {
+	known := r.notHeld.get(head.Hash)
+	if known == base.Hash {
+		return false, nil
+	}
+	in, err := inHistory(head, base, known)
+	if err == nil && !in {
+		r.notHeld.put(head.Hash, base.Hash)
+	}
+	return in, err
+}
+
+// inHistory reports whether c is base or one of its ancestors: a step
+// merged in an earlier cycle, whose folder the base changed since and
+// changed back. Such a head is never exact: GitHub opens no pull request
+// for a head the base holds ("No commits between"), so a new cycle needs
+// a new commit on the base. The walk from base goes no further back than
+// c's commit time (no commit made before c can hold it), nor into
+// notHeld, a commit known not to hold c (zero when none); a history cut
+// short (a shallow clone) is read as not holding it.
+func inHistory(c, base *object.Commit, notHeld plumbing.Hash) (bool, error) {
+	if c.Hash == base.Hash {
+		return true, nil
+	}
+	found := false
+	valid := object.CommitFilter(func(x *object.Commit) bool { return x.Hash == c.Hash })
+	limit := object.CommitFilter(func(x *object.Commit) bool {
+		return x.Hash == notHeld || x.Committer.When.Before(c.Committer.When)
+	})
+	err := object.NewFilterCommitIter(base, &valid, &limit).ForEach(func(*object.Commit) error {
+		found = true
+		return storer.ErrStop
+	})
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return false, nil
+	}
+	return found, err
+}
+
+// heldCache maps a head to the newest base known not to hold it.
+type heldCache struct {
+	mu sync.Mutex
+	m  map[plumbing.Hash]plumbing.Hash
+}
+
+// maxHeldCache bounds the heads remembered; beyond it the cache starts
+// over (a walk then costs what it did without one).
+const maxHeldCache = 4096
+
+func (h *heldCache) get(head plumbing.Hash) plumbing.Hash {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.m[head]
+}
+
+func (h *heldCache) put(head, base plumbing.Hash) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil || len(h.m) >= maxHeldCache {
+		h.m = map[plumbing.Hash]plumbing.Hash{}
+	}
+	h.m[head] = base
 }
 
 // parentOnBase returns head's only parent when it is part of the base's

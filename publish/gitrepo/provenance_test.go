@@ -48,7 +48,7 @@ func forge(t *testing.T, bare, from, branch string, files map[string]string) plu
 
 // setBranch points branch of the bare repo at h, pushing h from repo
 // when given.
-func setBranch(t *testing.T, bare, branch string, h plumbing.Hash, repo *git.Repository) {
+func setBranch(t testing.TB, bare, branch string, h plumbing.Hash, repo *git.Repository) {
 	t.Helper()
 	if repo == nil {
 		r, err := git.PlainOpen(bare)
@@ -66,7 +66,7 @@ func setBranch(t *testing.T, bare, branch string, h plumbing.Hash, repo *git.Rep
 	}
 }
 
-func branchHead(t *testing.T, bare, branch string) plumbing.Hash {
+func branchHead(t testing.TB, bare, branch string) plumbing.Hash {
 	t.Helper()
 	repo, _ := git.PlainOpen(bare)
 	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)

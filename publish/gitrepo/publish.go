@@ -24,6 +24,10 @@ type Change struct {
 	Message string
 	// Name and Email sign the commit as author and committer.
 	Name, Email string
+	// OnBase keeps a head only when it was made on the base itself, not
+	// on an earlier one: a new cycle of a step whose pull request was
+	// merged gets a commit on today's base, never the earlier cycle's.
+	OnBase bool
 }
 
 // Build makes the change for a base commit. Publish calls it again when

@@ -70,6 +70,9 @@ type Repo struct {
 	checkedOut plumbing.Hash
 	// trees are decoded trees and replacements kept (trees.go).
 	trees treeCache
+	// notHeld remembers, by head, the newest base found not to hold it
+	// (provenance.go's held): the next walk stops there.
+	notHeld heldCache
 }
 
 // Clone clones the remote's base branch into dir (which must be empty or

@@ -17,7 +17,7 @@ import (
 
 // newRemote makes a bare repo with a main branch holding files, and
 // returns its path.
-func newRemote(t *testing.T, files map[string]string) string {
+func newRemote(t testing.TB, files map[string]string) string {
 	t.Helper()
 	bare := filepath.Join(t.TempDir(), "gitops.git")
 	if _, err := git.PlainInitWithOptions(bare, &git.PlainInitOptions{Bare: true,
@@ -29,7 +29,7 @@ func newRemote(t *testing.T, files map[string]string) string {
 }
 
 // commitTo commits files onto branch of the bare repo, as a person would.
-func commitTo(t *testing.T, bare, branch string, files map[string]string, msg string) plumbing.Hash {
+func commitTo(t testing.TB, bare, branch string, files map[string]string, msg string) plumbing.Hash {
 	t.Helper()
 	dir := t.TempDir()
 	var repo *git.Repository
@@ -80,7 +80,7 @@ func change(content string) Build {
 	}
 }
 
-func clone(t *testing.T, url string) *Repo {
+func clone(t testing.TB, url string) *Repo {
 	t.Helper()
 	r, err := Clone(context.Background(), Remote{URL: url}, filepath.Join(t.TempDir(), "work"))
 	if err != nil {

@@ -19,10 +19,13 @@ import (
 )
 
 // Server answers the REST calls cairn makes the way GitHub does:
-// bearer-token auth, 422 for a second open pull request of a head or a
-// title over 256 characters, lists sorted by created or updated time
-// with Link-header pagination, ETags with 304 answers, required status
-// checks on merge (405), and primary and secondary rate limits on demand.
+// bearer-token auth, 422 for a second open pull request of a head, a
+// title over 256 characters or a head its base holds already ("No
+// commits between"), lists sorted by created or updated time with
+// Link-header pagination, ETags with 304 answers, at most 1,000 statuses
+// of a commit and context, required status checks on merge (405), head
+// branches deleted on merge when the repo says so, and primary and
+// secondary rate limits (with or without Retry-After) on demand.
 type Server struct {
 	// URL is the API's URL (Options.BaseURL of the provider).
 	URL   string
@@ -31,7 +34,10 @@ type Server struct {
 	PRs   []*PR
 	Calls map[string]int // "METHOD path" -> count
 	// LimitNext makes the next n calls answer with a rate limit: kind is
-	// "secondary" (403 + Retry-After) or "primary" (403, remaining 0).
+	// "secondary" (403 + Retry-After), "primary" (403, remaining 0),
+	// "429" (429 + Retry-After), or "secondary-bare" and "429-bare": a
+	// secondary limit without Retry-After, whose X-RateLimit-Reset is the
+	// primary limit's hourly reset, as GitHub sends on every answer.
 	LimitNext int
 	LimitKind string
 	// FailAt makes the call with this "METHOD path-prefix" fail once with
@@ -39,6 +45,8 @@ type Server struct {
 	FailAt string
 	// Statuses are the commit statuses set, by sha: the last one set.
 	Statuses map[string]map[string]string
+	// statusCount counts the statuses written, by sha and context.
+	statusCount map[[2]string]int
 	// contexts are the latest state of each context of a sha, as branch
 	// protection reads them.
 	contexts map[string]map[string]string
@@ -54,6 +62,13 @@ type Server struct {
 	RequiredContexts []string
 	// MergeMethods are the merge methods the repo allows; nil allows all.
 	MergeMethods []string
+	// RequiredApprovals turns required reviews on: a merge needs this
+	// many approvals (Approve) of the pull request.
+	RequiredApprovals int
+	// DeleteBranchOnMerge deletes a pull request's head branch once it
+	// is merged, as the repo setting "Automatically delete head branches"
+	// does; off, GitHub keeps it.
+	DeleteBranchOnMerge bool
 }
 
 type PR struct {
@@ -72,6 +87,8 @@ type PR struct {
 	Labels    []Label  `json:"labels"`
 	Comments  []string `json:"-"`
 	Created   int      `json:"-"`
+	// Approvals counts the reviews that approved it (Approve).
+	Approvals int `json:"-"`
 	// commentIDs are the IDs of Comments (a comment a test appends by
 	// hand gets one when first listed); posted counts the comments ever
 	// posted, so an ID is never given twice, a deleted one's neither.
@@ -158,22 +175,29 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *Server) rateLimit(w http.ResponseWriter) {
-	if f.LimitKind == "429" {
+	secondary := map[string]string{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+		"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}
+	// GitHub sends the primary limit's headers on every answer.
+	w.Header().Set("X-RateLimit-Limit", "5000")
+	w.Header().Set("X-RateLimit-Remaining", "4990")
+	w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+	switch f.LimitKind {
+	case "429":
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusTooManyRequests, map[string]string{"message": "You have exceeded a secondary rate limit."})
-		return
-	}
-	if f.LimitKind == "primary" {
-		w.Header().Set("X-RateLimit-Limit", "5000")
+	case "429-bare":
+		writeJSON(w, http.StatusTooManyRequests, map[string]string{"message": "You have exceeded a secondary rate limit."})
+	case "primary":
 		w.Header().Set("X-RateLimit-Remaining", "0")
 		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Second).Unix(), 10))
 		writeJSON(w, http.StatusForbidden, map[string]string{"message": "API rate limit exceeded for installation ID 1.",
 			"documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"})
-		return
+	case "secondary-bare":
+		writeJSON(w, http.StatusForbidden, secondary)
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusForbidden, secondary)
 	}
-	w.Header().Set("Retry-After", "1")
-	writeJSON(w, http.StatusForbidden, map[string]string{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-		"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
 }
 
 func (f *Server) list(w http.ResponseWriter, r *http.Request) {
@@ -255,6 +279,12 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request, repo string) {
 			return
 		}
 	}
+	if msg := f.noCommits(in.Base, in.Head, sha); msg != "" {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
+			"errors":            []map[string]string{{"resource": "PullRequest", "code": "custom", "message": msg}},
+			"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"})
+		return
+	}
 	pr := &PR{Number: len(f.PRs) + 1, State: "open", Title: in.Title, Body: in.Body,
 		Head: Ref{Ref: in.Head, SHA: sha, Repo: RepoName{FullName: repo}}, Base: Ref{Ref: in.Base}, Labels: []Label{}}
 	f.touch(pr)
@@ -299,8 +329,15 @@ func (f *Server) edit(w http.ResponseWriter, r *http.Request, num string) {
 func (f *Server) get(w http.ResponseWriter, num string) {
 	if pr := f.find(w, num); pr != nil {
 		f.refresh(pr)
-		writeJSON(w, http.StatusOK, pr)
+		writeJSON(w, http.StatusOK, detail{PR: pr, MergeableState: f.mergeableState(pr)})
 	}
+}
+
+// detail is a pull request as GET /pulls/{n} shows it: with its
+// mergeable_state, which lists leave out.
+type detail struct {
+	*PR
+	MergeableState string `json:"mergeable_state"`
 }
 
 func (f *Server) labels(w http.ResponseWriter, r *http.Request, num string) {

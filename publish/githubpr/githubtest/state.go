@@ -87,8 +87,19 @@ func sortPRs(prs []*PR, by, direction string) {
 	}
 }
 
+// MaxStatuses is how many statuses GitHub keeps of one commit and
+// context: a status more is refused (422).
+const MaxStatuses = 1000
+
+// StatusCount is how many statuses of context were written on sha.
+func (f *Server) StatusCount(sha, context string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.statusCount[[2]string{sha, context}]
+}
+
 // status answers POST /repos/{o}/{r}/statuses/{sha}: a commit status on
-// any commit of the repo.
+// any commit of the repo, up to MaxStatuses of a commit and context.
 func (f *Server) status(w http.ResponseWriter, r *http.Request, sha string) {
 	var in struct{ State, Description, Context string }
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || !slices.Contains([]string{"error", "failure", "pending", "success"}, in.State) {
@@ -105,6 +116,17 @@ func (f *Server) status(w http.ResponseWriter, r *http.Request, sha string) {
 	if f.Statuses == nil {
 		f.Statuses, f.contexts = map[string]map[string]string{}, map[string]map[string]string{}
 	}
+	if f.statusCount == nil {
+		f.statusCount = map[[2]string]int{}
+	}
+	if f.statusCount[[2]string{sha, in.Context}] >= MaxStatuses {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
+			"errors": []map[string]string{{"resource": "Status", "code": "custom",
+				"message": "This SHA and context has reached the maximum number of statuses."}},
+			"documentation_url": "https://docs.github.com/rest/commits/statuses#create-a-commit-status"})
+		return
+	}
+	f.statusCount[[2]string{sha, in.Context}]++
 	f.Statuses[sha] = map[string]string{"state": in.State, "context": in.Context, "description": in.Description}
 	if f.contexts[sha] == nil {
 		f.contexts[sha] = map[string]string{}
