@@ -71,7 +71,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 		return r
 	}
 	if len(r.Refusals) > 0 || etcdAlarms(&r, c, obs, env.Images) || etcdWaits(&r, obs, leavingFrom(obs, size)) {
-		growWhileWaiting(&r, c, obs)
+		relieveWhileWaiting(&r, c, obs, nil)
 		return r
 	}
 	m := etcdModel{name: c.Metadata.Name, leader: -1}

@@ -73,7 +73,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 		r.refuse(RulePostgresMajorNeedsBackup, "spec.backup", "a major upgrade from %s to %s is gated on a fresh, verified backup; configure spec.backup first", cur, want)
 	}
 	if len(r.Refusals) > 0 || pgWaits(&r, obs, leavingFrom(obs, n)) {
-		growWhileWaiting(&r, c, obs)
+		relieveWhileWaiting(&r, c, obs, func(while string) []plan.Step { return pgRelief(c, obs, while) })
 		return r
 	}
 	m := pgModel{name: c.Metadata.Name, size: len(obs.Members), version: cur, sync: obs.SynchronousStandbys}
