@@ -116,6 +116,7 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 			member(out, ord).Version = u.To
 		}
 		endDowngrade(out)
+		raiseClusterVersion(out)
 	case plan.EtcdDowngrade:
 		d := p.EtcdDowngrade
 		out.Downgrade = &live.EtcdDowngrade{Done: s.ID}
@@ -217,6 +218,27 @@ func endDowngrade(c *live.Cluster) {
 		}
 	}
 	c.Downgrade.Enabled = false
+}
+
+// raiseClusterVersion plays etcd's leader: once every member runs a
+// newer minor than the cluster version it reports, it raises it (no
+// downgrade enabled). A state that reports none is left so.
+func raiseClusterVersion(c *live.Cluster) {
+	if c.ClusterVersion == "" || c.Kind != spec.EtcdKind {
+		return
+	}
+	if _, on := c.DowngradeEnabled(); on {
+		return
+	}
+	low, err := spec.ParseRelease(c.Members[0].Version, 3)
+	for _, m := range c.Members[1:] {
+		if v, verr := spec.ParseRelease(m.Version, 3); verr == nil && v.Compare(low) < 0 {
+			low = v
+		}
+	}
+	if cv, cerr := spec.ParseRelease(c.ClusterVersion, 2); err == nil && cerr == nil && low.Major == cv.Major && low.Minor > cv.Minor {
+		c.ClusterVersion = minorOf(low)
+	}
 }
 
 // applyPartial is the state right after a step's manifests were synced and
