@@ -31,6 +31,7 @@ func pgTemplate(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgMode
 	if !resChanged && len(changed) == 0 && newImages == nil && !harden {
 		if rs := resumeRestart(obs, m.size); rs != nil {
 			rs.config = obs.ConfigRevision
+			rideRoll(r, rs, m.size)
 			pgRestart(r, m, rs)
 		}
 		return
@@ -74,6 +75,7 @@ func pgTemplate(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgMode
 	rs := newRestart(obs, m.size, t, strings.Join(what, "; "))
 	rs.config = pc.Revision
 	rs.primaryFirst = len(lowered) > 0
+	rideRoll(r, rs, m.size)
 	pgRestart(r, m, rs)
 }
 

@@ -111,9 +111,18 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		out.Storage = p.ExpandStorage.To
 	case plan.UpgradeMember:
 		u := p.UpgradeMember
+		if u.Template != nil {
+			restartTemplate(out, &plan.RestartMemberParams{Partition: u.Partition, Template: u.Template})
+		}
 		out.StatefulSet.Version, out.StatefulSet.UpdatePartition = u.To, u.Partition
 		for ord := u.Partition; ord < len(out.Members); ord++ {
-			member(out, ord).Version = u.To
+			m := member(out, ord)
+			m.Version = u.To
+			if u.Template != nil || m.Version != c.Members[ord].Version {
+				// A pod restarted by the StatefulSet runs its template as
+				// it is, revision and config.
+				m.TemplateRevision, m.ConfigRevision, m.PendingRestart = out.StatefulSet.TemplateRevision, out.ConfigRevision, nil
+			}
 		}
 		endDowngrade(out)
 		raiseClusterVersion(out)
@@ -249,6 +258,9 @@ func applyPartial(c *live.Cluster, s plan.Step) *live.Cluster {
 	switch p := s.Params; s.Kind {
 	case plan.UpgradeMember:
 		u := p.UpgradeMember
+		if u.Template != nil {
+			restartTemplate(out, &plan.RestartMemberParams{Partition: u.Partition, Template: u.Template})
+		}
 		out.StatefulSet.Version, out.StatefulSet.UpdatePartition = u.To, u.Partition
 		member(out, u.Ordinal).Ready = false
 	case plan.ScaleIn:

@@ -156,6 +156,9 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 	case plan.ExpandStorage:
 		next.Storage = p.ExpandStorage.To
 	case plan.UpgradeMember:
+		if t := p.UpgradeMember.Template; t != nil {
+			next = next.restarted(&plan.RestartMemberParams{Partition: p.UpgradeMember.Partition, Template: t})
+		}
 		next.Version, next.Partition, next.Images = p.UpgradeMember.To, p.UpgradeMember.Partition, nil
 	case plan.ScaleIn:
 		next.Replicas = p.ScaleIn.Replicas
