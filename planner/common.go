@@ -12,8 +12,9 @@ import (
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
-// createStep deploys a cluster that does not run yet.
-func createStep(c spec.Cluster, members int, noun string) plan.Step {
+// createStep deploys a cluster that does not run yet, its pod template
+// at revision (the kind's template revision of the spec).
+func createStep(c spec.Cluster, members int, noun, revision string) plan.Step {
 	cm := c.Common()
 	s := plan.Step{
 		ID:         "create",
@@ -23,7 +24,7 @@ func createStep(c spec.Cluster, members int, noun string) plan.Step {
 		Rollback:   "Close or revert the pull request before it syncs. Once the cluster runs, removing it is a manual decision: cairn never deletes a database or its volumes.",
 		Gates:      []plan.Gate{healthyAfter()},
 		Params: plan.Params{CreateCluster: &plan.CreateClusterParams{
-			Version: cm.Version, Members: members, Storage: string(cm.Storage),
+			Version: cm.Version, Members: members, Storage: string(cm.Storage), TemplateRevision: revision,
 		}},
 	}
 	if r := cm.RestoreFrom; r != nil {

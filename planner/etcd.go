@@ -44,7 +44,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	refuseIssuerNamespace(&r, c, etcdIssuerRules) // tlsissuer.go
 	if obs == nil {
 		if len(r.Refusals) == 0 {
-			r.add(createStep(c, size, "members"))
+			r.add(createStep(c, size, "members", etcdRevision(c, c.Spec.Resources.Contract(), nil, false, "")))
 			r.add(seal())
 		}
 		return r

@@ -21,7 +21,7 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 	var rs *restart
 	if changed || newImages != nil || quotaChanged || harden || tlsTo != "" {
 		t := &plan.TemplateChange{Resources: res, SpaceQuota: quota, ReadOnlyRoot: harden, TLS: tlsTo, Issuer: etcdTLSIssuer(c, tlsTo),
-			Revision: contract.TemplateRevisionOf(derefResources(res), withTLS(revisionInputs(quotaInputs(c), newImages, harden), tlsTo))}
+			Revision: etcdRevision(c, res, newImages, harden, tlsTo)}
 		var what []string
 		if changed {
 			what = append(what, "resources "+resourcesText(res))
@@ -57,6 +57,14 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 		etcdRequireMove(&s, obs, mode, ord) // etcdtls.go
 		r.add(s)
 	}
+}
+
+// etcdRevision is the pod template revision of spec c's template with
+// resources res, images changed, read-only roots brought (harden) and
+// TLS moved to tlsTo ("" for none): the one home of what an etcd
+// revision hashes, for the create step and every rolling restart.
+func etcdRevision(c *spec.EtcdCluster, res *contract.Resources, images map[string]string, harden bool, tlsTo string) string {
+	return contract.TemplateRevisionOf(derefResources(res), withTLS(revisionInputs(quotaInputs(c), images, harden), tlsTo))
 }
 
 // etcdRestartStep restarts one member; the others keep quorum while it

@@ -34,7 +34,7 @@ type pgModel struct {
 // pgCreateStep is the create step, gated first on the Secrets the
 // members' passwords come from.
 func pgCreateStep(c *spec.PostgresCluster, n int) plan.Step {
-	s := createStep(c, n, "instances")
+	s := createStep(c, n, "instances", pgRevision(c, c.Spec.Resources.Contract(), c.Spec.Version.Parse().Major, nil, false))
 	name := c.Ref().Name
 	s.Gates = append([]plan.Gate{gate(plan.GateSecretsExist, plan.Before, fmt.Sprintf(
 		"the Secrets %s and %s (key: %s) exist; cairn never writes passwords to Git",

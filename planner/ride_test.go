@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -122,5 +123,56 @@ func TestCombinedPassSaysEachChange(t *testing.T) {
 		if s.Kind == plan.UpgradeMember && s.ID != first.ID && s.Params.UpgradeMember.Template != nil {
 			t.Errorf("%s changes the template again", s.ID)
 		}
+	}
+}
+
+// A new cluster records its pod template's revision at creation, so that
+// reverting its first rolling restart restarts only the members that
+// restart took, never those that still run the creation's template.
+func TestRevertingANewClustersFirstRestart(t *testing.T) {
+	cases := []struct {
+		name            string
+		created, edited spec.Cluster
+	}{
+		{"PostgreSQL resources", pgSpec(t, 3, "15.4"), pgSpec(t, 3, "15.4", "resources: {requests: {cpu: '1'}}")},
+		{"PostgreSQL parameters that need a restart", pgSpec(t, 3, "15.4", "postgresql: {parameters: {shared_buffers: 128MB}}"), pgSpec(t, 3, "15.4", "postgresql: {parameters: {shared_buffers: 256MB}}")},
+		{"PostgreSQL resources and parameters, five members", pgSpec(t, 5, "16.2", "resources: {requests: {memory: 1Gi}}"), pgSpec(t, 5, "16.2", "resources: {requests: {memory: 2Gi}}", "postgresql: {parameters: {max_wal_size: 2GB, shared_buffers: 1GB}}")},
+		{"etcd resources", etcdSpec(t, 3, "3.5.21"), etcdSpec(t, 3, "3.5.21", "resources: {requests: {cpu: '1'}}")},
+		{"etcd space quota", etcdSpec(t, 5, "3.6.16", "spaceQuota: 3Gi"), etcdSpec(t, 5, "3.6.16", "spaceQuota: 4Gi")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			create := kinds.PlanCluster(tc.created, nil, nil).Steps[0]
+			if create.Params.CreateCluster.TemplateRevision == "" {
+				t.Fatal("the create step records no template revision")
+			}
+			state := apply(t, nil, tc.created, create)
+			state.Bootstrap = "existing"
+			first := kinds.PlanCluster(tc.edited, state, nil)
+			var restarted int
+			for restarted < 1 || first.Steps[0].Kind == plan.PostgresSwitchover {
+				s := first.Steps[0]
+				state = apply(t, state, tc.edited, s)
+				if s.Kind == plan.RestartMember {
+					restarted++
+				}
+				first = kinds.PlanCluster(tc.edited, state, nil)
+			}
+			back := kinds.PlanCluster(tc.created, state, nil)
+			var restarts []string
+			for _, s := range back.Steps {
+				if s.Kind == plan.RestartMember {
+					restarts = append(restarts, s.Params.RestartMember.Member)
+					if rev := s.Params.Template(); rev != nil && rev.Revision != create.Params.CreateCluster.TemplateRevision {
+						t.Errorf("the way back restarts for revision %s, not the creation's %s", rev.Revision, create.Params.CreateCluster.TemplateRevision)
+					}
+				}
+			}
+			top := contract.MemberName(tc.created.Ref().Name, tc.created.Common().Members-1)
+			if strings.Join(restarts, " ") != top {
+				t.Errorf("reverting restarts %v (plan %v); want only %s, the member the first restart took", restarts, stepIDs(back), top)
+			}
+			converge(t, convergenceCase{desired: tc.created, observed: state})
+		})
 	}
 }

@@ -62,9 +62,10 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 	if s.Kind == plan.CreateCluster {
 		p := s.Params.CreateCluster
 		out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Storage: p.Storage, Bootstrap: "new", Network: contract.NetworkRestricted,
-			Runtime: live.Runtime{ReadOnlyRoot: true}, StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version, ReadOnlyRoot: true}}
+			Runtime: live.Runtime{ReadOnlyRoot: true}, StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version, ReadOnlyRoot: true, TemplateRevision: p.TemplateRevision}}
 		for i := range p.Members {
-			out.Members = append(out.Members, live.Member{Name: contract.MemberName(ref.Name, i), Version: p.Version, Ready: true, Role: settledRole(ref.Kind, i, 0)})
+			out.Members = append(out.Members, live.Member{Name: contract.MemberName(ref.Name, i), Version: p.Version, Ready: true, Role: settledRole(ref.Kind, i, 0),
+				TemplateRevision: p.TemplateRevision})
 		}
 		if b := backupSettings(desired.Common().Backup); b != nil {
 			out.Backup = &live.Backup{Schedule: b.Schedule, TimeZone: b.TimeZone, StorageLocation: b.StorageLocation, RetentionCount: b.RetentionCount, RetentionMaxAge: b.RetentionMaxAge}
@@ -426,7 +427,13 @@ func restartTemplate(out *live.Cluster, rm *plan.RestartMemberParams) {
 	if pc := t.Parameters; pc != nil {
 		out.Parameters, out.ConfigRevision = pc.To, pc.Revision
 		for i := range out.Members {
-			out.Members[i].ConfigRevision, out.Members[i].PendingRestart = pc.Revision, pc.Restart
+			m := &out.Members[i]
+			m.ConfigRevision, m.PendingRestart = pc.Revision, pc.Restart
+			if m.TemplateRevision == t.Revision {
+				// It runs that template already, with the values that
+				// need a restart (a restart reverted before it came).
+				m.PendingRestart = nil
+			}
 		}
 	}
 }

@@ -118,7 +118,7 @@ func createSettings(k Kind, c spec.Cluster, s plan.Step) (Settings, error) {
 	base := Settings{
 		Replicas: cp.Members, Version: cp.Version, Storage: cp.Storage, TemplateStorage: cp.Storage,
 		Backup: backupOf(c.Common().Backup), Bootstrap: contract.BootstrapNew, Restore: cp.RestoreFrom,
-		Resources: c.Common().Resources.Contract(), StorageClass: c.Common().StorageClass,
+		Resources: c.Common().Resources.Contract(), StorageClass: c.Common().StorageClass, TemplateRevision: cp.TemplateRevision,
 		// A new cluster admits only its members, runtime and clients,
 		// and its containers, the runtime's too, write only to their
 		// volumes.

@@ -188,6 +188,11 @@ type CreateClusterParams struct {
 	Storage string `json:"storage"`
 	// RestoreFrom, when set, starts the cluster from a backup.
 	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
+	// TemplateRevision is the pod template's revision annotation at
+	// creation: the revision a rolling restart back to the creation's
+	// template is planned under, so that the members created with it do
+	// not restart for it. Empty in plans made before it was recorded.
+	TemplateRevision string `json:"templateRevision,omitempty"`
 }
 
 // RestoreSource is the backup a new cluster starts from.
