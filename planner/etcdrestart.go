@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -49,6 +50,24 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 	if mode == "" {
 		mode, _ = contract.TLSMode(obs.TLS)
 	}
+	if tlsTo == "" && !slices.ContainsFunc(r.Steps, movesBack) {
+		all := slices.Clone(rs.ordinals)
+		rideRoll(r, rs, m.size) // ride.go
+		for _, ord := range all {
+			// A member the upgrade restarts for the template moves to
+			// required TLS at that restart, as its own restart would.
+			if i := slices.IndexFunc(r.Steps, func(s plan.Step) bool {
+				return s.Kind == plan.UpgradeMember && s.Params.UpgradeMember.Ordinal == ord
+			}); i >= 0 && !slices.Contains(rs.ordinals, ord) {
+				s := &r.Steps[i]
+				irreversible, rollback := !s.Reversible, s.Rollback
+				etcdRequireMove(s, obs, mode, ord)
+				if irreversible && s.Rollback != rollback {
+					s.Rollback = rollback + " " + s.Rollback
+				}
+			}
+		}
+	}
 	for _, ord := range rs.ordinals {
 		s := etcdRestartStep(m, rs, ord)
 		if tlsTo == contract.TLSAccept {
@@ -57,6 +76,21 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 		etcdRequireMove(&s, obs, mode, ord) // etcdtls.go
 		r.add(s)
 	}
+}
+
+// movesBack: a step of an etcd downgrade, or one that moves a member
+// back to an older version; such a roll takes no template change along.
+func movesBack(s plan.Step) bool {
+	if s.Kind == plan.EtcdDowngrade {
+		return true
+	}
+	u := s.Params.UpgradeMember
+	if u == nil {
+		return false
+	}
+	from, ferr := spec.ParseRelease(u.From, 3)
+	to, terr := spec.ParseRelease(u.To, 3)
+	return ferr != nil || terr != nil || to.Compare(from) < 0
 }
 
 // etcdRevision is the pod template revision of spec c's template with

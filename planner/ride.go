@@ -7,15 +7,17 @@ import (
 )
 
 // Fewest disruptions: a rolling restart and a rolling upgrade planned in
-// one pass share it. Each member restarts once, for both, and the primary
-// moves once (pgRoll's switchover), where two passes would restart every
-// member twice and switch over twice. The first step of the upgrade, which
+// one pass share it. Each member restarts once, for both, and a
+// PostgreSQL primary moves once (pgRoll's switchover), where two passes
+// would restart every member twice and switch over twice. The first step of the upgrade, which
 // changes the template's version, changes the rest of the template too
 // (UpgradeMemberParams.Template), and its summary says what; every member
 // the upgrade restarts is then also gated on running the new template
 // revision.
 //
-// What must stay apart stays apart: a restart that lowers hot-standby
+// What must stay apart stays apart: an etcd restart that moves TLS, and
+// any template change during an etcd downgrade (etcdTemplate); a restart
+// that lowers hot-standby
 // parameters restarts the primary first, against the upgrade's order
 // (replicas first); a major upgrade is no rolling pass (pgMajor), and the
 // restart follows it; an upgrade that does not start at the top member in

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,7 +69,8 @@ func TestIndependentChangesShareOneRollingPass(t *testing.T) {
 				base := func() *live.Cluster {
 					return with(pgLive(n, "15.4", primary), func(c *live.Cluster) { c.StatefulSet.ReadOnlyRoot = !harden })
 				}
-				alone := walk(t, pgSpec(t, n, "15.10"), base())
+				// The upgrade alone, on a template that needs nothing else.
+				alone := walk(t, pgSpec(t, n, "15.10"), pgLive(n, "15.4", primary))
 				for i, extra := range combinable {
 					t.Run(fmt.Sprintf("%d members/primary %d/harden %v/changes %d", n, primary, harden, i), func(t *testing.T) {
 						got := walk(t, pgSpec(t, n, "15.10", extra...), base())
@@ -175,4 +177,46 @@ func TestRevertingANewClustersFirstRestart(t *testing.T) {
 			converge(t, convergenceCase{desired: tc.created, observed: state})
 		})
 	}
+}
+
+// etcd too: an upgrade and a template change (resources, a space quota,
+// read-only roots) share the upgrade's restarts, over one hop or several;
+// a downgrade takes none along.
+func TestEtcdChangesShareTheUpgradesRestarts(t *testing.T) {
+	const backup = "backup: {schedule: '0 3 * * *', storageLocation: 's3://bkp/e'}"
+	extras := [][]string{
+		{"resources: {requests: {cpu: '1'}}"},
+		{"spaceQuota: 4Gi"},
+		{"resources: {requests: {memory: 2Gi}}", "spaceQuota: 3Gi"},
+	}
+	for _, n := range []int{1, 3, 5} {
+		for _, hop := range [][2]string{{"3.5.21", "3.5.26"}, {"3.5.26", "3.6.16"}, {"3.4.37", "3.6.16"}} {
+			for _, harden := range []bool{false, true} {
+				base := func() *live.Cluster {
+					return etcdBacked(with(etcdLive(n, hop[0], 0), func(c *live.Cluster) { c.StatefulSet.ReadOnlyRoot = !harden }), "")
+				}
+				// The upgrade alone, on a template that needs nothing else.
+				alone := walk(t, etcdSpec(t, n, hop[1], backup), etcdBacked(etcdLive(n, hop[0], 0), ""))
+				for i, extra := range extras {
+					t.Run(fmt.Sprintf("%d members/%s->%s/harden %v/changes %d", n, hop[0], hop[1], harden, i), func(t *testing.T) {
+						got := walk(t, etcdSpec(t, n, hop[1], append([]string{backup}, extra...)...), base())
+						if got != alone {
+							t.Errorf("upgrade with %v: %d restarts; the upgrade alone: %d", extra, got.restarts, alone.restarts)
+						}
+					})
+				}
+			}
+		}
+	}
+	t.Run("a downgrade takes no template change along", func(t *testing.T) {
+		p := kinds.PlanCluster(etcdSpec(t, 3, "3.5.35", backup, "spaceQuota: 4Gi"), etcdBacked(with(etcdLive(3, "3.6.16", 0), func(c *live.Cluster) { c.ClusterVersion = "3.6" }), ""), nil)
+		for _, s := range p.Steps {
+			if s.Params.UpgradeMember != nil && s.Params.UpgradeMember.Template != nil {
+				t.Errorf("%s carries a template change: %v", s.ID, stepIDs(p))
+			}
+		}
+		if !slices.ContainsFunc(p.Steps, func(s plan.Step) bool { return s.Kind == plan.RestartMember }) {
+			t.Errorf("no restart of its own for the quota: %v", stepIDs(p))
+		}
+	})
 }

@@ -140,6 +140,9 @@ var renderCases = []renderCase{
 	// A minor hop relies on a snapshot: spec.backup, and a TakeBackup step first.
 	{"etcd-upgrade", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.4.37", "%STORAGE%", "8Gi", "%EXTRA%", "  backup: {schedule: '@daily', storageLocation: 'file:///backups/e'}"),
 		strings.Replace(etcdLiveYAML(3, "3.3.27", 0), "storage: 8Gi\n", "storage: 8Gi\nbackup: {schedule: '@daily', timeZone: UTC, storageLocation: 'file:///backups/e'}\n", 1), "upgrade-1-to-3.4.37"},
+	// A space quota raise rides the upgrade's restarts.
+	{"etcd-upgrade-with-restart", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.26", "%STORAGE%", "8Gi", "%EXTRA%", "  spaceQuota: 4Gi"),
+		etcdLiveYAML(3, "3.5.21", 0), "upgrade-2-to-3.5.26"},
 	{"etcd-expand-storage", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "16Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.5.21", 0), "expand-storage-16gi"},
 	{"etcd-configure-backup", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", "  backup: {schedule: '@daily', timeZone: Europe/Berlin, storageLocation: 'file:///backups/e'}"), etcdLiveYAML(3, "3.5.21", 0), "configure-backup"},
 	{"etcd-scale-in-grown-volumes", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "16Gi", "%EXTRA%", ""),
