@@ -12,8 +12,9 @@ import (
 	"github.com/cairn-dev/cairn/planner/spec"
 )
 
-// createStep deploys a cluster that does not run yet.
-func createStep(c spec.Cluster, members int, noun string) plan.Step {
+// createStep deploys a cluster that does not run yet, its pod template
+// at revision (the kind's template revision of the spec).
+func createStep(c spec.Cluster, members int, noun, revision string) plan.Step {
 	cm := c.Common()
 	s := plan.Step{
 		ID:         "create",
@@ -23,7 +24,7 @@ func createStep(c spec.Cluster, members int, noun string) plan.Step {
 		Rollback:   "Close or revert the pull request before it syncs. Once the cluster runs, removing it is a manual decision: cairn never deletes a database or its volumes.",
 		Gates:      []plan.Gate{healthyAfter()},
 		Params: plan.Params{CreateCluster: &plan.CreateClusterParams{
-			Version: cm.Version, Members: members, Storage: string(cm.Storage),
+			Version: cm.Version, Members: members, Storage: string(cm.Storage), TemplateRevision: revision,
 		}},
 	}
 	if r := cm.RestoreFrom; r != nil {
@@ -64,20 +65,33 @@ func storageStep(r *Result, c spec.Cluster, obs *live.Cluster) {
 	}
 }
 
-// growWhileWaiting plans a storage growth the spec asks for even while
-// the plan waits (and is not refused): an online PVC expansion restarts
-// nothing and needs no healthy member, and a member that is down because
-// its volume is full comes back only once it has grown. The step alone is
-// planned; the rest waits as before.
-func growWhileWaiting(r *Result, c spec.Cluster, obs *live.Cluster) {
-	s, ok := expandStep(c, obs)
-	if !ok || len(r.Refusals) > 0 || len(r.Waiting) == 0 {
+// relieveWhileWaiting plans, while the plan waits (and is not refused),
+// the steps that relieve what it waits for (relief.go): those of the
+// kind's relief, given what the plan waits for, then a storage growth the
+// spec asks for (an online PVC expansion restarts nothing and needs no
+// healthy member, and a member that is down because its volume is full
+// comes back only once it has grown). Those steps alone are planned; the
+// rest waits as before.
+func relieveWhileWaiting(r *Result, c spec.Cluster, obs *live.Cluster, relief func(while string) []plan.Step) {
+	if len(r.Refusals) > 0 || len(r.Waiting) == 0 {
 		return
 	}
-	s.Summary += "; planned while the cluster waits (" + r.Waiting[0].Description + "): growing volumes needs no healthy member, and a member whose volume is full comes back only once it has grown"
-	s.Gates = slices.DeleteFunc(s.Gates, func(g plan.Gate) bool { return g.Kind == plan.GateClusterHealthy })
+	while := "the cluster waits (" + r.Waiting[0].Description + ")"
+	var steps []plan.Step
+	if relief != nil {
+		steps = relief(while)
+	}
+	if s, ok := expandStep(c, obs); ok {
+		relieve(&s, while, "growing volumes restarts nothing, and a member whose volume is full comes back only once it has grown")
+		steps = append(steps, s)
+	}
+	if len(steps) == 0 {
+		return
+	}
 	r.Waiting = nil
-	r.add(s)
+	for _, s := range steps {
+		r.add(s)
+	}
 }
 
 func expandStep(c spec.Cluster, obs *live.Cluster) (plan.Step, bool) {

@@ -44,7 +44,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 	refuseIssuerNamespace(&r, c, etcdIssuerRules) // tlsissuer.go
 	if obs == nil {
 		if len(r.Refusals) == 0 {
-			r.add(createStep(c, size, "members"))
+			r.add(createStep(c, size, "members", etcdRevision(c, c.Spec.Resources.Contract(), nil, false, "")))
 			r.add(seal())
 		}
 		return r
@@ -71,7 +71,7 @@ func planEtcd(c *spec.EtcdCluster, obs *live.Cluster, env Want) Result {
 		return r
 	}
 	if len(r.Refusals) > 0 || etcdAlarms(&r, c, obs, env.Images) || etcdWaits(&r, obs, leavingFrom(obs, size)) {
-		growWhileWaiting(&r, c, obs)
+		relieveWhileWaiting(&r, c, obs, nil)
 		return r
 	}
 	m := etcdModel{name: c.Metadata.Name, leader: -1}
@@ -120,13 +120,19 @@ func etcdCurrentVersion(r *Result, obs *live.Cluster) (spec.Version, bool) {
 		}
 		for i, v := range versions {
 			switch {
-			case v.Major == t.Major && v.Minor == t.Minor+1 && (obs.Members[i].Ordinal() < obs.StatefulSet.UpdatePartition || etcdDowngradingTo(obs, t)) && obs.ClusterVersion == minorOf(t):
+			case v.Major == t.Major && v.Minor == t.Minor+1 && obs.ClusterVersion == minorOf(t):
 				// A member an upgrade reverted mid-way still has to move
-				// back; etcd has not raised its cluster version. During a
-				// downgrade, the member restarting has yet to move too.
+				// back, and may: etcd has not raised its cluster version,
+				// so no member ever ran the newer minor's data format.
+				// Below the partition the plan moves it (the spec set
+				// back); at or above it the StatefulSet does, and settle
+				// waits for it (the step's pull request reverted, or the
+				// template set back by hand, as RuleEtcdUpgradeFloor
+				// advises). During a downgrade, the member restarting has
+				// yet to move too.
 				continue
 			case v.Major != t.Major || v.Minor > t.Minor:
-				r.refuse(RuleEtcdDowngrade, "", "member %s runs %s but the StatefulSet's template %s: etcd cannot go back across minor versions", obs.Members[i].Name, v, t)
+				r.refuse(RuleEtcdDowngrade, "", "member %s runs %s but the StatefulSet's template %s: etcd cannot go back across minor versions%s", obs.Members[i].Name, v, t, clusterVersionSays(obs, t))
 				return t, false
 			case t.Minor > v.Minor+1:
 				r.refuse(RuleEtcdMinorSkip, "", "member %s runs %s but the StatefulSet's template %s: etcd upgrades one minor version at a time; set the template back to 3.%d by hand", obs.Members[i].Name, v, t, v.Minor+1)
@@ -147,6 +153,20 @@ func etcdCurrentVersion(r *Result, obs *live.Cluster) (spec.Version, bool) {
 		return cur, false
 	}
 	return cur, true
+}
+
+// clusterVersionSays says why a member one minor ahead of template t
+// cannot simply move back: etcd raised its cluster version past t's
+// minor, or does not report it, so a member may have run the newer
+// minor's data format.
+func clusterVersionSays(obs *live.Cluster, t spec.Version) string {
+	switch {
+	case obs.ClusterVersion == "":
+		return "; etcd reports no cluster version, so cairn cannot tell whether the members already run that minor's data format"
+	case obs.ClusterVersion != minorOf(t):
+		return fmt.Sprintf("; etcd has raised its cluster version to %s, and the members run that minor's data format", obs.ClusterVersion)
+	}
+	return ""
 }
 
 // etcdWaits reports (and records) everything in flight that must land

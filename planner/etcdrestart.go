@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -21,7 +22,7 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 	var rs *restart
 	if changed || newImages != nil || quotaChanged || harden || tlsTo != "" {
 		t := &plan.TemplateChange{Resources: res, SpaceQuota: quota, ReadOnlyRoot: harden, TLS: tlsTo, Issuer: etcdTLSIssuer(c, tlsTo),
-			Revision: contract.TemplateRevisionOf(derefResources(res), withTLS(revisionInputs(quotaInputs(c), newImages, harden), tlsTo))}
+			Revision: etcdRevision(c, res, newImages, harden, tlsTo)}
 		var what []string
 		if changed {
 			what = append(what, "resources "+resourcesText(res))
@@ -49,6 +50,24 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 	if mode == "" {
 		mode, _ = contract.TLSMode(obs.TLS)
 	}
+	if tlsTo == "" && !slices.ContainsFunc(r.Steps, movesBack) {
+		all := slices.Clone(rs.ordinals)
+		rideRoll(r, rs, m.size) // ride.go
+		for _, ord := range all {
+			// A member the upgrade restarts for the template moves to
+			// required TLS at that restart, as its own restart would.
+			if i := slices.IndexFunc(r.Steps, func(s plan.Step) bool {
+				return s.Kind == plan.UpgradeMember && s.Params.UpgradeMember.Ordinal == ord
+			}); i >= 0 && !slices.Contains(rs.ordinals, ord) {
+				s := &r.Steps[i]
+				irreversible, rollback := !s.Reversible, s.Rollback
+				etcdRequireMove(s, obs, mode, ord)
+				if irreversible && s.Rollback != rollback {
+					s.Rollback = rollback + " " + s.Rollback
+				}
+			}
+		}
+	}
 	for _, ord := range rs.ordinals {
 		s := etcdRestartStep(m, rs, ord)
 		if tlsTo == contract.TLSAccept {
@@ -57,6 +76,29 @@ func etcdTemplate(r *Result, c *spec.EtcdCluster, obs *live.Cluster, m *etcdMode
 		etcdRequireMove(&s, obs, mode, ord) // etcdtls.go
 		r.add(s)
 	}
+}
+
+// movesBack: a step of an etcd downgrade, or one that moves a member
+// back to an older version; such a roll takes no template change along.
+func movesBack(s plan.Step) bool {
+	if s.Kind == plan.EtcdDowngrade {
+		return true
+	}
+	u := s.Params.UpgradeMember
+	if u == nil {
+		return false
+	}
+	from, ferr := spec.ParseRelease(u.From, 3)
+	to, terr := spec.ParseRelease(u.To, 3)
+	return ferr != nil || terr != nil || to.Compare(from) < 0
+}
+
+// etcdRevision is the pod template revision of spec c's template with
+// resources res, images changed, read-only roots brought (harden) and
+// TLS moved to tlsTo ("" for none): the one home of what an etcd
+// revision hashes, for the create step and every rolling restart.
+func etcdRevision(c *spec.EtcdCluster, res *contract.Resources, images map[string]string, harden bool, tlsTo string) string {
+	return contract.TemplateRevisionOf(derefResources(res), withTLS(revisionInputs(quotaInputs(c), images, harden), tlsTo))
 }
 
 // etcdRestartStep restarts one member; the others keep quorum while it

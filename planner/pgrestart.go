@@ -31,6 +31,7 @@ func pgTemplate(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgMode
 	if !resChanged && len(changed) == 0 && newImages == nil && !harden {
 		if rs := resumeRestart(obs, m.size); rs != nil {
 			rs.config = obs.ConfigRevision
+			rideRoll(r, rs, m.size)
 			pgRestart(r, m, rs)
 		}
 		return
@@ -55,8 +56,7 @@ func pgTemplate(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgMode
 		pgReload(r, pc)
 		return
 	}
-	t := &plan.TemplateChange{Resources: res, ReadOnlyRoot: harden,
-		Revision: contract.TemplateRevisionOf(derefResources(res), revisionInputs(restartSubset(to, m.version.Major), newImages, harden))}
+	t := &plan.TemplateChange{Resources: res, ReadOnlyRoot: harden, Revision: pgRevision(c, res, m.version.Major, newImages, harden)}
 	var what []string
 	if resChanged {
 		what = append(what, "resources "+resourcesText(res))
@@ -74,7 +74,16 @@ func pgTemplate(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgMode
 	rs := newRestart(obs, m.size, t, strings.Join(what, "; "))
 	rs.config = pc.Revision
 	rs.primaryFirst = len(lowered) > 0
+	rideRoll(r, rs, m.size)
 	pgRestart(r, m, rs)
+}
+
+// pgRevision is the pod template revision of spec c's template with
+// resources res on a server of major, with images changed and read-only
+// roots brought (harden): the one home of what a PostgreSQL revision
+// hashes, for the create step and every rolling restart.
+func pgRevision(c *spec.PostgresCluster, res *contract.Resources, major int, images map[string]string, harden bool) string {
+	return contract.TemplateRevisionOf(derefResources(res), revisionInputs(restartSubset(c.Spec.RenderedParameters(), major), images, harden))
 }
 
 func derefResources(r *contract.Resources) contract.Resources {

@@ -82,8 +82,8 @@ func paramsAfter(r *Result, obs *live.Cluster) map[string]string {
 		switch p := s.Params; {
 		case p.PostgresReloadParameters != nil:
 			params = p.PostgresReloadParameters.To
-		case p.RestartMember != nil && p.RestartMember.Template != nil && p.RestartMember.Template.Parameters != nil:
-			params = p.RestartMember.Template.Parameters.To
+		case p.Template() != nil && p.Template().Parameters != nil:
+			params = p.Template().Parameters.To
 		}
 	}
 	return params

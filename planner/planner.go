@@ -2,6 +2,7 @@ package planner
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -72,6 +73,7 @@ func (pl *Planner) PlanCluster(c spec.Cluster, obs *live.Cluster, pols policies.
 	if p.Refusals == nil {
 		p.Refusals = []plan.Refusal{}
 	}
+	p.Notes = creationOnly(c, obs)
 	addWindowGates(c, p.Steps)
 	ins := make([]policies.Input, len(p.Steps))
 	for i := range p.Steps {
@@ -94,6 +96,20 @@ func (pl *Planner) want(c spec.Cluster, obs *live.Cluster) Want {
 		return Want{} // a version the renderer cannot render: no image change
 	}
 	return Want{Images: images}
+}
+
+// creationOnly notes the spec fields of c that only a cluster's creation
+// reads, set while the cluster runs: no step applies them, and the plan
+// says so rather than look as if it had.
+func creationOnly(c spec.Cluster, obs *live.Cluster) []plan.Note {
+	r := c.Common().RestoreFrom
+	if obs == nil || r == nil {
+		return nil
+	}
+	src := cmp.Or(r.Cluster, c.Ref().Name)
+	return []plan.Note{{Field: "spec.restoreFrom", Reason: fmt.Sprintf(
+		"applies only when the cluster is created: %s already runs, so nothing restores the backup of %s from %s into it (a running cluster is never restored in place). To start from that backup, create a new cluster with it; the field may stay or go, it changes nothing here",
+		c.Ref().Name, src, r.StorageLocation)}}
 }
 
 // applyFleetPolicies adds the decisions of the policies that need the

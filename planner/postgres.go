@@ -34,7 +34,7 @@ type pgModel struct {
 // pgCreateStep is the create step, gated first on the Secrets the
 // members' passwords come from.
 func pgCreateStep(c *spec.PostgresCluster, n int) plan.Step {
-	s := createStep(c, n, "instances")
+	s := createStep(c, n, "instances", pgRevision(c, c.Spec.Resources.Contract(), c.Spec.Version.Parse().Major, nil, false))
 	name := c.Ref().Name
 	s.Gates = append([]plan.Gate{gate(plan.GateSecretsExist, plan.Before, fmt.Sprintf(
 		"the Secrets %s and %s (key: %s) exist; cairn never writes passwords to Git",
@@ -73,7 +73,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 		r.refuse(RulePostgresMajorNeedsBackup, "spec.backup", "a major upgrade from %s to %s is gated on a fresh, verified backup; configure spec.backup first", cur, want)
 	}
 	if len(r.Refusals) > 0 || pgWaits(&r, obs, leavingFrom(obs, n)) {
-		growWhileWaiting(&r, c, obs)
+		relieveWhileWaiting(&r, c, obs, func(while string) []plan.Step { return pgRelief(c, obs, while) })
 		return r
 	}
 	m := pgModel{name: c.Metadata.Name, size: len(obs.Members), version: cur, sync: obs.SynchronousStandbys}

@@ -62,9 +62,10 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 	if s.Kind == plan.CreateCluster {
 		p := s.Params.CreateCluster
 		out := &live.Cluster{Kind: ref.Kind, Name: ref.Name, Storage: p.Storage, Bootstrap: "new", Network: contract.NetworkRestricted,
-			Runtime: live.Runtime{ReadOnlyRoot: true}, StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version, ReadOnlyRoot: true}}
+			Runtime: live.Runtime{ReadOnlyRoot: true}, StatefulSet: live.StatefulSet{Replicas: p.Members, Version: p.Version, ReadOnlyRoot: true, TemplateRevision: p.TemplateRevision}}
 		for i := range p.Members {
-			out.Members = append(out.Members, live.Member{Name: contract.MemberName(ref.Name, i), Version: p.Version, Ready: true, Role: settledRole(ref.Kind, i, 0)})
+			out.Members = append(out.Members, live.Member{Name: contract.MemberName(ref.Name, i), Version: p.Version, Ready: true, Role: settledRole(ref.Kind, i, 0),
+				TemplateRevision: p.TemplateRevision})
 		}
 		if b := backupSettings(desired.Common().Backup); b != nil {
 			out.Backup = &live.Backup{Schedule: b.Schedule, TimeZone: b.TimeZone, StorageLocation: b.StorageLocation, RetentionCount: b.RetentionCount, RetentionMaxAge: b.RetentionMaxAge}
@@ -111,11 +112,21 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		out.Storage = p.ExpandStorage.To
 	case plan.UpgradeMember:
 		u := p.UpgradeMember
+		if u.Template != nil {
+			restartTemplate(out, &plan.RestartMemberParams{Partition: u.Partition, Template: u.Template})
+		}
 		out.StatefulSet.Version, out.StatefulSet.UpdatePartition = u.To, u.Partition
 		for ord := u.Partition; ord < len(out.Members); ord++ {
-			member(out, ord).Version = u.To
+			m := member(out, ord)
+			m.Version = u.To
+			if u.Template != nil || m.Version != c.Members[ord].Version {
+				// A pod restarted by the StatefulSet runs its template as
+				// it is, revision and config.
+				m.TemplateRevision, m.ConfigRevision, m.PendingRestart = out.StatefulSet.TemplateRevision, out.ConfigRevision, nil
+			}
 		}
 		endDowngrade(out)
+		raiseClusterVersion(out)
 	case plan.EtcdDowngrade:
 		d := p.EtcdDowngrade
 		out.Downgrade = &live.EtcdDowngrade{Done: s.ID}
@@ -219,6 +230,27 @@ func endDowngrade(c *live.Cluster) {
 	c.Downgrade.Enabled = false
 }
 
+// raiseClusterVersion plays etcd's leader: once every member runs a
+// newer minor than the cluster version it reports, it raises it (no
+// downgrade enabled). A state that reports none is left so.
+func raiseClusterVersion(c *live.Cluster) {
+	if c.ClusterVersion == "" || c.Kind != spec.EtcdKind {
+		return
+	}
+	if _, on := c.DowngradeEnabled(); on {
+		return
+	}
+	low, err := spec.ParseRelease(c.Members[0].Version, 3)
+	for _, m := range c.Members[1:] {
+		if v, verr := spec.ParseRelease(m.Version, 3); verr == nil && v.Compare(low) < 0 {
+			low = v
+		}
+	}
+	if cv, cerr := spec.ParseRelease(c.ClusterVersion, 2); err == nil && cerr == nil && low.Major == cv.Major && low.Minor > cv.Minor {
+		c.ClusterVersion = minorOf(low)
+	}
+}
+
 // applyPartial is the state right after a step's manifests were synced and
 // before the pods (or the runtime) caught up; nil when nothing in between
 // can be observed.
@@ -227,6 +259,9 @@ func applyPartial(c *live.Cluster, s plan.Step) *live.Cluster {
 	switch p := s.Params; s.Kind {
 	case plan.UpgradeMember:
 		u := p.UpgradeMember
+		if u.Template != nil {
+			restartTemplate(out, &plan.RestartMemberParams{Partition: u.Partition, Template: u.Template})
+		}
 		out.StatefulSet.Version, out.StatefulSet.UpdatePartition = u.To, u.Partition
 		member(out, u.Ordinal).Ready = false
 	case plan.ScaleIn:
@@ -392,7 +427,13 @@ func restartTemplate(out *live.Cluster, rm *plan.RestartMemberParams) {
 	if pc := t.Parameters; pc != nil {
 		out.Parameters, out.ConfigRevision = pc.To, pc.Revision
 		for i := range out.Members {
-			out.Members[i].ConfigRevision, out.Members[i].PendingRestart = pc.Revision, pc.Restart
+			m := &out.Members[i]
+			m.ConfigRevision, m.PendingRestart = pc.Revision, pc.Restart
+			if m.TemplateRevision == t.Revision {
+				// It runs that template already, with the values that
+				// need a restart (a restart reverted before it came).
+				m.PendingRestart = nil
+			}
 		}
 	}
 }

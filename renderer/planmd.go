@@ -26,6 +26,9 @@ func planMarkdown(p plan.Plan, current string) []byte {
 	for _, g := range p.Waiting {
 		fmt.Fprintf(&b, "> **Waiting**: %s\n\n", g.Description)
 	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(&b, "> **Note** (`%s`): %s\n\n", n.Field, n.Reason)
+	}
 	if len(p.Steps) == 0 {
 		return b.Bytes()
 	}

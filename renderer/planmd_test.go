@@ -34,3 +34,16 @@ func TestPlanMarkdownSaysWhetherCairnMerges(t *testing.T) {
 		})
 	}
 }
+
+// A note on a field no step applies is in PLAN.md, converged or not.
+func TestPlanMarkdownShowsNotes(t *testing.T) {
+	for _, p := range []plan.Plan{
+		{Cluster: plan.ClusterRef{Kind: "PostgresCluster", Name: "pg"}, Status: plan.StatusConverged},
+		{Cluster: plan.ClusterRef{Kind: "PostgresCluster", Name: "pg"}, Status: plan.StatusPlanned, Steps: []plan.Step{{ID: "pg-add-2", Kind: plan.PostgresAddReplica, Summary: "Add pg-2"}}},
+	} {
+		p.Notes = []plan.Note{{Field: "spec.restoreFrom", Reason: "applies only when the cluster is created"}}
+		if md := string(planMarkdown(p, "")); !strings.Contains(md, "> **Note** (`spec.restoreFrom`): applies only when the cluster is created") {
+			t.Errorf("%s: PLAN.md lacks the note:\n%s", p.Status, md)
+		}
+	}
+}

@@ -140,6 +140,9 @@ var renderCases = []renderCase{
 	// A minor hop relies on a snapshot: spec.backup, and a TakeBackup step first.
 	{"etcd-upgrade", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.4.37", "%STORAGE%", "8Gi", "%EXTRA%", "  backup: {schedule: '@daily', storageLocation: 'file:///backups/e'}"),
 		strings.Replace(etcdLiveYAML(3, "3.3.27", 0), "storage: 8Gi\n", "storage: 8Gi\nbackup: {schedule: '@daily', timeZone: UTC, storageLocation: 'file:///backups/e'}\n", 1), "upgrade-1-to-3.4.37"},
+	// A space quota raise rides the upgrade's restarts.
+	{"etcd-upgrade-with-restart", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.26", "%STORAGE%", "8Gi", "%EXTRA%", "  spaceQuota: 4Gi"),
+		etcdLiveYAML(3, "3.5.21", 0), "upgrade-2-to-3.5.26"},
 	{"etcd-expand-storage", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "16Gi", "%EXTRA%", ""), etcdLiveYAML(3, "3.5.21", 0), "expand-storage-16gi"},
 	{"etcd-configure-backup", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", "  backup: {schedule: '@daily', timeZone: Europe/Berlin, storageLocation: 'file:///backups/e'}"), etcdLiveYAML(3, "3.5.21", 0), "configure-backup"},
 	{"etcd-scale-in-grown-volumes", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "16Gi", "%EXTRA%", ""),
@@ -189,6 +192,10 @@ var renderCases = []renderCase{
 	// A downgrade from 3.6 on: the step that asks the runtime to enable it.
 	{"etcd-downgrade-enable", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.6.16", "%STORAGE%", "8Gi", "%EXTRA%", ""),
 		strings.Replace(etcdLiveYAML(3, "3.7.3", 0), "members:\n", "clusterVersion: \"3.7\"\nmembers:\n", 1), "etcd-downgrade-to-3.6"},
+	// A minor upgrade and a restart-causing change share one rolling
+	// pass: the upgrade's first step changes the template's version and
+	// the rest of it.
+	{"pg-upgrade-with-restart", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.9", "%STORAGE%", "10Gi", "%EXTRA%", "  resources: {requests: {cpu: '2', memory: 4Gi}}"), pgLiveYAML(3, "14.5", 0, ""), "upgrade-2-to-14.9"},
 	{"pg-restart-resources", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  resources: {requests: {cpu: '2', memory: 4Gi}}"), pgLiveYAML(3, "14.5", 0, ""), "restart-2-b9d2816176d1"},
 	{"pg-reload-parameters", strings.Replace(fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), "shared_buffers: 256MB}", "shared_buffers: 256MB, work_mem: 16MB}", 1), pgLiveYAML(3, "14.5", 0, ""), "reload-parameters-86ffa6c6d594"},
 	// A cluster rendered before its NetworkPolicy gets it by a step.
@@ -375,6 +382,10 @@ func TestOverlaysHoldOnlyTheirStep(t *testing.T) {
 				continue
 			}
 			allowed := allowedChanges[s.Kind]
+			if s.Kind == plan.UpgradeMember && s.Params.Template() != nil {
+				// A template change riding the upgrade's first step.
+				allowed = append(slices.Clone(allowed), allowedChanges[plan.RestartMember]...)
+			}
 			if rm := s.Params.RestartMember; rm != nil && rm.Template != nil && rm.Template.TLS != "" {
 				allowed = append(slices.Clone(allowed), etcdTLSChanges...)
 			}

@@ -118,7 +118,7 @@ func createSettings(k Kind, c spec.Cluster, s plan.Step) (Settings, error) {
 	base := Settings{
 		Replicas: cp.Members, Version: cp.Version, Storage: cp.Storage, TemplateStorage: cp.Storage,
 		Backup: backupOf(c.Common().Backup), Bootstrap: contract.BootstrapNew, Restore: cp.RestoreFrom,
-		Resources: c.Common().Resources.Contract(), StorageClass: c.Common().StorageClass,
+		Resources: c.Common().Resources.Contract(), StorageClass: c.Common().StorageClass, TemplateRevision: cp.TemplateRevision,
 		// A new cluster admits only its members, runtime and clients,
 		// and its containers, the runtime's too, write only to their
 		// volumes.
@@ -156,6 +156,9 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 	case plan.ExpandStorage:
 		next.Storage = p.ExpandStorage.To
 	case plan.UpgradeMember:
+		if t := p.UpgradeMember.Template; t != nil {
+			next = next.restarted(&plan.RestartMemberParams{Partition: p.UpgradeMember.Partition, Template: t})
+		}
 		next.Version, next.Partition, next.Images = p.UpgradeMember.To, p.UpgradeMember.Partition, nil
 	case plan.ScaleIn:
 		next.Replicas = p.ScaleIn.Replicas

@@ -116,6 +116,9 @@ func formatTable(l plan.List) string {
 		for _, g := range p.Waiting {
 			fmt.Fprintf(&b, "  waiting: %s\n", g.Description)
 		}
+		for _, n := range p.Notes {
+			fmt.Fprintf(&b, "  note (%s): %s\n", n.Field, n.Reason)
+		}
 		if len(p.Steps) == 0 {
 			continue
 		}

@@ -138,6 +138,7 @@ type planStatus struct {
 	Steps    int            `json:"steps"`
 	Waiting  []string       `json:"waiting,omitempty"`
 	Refusals []plan.Refusal `json:"refusals,omitempty"`
+	Notes    []plan.Note    `json:"notes,omitempty"`
 }
 
 type stepStatus struct {
@@ -258,7 +259,7 @@ func gatherStatus(c spec.Cluster, p plan.Plan, obs *live.Cluster, repo *statusRe
 	ref := c.Ref()
 	s := clusterStatus{Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace, Observed: obs != nil,
 		Members: []memberStatus{}, Versions: []string{}, Desired: c.Common().Members, PullRequestsFrom: repo.prsFrom}
-	s.Plan = planStatus{ID: p.ID, Status: p.Status, Steps: len(p.Steps), Refusals: p.Refusals}
+	s.Plan = planStatus{ID: p.ID, Status: p.Status, Steps: len(p.Steps), Refusals: p.Refusals, Notes: p.Notes}
 	for _, g := range p.Waiting {
 		s.Plan.Waiting = append(s.Plan.Waiting, g.Description)
 	}

@@ -48,6 +48,9 @@ func writeClusterStatus(w io.Writer, st style, s clusterStatus) error {
 	for _, r := range s.Plan.Refusals {
 		fmt.Fprintf(&b, "%s (%s): %s\n", st.paint(colorRed, "refused"), r.Rule, r.Reason)
 	}
+	for _, n := range s.Plan.Notes {
+		fmt.Fprintf(&b, "note (%s): %s\n", n.Field, n.Reason)
+	}
 	fmt.Fprintf(&b, "pull requests from: %s\n", s.PullRequestsFrom)
 	_, err := io.WriteString(w, b.String())
 	return err

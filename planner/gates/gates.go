@@ -166,6 +166,10 @@ func (j Judge) check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Ti
 		return m != nil && m.PeerTLS, fmt.Sprintf("%s still advertises a plain HTTP peer URL", g.Member)
 	case plan.GateCompactionApplied:
 		return compactionApplied(nil, c, obs)
+	case plan.GateQuorum:
+		return quorum(obs, g.Member)
+	case plan.GateMemberRejoined:
+		return m != nil && m.TemplateRevision == g.Revision && rejoined(*m), fmt.Sprintf("%s has not rejoined with template revision %s", g.Member, g.Revision)
 	case plan.GateQuorumLost:
 		return obs.QuorumLost != nil, "the cluster has quorum"
 	case plan.GateEtcdDowngrade:
@@ -201,6 +205,39 @@ func configApplied(obs *live.Cluster, g plan.Gate) (bool, string) {
 		}
 	}
 	return g.Member == "", fmt.Sprintf("%s is not observed", g.Member)
+}
+
+// quorum: more than half of the voters answer in their role, ready or
+// not, without counting member (the one a step restarts) when it is set.
+// A member whose role the runtime cannot tell, or whose data was lost,
+// counts as a voter that does not answer.
+func quorum(obs *live.Cluster, member string) (bool, string) {
+	answering, voters := 0, 0
+	for _, m := range obs.Members {
+		if m.IsVoter() || m.Role == live.RoleUnknown || m.DataLost {
+			voters++
+			if m.IsVoter() && !m.DataLost && m.Name != member {
+				answering++
+			}
+		}
+	}
+	switch {
+	case voters == 0:
+		return false, "no voting member is observed"
+	case member != "":
+		return answering > voters/2, fmt.Sprintf("%d of %d voters answer besides %s", answering, voters, member)
+	}
+	return answering > voters/2, fmt.Sprintf("%d of %d voters answer", answering, voters)
+}
+
+// rejoined: the member answers in a role that serves (an etcd voter, a
+// PostgreSQL primary or replica) with its data.
+func rejoined(m live.Member) bool {
+	switch m.Role {
+	case live.RoleLeader, live.RoleFollower, live.RolePrimary, live.RoleReplica:
+		return !m.DataLost
+	}
+	return false
 }
 
 // tlsServed checks that every member served TLS with the cluster's

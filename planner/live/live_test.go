@@ -107,3 +107,34 @@ func TestPostgresTLSIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// The fields that hold bytes of a database or store revisions are 64-bit
+// and take numbers past 2^31 (an 8 GiB etcd database, a busy store's
+// revision); the counts stay 32-bit.
+func TestSixtyFourBitFields(t *testing.T) {
+	head := "apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n"
+	doc := head + "- kind: EtcdCluster\n  name: e\n" +
+		"  quorumLost: {since: '2026-11-30T02:00:00Z', revision: 9000000000}\n" +
+		"  backup: {lastRevision: 8589934593}\n" +
+		"  members:\n" +
+		"  - {name: e-0, role: leader, dbSize: 8589934592, dbSizeInUse: 6442450944, spaceQuota: 9223372036854775807, revision: 4294967296}\n"
+	s, err := Decode("f.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Clusters[0]
+	m := c.Members[0]
+	if m.DBSize != 8<<30 || m.DBSizeInUse != 6<<30 || m.SpaceQuota != 1<<63-1 || m.Revision != 1<<32 || c.QuorumLost.Revision != 9_000_000_000 || c.Backup.LastRevision != 8<<30+1 {
+		t.Errorf("decoded %+v, %+v, %+v", m, c.QuorumLost, c.Backup)
+	}
+	for _, tc := range []struct{ name, doc, want string }{
+		{"past int64", head + "- {kind: EtcdCluster, name: e, members: [{name: e-0, role: leader, dbSize: 9223372036854775808}]}\n", `dbSize: "9223372036854775808" is out of range`},
+		{"a count past int32", head + "- {kind: EtcdCluster, name: e, statefulSet: {replicas: 2147483648}}\n", `replicas: "2147483648" is out of range`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Decode("f.yaml", []byte(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

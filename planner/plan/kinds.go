@@ -188,6 +188,11 @@ type CreateClusterParams struct {
 	Storage string `json:"storage"`
 	// RestoreFrom, when set, starts the cluster from a backup.
 	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
+	// TemplateRevision is the pod template's revision annotation at
+	// creation: the revision a rolling restart back to the creation's
+	// template is planned under, so that the members created with it do
+	// not restart for it. Empty in plans made before it was recorded.
+	TemplateRevision string `json:"templateRevision,omitempty"`
 }
 
 // RestoreSource is the backup a new cluster starts from.
@@ -238,6 +243,11 @@ type UpgradeMemberParams struct {
 	To        string `json:"to"`
 	Partition int    `json:"partition"`
 	Replicas  int    `json:"replicas"`
+	// Template, on the first step of a rolling upgrade, is a pod
+	// template change that rides the same rolling pass (one restart per
+	// member, one switchover): the members restart for both. nil on the
+	// others, and when the template does not change.
+	Template *TemplateChange `json:"template,omitempty"`
 }
 
 // ScaleInParams: shrink the StatefulSet to Replicas, removing Member.
@@ -372,6 +382,18 @@ type TemplateChange struct {
 	// into TLS mode accept brings (spec.tls.issuerRef); nil for the
 	// runtime's own CA, and on every other restart.
 	Issuer *contract.IssuerRef `json:"issuer,omitempty"`
+}
+
+// Template is the pod template change a step brings: a rolling
+// restart's, or one riding a rolling upgrade's first step; nil for none.
+func (p Params) Template() *TemplateChange {
+	switch {
+	case p.RestartMember != nil:
+		return p.RestartMember.Template
+	case p.UpgradeMember != nil:
+		return p.UpgradeMember.Template
+	}
+	return nil
 }
 
 // ParameterChange changes the spec's PostgreSQL parameters in the

@@ -58,6 +58,17 @@ type Plan struct {
 	Waiting  []Gate    `json:"waiting,omitempty"`
 	Steps    []Step    `json:"steps"`
 	Refusals []Refusal `json:"refusals"`
+	// Notes say what the spec asks that no step changes, and why: a
+	// field read only when the cluster is created, set on one that runs.
+	// They change neither the status nor the steps.
+	Notes []Note `json:"notes,omitempty"`
+}
+
+// Note is a spec field the plan leaves as it is, with why.
+type Note struct {
+	// Field is the spec field, for example "spec.restoreFrom".
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
 }
 
 // Baseline holds the settings of a running cluster that steps change.

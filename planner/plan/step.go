@@ -103,6 +103,18 @@ const (
 	// GateMemberPeerTLS: etcd member Member's peers reach it over TLS
 	// only: every peer URL it advertises is https.
 	GateMemberPeerTLS GateKind = "MemberPeerTLS"
+	// GateQuorum: more than half of the etcd cluster's voting members
+	// answer in their role (leader or follower), ready or not; with
+	// Member set, without counting Member (the member a step restarts
+	// keeps no quorum while it is down). What a step
+	// that relieves a fault needs where the fault fails every member's
+	// readiness (etcd answers /health false while NOSPACE is raised).
+	GateQuorum GateKind = "Quorum"
+	// GateMemberRejoined: Member runs pod template revision Revision and
+	// answers in its role again (an etcd voter, a PostgreSQL primary or
+	// replica), ready or not: the after-gate of a restart that relieves a
+	// fault which keeps members unready until every member has restarted.
+	GateMemberRejoined GateKind = "MemberRejoined"
 )
 
 // Gate is a condition on the live state.

@@ -63,7 +63,7 @@ var validDocuments = []string{
 		"      shared_buffers: 1GB",
 		"      enable_seqscan: off",
 		"      random_page_cost: 1.1",
-		`      pg_stat_statements.track: "all"`,
+		`      pg_trgm.similarity_threshold: "0.4"`,
 		"  backup:",
 		`    schedule: "@daily"`,
 		"    timeZone: Europe/Berlin",

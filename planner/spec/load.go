@@ -188,6 +188,7 @@ func (s Served) loadFiles(o Opener, base string, files []string) ([]Cluster, err
 			all = append(all, c)
 		}
 	}
+	errs = append(errs, backupSets(all)...)
 	if stop := repoLimitReached(read, len(all), 0); stop != "" && !stopped {
 		errs = append(errs, &Error{File: DisplayPath(filepath.Join(base, filepath.FromSlash(files[len(files)-1]))), Msg: "with this file, " + stop})
 	}

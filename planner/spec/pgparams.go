@@ -126,10 +126,24 @@ var refusedBySuffix = []struct{ suffix, why string }{
 }
 
 // extensionPrefixes are the extensions whose parameters (prefix.name) a
-// spec may set: PostgreSQL's own contrib modules, whose parameters are
-// all plain settings. Any other extension's may be code (plperl.on_init
-// runs Perl) or a path, so they are refused.
-var extensionPrefixes = []string{"auto_explain", "pg_prewarm", "pg_stat_statements", "pg_trgm", "plpgsql"}
+// spec may set: PostgreSQL's own contrib modules whose parameters are
+// all plain settings and take effect without a library loaded at start
+// (pg_trgm and plpgsql load when first used). Any other extension's may
+// be code (plperl.on_init runs Perl) or a path, so they are refused, and
+// so are those of preloadOnly.
+var extensionPrefixes = []string{"pg_trgm", "plpgsql"}
+
+// preloadOnly are contrib modules whose parameters take effect only in a
+// server or session that loaded the module's library
+// (shared_preload_libraries, session_preload_libraries, LOAD), with what
+// each does then. A spec cannot set those libraries and cairn loads none,
+// so the parameters would change nothing: they are refused, saying so,
+// rather than shown as a change in a pull request that does nothing.
+var preloadOnly = map[string]string{
+	"auto_explain":       "logs the plans of slow statements",
+	"pg_prewarm":         "runs the autoprewarm worker",
+	"pg_stat_statements": "tracks statement statistics",
+}
 
 // pgCaps lower a parameter's maximum below PostgreSQL's where the server
 // checks more than the range at start: max_stack_depth may not exceed
@@ -172,6 +186,10 @@ func checkParameter(name, value string, major int) string {
 		return name + " includes other files into postgresql.conf; it cannot be set in a spec"
 	}
 	if prefix, _, custom := strings.Cut(name, "."); custom {
+		if does, ok := preloadOnly[prefix]; ok {
+			return fmt.Sprintf("%s has no effect: %s %s only once its library is loaded (shared_preload_libraries), which a spec cannot set and cairn does not; leave it out",
+				name, prefix, does)
+		}
 		if !slices.Contains(extensionPrefixes, prefix) {
 			return fmt.Sprintf("%s is a parameter of the extension %s; a spec may set only those of %s (another extension's parameter may run code or name a path)",
 				name, prefix, strings.Join(extensionPrefixes, ", "))

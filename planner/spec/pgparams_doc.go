@@ -20,8 +20,10 @@ func writeParameters(b *bytes.Buffer) {
 	b.WriteString("Every value is one line of printable text of at most ")
 	fmt.Fprintf(b, "%d characters, and is written to `postgresql.conf` quoted (quotes doubled, backslashes escaped). ", maxParamValue)
 	b.WriteString("Read-only presets (`block_size`, `server_version`, ...) are refused, and `log_filename` may not hold a `/`.\n\n")
-	fmt.Fprintf(b, "Parameters of extensions (`prefix.name`) are accepted for %s only: another extension's parameter may run code (`plperl.on_init` runs Perl) or name a path.\n\n",
+	fmt.Fprintf(b, "Parameters of extensions (`prefix.name`) are accepted for %s only: another extension's parameter may run code (`plperl.on_init` runs Perl) or name a path. ",
 		"`"+strings.Join(extensionPrefixes, "`, `")+"`")
+	fmt.Fprintf(b, "Those of %s are refused: they take effect only once the module's library is loaded (`shared_preload_libraries`), which a spec cannot set and cairn does not, so they would change nothing.\n\n",
+		"`"+strings.Join(slices.Sorted(maps.Keys(preloadOnly)), "`, `")+"`")
 	b.WriteString("A parameter that runs a program, loads code, includes a file or names a path on the server is refused ")
 	b.WriteString("whatever its value, as is one cairn sets itself. ")
 	suffixes := make([]string, len(refusedBySuffix))

@@ -3,12 +3,15 @@ package githubpr
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/planner"
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
@@ -26,8 +29,15 @@ func pgSpec(version string, instances int) string {
 }
 
 func pgLive(version string, primary int) string {
+	// The config archives WAL, as its backup policy has it: a minor
+	// upgrade is then the only change that restarts the members.
+	var params []string
+	for _, k := range slices.Sorted(maps.Keys(contract.PostgresArchiveSettings)) {
+		params = append(params, fmt.Sprintf("%s: %q", k, "'"+contract.PostgresArchiveSettings[k]+"'"))
+	}
 	doc := fmt.Sprintf("apiVersion: cairn.dev/v1alpha1\nkind: LiveState\nclusters:\n- kind: PostgresCluster\n  name: %s\n  storage: 100Gi\n  network: restricted\n"+
-		"  runtime: {readOnlyRootFilesystem: true}\n  statefulSet: {readOnlyRootFilesystem: true, replicas: 3, version: %q}\n  backup: {schedule: \"0 2 * * *\", timeZone: UTC, storageLocation: \"s3://my-backup-bucket/postgres\", lastSuccessful: \"2026-11-30T02:04:31Z\"}\n  members:\n", long, version)
+		"  runtime: {readOnlyRootFilesystem: true}\n  statefulSet: {readOnlyRootFilesystem: true, replicas: 3, version: %q}\n  backup: {schedule: \"0 2 * * *\", timeZone: UTC, storageLocation: \"s3://my-backup-bucket/postgres\", lastSuccessful: \"2026-11-30T02:04:31Z\"}\n"+
+		"  parameters: {%s}\n  members:\n", long, version, strings.Join(params, ", "))
 	for i := range 3 {
 		role := "replica"
 		if i == primary {

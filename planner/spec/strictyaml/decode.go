@@ -197,11 +197,17 @@ func (d *decoder) intValue(n *yaml.Node, v reflect.Value, path string) {
 	if !ok {
 		return
 	}
-	// Every count in cairn's documents fits in 32 bits; anything larger is a
-	// typo or an attack, and refusing it keeps planning bounded. An !!int
+	// Every count in cairn's documents (an int field) fits in 32 bits;
+	// anything larger is a typo or an attack, and refusing it keeps
+	// planning bounded. An int64 field holds what needs 64 bits (bytes of
+	// a database, store revisions) and takes the whole range. An !!int
 	// fails to decode only when it overflows 64 bits.
+	lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
+	if v.Kind() == reflect.Int64 {
+		lo, hi = math.MinInt64, math.MaxInt64
+	}
 	var i int64
-	if err := n.Decode(&i); err != nil || i > math.MaxInt32 || i < math.MinInt32 {
+	if err := n.Decode(&i); err != nil || i > hi || i < lo {
 		d.fail(n, path, "%s is out of range", Quote(s))
 		return
 	}
