@@ -146,3 +146,35 @@ func symlink(t *testing.T, target, link string) {
 		t.Skipf("symlinks: %v", err)
 	}
 }
+
+// TestLoadPathsNeverWaitsOnAFile: cairn validate follows links given on
+// its command line, so a spec may lead to a file of /proc that stat calls
+// regular and whose read waits for data that may never come (/proc/kmsg).
+// It is refused at once, naming the file.
+func TestLoadPathsNeverWaitsOnAFile(t *testing.T) {
+	f, err := os.OpenFile("/proc/kmsg", os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Skipf("/proc/kmsg: %v (it takes CAP_SYSLOG)", err)
+	}
+	f.Close()
+	dir := t.TempDir()
+	link := filepath.Join(dir, "kmsg.yaml")
+	symlink(t, "/proc/kmsg", link)
+	for _, paths := range [][]string{{link}, {dir}} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := LoadPaths(paths)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			// Refused before a byte is read: a read would take the
+			// kernel's messages from the system's log reader.
+			if err == nil || !strings.Contains(err.Error(), "kmsg.yaml: a file of /proc or /sys") {
+				t.Errorf("LoadPaths(%v) = %v, want kmsg.yaml refused", paths, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("LoadPaths(%v) waits on /proc/kmsg", paths)
+		}
+	}
+}

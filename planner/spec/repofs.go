@@ -69,17 +69,54 @@ func ReadBounded(o Opener, name string, limit int) ([]byte, error) {
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("not a regular file (%s)", info.Mode().Type())
 	}
+	if err := kernelFile(f); err != nil {
+		return nil, err
+	}
 	if info.Size() > int64(limit) {
 		return nil, fmt.Errorf("file is %d bytes; the limit is %d", info.Size(), limit)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	return readNow(f, info.Size(), limit)
+}
+
+// readNow reads f to its end, at most limit bytes, never waiting for data
+// to come: a file whose read would wait (opened without blocking, such as
+// /proc/kmsg, which stat calls a regular file of 0 bytes) is refused. The
+// reads are made on the descriptor itself: Go's poller would wait for
+// such a file to be readable, which may be never.
+func readNow(f *os.File, size int64, limit int) ([]byte, error) {
+	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, bare(err)
 	}
-	if len(data) > limit {
-		return nil, fmt.Errorf("file is larger than the %d-byte limit", limit)
+	buf := make([]byte, 0, min(max(size, 512), int64(limit))+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(cap(buf), limit+1-len(buf)))
+		}
+		var n int
+		var rerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			n, rerr = syscall.Read(int(fd), buf[len(buf):cap(buf)])
+			return true // never wait for readiness
+		}); err != nil {
+			return nil, bare(err)
+		}
+		switch {
+		case errors.Is(rerr, syscall.EINTR):
+			continue
+		case errors.Is(rerr, syscall.EAGAIN):
+			return nil, errors.New("reading the file would wait for data to come (a file of /proc or /sys, not a spec)")
+		case rerr != nil:
+			return nil, bare(rerr)
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return nil, fmt.Errorf("file is larger than the %d-byte limit", limit)
+		}
 	}
-	return data, nil
 }
 
 // walker lists the files under a folder, depth first in name order,
