@@ -75,10 +75,22 @@ type verifyingReader struct {
 	m    Manifest
 }
 
+// Read reads at most one byte past the manifest's size: data longer than
+// the manifest says is refused there, never read to its end (a store
+// that streams without end costs nothing but that byte).
 func (v *verifyingReader) Read(p []byte) (int, error) {
+	if left := v.m.Size + 1 - v.n; int64(len(p)) > left {
+		p = p[:max(left, 0)]
+	}
+	if len(p) == 0 {
+		return 0, fmt.Errorf("backup %s of %s: the data holds more than the manifest's %d bytes: %w", v.m.ID, v.m.Cluster, v.m.Size, errIncomplete)
+	}
 	n, err := v.r.Read(p)
 	v.h.Write(p[:n])
 	v.n += int64(n)
+	if v.n > v.m.Size {
+		return n, fmt.Errorf("backup %s of %s: the data holds more than the manifest's %d bytes: %w", v.m.ID, v.m.Cluster, v.m.Size, errIncomplete)
+	}
 	if err == io.EOF {
 		if v.n != v.m.Size || hex.EncodeToString(v.h.Sum(nil)) != v.want {
 			return n, fmt.Errorf("backup %s of %s: read %d bytes: %w", v.m.ID, v.m.Cluster, v.n, errIncomplete)

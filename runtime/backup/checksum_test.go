@@ -123,3 +123,53 @@ func TestTakeWritesCRC64NVME(t *testing.T) {
 		t.Fatalf("a manifest without a checksum opened: %v", err)
 	}
 }
+
+// endless is a store whose data objects never end (a store that lies, or
+// an attacker's): reads of them return bytes forever.
+type endless struct {
+	Store
+	read int64
+}
+
+func (e *endless) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if !strings.HasSuffix(key, "/"+dataObject) {
+		return e.Store.Get(ctx, key)
+	}
+	return io.NopCloser(readerFunc(func(p []byte) (int, error) {
+		e.read += int64(len(p))
+		return len(p), nil
+	})), nil
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// Data longer than its manifest says is refused one byte past the size:
+// a restore never reads a store's data to an end that may not come.
+func TestOpenDataReadsNoFurtherThanTheManifest(t *testing.T) {
+	ctx := context.Background()
+	data := payload(1 << 20)
+	st := &endless{Store: &FileStore{Root: t.TempDir()}}
+	putBackup(t, st.Store, "20261130T020000Z-aaaaaa", ManifestFormat, data, func(m *Manifest) {
+		h := crc64nvme.New()
+		h.Write(data)
+		m.CRC64NVME = hex.EncodeToString(h.Sum(nil))
+	})
+	m, err := Find(ctx, st, "db", "latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenData(ctx, st, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = io.Copy(io.Discard, r)
+	if !errors.Is(err, errIncomplete) || !strings.Contains(err.Error(), "more than the manifest's 1048576 bytes") {
+		t.Fatalf("read of endless data: %v", err)
+	}
+	if st.read > m.Size+1 {
+		t.Errorf("read %d bytes of data whose manifest says %d", st.read, m.Size)
+	}
+}
