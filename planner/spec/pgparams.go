@@ -102,6 +102,8 @@ var refusedParameters = map[string]string{
 	"primary_conninfo":             whyManaged + " (the runtime points replicas at the primary)",
 	"primary_slot_name":            whyManaged + " (replication)",
 	"ssl":                          whyManaged + " (TLS)",
+	"ssl_ciphers":                  "chooses the TLS ciphers, null ones included; cairn keeps OpenSSL's defaults",
+	"ssl_ecdh_curve":               whyManaged + " (TLS)",
 	"synchronous_commit":           whyManaged + " (set spec.synchronousStandbys)",
 	"synchronous_standby_names":    whyManaged + " (set spec.synchronousStandbys)",
 	"wal_level":                    whyManaged + " (replication)",
@@ -166,6 +168,9 @@ var valueChecks = map[string]func(v string, major int) string{
 		return ""
 	},
 	"search_path":      func(v string, _ int) string { return checkIdentifiers(v, nil) },
+	// TLS versions only at or above cairn's floor (TLS 1.2).
+	"ssl_min_protocol_version": func(v string, _ int) string { return tlsAtFloor(v, false) },
+	"ssl_max_protocol_version": func(v string, _ int) string { return tlsAtFloor(v, true) },
 	"temp_tablespaces": func(v string, _ int) string { return checkIdentifiers(v, nil) },
 	"log_destination": func(v string, major int) string {
 		dests := []string{"stderr", "csvlog", "syslog"}
@@ -174,6 +179,22 @@ var valueChecks = map[string]func(v string, major int) string{
 		}
 		return checkIdentifiers(v, dests)
 	},
+}
+
+// tlsAtFloor refuses a TLS version below cairn's floor, TLS 1.2, that
+// PostgreSQL would negotiate down to; none (an empty maximum) only when
+// it is a maximum.
+func tlsAtFloor(v string, isMax bool) string {
+	v = strings.Trim(strings.TrimSpace(v), "'")
+	if v == "" && isMax {
+		return ""
+	}
+	for _, ok := range []string{"TLSv1.2", "TLSv1.3"} {
+		if strings.EqualFold(v, ok) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("must be TLSv1.2 or TLSv1.3, got %q: cairn serves TLS 1.2 and above (TLS 1.0 and 1.1 are broken)", v)
 }
 
 // checkParameter returns why name = value cannot be set on a server of

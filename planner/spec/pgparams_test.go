@@ -39,6 +39,17 @@ func TestParameters(t *testing.T) {
 	}{
 		{"max_connections", "200", "15.4", ""},
 		{"shared_buffers", "1GB", "15.4", ""},
+		// TLS: never below cairn's floor, TLS 1.2.
+		{"ssl_min_protocol_version", "TLSv1.3", "15.4", ""},
+		{"ssl_min_protocol_version", "'tlsv1.2'", "15.4", ""},
+		{"ssl_min_protocol_version", "TLSv1", "15.4", "must be TLSv1.2 or TLSv1.3"},
+		{"ssl_min_protocol_version", "TLSv1.1", "15.4", "must be TLSv1.2 or TLSv1.3"},
+		{"ssl_max_protocol_version", "TLSv1.1", "15.4", "must be TLSv1.2 or TLSv1.3"},
+		{"ssl_max_protocol_version", "''", "15.4", ""},
+		{"ssl_max_protocol_version", "TLSv1.3", "15.4", ""},
+		{"ssl_ciphers", "'eNULL'", "15.4", "it cannot be set in a spec"},
+		{"ssl_ciphers", "'HIGH:!aNULL'", "15.4", "it cannot be set in a spec"},
+		{"ssl_ecdh_curve", "prime256v1", "15.4", "it cannot be set in a spec"},
 		{"work_mem", "1.5MB", "15.4", ""},
 		{"work_mem", "64 kB", "15.4", ""},
 		{"work_mem", "63kB", "15.4", `"63kB" is outside the valid range 64 to 2147483647 kB`},
