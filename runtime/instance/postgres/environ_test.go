@@ -2,11 +2,16 @@ package postgres
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cairn-dev/cairn/runtime/instance"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // The PostgreSQL server, and the programs the instance manager runs (the
@@ -41,5 +46,71 @@ func TestServersGetNoSecretsInTheirEnvironment(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != "PGPASSWORD=one-call" {
 		t.Errorf("a program's secrets: %q, want only PGPASSWORD=one-call", got)
+	}
+}
+
+// lockedBuffer is a server's output, written by its process's pipe.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The statement that sets the replication user's password never reaches
+// the server's log, though a spec asks the server to log every statement,
+// every duration and every error's statement.
+func TestPasswordsNeverReachTheServerLog(t *testing.T) {
+	b := newPGBed(t)
+	m := b.member(0, "new", 0)
+	for k, v := range map[string]string{"log_statement": "all", "log_min_duration_statement": "0", "log_min_error_statement": "debug5"} {
+		m.Settings[k] = v
+	}
+	ctx := context.Background()
+	_, initialised, err := m.Prepare(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log lockedBuffer
+	s, err := m.Start(ctx, initialised, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Kill() })
+	// The server logs statements: a query of the test's own shows.
+	conn := b.conn(0)
+	if _, err := conn.Exec(ctx, "SELECT 'logged-statement'"); err != nil {
+		t.Fatal(err)
+	}
+	logged := func(s string) func() error {
+		return func() error {
+			if !strings.Contains(log.String(), s) {
+				return fmt.Errorf("not logged yet")
+			}
+			return nil
+		}
+	}
+	testbed.Eventually(t, "the server to log a statement", logged("logged-statement"))
+	if err := m.ensureReplicationUser(ctx, b.addr(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT 'after-the-password'"); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, "the statement after the password's to be logged", logged("after-the-password"))
+	for _, secret := range []string{"SCRAM-SHA-256$", testReplPW, "PASSWORD"} {
+		if strings.Contains(log.String(), secret) {
+			t.Errorf("the server's log holds %q", secret)
+		}
 	}
 }

@@ -93,7 +93,8 @@ func (p *Manager) setSuperuserPassword(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, p.bin("postgres"), "--single", "-D", dir, "-c", "log_min_error_statement=panic", contract.PostgresDatabase)
+	cmd := exec.CommandContext(ctx, p.bin("postgres"), "--single", "-D", dir,
+		"-c", "log_min_error_statement=panic", "-c", "log_statement=none", "-c", "log_min_duration_statement=-1", "-c", "log_duration=off", contract.PostgresDatabase)
 	cmd.Stdin = strings.NewReader(fmt.Sprintf("ALTER ROLE %s WITH PASSWORD %s;\n", Superuser, quoteLiteral(verifier)))
 	cmd.Env = instance.ChildEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential}

@@ -107,7 +107,7 @@ ELSE
   CREATE ROLE %[1]s WITH REPLICATION LOGIN PASSWORD %[2]s;
 END IF;
 END $cairn$`, ReplicationUser, quoteLiteral(verifier))
-	if err := p.exec(ctx, self, stmt); err != nil {
+	if err := p.execQuiet(ctx, self, stmt); err != nil {
 		return fmt.Errorf("ensure the %s user: %w", ReplicationUser, err)
 	}
 	return nil
