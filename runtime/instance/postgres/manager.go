@@ -121,6 +121,9 @@ type Manager struct {
 
 	wal *WALServer
 	rc  recloneState
+	// recovered is the time of the crash the server's next (or current)
+	// start recovers from in place; zero for any other start (crash.go).
+	recovered time.Time
 	// confirmedAt is when Prepare's confirmation was sent: the primary's
 	// lease starts there (watchdog.go).
 	confirmedAt time.Time

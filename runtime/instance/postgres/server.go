@@ -20,6 +20,8 @@ type Server struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+	// ready is when it first accepted connections.
+	ready time.Time
 }
 
 // Start starts the server in the role Prepare chose, waits until it
@@ -55,6 +57,7 @@ func (p *Manager) Start(ctx context.Context, initialised bool, out io.Writer) (*
 			return nil, err
 		}
 	}
+	s.ready = time.Now()
 	p.Log.Info("postgres is up", "member", p.Name)
 	return s, nil
 }

@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cairn-dev/cairn/planner/contract"
+)
+
+// A server that exits on its own (killed: an OOM kill, a crash that took
+// the postmaster down) while its instance manager, node and volume are
+// fine is restarted in place at once: Run prepares the member again (the
+// same checks as at any start: a primary confirms its role label
+// through the API server, a member another primary answers beside is
+// rewound to follow it) and starts the server, whose crash recovery
+// replays the local WAL. Nothing acknowledged is lost, and a primary
+// keeps its role label, so the -rw Service sends writes to it again as
+// soon as it accepts them. The restarted server carries
+// contract.PostgresCrashRestartSetting, the time of the crash, so the
+// runtime sees the recovery (and records it) when it next asks.
+//
+// Only once in a row: a server that crashes again less than
+// contract.PostgresCrashLoopWindow after it recovered in place is in a
+// crash loop, and Run returns its error as before (the container exits,
+// the pod's restart policy takes over, and the runtime fails over from a
+// primary). The runtime, for its part, waits a bounded window for a
+// recovery in place before failing over (runtime/agent/postgres).
+
+// errCrashed: the server exited on its own after it had started.
+type errCrashed struct {
+	// err is how it exited; at when, and ready since when it had
+	// accepted connections.
+	err       error
+	at, ready time.Time
+}
+
+func (e *errCrashed) Error() string { return fmt.Sprintf("postgres exited: %v", e.err) }
+
+func (e *errCrashed) Unwrap() error { return e.err }
+
+// restartVerdict says whether a server that crashed is restarted in
+// place, and why not: recovered is the crash its own start recovered
+// from (zero when it was started any other way), ready when it began to
+// accept connections and crashed when it exited.
+func restartVerdict(recovered, ready, crashed time.Time) (bool, string) {
+	if recovered.IsZero() {
+		return true, ""
+	}
+	if up := crashed.Sub(ready); up < contract.PostgresCrashLoopWindow {
+		return false, fmt.Sprintf("it crashed again %s after it recovered in place from the crash at %s (a crash loop)",
+			up.Round(time.Millisecond), contract.FormatCrashTime(recovered))
+	}
+	return true, ""
+}
+
+// restartInPlace decides on a crash (restartVerdict) and logs the
+// decision; when it restarts, the next start carries the crash's time.
+func (p *Manager) restartInPlace(c *errCrashed) bool {
+	ok, why := restartVerdict(p.recovered, c.ready, c.at)
+	if !ok {
+		p.Log.Error("postgres crashed: not restarting it in place", "member", p.Name, "err", c.err.Error(), "reason", why)
+		return false
+	}
+	p.Log.Warn("postgres crashed: restarting it in place (crash recovery)", "member", p.Name, "err", c.err.Error(),
+		"up_for", c.at.Sub(c.ready).Round(time.Millisecond).String())
+	p.recovered = c.at
+	return true
+}
+
+// crashSettings are the restarted server's settings: the time of the
+// crash it recovers from, or none.
+func (p *Manager) crashSettings() map[string]string {
+	if p.recovered.IsZero() {
+		return nil
+	}
+	return map[string]string{contract.PostgresCrashRestartSetting: contract.FormatCrashTime(p.recovered)}
+}
