@@ -248,7 +248,7 @@ func maybeFailover(v pgView) pgAction {
 // After); one down again soon after it recovered in place is in a crash
 // loop and gets After, as does any other.
 func downHow(v pgView, m pgMember, since time.Time) (string, time.Duration) {
-	if r := v.Status.LastRecovery; r != nil && r.Member == m.Name && since.Sub(r.At) < contract.PostgresCrashLoopWindow {
+	if r := v.Status.LastRecovery; r != nil && r.Member == m.Name && since.Sub(r.At) < v.Settings.CrashLoop {
 		return fmt.Sprintf("is down again %s after it recovered in place from a crash (a crash loop)", since.Sub(r.At).Round(time.Millisecond)), v.Settings.After
 	}
 	switch {

@@ -40,10 +40,13 @@ type FailoverSettings struct {
 	// replication. Default 10s, never less than After. With synchronous
 	// replication a failover loses no acknowledged commit either, and is
 	// the faster once a recovery has outlasted After, so After applies.
-	// A server in a crash loop (down again within
-	// contract.PostgresCrashLoopWindow of a recovery in place) is not
-	// waited for.
+	// A server in a crash loop (down again within CrashLoop of a
+	// recovery in place) is not waited for.
 	Recovery time.Duration
+	// CrashLoop: a primary down again less than this after it recovered
+	// in place is in a crash loop, failed over from after After.
+	// Default contract.PostgresCrashLoopWindow, the members' own.
+	CrashLoop time.Duration
 	// CatchUp is how long a switchover target gets to replay the
 	// read-only primary's WAL before the primary gets its writes back.
 	// Default 30s.
@@ -62,6 +65,7 @@ func (s FailoverSettings) withDefaults() FailoverSettings {
 	def(&s.Margin, 3*time.Second)
 	def(&s.CatchUp, 30*time.Second)
 	def(&s.Recovery, defaultRecovery)
+	def(&s.CrashLoop, contract.PostgresCrashLoopWindow)
 	s.Recovery = max(s.Recovery, s.After)
 	return s
 }

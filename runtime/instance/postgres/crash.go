@@ -20,8 +20,8 @@ import (
 // runtime sees the recovery (and records it) when it next asks.
 //
 // Only once in a row: a server that crashes again less than
-// contract.PostgresCrashLoopWindow after it recovered in place is in a
-// crash loop, and Run returns its error as before (the container exits,
+// CrashLoopWindow (contract.PostgresCrashLoopWindow when 0) after it
+// recovered in place is in a crash loop, and Run returns its error as before (the container exits,
 // the pod's restart policy takes over, and the runtime fails over from a
 // primary). The runtime, for its part, waits a bounded window for a
 // recovery in place before failing over (runtime/agent/postgres).
@@ -41,12 +41,13 @@ func (e *errCrashed) Unwrap() error { return e.err }
 // restartVerdict says whether a server that crashed is restarted in
 // place, and why not: recovered is the crash its own start recovered
 // from (zero when it was started any other way), ready when it began to
-// accept connections and crashed when it exited.
-func restartVerdict(recovered, ready, crashed time.Time) (bool, string) {
+// accept connections and crashed when it exited; window is the crash
+// loop's.
+func restartVerdict(recovered, ready, crashed time.Time, window time.Duration) (bool, string) {
 	if recovered.IsZero() {
 		return true, ""
 	}
-	if up := crashed.Sub(ready); up < contract.PostgresCrashLoopWindow {
+	if up := crashed.Sub(ready); up < window {
 		return false, fmt.Sprintf("it crashed again %s after it recovered in place from the crash at %s (a crash loop)",
 			up.Round(time.Millisecond), contract.FormatCrashTime(recovered))
 	}
@@ -56,7 +57,11 @@ func restartVerdict(recovered, ready, crashed time.Time) (bool, string) {
 // restartInPlace decides on a crash (restartVerdict) and logs the
 // decision; when it restarts, the next start carries the crash's time.
 func (p *Manager) restartInPlace(c *errCrashed) bool {
-	ok, why := restartVerdict(p.recovered, c.ready, c.at)
+	window := p.CrashLoopWindow
+	if window <= 0 {
+		window = contract.PostgresCrashLoopWindow
+	}
+	ok, why := restartVerdict(p.recovered, c.ready, c.at, window)
 	if !ok {
 		p.Log.Error("postgres crashed: not restarting it in place", "member", p.Name, "err", c.err.Error(), "reason", why)
 		return false

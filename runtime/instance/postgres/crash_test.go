@@ -36,7 +36,7 @@ func TestRestartVerdict(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ok, why := restartVerdict(c.recovered, c.ready, c.crashed)
+			ok, why := restartVerdict(c.recovered, c.ready, c.crashed, contract.PostgresCrashLoopWindow)
 			if ok != c.restart || !strings.Contains(why, c.why) || (ok && why != "") {
 				t.Errorf("restart %v (%q), want %v (%q)", ok, why, c.restart, c.why)
 			}

@@ -118,6 +118,10 @@ type Manager struct {
 	// (catchup.go; 15 s when 0), and RecloneBackoff the first wait
 	// between two re-clones (a minute when 0), doubling after each.
 	CatchUpEvery, RecloneBackoff time.Duration
+	// CrashLoopWindow: a server that crashes again less than this after
+	// its instance manager restarted it in place is not restarted in
+	// place again (crash.go); contract.PostgresCrashLoopWindow when 0.
+	CrashLoopWindow time.Duration
 
 	wal *WALServer
 	rc  recloneState
