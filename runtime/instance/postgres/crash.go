@@ -1,7 +1,11 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -55,8 +59,9 @@ func restartVerdict(recovered, ready, crashed time.Time, window time.Duration) (
 }
 
 // restartInPlace decides on a crash (restartVerdict) and logs the
-// decision; when it restarts, the next start carries the crash's time.
-func (p *Manager) restartInPlace(c *errCrashed) bool {
+// decision; when it restarts, what is left of the dead server is killed
+// first (killOrphans), and the next start carries the crash's time.
+func (p *Manager) restartInPlace(ctx context.Context, c *errCrashed) bool {
 	window := p.CrashLoopWindow
 	if window <= 0 {
 		window = contract.PostgresCrashLoopWindow
@@ -66,10 +71,67 @@ func (p *Manager) restartInPlace(c *errCrashed) bool {
 		p.Log.Error("postgres crashed: not restarting it in place", "member", p.Name, "err", c.err.Error(), "reason", why)
 		return false
 	}
+	killed, err := p.killOrphans(ctx)
+	if err != nil {
+		p.Log.Error("postgres crashed: not restarting it in place", "member", p.Name, "err", c.err.Error(), "reason", err.Error())
+		return false
+	}
 	p.Log.Warn("postgres crashed: restarting it in place (crash recovery)", "member", p.Name, "err", c.err.Error(),
-		"up_for", c.at.Sub(c.ready).Round(time.Millisecond).String())
+		"up_for", c.at.Sub(c.ready).Round(time.Millisecond).String(), "leftover_processes_killed", killed)
 	p.recovered = c.at
 	return true
+}
+
+// orphanWait bounds the wait for the dead server's processes to exit
+// once killed.
+const orphanWait = 10 * time.Second
+
+// killOrphans kills what is left of a server that died: a postmaster
+// killed alone leaves its children running until they notice, and one
+// of them still attached to the shared memory (stopped, or stuck in a
+// system call) makes the restarted server refuse to start ("pre-existing
+// shared memory block is still in use"). Every process whose working
+// directory is the data directory is one of the dead server's (lock.go);
+// they are killed, and waited for, orphanWait at most. It says how many
+// it killed.
+func (p *Manager) killOrphans(ctx context.Context) (int, error) {
+	d, err := os.Stat(p.PGData)
+	if err != nil {
+		return 0, fmt.Errorf("the data directory: %w", err)
+	}
+	killed := 0
+	deadline := time.Now().Add(orphanWait)
+	for {
+		procs, err := processes()
+		if err != nil {
+			return killed, err
+		}
+		left := 0
+		for _, proc := range procs {
+			if on, _ := inDir(proc, d); on != serverOf {
+				continue
+			}
+			pid, _ := strconv.Atoi(proc)
+			if pid == os.Getpid() {
+				continue
+			}
+			left++
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed++
+			}
+		}
+		if left == 0 {
+			return killed, nil
+		}
+		if time.Now().After(deadline) {
+			return killed, fmt.Errorf("%d process(es) of the crashed server on %s did not exit", left, p.PGData)
+		}
+		select {
+		case <-ctx.Done():
+			return killed, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // crashSettings are the restarted server's settings: the time of the

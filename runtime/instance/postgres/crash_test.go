@@ -124,6 +124,45 @@ func TestCrashedServerRestartsInPlace(t *testing.T) {
 	}
 }
 
+// The postmaster killed alone while one of its backends cannot exit (it
+// is stopped, still attached to the shared memory): the instance manager
+// kills what is left of the server and restarts it in place.
+func TestPostmasterKilledAloneRestartsInPlace(t *testing.T) {
+	b := newPGBed(t)
+	m := b.member(0, "new", 0)
+	up := &upWatch{w: instancetest.Writer(t), up: make(chan struct{}, 4)}
+	m.Log = slog.New(slog.NewTextHandler(up, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, m, instancetest.Writer(t)) }()
+	up.wait(t)
+	c := b.conn(0)
+	var backend int
+	if err := c.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		t.Fatal(err)
+	}
+	pm := postmasterPID(t, m)
+	if err := syscall.Kill(backend, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pm, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	up.wait(t)
+	if err := b.ping(0); err != nil {
+		t.Fatal(err)
+	}
+	if alive(backend) {
+		t.Errorf("the stopped backend %d of the dead server lives on", backend)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned: %v", err)
+	default:
+	}
+}
+
 // The instance manager gone with its server (node-like loss): nothing
 // restarts it. Cancelling Run while the server is frozen, then killing
 // the server, leaves it down.
@@ -178,6 +217,18 @@ func (b *pgBed) ping(ord int) error {
 		return err
 	}
 	return c.Close(context.Background())
+}
+
+// alive: process pid exists and is no zombie (a killed orphan stays one
+// until whoever adopted it reaps it).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
 
 func postmasterPID(t *testing.T, m *Manager) int {

@@ -48,7 +48,7 @@ func Run(ctx context.Context, p *Manager, out io.Writer) error {
 		case errors.Is(err, errDemoted), errors.Is(err, errReclone):
 			// A start of its own: what follows is no recovery in place.
 			p.recovered = time.Time{}
-		case errors.As(err, &crashed) && p.restartInPlace(crashed):
+		case errors.As(err, &crashed) && p.restartInPlace(wctx, crashed):
 		default:
 			return err
 		}
