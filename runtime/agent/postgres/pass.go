@@ -311,6 +311,8 @@ func answerOf(m pgMember) string {
 		return "streaming replica"
 	case m.replica():
 		return "replica, not streaming"
+	case m.Probe.Starting:
+		return "starting" // down, its postmaster in crash recovery
 	}
 	return m.Probe.Reach.String()
 }
