@@ -246,6 +246,11 @@ func recoveryPastWindow(t *testing.T, cp *testbed.ControlPlane) {
 // healthy again: the members' and the runtime's crash loop window is set
 // to a millisecond, so no kill counts as a crash loop (the crash loop has
 // a test of its own).
+//
+// sync=1 measures the choice not taken: a member told its cluster is
+// synchronous is not restarted in place (it fails over, as
+// BenchmarkFailoverSync measures); here the members are not told, so they
+// recover in place while the runtime and the primary run synchronously.
 func BenchmarkCrashRecovery(b *testing.B) {
 	for _, sync := range []int{0, 1} {
 		b.Run(fmt.Sprintf("sync=%d", sync), func(b *testing.B) { crashRecovery(b, sync) })
@@ -254,7 +259,7 @@ func BenchmarkCrashRecovery(b *testing.B) {
 
 func crashRecovery(b *testing.B, sync int) {
 	pc, ctx, recorded := benchClusterWith(b, fmt.Sprintf("pgcrash%d", sync), sync, FailoverSettings{CrashLoop: time.Millisecond},
-		func(p *pginstance.Manager) { p.CrashLoopWindow = time.Millisecond })
+		func(p *pginstance.Manager) { p.CrashLoopWindow, p.Config.SynchronousStandbys = time.Millisecond, 0 })
 	var acks *writers
 	if sync > 0 {
 		acks = pc.sampleAcks(ctx)

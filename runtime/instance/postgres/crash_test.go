@@ -24,6 +24,7 @@ func TestRestartVerdict(t *testing.T) {
 	cases := []struct {
 		name                      string
 		recovered, ready, crashed time.Time
+		sync                      int
 		restart                   bool
 		why                       string
 	}{
@@ -33,10 +34,11 @@ func TestRestartVerdict(t *testing.T) {
 			why: "crashed again 2s after it recovered in place from the crash at 2026-01-01T00:00:00Z (a crash loop)"},
 		{name: "just inside the window: a crash loop", recovered: t0, ready: t0, crashed: t0.Add(contract.PostgresCrashLoopWindow - time.Millisecond), why: "a crash loop"},
 		{name: "a window after the recovery: restarted in place again", recovered: t0, ready: t0, crashed: t0.Add(contract.PostgresCrashLoopWindow), restart: true},
+		{name: "synchronous replication: failed over from instead", ready: t0, crashed: t0.Add(time.Hour), sync: 1, why: "synchronous replication: a failover loses no acknowledged commit either"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ok, why := restartVerdict(c.recovered, c.ready, c.crashed, contract.PostgresCrashLoopWindow)
+			ok, why := restartVerdict(c.recovered, c.ready, c.crashed, contract.PostgresCrashLoopWindow, c.sync)
 			if ok != c.restart || !strings.Contains(why, c.why) || (ok && why != "") {
 				t.Errorf("restart %v (%q), want %v (%q)", ok, why, c.restart, c.why)
 			}
@@ -121,6 +123,31 @@ func TestCrashedServerRestartsInPlace(t *testing.T) {
 	}
 	if err := b.ping(0); err == nil {
 		t.Fatal("pg-0 answers after a crash loop")
+	}
+}
+
+// A member of a synchronous cluster is not restarted in place: Run
+// returns the server's crash, as before, and the runtime fails over.
+func TestSynchronousMemberNotRestartedInPlace(t *testing.T) {
+	b := newPGBed(t)
+	m := b.member(0, "new", 0)
+	m.Config.SynchronousStandbys = 1
+	up := &upWatch{w: instancetest.Writer(t), up: make(chan struct{}, 4)}
+	m.Log = slog.New(slog.NewTextHandler(up, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, m, instancetest.Writer(t)) }()
+	up.wait(t)
+	KillPostmaster(postmasterPID(t, m))
+	select {
+	case err := <-done:
+		var c *errCrashed
+		if !errors.As(err, &c) {
+			t.Fatalf("Run returned %v, want the server's crash", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return")
 	}
 }
 
