@@ -277,6 +277,8 @@ func crashRecovery(b *testing.B, sync int) {
 		pc.waitRecovered(old, at)
 		pc.waitFor("healthy", pc.healthy)
 		pc.waitFor("a synchronous standby recorded", recorded)
+		// Every replica streams again before the next kill.
+		pc.waitReplicated(old, 2_000_000+i)
 		b.StartTimer()
 	}
 	b.StopTimer()
