@@ -72,9 +72,19 @@ func (pc *pgCluster) failedOver() pgStatus {
 // other member has replayed it.
 func (pc *pgCluster) waitReplicated(primary, id int) {
 	pc.t.Helper()
-	if err := pc.m.writeTo(context.Background(), primary, id); err != nil {
-		pc.t.Fatal(err)
-	}
+	// Synchronously, the write waits for a standby to reconnect; one cut
+	// short by its timeout may have committed locally.
+	pc.waitFor(fmt.Sprintf("row %d written", id), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		c, err := pc.m.dial(ctx, primary)
+		if err != nil {
+			return err
+		}
+		defer c.Close(context.Background())
+		_, err = c.Exec(ctx, "INSERT INTO t VALUES ($1) ON CONFLICT DO NOTHING", id)
+		return err
+	})
 	pc.waitFor(fmt.Sprintf("row %d on every replica", id), func() error {
 		for i := range pc.n {
 			if i == primary {
