@@ -21,6 +21,7 @@ func (r *postgresRuntime) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&r.cfg.Port, "postgres-port", contract.PostgresPort, "the members' PostgreSQL port")
 	f.DurationVar(&r.cfg.Failover.After, "failover-after", 2*time.Second, "PostgreSQL: fail over from a primary that is down (refuses connections, pod or container gone) for this long")
 	f.DurationVar(&r.cfg.Failover.AfterTimeouts, "failover-after-timeouts", 10*time.Second, "PostgreSQL: fail over from a primary that only does not answer in time for this long")
+	f.DurationVar(&r.cfg.Failover.Recovery, "failover-after-recovery", 10*time.Second, "PostgreSQL, asynchronous replication: fail over from a primary whose server is in crash recovery in place (its instance manager restarted it after a crash) for this long; at least --failover-after")
 	f.DurationVar(&r.cfg.Failover.LeaseTTL, "lease-ttl", contract.PostgresLeaseTTL, "PostgreSQL: the members' --lease-ttl; a fenced primary that does not answer is replaced only after it plus 3s from its fence and the failsafe's last detach")
 }
 

@@ -326,8 +326,9 @@ func (b *Bed) roleLabel(pod string) func() string {
 }
 
 // KillPostmaster kills the pod's postgres server with SIGKILL and keeps
-// the pod down, as a node that hangs would: its instance manager ends and
-// is not started again until Release.
+// the pod down, as a node that hangs would: its instance manager ends
+// (before the server dies, so it does not restart it in place) and is
+// not started again until Release.
 func (b *Bed) KillPostmaster(pod string) error {
 	b.mu.Lock()
 	m := b.running[pod]
@@ -344,7 +345,10 @@ func (b *Bed) KillPostmaster(pod string) error {
 	if err != nil {
 		return err
 	}
-	return syscall.Kill(pid, syscall.SIGKILL)
+	postgres.SignalServer(pid, syscall.SIGSTOP)
+	m.cancel()
+	postgres.KillPostmaster(pid)
+	return nil
 }
 
 // Release lets the node start a pod KillPostmaster held down again, as a

@@ -22,6 +22,7 @@ const (
 	ReasonSwitchoverStarted = "SwitchoverStarted"
 	ReasonSwitchover        = "SwitchedOver"
 	ReasonSwitchoverAborted = "SwitchoverAborted"
+	ReasonRecoveredInPlace  = "RecoveredInPlace"
 )
 
 // act does a decision's I/O and says whether to decide again at once.
@@ -66,6 +67,9 @@ func (p *pgPass) act(ctx context.Context, a pgAction) (bool, error) {
 		return p.step(ctx, "retargeted", agent.Event{Type: corev1.EventTypeWarning, Reason: ReasonFailoverStarted, Message: "failing over: " + a.Why})
 	case pgDetach:
 		return p.detach(ctx, a)
+	case pgRecovered:
+		st.LastRecovery = &pgRecovery{Member: a.Member, CrashedAt: a.Crashed, At: now, Seconds: now.Sub(a.Crashed).Seconds()}
+		return p.step(ctx, "recovered", agent.Event{Type: corev1.EventTypeNormal, Reason: ReasonRecoveredInPlace, Message: a.Why})
 	}
 	return p.actSwitchover(ctx, a)
 }
@@ -151,7 +155,7 @@ func (p *pgPass) finish(ctx context.Context, a pgAction) error {
 	var ev agent.Event
 	if f := st.Failover; f != nil {
 		took := p.r.clock().Sub(f.StartedAt).Seconds()
-		st.LastFailover = &pgDone{From: f.From, To: a.To, At: p.r.clock(), Seconds: took}
+		st.LastFailover = &pgDone{From: f.From, To: a.To, At: p.r.clock(), Seconds: took, Reason: f.Reason}
 		st.Failovers++
 		st.Failover = nil
 		p.r.Metrics.failedOver(took)

@@ -212,16 +212,24 @@ func (pc *pgCluster) signal(ord int, sig syscall.Signal) {
 	pginstance.SignalServer(pid, sig)
 }
 
-// kill9 kills member ord's server as a crash would, the postmaster and
-// its children; its instance manager returns, as the container would
-// exit.
+// kill9 kills member ord as the loss of its node would: its instance
+// manager and its server at once. The server is frozen first, so its
+// manager, ended next, neither restarts it in place nor shuts it down
+// cleanly; then it is killed, the postmaster and its children, and the
+// manager returns.
 func (pc *pgCluster) kill9(ord int) {
-	pc.signal(ord, syscall.SIGKILL)
 	nd := pc.nodes[ord]
-	pc.awaitExit(ord, nd)
+	pc.signal(ord, syscall.SIGSTOP)
 	nd.cancel()
+	pc.signal(ord, syscall.SIGKILL)
+	pc.awaitExit(ord, nd)
 	pc.nodes[ord] = nil
 }
+
+// crash kills member ord's server as a crash would (an OOM kill), the
+// postmaster and its children, its instance manager alive: the manager
+// restarts it in place.
+func (pc *pgCluster) crash(ord int) { pc.signal(ord, syscall.SIGKILL) }
 
 func (pc *pgCluster) waitFor(what string, fn func() error) {
 	pc.t.Helper()

@@ -59,11 +59,12 @@ const (
 	pgRetarget
 	pgDetach
 	pgSetFailsafe
+	pgRecovered
 )
 
 func (k pgActionKind) String() string {
 	return [...]string{"none", "label", "set-synchronous", "begin-failover", "fence", "promote",
-		"begin-switchover", "switchover-wait", "switchover-fence", "switchover-abort", "switchover-done", "retarget", "detach", "set-failsafe"}[k]
+		"begin-switchover", "switchover-wait", "switchover-fence", "switchover-abort", "switchover-done", "retarget", "detach", "set-failsafe", "recovered"}[k]
 }
 
 // pgAction is decidePostgres's answer: one change at a time.
@@ -85,7 +86,9 @@ type pgAction struct {
 	LSN uint64
 	// GiveBack: a switchover abort gives the primary its writes back.
 	GiveBack bool
-	Why      string
+	// Crashed is when the primary crashed that recovered in place.
+	Crashed time.Time
+	Why     string
 }
 
 type labelChange struct{ Pod, Role string }
@@ -121,6 +124,11 @@ func decidePostgres(v pgView) pgAction {
 	p := prim[0]
 	if p.Label == contract.RoleFenced {
 		return pgWait("%s answers as primary but is fenced: its instance manager stops it", p.Name)
+	}
+	if recoveredInPlace(v, p) {
+		return pgAction{Kind: pgRecovered, Member: p.Name, Crashed: p.Probe.CrashRestart, Why: fmt.Sprintf(
+			"the server of %s crashed at %s and its instance manager restarted it in place: crash recovery replayed its WAL, no failover; it answered as the primary again %s after the crash",
+			p.Name, p.Probe.CrashRestart.UTC().Format(time.RFC3339Nano), v.Now.Sub(p.Probe.CrashRestart).Round(time.Millisecond))}
 	}
 	if ch := labelFixes(v.Members, p.Name); len(ch) > 0 {
 		return pgAction{Kind: pgLabel, Member: p.Name, Labels: ch, Why: "labels follow the members"}
@@ -208,6 +216,10 @@ func maybeFailover(v pgView) pgAction {
 	if old == "" {
 		return pgWait("no member answers as primary and none is labelled primary")
 	}
+	since, ok := v.Unhealthy[old]
+	if !ok {
+		since = v.Now
+	}
 	how, limit := "is gone", v.Settings.After
 	if m, ok := findMember(v.Members, old); ok {
 		switch m.Probe.Reach {
@@ -216,12 +228,8 @@ func maybeFailover(v pgView) pgAction {
 		case reachTimeout:
 			how, limit = "does not answer in time", v.Settings.AfterTimeouts
 		default:
-			how = "is down"
+			how, limit = downHow(v, m, since)
 		}
-	}
-	since, ok := v.Unhealthy[old]
-	if !ok {
-		since = v.Now
 	}
 	if d := v.Now.Sub(since); d < limit {
 		return pgWait("the primary %s %s since %s; failover after %s", old, how, d.Round(time.Millisecond), limit)
@@ -230,6 +238,46 @@ func maybeFailover(v pgView) pgAction {
 		return pgWait("the primary %s %s, but no failover: %s", old, how, why)
 	}
 	return pgAction{Kind: pgBeginFailover, Member: old, Why: fmt.Sprintf("the primary %s %s for %s", old, how, v.Now.Sub(since).Round(time.Millisecond))}
+}
+
+// downHow says how a primary that is down is and how long it gets: a
+// server in crash recovery in place gets Settings.Recovery with
+// asynchronous replication (a failover could lose acknowledged commits
+// not yet streamed, the recovery none), After with synchronous (neither
+// loses any, and a failover is the faster once a recovery has outlasted
+// After); one down again soon after it recovered in place is in a crash
+// loop and gets After, as does any other.
+func downHow(v pgView, m pgMember, since time.Time) (string, time.Duration) {
+	if r := v.Status.LastRecovery; r != nil && r.Member == m.Name && since.Sub(r.At) < v.Settings.CrashLoop {
+		return fmt.Sprintf("is down again %s after it recovered in place from a crash (a crash loop)", since.Sub(r.At).Round(time.Millisecond)), v.Settings.After
+	}
+	switch {
+	case !m.Probe.Starting:
+		return "is down", v.Settings.After
+	case v.Sync > 0:
+		return "is in crash recovery in place (synchronous replication: a failover loses nothing)", v.Settings.After
+	}
+	return "is in crash recovery in place", v.Settings.Recovery
+}
+
+// recoveredInPlace: the labelled primary p answers from a server its
+// instance manager restarted in place after a crash the status has not
+// recorded, and it was the primary when it crashed (not a replica that
+// recovered in place and was promoted since).
+func recoveredInPlace(v pgView, p pgMember) bool {
+	crash := p.Probe.CrashRestart
+	if p.Label != contract.RolePrimary || crash.IsZero() {
+		return false
+	}
+	if r := v.Status.LastRecovery; r != nil && r.Member == p.Name && r.CrashedAt.Equal(crash) {
+		return false
+	}
+	for _, d := range []*pgDone{v.Status.LastFailover, v.Status.LastSwitchover} {
+		if d != nil && d.To == p.Name && d.At.After(crash) {
+			return false
+		}
+	}
+	return true
 }
 
 // continueFailover carries a recorded failover on: fence the old primary,
@@ -292,20 +340,26 @@ func continueFailover(v pgView) pgAction {
 // it answers as a primary (its instance manager stops it), or it does not
 // answer and may run cut off until its lease, counted from base (its
 // fence, or the failsafe's last detach), ends (it then stops itself).
-// A member that is down, gone, or answers in recovery takes none.
+// A member that is down, gone, or answers in recovery takes none; one in
+// crash recovery in place (Starting) may once its recovery ends, its
+// role confirmed before the fence, until its lease ends: its instance
+// manager confirms at once when the server is up, and stops it.
 func stillWrites(v pgView, name string, base time.Time) string {
 	m, ok := findMember(v.Members, name)
-	if !ok || m.Probe.Reach == reachDown || m.replica() {
+	if !ok || (m.Probe.Reach == reachDown && !m.Probe.Starting) || m.replica() {
 		return ""
 	}
 	if m.primary() {
 		return fmt.Sprintf("waiting for the fenced %s to stop", name)
 	}
 	end := base.Add(v.Settings.LeaseTTL + v.Settings.Margin)
-	if v.Now.Before(end) {
-		return fmt.Sprintf("%s does not answer and may take writes until its lease ends in %s", name, end.Sub(v.Now).Round(time.Millisecond))
+	if !v.Now.Before(end) {
+		return ""
 	}
-	return ""
+	if m.Probe.Starting {
+		return fmt.Sprintf("%s is in crash recovery and may take writes once it ends, until its lease ends in %s", name, end.Sub(v.Now).Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%s does not answer and may take writes until its lease ends in %s", name, end.Sub(v.Now).Round(time.Millisecond))
 }
 
 // answersNot: the member is listed and does not answer in time.

@@ -354,12 +354,27 @@ func loadedPrimary(t *testing.T, cp *testbed.ControlPlane) {
 // and reports the time from each kill to the first write through -rw:
 //
 //	go test ./runtime/agent -run '^$' -bench Failover -benchtime 10x
-func BenchmarkFailover(b *testing.B) {
+//
+// Each kill is of the member's node, as it were: its instance manager
+// and its server at once (kill9), so nothing restarts it in place
+// (BenchmarkCrashRecovery kills the server alone).
+func BenchmarkFailover(b *testing.B) { failoverBench(b, 0) }
+
+// BenchmarkFailoverSync is BenchmarkFailover with one synchronous
+// standby: beside BenchmarkCrashRecovery's sync=1, it is what a
+// synchronous cluster would take to fail over instead of recovering in
+// place.
+func BenchmarkFailoverSync(b *testing.B) { failoverBench(b, 1) }
+
+func failoverBench(b *testing.B, sync int) {
 	cp := testbed.Start(b)
-	ns := cp.Namespace(b, "pgbench")
+	ns := cp.Namespace(b, fmt.Sprintf("pgbench%d-%d", sync, b.N))
 	pc := newPgCluster(b, cp, ns, 3, 0)
 	pc.interval = 0 // the runtime's default, 500ms
 	pc.start()
+	if sync > 0 {
+		setSync(b, pc, sync)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, id := range []string{"runtime-a", "runtime-b"} {

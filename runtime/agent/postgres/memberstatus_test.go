@@ -22,6 +22,10 @@ func TestMemberStatusesCarryTheLagClass(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
+	recovering := pgMember{Name: "db-0", Label: contract.RolePrimary, Probe: pgProbe{Reach: reachDown, Starting: true}}
+	if got := memberStatuses([]pgMember{recovering}, nil); got[0].Answer != "starting" {
+		t.Errorf("a member in crash recovery answers %q", got[0].Answer)
+	}
 	for _, m := range memberStatuses([]pgMember{primary, near}, nil) {
 		if m.Lag != "" {
 			t.Errorf("%s has a lag with no primary: %q", m.Name, m.Lag)

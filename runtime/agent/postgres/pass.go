@@ -33,6 +33,20 @@ type FailoverSettings struct {
 	// Margin is added to LeaseTTL before promoting in place of a fenced
 	// primary that does not answer. Default 3s.
 	Margin time.Duration
+	// Recovery: a primary whose server is in crash recovery in place (its
+	// instance manager restarted it after a crash; its postmaster answers
+	// that it is starting) is failed over from after this long, counted
+	// like After from when it was first seen down, with asynchronous
+	// replication. Default 10s, never less than After. With synchronous
+	// replication a failover loses no acknowledged commit either, and is
+	// the faster once a recovery has outlasted After, so After applies.
+	// A server in a crash loop (down again within CrashLoop of a
+	// recovery in place) is not waited for.
+	Recovery time.Duration
+	// CrashLoop: a primary down again less than this after it recovered
+	// in place is in a crash loop, failed over from after After.
+	// Default contract.PostgresCrashLoopWindow, the members' own.
+	CrashLoop time.Duration
 	// CatchUp is how long a switchover target gets to replay the
 	// read-only primary's WAL before the primary gets its writes back.
 	// Default 30s.
@@ -50,8 +64,21 @@ func (s FailoverSettings) withDefaults() FailoverSettings {
 	def(&s.LeaseTTL, contract.PostgresLeaseTTL)
 	def(&s.Margin, 3*time.Second)
 	def(&s.CatchUp, 30*time.Second)
+	def(&s.Recovery, defaultRecovery)
+	def(&s.CrashLoop, contract.PostgresCrashLoopWindow)
+	s.Recovery = max(s.Recovery, s.After)
 	return s
 }
+
+// defaultRecovery is FailoverSettings.Recovery's default. Crash recovery
+// replays the WAL written since the last checkpoint: at PostgreSQL's
+// defaults (checkpoint_timeout 5min, max_wal_size 1GB) a busy primary's
+// is a few seconds; the benchmark's recovers in place in about a second
+// (docs/runtime.md). Ten seconds is the bound the runtime already gives a
+// primary that is alive but does not answer (AfterTimeouts) and the
+// lease a cut-off primary holds: a recovery longer than that replays more
+// WAL than the defaults let pile up, and a failover is the better bet.
+const defaultRecovery = 10 * time.Second
 
 // staleAfter: passes further apart than this do not add up to how long a
 // member has been unhealthy.
@@ -284,6 +311,8 @@ func answerOf(m pgMember) string {
 		return "streaming replica"
 	case m.replica():
 		return "replica, not streaming"
+	case m.Probe.Starting:
+		return "starting" // down, its postmaster in crash recovery
 	}
 	return m.Probe.Reach.String()
 }

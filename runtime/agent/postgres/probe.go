@@ -65,7 +65,16 @@ type pgProbe struct {
 	// WAL is still there (walgone.go).
 	OldestSegment uint64
 	SegmentSize   int64
-	Err           string
+	// Starting: the member is down, but a postmaster answers that it is
+	// not accepting connections yet (SQLSTATE 57P03 other than shutting
+	// down): a server in crash recovery, restarted in place by its
+	// instance manager (crash.go).
+	Starting bool
+	// CrashRestart is, on a server its instance manager restarted in
+	// place after a crash, the time of that crash
+	// (contract.PostgresCrashRestartSetting); zero otherwise.
+	CrashRestart time.Time
+	Err          string
 }
 
 // archiveStats is what a member's WAL archiver reports. Only a primary
@@ -112,7 +121,8 @@ var probeSQL = `SELECT pg_is_in_recovery(),
     ELSE COALESCE((SELECT min(substr(name, 9)) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'), '') END,
   (SELECT setting::int8 FROM pg_settings WHERE name = 'wal_segment_size'),
   ` + contract.FailsafeReadSQL() + `,
-  ` + contract.WriteTimelineSQL + `
+  ` + contract.WriteTimelineSQL + `,
+  ` + contract.CrashRestartReadSQL + `
 FROM pg_stat_archiver a`
 
 // probeMembers asks every pod's member at once; a pod without an address,
@@ -165,19 +175,21 @@ func probe(ctx context.Context, cfg *pgx.ConnConfig) pgProbe {
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {
-		return pgProbe{Reach: classify(err), Err: err.Error()}
+		return pgProbe{Reach: classify(err), Starting: starting(err), Err: err.Error()}
 	}
 	defer conn.Close(context.Background())
 	var pr pgProbe
-	var recv, replay, syncs, oldest string
+	var recv, replay, syncs, oldest, crash string
 	var archivedAt, failedAt float64
 	a := &pr.Archive
 	err = conn.QueryRow(cctx, probeSQL).Scan(&pr.InRecovery, &recv, &replay, &pr.Timeline, &pr.Streaming, &pr.Receiving, &pr.Upstream, &pr.SyncSetting, &syncs,
 		&a.On, &a.LastArchived, &archivedAt, &a.LastFailed, &failedAt, &a.Pending, &a.WALBytes, &oldest, &pr.SegmentSize,
-		&pr.Failsafe, &pr.WriteTimeline)
+		&pr.Failsafe, &pr.WriteTimeline, &crash)
 	if err != nil {
-		return pgProbe{Reach: classify(err), Err: err.Error()}
+		return pgProbe{Reach: classify(err), Starting: starting(err), Err: err.Error()}
 	}
+	// A value that does not parse is no crash the runtime can record.
+	pr.CrashRestart, _ = contract.ParseCrashTime(crash)
 	pr.OldestSegment = segmentNumber(oldest, pr.SegmentSize)
 	a.LastArchivedAt, a.LastFailedAt = epoch(archivedAt), epoch(failedAt)
 	pr.Received, _ = parseLSN(recv)
@@ -219,6 +231,17 @@ func classify(err error) reach {
 		return reachDown // pgconn may flatten the syscall error into text
 	}
 	return reachTimeout
+}
+
+// starting tells, of a server that is down, one whose postmaster
+// answers that it is starting (crash recovery, or recovery before a
+// consistent state: cannot_connect_now) from one shutting down or not
+// there. The shutdown is told by PostgreSQL's message, in English unless
+// the spec sets lc_messages: translated, a shutdown counts as starting,
+// which only makes the runtime wait longer (maybeFailover, stillWrites).
+func starting(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "57P03" && !strings.Contains(pgErr.Message, "shutting down")
 }
 
 // parseLSN reads PostgreSQL's X/Y notation.

@@ -40,7 +40,9 @@ type pgStatus struct {
 	Failovers         int       `json:"failovers,omitempty"`
 	LastFailover      *pgDone   `json:"lastFailover,omitempty"`
 	LastSwitchover    *pgDone   `json:"lastSwitchover,omitempty"`
-	Message           string    `json:"message,omitempty"`
+	// LastRecovery is the primary's last recovery in place from a crash.
+	LastRecovery *pgRecovery `json:"lastRecovery,omitempty"`
+	Message      string      `json:"message,omitempty"`
 	// ArchiveFailing is the WAL segment the primary failed to archive at
 	// its last attempt, while it has not archived one since; it changes
 	// rarely, so the status is not rewritten at every segment (the
@@ -90,6 +92,19 @@ type pgDone struct {
 	ID      string    `json:"id,omitempty"`
 	From    string    `json:"from"`
 	To      string    `json:"to"`
+	At      time.Time `json:"at"`
+	Seconds float64   `json:"seconds"`
+	// Reason is why a failover was started.
+	Reason string `json:"reason,omitempty"`
+}
+
+// pgRecovery is a primary's recovery in place from a crash: its instance
+// manager restarted its server, which replayed its WAL.
+type pgRecovery struct {
+	Member    string    `json:"member"`
+	CrashedAt time.Time `json:"crashedAt"`
+	// At is when the runtime first saw it answer as the primary again,
+	// Seconds how long after the crash that was.
 	At      time.Time `json:"at"`
 	Seconds float64   `json:"seconds"`
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/agent"
+	pginstance "github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -212,9 +213,16 @@ func benchFrozen(b *testing.B, sync int, settings FailoverSettings) {
 // interval, and table t; recorded says whether the runtime has recorded
 // the primary's synchronous standbys and setting (always, with none).
 func benchCluster(b *testing.B, name string, sync int, settings FailoverSettings) (*pgCluster, context.Context, func() error) {
+	return benchClusterWith(b, name, sync, settings, nil)
+}
+
+// benchClusterWith is benchCluster whose members' instance managers
+// member changes before they run (nil: none).
+func benchClusterWith(b *testing.B, name string, sync int, settings FailoverSettings, member func(*pginstance.Manager)) (*pgCluster, context.Context, func() error) {
 	cp := testbed.Start(b)
 	pc := newPgCluster(b, cp, cp.Namespace(b, fmt.Sprintf("%s-%d", name, b.N)), 3, 0)
 	pc.interval = 0 // the runtime's default, 500ms
+	pc.member = member
 	pc.start()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)

@@ -118,9 +118,16 @@ type Manager struct {
 	// (catchup.go; 15 s when 0), and RecloneBackoff the first wait
 	// between two re-clones (a minute when 0), doubling after each.
 	CatchUpEvery, RecloneBackoff time.Duration
+	// CrashLoopWindow: a server that crashes again less than this after
+	// its instance manager restarted it in place is not restarted in
+	// place again (crash.go); contract.PostgresCrashLoopWindow when 0.
+	CrashLoopWindow time.Duration
 
 	wal *WALServer
 	rc  recloneState
+	// recovered is the time of the crash the server's next (or current)
+	// start recovers from in place; zero for any other start (crash.go).
+	recovered time.Time
 	// confirmedAt is when Prepare's confirmation was sent: the primary's
 	// lease starts there (watchdog.go).
 	confirmedAt time.Time

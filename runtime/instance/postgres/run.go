@@ -3,11 +3,11 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/cairn-dev/cairn/runtime/instance"
 )
@@ -16,8 +16,10 @@ import (
 // PostgreSQL as a child and watches it: a primary labelled away, or
 // unconfirmed for its lease, is stopped and prepared again (rewound, to
 // follow); a replica that cannot catch up is stopped and re-cloned
-// (catchup.go, reclone.go). On SIGTERM or SIGINT it shuts the server
-// down fast. It returns when the server exits on its own or ctx ends.
+// (catchup.go, reclone.go); a server that exits on its own is restarted
+// in place once (crash.go). On SIGTERM or SIGINT it shuts the server
+// down fast. It returns when ctx ends, or when the server exits on its
+// own in a crash loop or cannot start.
 func Run(ctx context.Context, p *Manager, out io.Writer) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -39,7 +41,15 @@ func Run(ctx context.Context, p *Manager, out io.Writer) error {
 	}()
 	for {
 		err := runPostgresOnce(wctx, p, out)
-		if !errors.Is(err, errDemoted) && !errors.Is(err, errReclone) {
+		var crashed *errCrashed
+		switch {
+		case wctx.Err() != nil:
+			return err
+		case errors.Is(err, errDemoted), errors.Is(err, errReclone):
+			// A start of its own: what follows is no recovery in place.
+			p.recovered = time.Time{}
+		case errors.As(err, &crashed) && p.restartInPlace(wctx, crashed):
+		default:
 			return err
 		}
 	}
@@ -79,5 +89,5 @@ func runPostgresOnce(ctx context.Context, p *Manager, out io.Writer) error {
 	case p.rc.isPending():
 		return errReclone
 	}
-	return fmt.Errorf("postgres exited: %v", err)
+	return &errCrashed{err: err, at: time.Now(), ready: s.ready}
 }

@@ -20,6 +20,8 @@ type Server struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+	// ready is when it first accepted connections.
+	ready time.Time
 }
 
 // Start starts the server in the role Prepare chose, waits until it
@@ -49,10 +51,10 @@ func (p *Manager) Start(ctx context.Context, initialised bool, out io.Writer) (*
 		s.Stop()
 		return nil, err
 	}
+	s.ready = time.Now()
 	if initialised || p.isPrimary(ctx, self) {
 		if err := p.ensureReplicationUser(ctx, self); err != nil {
-			s.Stop()
-			return nil, err
+			return nil, s.failedAfterReady(err)
 		}
 	}
 	p.Log.Info("postgres is up", "member", p.Name)
@@ -113,6 +115,21 @@ END $cairn$`, ReplicationUser, quoteLiteral(verifier))
 	return nil
 }
 
+// failedAfterReady stops a server whose start failed after it accepted
+// connections, and returns err; but a server that exits on its own
+// meanwhile (within crashedGrace: a statement fails as the server dies,
+// before its exit is seen) crashed, like any other, and is restarted in
+// place (errCrashed).
+func (s *Server) failedAfterReady(err error) error {
+	select {
+	case <-s.done:
+		return &errCrashed{err: s.err, at: time.Now(), ready: s.ready}
+	case <-time.After(crashedGrace):
+	}
+	s.Stop()
+	return err
+}
+
 // Stop shuts the server down fast (SIGINT: roll back open transactions,
 // checkpoint, exit) and waits for it; a server still running stopTimeout
 // later is killed with all its processes.
@@ -137,6 +154,9 @@ const (
 	// outputGrace is how long the server's output is read after the
 	// postmaster exits.
 	outputGrace = 10 * time.Second
+	// crashedGrace is how long a start that failed after the server was
+	// ready waits to see whether the server died.
+	crashedGrace = time.Second
 )
 
 // stopWithin shuts the server down fast and kills it if it has not exited

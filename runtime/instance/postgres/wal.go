@@ -55,6 +55,7 @@ func (p *Manager) serverSettings() map[string]string {
 		settings = map[string]string{}
 	}
 	maps.Copy(settings, p.standbyRestore())
+	maps.Copy(settings, p.crashSettings())
 	return settings
 }
 
