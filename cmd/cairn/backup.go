@@ -199,6 +199,9 @@ var backupProgressEvery = 5 * time.Second
 // runBackupRequest writes the request and waits for its outcome, saying
 // on progress what it waits for every backupProgressEvery.
 func runBackupRequest(ctx context.Context, w, progress io.Writer, c kubernetes.Interface, ns, cluster string, wait time.Duration) error {
+	if err := checkBackupTarget(ctx, c, ns, cluster); err != nil {
+		return err
+	}
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:])
 	id := "manual-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(nonce[:])
@@ -218,17 +221,22 @@ func runBackupRequest(ctx context.Context, w, progress io.Writer, c kubernetes.I
 	}
 	start := time.Now()
 	fmt.Fprintf(progress, "waiting up to %s for the runtime of %s to take backup %s (status ConfigMap %s/%s)\n", wait, cluster, id, ns, name)
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
+	if note, leading := runtimeNote(ctx, c, ns, cluster, time.Now()); !leading {
+		fmt.Fprintf(progress, "%s: %s\n", cluster, note)
+	}
+	// The wait bounds the loop, not each read: a read cut off by the
+	// wait's end would fail with client-go's words, not with what the
+	// runtime did.
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastSaid := start
 	for {
 		st, err := backupStatus(ctx, c, ns, name)
 		switch {
-		case parent.Err() != nil:
-			return parent.Err()
+		case ctx.Err() != nil:
+			return ctx.Err()
 		case err != nil:
 			return err
 		case st.LastManualRequest == id && st.LastSuccessful != nil:
@@ -244,13 +252,22 @@ func runBackupRequest(ctx context.Context, w, progress io.Writer, c kubernetes.I
 		}
 		select {
 		case <-ctx.Done():
-			if parent.Err() != nil {
-				return parent.Err()
-			}
-			return fmt.Errorf("backup of %s: no outcome after %s (is its runtime running?)", cluster, wait)
+			return ctx.Err()
+		case <-deadline.C:
+			return noOutcome(ctx, c, ns, cluster, wait)
 		case <-tick.C:
 		}
 	}
+}
+
+// noOutcome is the one-line error of a backup the runtime reported no
+// outcome of within wait: which runtime, what its Lease says, what to
+// check.
+func noOutcome(ctx context.Context, c kubernetes.Interface, ns, cluster string, wait time.Duration) error {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	note, _ := runtimeNote(rctx, c, ns, cluster, time.Now())
+	return fmt.Errorf("backup of %s: no outcome after %s; %s (the request stays: the runtime takes it when it can)", cluster, wait, note)
 }
 
 // lastBackupNote says what the runtime reports of the last backups, for
@@ -270,6 +287,8 @@ func lastBackupNote(st contract.BackupStatus, now time.Time) string {
 }
 
 func backupStatus(ctx context.Context, c kubernetes.Interface, ns, name string) (contract.BackupStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return contract.BackupStatus{}, fmt.Errorf("read %s: %w", name, err)

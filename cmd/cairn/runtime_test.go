@@ -75,7 +75,8 @@ func TestRuntimeServesMetrics(t *testing.T) {
 func TestRuntimeMetricsOfItsKind(t *testing.T) {
 	process := []string{"cairn_build_info", "cairn_runtime_leader", "go_goroutines", "go_memstats_alloc_bytes", "process_start_time_seconds",
 		"cairn_backup_failures_total"}
-	leaderOnly := []string{"cairn_backup_last_success_timestamp_seconds", "cairn_backup_duration_seconds", "cairn_backup_bytes"}
+	leaderOnly := []string{"cairn_backup_last_success_timestamp_seconds", "cairn_backup_duration_seconds", "cairn_backup_bytes",
+		"cairn_backup_last_failure_timestamp_seconds", "cairn_backup_due_timestamp_seconds"}
 	for _, c := range []struct {
 		kind       string
 		want       []string
@@ -87,7 +88,7 @@ func TestRuntimeMetricsOfItsKind(t *testing.T) {
 				"cairn_etcd_db_size_in_use_bytes", "cairn_etcd_space_quota_bytes"}, "cairn_postgres_"},
 		{spec.PostgresKind, []string{"cairn_postgres_failovers_total"},
 			[]string{"cairn_postgres_last_failover_seconds", "cairn_postgres_primary", "cairn_postgres_replica_lag_bytes",
-				"cairn_postgres_certificate_expiry_timestamp_seconds"}, "cairn_etcd_"},
+				"cairn_postgres_certificate_expiry_timestamp_seconds", "cairn_postgres_replica_streaming", "cairn_postgres_wal_bound_bytes"}, "cairn_etcd_"},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			families, err := runtimeRegistry(t, c.kind, "c").Gather()

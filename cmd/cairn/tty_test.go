@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -13,7 +14,10 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -134,6 +138,12 @@ func TestTerminal(t *testing.T) {
 
 	cp := testbed.Shared(t, testbed.Options{})
 	ns := cp.Namespace(t, "tty")
+	// A cluster with a backup policy, whose runtime does not run.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("kv"), Namespace: ns},
+		Data: map[string]string{contract.KeyBackupSchedule: "0 2 * * *", contract.KeyBackupStorageLocation: "file:///backups"}}
+	if _, err := cp.Client(t).CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	r = startOnPTY(t, bin, "backup", "run", "kv", "--kubeconfig", cp.Kubeconfig(t), "--namespace", ns)
 	r.waitFor(t, "waiting up to 30m0s for the runtime of kv to take backup manual-", 30*time.Second)
 	r.waitFor(t, "still waiting for backup manual-", 3*backupProgressEvery)

@@ -163,12 +163,14 @@ func (b *Backups) schedule(ctx context.Context, p backup.Policy, s backup.Schedu
 	c.Schedule(s.Schedule, cron.FuncJob(func() { b.take(ctx, p, request{}) }))
 	c.Start()
 	b.cron, b.policy = c, p
+	b.Metrics.scheduled(s, b.clock())
 	b.logger().Info("backups scheduled", "cluster", b.Cluster, "schedule", p.Schedule, "timeZone", s.Loc.String(), "next", s.NextAfter(b.clock()))
 }
 
 // dropCron stops the scheduler without waiting for a backup it is
 // running: the passes go on meanwhile.
 func (b *Backups) dropCron() {
+	b.Metrics.unscheduled()
 	if b.cron != nil {
 		b.cron.Stop()
 		b.cron = nil
@@ -223,7 +225,7 @@ func (b *Backups) take(ctx context.Context, p backup.Policy, req request) {
 }
 
 func (b *Backups) failed(ctx context.Context, start time.Time, req request, err error) {
-	b.Metrics.failed()
+	b.Metrics.failed(start)
 	b.logger().Error("backup failed", "cluster", b.Cluster, "request", req.id, "err", err.Error())
 	failure := &BackupFailure{Time: start, Error: err.Error(), Request: req.id}
 	if serr := b.updateStatus(ctx, func(s *BackupStatus) { s.LastFailure = failure }); serr != nil {

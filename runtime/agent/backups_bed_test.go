@@ -3,11 +3,13 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/agentbed"
+	"github.com/cairn-dev/cairn/testbed/promtest"
 )
 
 // runBackups runs the backups of b's cluster until ctx ends; the channel
@@ -163,4 +166,59 @@ func TestFailedBackupIsReported(t *testing.T) {
 	if after := b.Complete(); len(after) != len(good) || after[0].ID != good[0].ID {
 		t.Fatalf("backups after the failure %v, before %v", after, good)
 	}
+}
+
+// The backup gauges the alerts read follow what Run does: while a policy
+// is on, when a backup is due; a failed scheduled backup as the last
+// failure, with no success; no policy, nothing due.
+func TestBackupGaugesFollowTheSchedule(t *testing.T) {
+	testbed.Require(t, testbed.TierIntegration, "an etcd member")
+	b := agentbed.NewBackupBed(t)
+	// A location whose folder is a file: every backup fails.
+	blocked := filepath.Join(t.TempDir(), "blocked")
+	if err := os.WriteFile(blocked, []byte("not a folder"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.SetPolicy(map[string]string{"backup.schedule": "*/2 * * * * *", "backup.storage-location": "file://" + blocked})
+	reg := prometheus.NewRegistry()
+	m, err := agent.NewBackupMetrics(reg, "kv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bk := &agent.Backups{Client: b.Client, Namespace: b.Namespace, Cluster: "kv", Source: b.Source, Interval: 200 * time.Millisecond,
+		Metrics: m, Log: testbed.Logger(t, 100)}
+	start := time.Now()
+	go bk.Run(ctx)
+	const due, failed, success = `cairn_backup_due_timestamp_seconds{cluster="kv"}`, `cairn_backup_last_failure_timestamp_seconds{cluster="kv"}`, `cairn_backup_last_success_timestamp_seconds{cluster="kv"}`
+	testbed.Eventually(t, "a failed scheduled backup in the gauges", func() error {
+		s := promtest.Series(t, reg)
+		if _, ok := s[failed]; !ok {
+			return fmt.Errorf("series %v", s)
+		}
+		if st := b.Status(); st.LastFailure == nil {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	})
+	s := promtest.Series(t, reg)
+	// Due: the first run (every 2 s) after scheduling began, which was
+	// between start and now: none has completed.
+	if d, now := s[due], time.Now(); d <= float64(start.Unix()) || d > float64(now.Add(2*time.Second).Unix()) {
+		t.Errorf("due at %v, want the first run after scheduling began, between %v and %v", d, start.Unix(), now.Add(2*time.Second).Unix())
+	}
+	if _, ok := s[success]; ok {
+		t.Errorf("a success gauge with every backup failing: %v", s)
+	}
+	if st := b.Status(); st.LastSuccessful != nil {
+		t.Errorf("status %+v", st)
+	}
+	b.SetPolicy(map[string]string{})
+	testbed.Eventually(t, "nothing due without a policy", func() error {
+		if _, ok := promtest.Series(t, reg)[due]; ok {
+			return fmt.Errorf("a due series without a policy")
+		}
+		return nil
+	})
 }

@@ -58,6 +58,6 @@ func (a *Agent) knowLastBackup(ctx context.Context) bool {
 		}
 		return false
 	}
-	a.backups.Metrics.known(st.LastSuccessful)
+	a.backups.Metrics.known(st.LastSuccessful, st.LastFailure)
 	return true
 }

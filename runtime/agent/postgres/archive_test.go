@@ -41,6 +41,7 @@ func TestPostgresWALArchiveFailureIsReported(t *testing.T) {
 		p.Settings["archive_mode"] = "on"
 		p.Settings["archive_command"] = p.WALCommand + " push %f %p"
 		p.Settings["archive_timeout"] = "1"
+		p.Settings["max_wal_size"], p.Settings["wal_keep_size"] = "256MB", "64MB"
 	}
 	pc.start()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -65,6 +66,9 @@ func TestPostgresWALArchiveFailureIsReported(t *testing.T) {
 	}
 	if v := series[`cairn_postgres_wal_archive_pending_segments{cluster="pg",member="pg-0"}`]; v < 1 {
 		t.Errorf("pending segments %v", v)
+	}
+	if v := series[`cairn_postgres_wal_bound_bytes{cluster="pg",member="pg-0"}`]; v != 320<<20 {
+		t.Errorf("pg_wal's bound %v, want max_wal_size + wal_keep_size = %d", v, 320<<20)
 	}
 
 	// The folder unblocked: the next segment wakes the archiver.

@@ -27,6 +27,8 @@ import (
 //	cairn_postgres_wal_archive_pending_segments{member}
 //	                                         segments in the primary's pg_wal waiting to be archived
 //	cairn_postgres_wal_bytes{member}         the size of the primary's pg_wal
+//	cairn_postgres_wal_bound_bytes{member}   its max_wal_size + wal_keep_size: what pg_wal stays within unless WAL is held
+//	cairn_postgres_replica_streaming{member} 1 for a member other than the primary whose WAL receiver streams, 0 for the others
 //
 // The gauges are what the leading replica observed or did: they have no
 // series until it has, and lose them when it stops leading (forget). The
@@ -40,8 +42,9 @@ type PostgresMetrics struct {
 	lag     *prometheus.GaugeVec
 	removed *prometheus.GaugeVec
 	expiry  *prometheus.GaugeVec
-	// The primary's WAL archiver.
-	archived, failing, pending, walBytes *prometheus.GaugeVec
+	// The primary's WAL archiver and pg_wal.
+	archived, failing, pending, walBytes, walBound *prometheus.GaugeVec
+	streaming                                      *prometheus.GaugeVec
 
 	mu sync.Mutex
 	// members are the members the gauges have series of.
@@ -69,9 +72,13 @@ func NewPostgresMetrics(reg prometheus.Registerer, cluster string) (*PostgresMet
 			Help: "WAL segments in the primary's pg_wal waiting to be archived: PostgreSQL keeps each until it is.", ConstLabels: labels}, []string{"member"}),
 		walBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_wal_bytes",
 			Help: "Bytes in the primary's pg_wal.", ConstLabels: labels}, []string{"member"}),
+		walBound: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_wal_bound_bytes",
+			Help: "The primary's max_wal_size + wal_keep_size in bytes: what pg_wal stays within unless WAL is held (an archive that fails or lags, a replication slot).", ConstLabels: labels}, []string{"member"}),
+		streaming: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cairn_postgres_replica_streaming",
+			Help: "1 for a member other than the primary whose WAL receiver streams from it, 0 for one that does not (down, not answering, or not streaming), as the leading runtime last saw them.", ConstLabels: labels}, []string{"member"}),
 		members: map[string]bool{},
 	}
-	if err := agent.Register(reg, m.failovers, m.last, m.primary, m.lag, m.removed, m.expiry, m.archived, m.failing, m.pending, m.walBytes); err != nil {
+	if err := agent.Register(reg, m.failovers, m.last, m.primary, m.lag, m.removed, m.expiry, m.archived, m.failing, m.pending, m.walBytes, m.walBound, m.streaming); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -91,6 +98,7 @@ func (m *PostgresMetrics) observe(members, primaries []pgMember) {
 		isPrimary := len(primaries) == 1 && primaries[0].Name == mem.Name
 		m.primary.WithLabelValues(mem.Name).Set(agent.BoolGauge(isPrimary))
 		m.archive(mem, isPrimary)
+		m.replicaStreaming(mem, len(primaries) == 1 && !isPrimary)
 		if len(primaries) != 1 || !mem.replica() {
 			m.lag.DeleteLabelValues(mem.Name)
 			continue
@@ -99,7 +107,7 @@ func (m *PostgresMetrics) observe(members, primaries []pgMember) {
 	}
 	for name := range m.members {
 		if !seen[name] {
-			for _, g := range []*prometheus.GaugeVec{m.primary, m.lag, m.removed, m.archived, m.failing, m.pending, m.walBytes} {
+			for _, g := range []*prometheus.GaugeVec{m.primary, m.lag, m.removed, m.archived, m.failing, m.pending, m.walBytes, m.walBound, m.streaming} {
 				g.DeleteLabelValues(name)
 			}
 		}
@@ -112,7 +120,7 @@ func (m *PostgresMetrics) observe(members, primaries []pgMember) {
 func (m *PostgresMetrics) archive(mem pgMember, isPrimary bool) {
 	a := mem.Probe.Archive
 	if !isPrimary || !a.On {
-		for _, g := range []*prometheus.GaugeVec{m.archived, m.failing, m.pending, m.walBytes} {
+		for _, g := range []*prometheus.GaugeVec{m.archived, m.failing, m.pending, m.walBytes, m.walBound} {
 			g.DeleteLabelValues(mem.Name)
 		}
 		return
@@ -125,6 +133,19 @@ func (m *PostgresMetrics) archive(mem pgMember, isPrimary bool) {
 	m.failing.WithLabelValues(mem.Name).Set(agent.BoolGauge(a.failing()))
 	m.pending.WithLabelValues(mem.Name).Set(float64(a.Pending))
 	m.walBytes.WithLabelValues(mem.Name).Set(float64(a.WALBytes))
+	m.walBound.WithLabelValues(mem.Name).Set(float64(a.WALBound))
+}
+
+// replicaStreaming records whether a member that should stream (not the
+// one primary, while there is one) does: 0 for one that is down, does not
+// answer or answers without a streaming WAL receiver. Without one primary
+// no member has a series.
+func (m *PostgresMetrics) replicaStreaming(mem pgMember, shouldStream bool) {
+	if !shouldStream {
+		m.streaming.DeleteLabelValues(mem.Name)
+		return
+	}
+	m.streaming.WithLabelValues(mem.Name).Set(agent.BoolGauge(mem.replica() && mem.Probe.Streaming))
 }
 
 // walRemoved records which members need WAL the primary no longer keeps
@@ -179,7 +200,7 @@ func (m *PostgresMetrics) forget() {
 	m.lag.Reset()
 	m.removed.Reset()
 	m.expiry.Reset()
-	for _, g := range []*prometheus.GaugeVec{m.archived, m.failing, m.pending, m.walBytes} {
+	for _, g := range []*prometheus.GaugeVec{m.archived, m.failing, m.pending, m.walBytes, m.walBound, m.streaming} {
 		g.Reset()
 	}
 	m.members = map[string]bool{}

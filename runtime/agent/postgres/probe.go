@@ -90,6 +90,10 @@ type archiveStats struct {
 	// WALBytes all of pg_wal.
 	Pending  int
 	WALBytes int64
+	// WALBound is max_wal_size + wal_keep_size in bytes: what pg_wal
+	// stays within unless something holds WAL (an archive that fails or
+	// lags, a replication slot).
+	WALBound int64
 }
 
 // failing: the last attempt failed (no success since the last failure).
@@ -120,6 +124,7 @@ var probeSQL = `SELECT pg_is_in_recovery(),
   CASE WHEN pg_is_in_recovery() THEN ''
     ELSE COALESCE((SELECT min(substr(name, 9)) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'), '') END,
   (SELECT setting::int8 FROM pg_settings WHERE name = 'wal_segment_size'),
+  (SELECT sum(pg_size_bytes(setting || unit))::int8 FROM pg_settings WHERE name IN ('max_wal_size', 'wal_keep_size')),
   ` + contract.FailsafeReadSQL() + `,
   ` + contract.WriteTimelineSQL + `,
   ` + contract.CrashRestartReadSQL + `
@@ -183,7 +188,7 @@ func probe(ctx context.Context, cfg *pgx.ConnConfig) pgProbe {
 	var archivedAt, failedAt float64
 	a := &pr.Archive
 	err = conn.QueryRow(cctx, probeSQL).Scan(&pr.InRecovery, &recv, &replay, &pr.Timeline, &pr.Streaming, &pr.Receiving, &pr.Upstream, &pr.SyncSetting, &syncs,
-		&a.On, &a.LastArchived, &archivedAt, &a.LastFailed, &failedAt, &a.Pending, &a.WALBytes, &oldest, &pr.SegmentSize,
+		&a.On, &a.LastArchived, &archivedAt, &a.LastFailed, &failedAt, &a.Pending, &a.WALBytes, &oldest, &pr.SegmentSize, &a.WALBound,
 		&pr.Failsafe, &pr.WriteTimeline, &crash)
 	if err != nil {
 		return pgProbe{Reach: classify(err), Starting: starting(err), Err: err.Error()}
