@@ -2,6 +2,7 @@ package publish
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -112,8 +113,149 @@ func documents(text string) []document {
 }
 
 // objectKey is apiVersion/Kind[/namespace]/name of one YAML document,
-// or "" when it names no kind or no name.
+// or "" when it names no kind or no name. Most documents are read by
+// their lines (plainKey): a pass over a fleet's built manifests keys tens
+// of thousands of objects, and decoding each whole was most of a no-op
+// cairn propose's time.
 func objectKey(doc string) string {
+	if k, ok := plainKey(doc); ok {
+		return k
+	}
+	return decodedKey(doc)
+}
+
+// plainKey reads the key of a document whose apiVersion, kind and
+// metadata's name and namespace are plain one-line scalars at their
+// place (apiVersion and kind at the top level, name and namespace the
+// direct children of a block metadata), as kustomize writes them. ok is
+// false for anything else (a quote, a flow collection, an anchor, a tag,
+// a block scalar, a comment, a key seen twice): decodedKey reads those.
+func plainKey(doc string) (key string, ok bool) {
+	var apiVersion, kind, name, namespace string
+	var seen [4]bool
+	inMeta, childIndent := false, -1
+	set := func(i int, dst *string, v string) bool {
+		if seen[i] || !plainScalar(v) {
+			return false
+		}
+		seen[i], *dst = true, v
+		return true
+	}
+	for len(doc) > 0 {
+		line, rest, _ := strings.Cut(doc, "\n")
+		doc = rest
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		text := line[indent:]
+		if strings.HasPrefix(text, "#") || strings.HasPrefix(text, "\t") {
+			return "", false
+		}
+		if indent == 0 && (text == "-" || strings.HasPrefix(text, "- ")) {
+			// an entry of the sequence a top-level key holds ("rules:"
+			// then "- apiGroups: ..." at its column)
+			inMeta = false
+			continue
+		}
+		if indent == 0 {
+			inMeta = false
+			k, v, found := strings.Cut(text, ":")
+			if !found {
+				continue
+			}
+			if strings.ContainsAny(k, " \t") {
+				return "", false
+			}
+			v = strings.TrimSpace(v)
+			switch k {
+			case "apiVersion":
+				if !set(0, &apiVersion, v) {
+					return "", false
+				}
+			case "kind":
+				if !set(1, &kind, v) {
+					return "", false
+				}
+			case "metadata":
+				if v != "" || seen[2] || seen[3] || childIndent >= 0 {
+					return "", false
+				}
+				inMeta = true
+			default:
+				if strings.ContainsAny(k, "\"'{[&*!?|>") || strings.HasPrefix(k, "<<") {
+					return "", false
+				}
+			}
+			continue
+		}
+		if !inMeta {
+			continue
+		}
+		if childIndent < 0 {
+			childIndent = indent
+		}
+		if indent != childIndent {
+			continue
+		}
+		k, v, found := strings.Cut(text, ":")
+		if !found || strings.ContainsAny(k, " \t") {
+			return "", false
+		}
+		v = strings.TrimSpace(v)
+		switch k {
+		case "name":
+			if !set(2, &name, v) {
+				return "", false
+			}
+		case "namespace":
+			if !set(3, &namespace, v) {
+				return "", false
+			}
+		default:
+			if strings.ContainsAny(k, "\"'{[&*!?|>") || strings.HasPrefix(k, "<<") {
+				return "", false
+			}
+		}
+	}
+	if kind == "" || name == "" {
+		return "", false
+	}
+	parts := []string{apiVersion, kind}
+	if apiVersion == "" {
+		parts = parts[1:]
+	}
+	if namespace != "" {
+		parts = append(parts, namespace)
+	}
+	return strings.Join(append(parts, name), "/"), true
+}
+
+// plainScalar says whether v, a value on a key's line, is a plain scalar
+// that means itself as a string: not empty, no quote, flow collection,
+// anchor, alias, tag, block scalar, comment, or value YAML would read as
+// something else (null, a boolean, a number).
+func plainScalar(v string) bool {
+	if v == "" || strings.ContainsAny(v[:1], "\"'{[&*!|>%@`#-?:,") || strings.Contains(v, " #") || strings.Contains(v, ": ") {
+		return false
+	}
+	for _, r := range v {
+		if r < '!' || r > '~' {
+			return false // spaces, tabs, non-ASCII: leave them to the decoder
+		}
+	}
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return false
+	}
+	switch strings.ToLower(v) {
+	case "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", ".inf", "-.inf", ".nan":
+		return false
+	}
+	return true
+}
+
+// decodedKey is objectKey by decoding the whole document.
+func decodedKey(doc string) string {
 	var o struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
