@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -137,16 +139,39 @@ func runRender(ctx context.Context, w io.Writer, o renderOptions) error {
 		}
 		trees[c.Ref().Name] = t
 	}
-	for _, c := range clusters {
-		t, ok := trees[c.Ref().Name]
-		if !ok {
+	// Each cluster's folder is its own: they are written side by side
+	// (the writes wait on the file system more than on a core), and
+	// reported in the clusters' order.
+	type written struct {
+		n   int
+		err error
+	}
+	results := make([]written, len(clusters))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(len(clusters), 2*runtime.NumCPU()) {
+		wg.Go(func() {
+			for i := range work {
+				name := clusters[i].Ref().Name
+				results[i].n, results[i].err = trees[name].Write(out, renderer.Root(name))
+			}
+		})
+	}
+	for i, c := range clusters {
+		if _, ok := trees[c.Ref().Name]; ok {
+			work <- i
+		}
+	}
+	close(work)
+	wg.Wait()
+	for i, c := range clusters {
+		if _, ok := trees[c.Ref().Name]; !ok {
 			continue
 		}
-		n, err := t.Write(out, renderer.Root(c.Ref().Name))
-		if err != nil {
+		if err := results[i].err; err != nil {
 			return fmt.Errorf("write %s: %w", renderer.Root(c.Ref().Name), err)
 		}
-		fmt.Fprintf(w, "%s: %s (%d file(s) changed)\n", c.Ref(), renderer.Root(c.Ref().Name), n)
+		fmt.Fprintf(w, "%s: %s (%d file(s) changed)\n", c.Ref(), renderer.Root(c.Ref().Name), results[i].n)
 	}
 	// The other clusters are rendered; a refusal still fails the run, as
 	// it does cairn plan's.
