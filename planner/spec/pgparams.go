@@ -167,11 +167,11 @@ var valueChecks = map[string]func(v string, major int) string{
 		}
 		return ""
 	},
-	"search_path":      func(v string, _ int) string { return checkIdentifiers(v, nil) },
+	"search_path": func(v string, _ int) string { return checkIdentifiers(v, nil) },
 	// TLS versions only at or above cairn's floor (TLS 1.2).
 	"ssl_min_protocol_version": func(v string, _ int) string { return tlsAtFloor(v, false) },
 	"ssl_max_protocol_version": func(v string, _ int) string { return tlsAtFloor(v, true) },
-	"temp_tablespaces": func(v string, _ int) string { return checkIdentifiers(v, nil) },
+	"temp_tablespaces":         func(v string, _ int) string { return checkIdentifiers(v, nil) },
 	"log_destination": func(v string, major int) string {
 		dests := []string{"stderr", "csvlog", "syslog"}
 		if major == 0 || major >= 15 {
