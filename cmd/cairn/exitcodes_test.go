@@ -75,6 +75,11 @@ func TestExitCodesAreTheSameForTheSameMistake(t *testing.T) {
 		{"bad -o", []string{"propose", "--repo", bare, "--live", live, "-o", "xml"}, exitUsage, "-o must be"},
 		{"no webhook secret", []string{"reconcile", "--repo", bare, "--live", live, "--webhook-addr", "127.0.0.1:0"}, exitUsage, "needs a secret"},
 		{"token over http://", []string{"propose", "--repo", bare, "--live", live, "--github", "o/r", "--github-api", "http://api.example.com/", "--github-token-file", tokenFile}, exitUsage, "--github-api: "},
+		// With --insecure-http the command goes on, to the clone.
+		// 0.0.0.0 is not loopback, but a connection to it is refused at
+		// once: refused without the flag, with it the clone is tried.
+		{"token over http://", []string{"propose", "--repo", "http://0.0.0.0:1/o/r.git", "--token-file", tokenFile, "--live", live}, exitInvalid, "refusing to send them to 0.0.0.0 over http://"},
+		{"token over http://, allowed", []string{"propose", "--repo", "http://0.0.0.0:1/o/r.git", "--insecure-http", "--token-file", tokenFile, "--live", live}, exitInvalid, "connection refused"},
 		{"missing required flag", []string{"status"}, exitUsage, `required flag(s) "repo" not set`},
 		{"missing required flag", []string{"diff"}, exitUsage, `required flag(s) "repo" not set`},
 		{"extra argument", []string{"version", "x"}, exitUsage, "unknown command"},

@@ -220,6 +220,7 @@ func newMemberReconciler(ctx context.Context, o remoteOptions, gh githubOptions,
 	if err != nil {
 		return nil, nil, err
 	}
+	gh.insecureHTTP = o.insecureHTTP
 	prs, _, err := gh.provider(repo, o.base, log)
 	if err != nil {
 		cleanup()

@@ -36,7 +36,9 @@ const (
 // installTree is examples/install and deploy/reconcile as files of a
 // kustomize tree, at their paths in the repository, with an overlay at
 // test/ that sets what a person sets in examples/install's patch: --repo
-// and --github, and --github-api for the GitHub test server.
+// and --github, and --github-api for the GitHub test server, both on the
+// machine over http:// (--insecure-http: the node reaches them at an
+// address of the test's network, not loopback).
 func installTree(t *testing.T, repo, github, api string) renderer.Tree {
 	t.Helper()
 	tree := renderer.Tree{}
@@ -64,6 +66,7 @@ patches:
     - {op: test, path: %[1]s/2, value: "--github=OWNER/gitops"}
     - {op: replace, path: %[1]s/2, value: "--github=%[3]s"}
     - {op: add, path: %[1]s/-, value: "--github-api=%[4]s"}
+    - {op: add, path: %[1]s/-, value: "--insecure-http"}
 `, args, repo, github, api)
 	return tree
 }
@@ -92,7 +95,7 @@ func TestRealNodeReconcileInCluster(t *testing.T) {
 	gh.UseRepo(bare)
 	install(t, node, node.Expose(t, gitURL), node.Expose(t, gh.URL)+"/", gh.Token)
 
-	pods := waitReady(t, admin, 3, 4*time.Minute)
+	pods := waitReady(t, admin, 3, 4*time.Minute, node)
 	ready := time.Since(start)
 	for _, p := range pods {
 		for _, path := range []string{"/healthz", "/readyz"} {
@@ -103,7 +106,7 @@ func TestRealNodeReconcileInCluster(t *testing.T) {
 	}
 	sharesShards(t, admin, pods)
 	opened := aPushOpensTheCreateStep(t, node, gh, bare, pods)
-	moved := aReplicaStops(t, admin, pods[0].Name)
+	moved := aReplicaStops(t, admin, pods[0].Name, node)
 	t.Logf("3 replicas Ready %.1fs after the test's start (the node's included); spec push + webhook to the create pull request: %.1fs; a replica's pod deleted to its shards held by the others: %.1fs; wall time %.1fs",
 		ready.Seconds(), opened.Seconds(), moved.Seconds(), time.Since(start).Seconds())
 }
@@ -214,7 +217,7 @@ func ownerPrinted(t *testing.T, node *kubenode.Cluster, pods []corev1.Pod) map[s
 
 // waitReady waits until n pods of cairn reconcile are Ready, none
 // restarted, and returns them.
-func waitReady(t *testing.T, c kubernetes.Interface, n int, within time.Duration) []corev1.Pod {
+func waitReady(t *testing.T, c kubernetes.Interface, n int, within time.Duration, node *kubenode.Cluster) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
 	testbed.EventuallyWithin(t, within, fmt.Sprintf("%d ready replicas", n), func() error {
@@ -232,7 +235,8 @@ func waitReady(t *testing.T, c kubernetes.Interface, n int, within time.Duration
 		for _, p := range pods {
 			for _, s := range p.Status.ContainerStatuses {
 				if s.RestartCount > 0 {
-					t.Fatalf("%s restarted %d times", p.Name, s.RestartCount)
+					logs, err := node.PodLogs(cairnNS, p.Name)
+					t.Fatalf("%s restarted %d times; its containers' logs (%v):\n%s", p.Name, s.RestartCount, err, logs)
 				}
 			}
 			for _, cond := range p.Status.Conditions {
@@ -296,7 +300,7 @@ func shardHolders(c kubernetes.Interface) (map[string]int, error) {
 // before its Leases could have expired (--lease-duration=30s); the
 // Deployment's new replica gets Ready and a share. It returns how long
 // the shards took to move.
-func aReplicaStops(t *testing.T, c kubernetes.Interface, pod string) time.Duration {
+func aReplicaStops(t *testing.T, c kubernetes.Interface, pod string, node *kubenode.Cluster) time.Duration {
 	t.Helper()
 	deleted := time.Now()
 	if err := c.CoreV1().Pods(cairnNS).Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
@@ -318,7 +322,7 @@ func aReplicaStops(t *testing.T, c kubernetes.Interface, pod string) time.Durati
 		moved = time.Since(deleted)
 		return nil
 	})
-	sharesShards(t, c, waitReady(t, c, 3, 2*time.Minute))
+	sharesShards(t, c, waitReady(t, c, 3, 2*time.Minute, node))
 	return moved
 }
 

@@ -81,7 +81,7 @@ func CheckTransport(remote string, withAuth bool) error {
 	if IsLoopback(u.Hostname()) {
 		return nil
 	}
-	return fmt.Errorf("%s: %w: refusing to send them to %s over http://; use https://", redact(remote), ErrCleartextCredentials, u.Hostname())
+	return fmt.Errorf("%s: %w: refusing to send them to %s over http://; use https:// (or, on a network you trust, --insecure-http)", redact(remote), ErrCleartextCredentials, u.Hostname())
 }
 
 // IsLoopback says whether host (a name or an address, without a port)
