@@ -10,12 +10,12 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/promtest"
 )
 
@@ -214,13 +214,13 @@ func BenchmarkWebhookUnfinishedHeaders(b *testing.B) {
 
 // webhookServer serves a Webhook with its Server's bounds, its metrics in
 // reg and its log in logs.
-func webhookServer(t testing.TB, maxConns, maxReaders int) (*httptest.Server, *Webhook, *prometheus.Registry, *lockedBuffer) {
+func webhookServer(t testing.TB, maxConns, maxReaders int) (*httptest.Server, *Webhook, *prometheus.Registry, *testbed.SyncBuffer) {
 	reg := prometheus.NewRegistry()
 	m, err := NewWebhookMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testbed.SyncBuffer{}
 	h := &Webhook{Secret: []byte("k"), Base: "main", Trigger: make(chan struct{}, 1), Metrics: m,
 		Log: slog.New(slog.NewTextHandler(logs, nil)), MaxConns: maxConns, MaxReaders: maxReaders}
 	srv := httptest.NewUnstartedServer(nil)
@@ -243,21 +243,4 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("never: %s", what)
 		}
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

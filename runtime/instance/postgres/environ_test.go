@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cairn-dev/cairn/runtime/instance"
@@ -49,24 +48,6 @@ func TestServersGetNoSecretsInTheirEnvironment(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a server's output, written by its process's pipe.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // The statement that sets the replication user's password never reaches
 // the server's log, though a spec asks the server to log every statement,
 // every duration and every error's statement.
@@ -81,7 +62,7 @@ func TestPasswordsNeverReachTheServerLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log lockedBuffer
+	var log testbed.SyncBuffer
 	s, err := m.Start(ctx, initialised, &log)
 	if err != nil {
 		t.Fatal(err)
