@@ -55,15 +55,9 @@ func TestRestartVerdict(t *testing.T) {
 func TestCrashedServerRestartsInPlace(t *testing.T) {
 	b := newPGBed(t)
 	m := b.member(0, "new", 0)
-	up := &upWatch{w: instancetest.Writer(t), up: make(chan struct{}, 4)}
-	m.Log = slog.New(slog.NewTextHandler(up, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, m, instancetest.Writer(t)) }()
 	// A server killed before its manager has seen it up failed to start:
-	// that is no crash to recover from.
-	up.wait(t)
+	// that is no crash to recover from (runUntilUp waits for it).
+	up, done := runUntilUp(t, m)
 	instancetest.Eventually(t, time.Minute, "pg-0 takes writes", func(ctx context.Context) error {
 		c, err := b.dial(ctx, 0)
 		if err != nil {
@@ -132,13 +126,7 @@ func TestSynchronousMemberNotRestartedInPlace(t *testing.T) {
 	b := newPGBed(t)
 	m := b.member(0, "new", 0)
 	m.Config.SynchronousStandbys = 1
-	up := &upWatch{w: instancetest.Writer(t), up: make(chan struct{}, 4)}
-	m.Log = slog.New(slog.NewTextHandler(up, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, m, instancetest.Writer(t)) }()
-	up.wait(t)
+	_, done := runUntilUp(t, m)
 	KillPostmaster(postmasterPID(t, m))
 	select {
 	case err := <-done:
@@ -157,13 +145,7 @@ func TestSynchronousMemberNotRestartedInPlace(t *testing.T) {
 func TestPostmasterKilledAloneRestartsInPlace(t *testing.T) {
 	b := newPGBed(t)
 	m := b.member(0, "new", 0)
-	up := &upWatch{w: instancetest.Writer(t), up: make(chan struct{}, 4)}
-	m.Log = slog.New(slog.NewTextHandler(up, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, m, instancetest.Writer(t)) }()
-	up.wait(t)
+	up, done := runUntilUp(t, m)
 	c := b.conn(0)
 	var backend int
 	if err := c.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&backend); err != nil {
@@ -215,6 +197,21 @@ func TestManagerGoneLeavesServerDown(t *testing.T) {
 }
 
 // upWatch passes the manager's log on and signals each "postgres is up".
+// runUntilUp runs m's instance manager (Run) until the test ends, and
+// returns once the manager has seen its server up: up sees the next
+// times, done gets Run's return.
+func runUntilUp(t *testing.T, m *Manager) (up *upWatch, done <-chan error) {
+	t.Helper()
+	up = &upWatch{w: instancetest.Writer(t), up: make(chan struct{}, 4)}
+	m.Log = slog.New(slog.NewTextHandler(up, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ran := make(chan error, 1)
+	go func() { ran <- Run(ctx, m, instancetest.Writer(t)) }()
+	up.wait(t)
+	return up, ran
+}
+
 type upWatch struct {
 	w  io.Writer
 	up chan struct{}
