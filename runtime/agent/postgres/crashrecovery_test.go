@@ -270,12 +270,7 @@ func BenchmarkCrashRecovery(b *testing.B) {
 func crashRecovery(b *testing.B, sync int) {
 	pc, ctx, recorded := benchClusterWith(b, fmt.Sprintf("pgcrash%d", sync), sync, FailoverSettings{CrashLoop: time.Millisecond},
 		func(p *pginstance.Manager) { p.CrashLoopWindow, p.Config.SynchronousStandbys = time.Millisecond, 0 })
-	var acks *writers
-	if sync > 0 {
-		acks = pc.sampleAcks(ctx)
-	} else {
-		acks = pc.sampleWriters(ctx)
-	}
+	acks := pc.sampleFor(ctx, sync)
 	w := startAckWriter(pc, 1)
 	var took []time.Duration
 	b.ResetTimer()

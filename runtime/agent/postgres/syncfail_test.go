@@ -100,6 +100,15 @@ func lostRows(t testing.TB, pc *pgCluster, acked []int) int {
 	return lost
 }
 
+// sampleFor samples what a benchmark of sync synchronous standbys counts:
+// the acknowledged writes (sampleAcks), or, asynchronously, the writers'.
+func (pc *pgCluster) sampleFor(ctx context.Context, sync int) *writers {
+	if sync > 0 {
+		return pc.sampleAcks(ctx)
+	}
+	return pc.sampleWriters(ctx)
+}
+
 // sampleAcks counts, every 200ms, the members that acknowledge a write
 // within a second: with synchronous replication an old primary may still
 // answer as a primary, and must acknowledge nothing.
@@ -180,12 +189,7 @@ func BenchmarkPartitionFrozen(b *testing.B) {
 func benchFrozen(b *testing.B, sync int, settings FailoverSettings) {
 	b.Logf("synchronous standbys %d, settings %+v (zero: the default)", sync, settings)
 	pc, ctx, recorded := benchCluster(b, fmt.Sprintf("pgfrozen%d", sync), sync, settings)
-	var acks *writers
-	if sync > 0 {
-		acks = pc.sampleAcks(ctx)
-	} else {
-		acks = pc.sampleWriters(ctx)
-	}
+	acks := pc.sampleFor(ctx, sync)
 	w := startAckWriter(pc, 1)
 	var took []time.Duration
 	b.ResetTimer()
@@ -362,12 +366,7 @@ func BenchmarkFailoverCyclesAsync(b *testing.B) { failoverCycles(b, 0) }
 
 func failoverCycles(b *testing.B, sync int) {
 	pc, ctx, recorded := benchCluster(b, fmt.Sprintf("pgcycles%d", sync), sync, FailoverSettings{AfterTimeouts: 3 * time.Second})
-	var acks *writers
-	if sync > 0 {
-		acks = pc.sampleAcks(ctx)
-	} else {
-		acks = pc.sampleWriters(ctx)
-	}
+	acks := pc.sampleFor(ctx, sync)
 	w := startAckWriter(pc, 1)
 	var kills, freezes []time.Duration
 	b.ResetTimer()
