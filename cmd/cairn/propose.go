@@ -226,7 +226,11 @@ func runPropose(ctx context.Context, w outcomeWriter, errw io.Writer, o remoteOp
 	}
 	disk := rc.open(r, errw)
 	defer trimRenderCache(disk, errw)
-	cfg, cache := withRenderCache(loopConfig(repo, prs, r, src, specs, log), r, disk)
+	cache := renderer.NewCache(r, 0)
+	if disk != nil {
+		cache.WithDisk(disk)
+	}
+	cfg := loopConfigWith(repo, prs, r, cache, src, specs, log)
 	cfg.AutoMerge = !gh.noAutoMerge
 	if gh.verbose {
 		defer func() { fmt.Fprint(errw, renderCounts(cache)) }()

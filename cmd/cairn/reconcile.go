@@ -267,7 +267,12 @@ func loopMetrics(reg prometheus.Registerer, prs publish.Provider) (*reconcile.Me
 func loopConfig(repo *gitrepo.Repo, prs publish.Provider, rend *renderer.Renderer, src liveSource, specs specsFlag, log *slog.Logger) reconcile.Config {
 	// Across the passes of cairn reconcile, only clusters whose spec or
 	// plan changed are rendered and built again.
-	cache := renderer.NewCache(rend, 0)
+	return loopConfigWith(repo, prs, rend, renderer.NewCache(rend, 0), src, specs, log)
+}
+
+// loopConfigWith is loopConfig rendering through cache, a cache over rend
+// (cairn propose's has a second level on disk).
+func loopConfigWith(repo *gitrepo.Repo, prs publish.Provider, rend *renderer.Renderer, cache *renderer.Cache, src liveSource, specs specsFlag, log *slog.Logger) reconcile.Config {
 	return reconcile.Config{
 		Repo: repo, PRs: prs, Name: "cairn", Email: cairnEmail,
 		Layout:     specs.layout(""),

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/cairn-dev/cairn/reconcile"
 	"github.com/cairn-dev/cairn/renderer"
 	"github.com/cairn-dev/cairn/version"
 )
@@ -81,18 +80,6 @@ func (o renderCacheOptions) open(r *renderer.Renderer, errw io.Writer) *renderer
 		return nil
 	}
 	return d
-}
-
-// withRenderCache makes the loop of cfg render through a cache whose
-// second level is d (nil: memory only, as loopConfig makes it), and
-// returns that cache.
-func withRenderCache(cfg reconcile.Config, r *renderer.Renderer, d *renderer.DiskCache) (reconcile.Config, *renderer.Cache) {
-	c := renderer.NewCache(r, 0)
-	if d != nil {
-		c.WithDisk(d)
-	}
-	cfg.Render, cfg.PassStarts = c.Render, c.NewPass
-	return cfg, c
 }
 
 // trimRenderCache keeps the cache's folder within its limit at the end of
