@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/runtime/backup"
@@ -32,6 +33,16 @@ import (
 // The gap is the replica's next segment older than the primary's oldest
 // and not archived, while the replica's position stays put over
 // catchUpChecks checks in a row.
+//
+// A replica can also hold WAL the primary never had: after a failover to
+// another replica (the recorded synchronous standby, say), one that had
+// received more of the old primary's unacknowledged WAL is past the point
+// where the new primary's timeline forked off. PostgreSQL then refuses to
+// follow the new timeline ("forked off ... before the current recovery
+// point") and never will. The primary's timeline history says where the
+// replica's timeline ended; a replica past it, not streaming on the
+// primary's timeline, over forkChecks checks in a row, is rewound onto
+// the primary's timeline (re-cloned if the rewind fails).
 
 // Defaults of the catch-up watch.
 const (
@@ -39,6 +50,12 @@ const (
 	// catchUpChecks is how many checks in a row must find the same gap,
 	// with the replica's position unchanged, before it is re-cloned.
 	catchUpChecks = 4
+	// forkChecks is how many checks in a row must find the replica past
+	// its timeline's end: a fork is a fact of the history, not a wait,
+	// and the second check only guards against a replica whose control
+	// file still names the old timeline just after it followed the new
+	// one.
+	forkChecks = 2
 )
 
 // walPositions is what one check of the catch-up watch reads.
@@ -58,6 +75,12 @@ type walPositions struct {
 	// Archived names the segment the replica needs when the archive
 	// holds it; "" when it does not or the cluster archives nothing.
 	Archived string
+	// TimelineEnd is where, by the primary's timeline history, the
+	// replica's timeline ended (the new timeline forked off), when the
+	// replica is on an earlier timeline than the primary and the history
+	// names it (EndKnown).
+	TimelineEnd uint64
+	EndKnown    bool
 }
 
 // need is the number of the segment the replica reads next: its
@@ -73,6 +96,9 @@ const (
 	// walGone: neither the primary nor the archive holds the replica's
 	// next segment.
 	walGone
+	// forked: the replica holds WAL past the end of its timeline on the
+	// primary: it can never follow by streaming and is rewound.
+	forked
 	// notOurs: a re-clone is never right for this member now (it is not
 	// in recovery, or it is on a later timeline than the primary and may
 	// hold WAL the primary lacks).
@@ -87,6 +113,9 @@ func judge(w walPositions) (gapVerdict, string) {
 		return notOurs, "the member is not in recovery"
 	case w.ReplicaTLI > w.PrimaryTLI:
 		return notOurs, fmt.Sprintf("the member is on timeline %d, later than the primary's %d", w.ReplicaTLI, w.PrimaryTLI)
+	case w.ReplicaTLI < w.PrimaryTLI && w.EndKnown && w.Have > w.TimelineEnd:
+		return forked, fmt.Sprintf("the member has WAL up to %s on timeline %d, past %s where the primary's timeline forked off it",
+			backup.FormatLSN(w.Have), w.ReplicaTLI, backup.FormatLSN(w.TimelineEnd))
 	case w.Have >= w.PrimaryLSN:
 		return noGap, "the member has all of the primary's WAL"
 	case w.need() >= w.Oldest:
@@ -98,21 +127,27 @@ func judge(w walPositions) (gapVerdict, string) {
 		need, backup.Segment{Timeline: w.PrimaryTLI, No: w.Oldest}.Name(w.SegmentSize))
 }
 
-// gapStreak counts the checks in a row that found the same gap with the
-// replica's position unchanged.
+// gapStreak counts the checks in a row that found the same gap (walGone
+// or forked) with the replica's position unchanged.
 type gapStreak struct {
 	n    int
+	v    gapVerdict
 	have uint64
 }
 
-// see records one check and reports whether the gap is now confirmed.
+// see records one check and reports whether the gap is now confirmed:
+// catchUpChecks checks for WAL gone, forkChecks for a fork.
 func (g *gapStreak) see(v gapVerdict, have uint64) bool {
-	if v != walGone || (g.n > 0 && have != g.have) {
+	if v == noGap || v == notOurs || (g.n > 0 && (have != g.have || v != g.v)) {
 		g.n = 0
 	}
-	if v == walGone {
-		g.n++
-		g.have = have
+	if v != walGone && v != forked {
+		return false
+	}
+	g.n++
+	g.v, g.have = v, have
+	if v == forked {
+		return g.n >= forkChecks
 	}
 	return g.n >= catchUpChecks
 }
@@ -163,7 +198,7 @@ func (p *Manager) watchCatchUp(ctx context.Context, s *Server) {
 		if !streak.see(v, w.Have) {
 			continue
 		}
-		if p.reclonePlanned(primary, why) {
+		if p.reclonePlanned(primary, why, v == forked) {
 			s.Stop()
 			return
 		}
@@ -182,9 +217,13 @@ func (p *Manager) readPositions(ctx context.Context, primary string) (walPositio
 	}
 	defer self.Close(context.Background())
 	var have string
+	// The replica's timeline: its control file's, or the one its
+	// walreceiver streams on when that is later (the control file names
+	// a new timeline only at the next restartpoint).
 	err = self.QueryRow(cctx, `SELECT pg_is_in_recovery(),
   greatest(coalesce(pg_last_wal_receive_lsn(), '0/0'), coalesce(pg_last_wal_replay_lsn(), '0/0'))::text,
-  greatest((SELECT timeline_id FROM pg_control_checkpoint()), (SELECT min_recovery_end_timeline FROM pg_control_recovery()))`).
+  greatest((SELECT timeline_id FROM pg_control_checkpoint()), (SELECT min_recovery_end_timeline FROM pg_control_recovery()),
+    (SELECT max(received_tli) FROM pg_stat_wal_receiver WHERE status = 'streaming'))`).
 		Scan(&w.InRecovery, &have, &w.ReplicaTLI)
 	if err != nil {
 		return w, fmt.Errorf("read this member's position: %w", err)
@@ -228,7 +267,49 @@ func (p *Manager) readPrimary(ctx context.Context, primary string, w *walPositio
 		return fmt.Errorf("the primary's oldest segment: %w", err)
 	}
 	w.PrimaryTLI, w.Oldest = cur.Timeline, old.No
+	if w.ReplicaTLI == 0 || w.ReplicaTLI >= w.PrimaryTLI {
+		return nil
+	}
+	// The history file of the primary's timeline lists every timeline
+	// before it and where each ended.
+	var history string
+	name := fmt.Sprintf("pg_wal/%08X.history", w.PrimaryTLI)
+	if err := c.QueryRow(ctx, "SELECT pg_read_file($1)", name).Scan(&history); err != nil {
+		return fmt.Errorf("read the primary's timeline history %s on %s: %w", name, primary, err)
+	}
+	w.TimelineEnd, w.EndKnown, err = timelineEnd(history, w.ReplicaTLI)
+	if err != nil {
+		return fmt.Errorf("the primary's timeline history %s on %s: %w", name, primary, err)
+	}
 	return nil
+}
+
+// timelineEnd reads a timeline history file (lines of a timeline, the
+// position where it ended and a reason, tab-separated; # comments) and
+// returns where timeline tli ended, if the history names it.
+func timelineEnd(history string, tli uint32) (uint64, bool, error) {
+	for i, line := range strings.Split(history, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			return 0, false, fmt.Errorf("line %d: %q is not a timeline and a position", i+1, line)
+		}
+		id, err := strconv.ParseUint(f[0], 10, 32)
+		if err != nil {
+			return 0, false, fmt.Errorf("line %d: timeline %q: %w", i+1, f[0], err)
+		}
+		end, err := backup.ParseLSN(f[1])
+		if err != nil {
+			return 0, false, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		if uint32(id) == tli {
+			return end, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // archivedSegment names the segment the replica needs if the cluster's

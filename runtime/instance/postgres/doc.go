@@ -16,7 +16,8 @@
 // failsafe.go renewal and the runtime's nudges, nudge.go). A running
 // replica checks it can catch up (catchup.go): WAL its primary removed is
 // read from the cluster's archive (its restore_command, wal.go), and when
-// neither holds it the replica is re-cloned (reclone.go). tls.go keeps
+// neither holds it the replica is re-cloned (reclone.go); one that forked
+// off the primary's timeline is rewound onto it. tls.go keeps
 // the member's certificates and its connections' TLS.
 //
 // It owns PostgreSQL's keys of the rendered config (Config) beside the

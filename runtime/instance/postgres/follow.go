@@ -16,13 +16,13 @@ import (
 // is, a former primary after pg_rewind brings it onto the primary's
 // timeline, so there is never a second primary.
 
-// rewind brings a former primary onto the current primary's timeline.
+// rewind brings the data (a former primary's, or a replica's that
+// forked off) onto the current primary's timeline.
 func (p *Manager) rewind(ctx context.Context, primary string) error {
 	host, port, err := splitHostPort(primary)
 	if err != nil {
 		return err
 	}
-	p.Log.Warn("a former primary returns while another member is primary: rewinding it to follow", "member", p.Name, "primary", primary)
 	// pg_rewind reads the source's timeline from its control file, which a
 	// just-promoted primary updates only at its next checkpoint.
 	if err := p.exec(ctx, primary, "CHECKPOINT"); err != nil {

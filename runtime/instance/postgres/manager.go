@@ -46,7 +46,9 @@ const (
 //     (follow.go);
 //   - data of a replica: follow the current primary (follow.go), or,
 //     when the catch-up watch found it cannot catch up (its next WAL gone
-//     from the primary and the archive), re-clone it (reclone.go);
+//     from the primary and the archive), re-clone it, or (it holds WAL
+//     past where the primary's timeline forked off its own) rewind it,
+//     re-cloning only if the rewind fails (reclone.go);
 //   - otherwise start from the data as it is, as the primary once its role
 //     label is confirmed.
 //
@@ -245,6 +247,7 @@ func (p *Manager) prepareData(ctx context.Context, primary string) (role string,
 	standby := p.isStandby()
 	switch {
 	case primary != "" && !standby:
+		p.Log.Warn("a former primary returns while another member is primary: rewinding it to follow", "member", p.Name, "primary", primary)
 		if err := p.rewind(ctx, primary); err != nil {
 			return "", false, err
 		}
@@ -255,7 +258,7 @@ func (p *Manager) prepareData(ctx context.Context, primary string) (role string,
 		}
 		return StartReplica, false, p.follow(primary)
 	case standby:
-		if pending, why := p.rc.take(); pending {
+		if pending, why, _ := p.rc.take(); pending {
 			p.Log.Warn("re-clone called off: no primary answers; keeping the data", "member", p.Name, "reason", why)
 		}
 		return StartReplica, false, nil

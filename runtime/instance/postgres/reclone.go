@@ -15,7 +15,9 @@ import (
 )
 
 // A replica the catch-up watch (catchup.go) found unable to catch up is
-// re-cloned from the primary: the server is stopped, and the next Prepare
+// re-cloned from the primary, or, when it forked off the primary's
+// timeline, rewound onto it first (pg_rewind copies only what differs),
+// and re-cloned only if the rewind fails: the server is stopped, and the next Prepare
 // clones into the .cloning folder beside the data directory while the old
 // data stays in place, replacing it only once the clone is complete, by
 // renames (swapIn), or, when the volume cannot hold both, removing it
@@ -42,9 +44,10 @@ const (
 type recloneState struct {
 	mu sync.Mutex
 	// pending is set from a confirmed gap until Prepare takes it; why says
-	// what the gap was.
+	// what the gap was, and rewind that a rewind is tried first.
 	pending bool
 	why     string
+	rewind  bool
 	// attempts are the re-clones in a row, the last one at last; spent
 	// says the limit was reported, and waited that the backoff after
 	// attempt waited was.
@@ -78,12 +81,12 @@ func (r *recloneState) caughtUp(now time.Time) {
 }
 
 // take returns and clears the pending re-clone.
-func (r *recloneState) take() (pending bool, why string) {
+func (r *recloneState) take() (pending bool, why string, rewind bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pending, why = r.pending, r.why
-	r.pending, r.why = false, ""
-	return pending, why
+	pending, why, rewind = r.pending, r.why, r.rewind
+	r.pending, r.why, r.rewind = false, "", false
+	return pending, why, rewind
 }
 
 func (r *recloneState) isPending() bool {
@@ -92,9 +95,9 @@ func (r *recloneState) isPending() bool {
 	return r.pending
 }
 
-// reclonePlanned marks the member for a re-clone when its budget allows
-// and says whether it did.
-func (p *Manager) reclonePlanned(primary, why string) bool {
+// reclonePlanned marks the member for a re-clone (a rewind first, with
+// rewind) when its budget allows and says whether it did.
+func (p *Manager) reclonePlanned(primary, why string, rewind bool) bool {
 	base := p.RecloneBackoff
 	if base <= 0 {
 		base = defaultRecloneBackoff
@@ -119,8 +122,12 @@ func (p *Manager) reclonePlanned(primary, why string) bool {
 		return false
 	}
 	r.attempts++
-	r.last, r.pending, r.why = now, true, why
-	p.Log.Warn("replica cannot catch up: stopping it to re-clone from the primary", "member", p.Name, "primary", primary, "attempt", r.attempts, "limit", recloneLimit, "reason", why)
+	r.last, r.pending, r.why, r.rewind = now, true, why, rewind
+	what := "re-clone from"
+	if rewind {
+		what = "rewind onto"
+	}
+	p.Log.Warn("replica cannot catch up: stopping it to "+what+" the primary", "member", p.Name, "primary", primary, "attempt", r.attempts, "limit", recloneLimit, "reason", why)
 	return true
 }
 
@@ -128,7 +135,7 @@ func (p *Manager) reclonePlanned(primary, why string) bool {
 // pending and still right, and makes it follow primary either way. It
 // reports false when none was pending.
 func (p *Manager) prepareReclone(ctx context.Context, primary string) (bool, error) {
-	pending, why := p.rc.take()
+	pending, why, rewind := p.rc.take()
 	if !pending {
 		return false, nil
 	}
@@ -140,6 +147,15 @@ func (p *Manager) prepareReclone(ctx context.Context, primary string) (bool, err
 	case p.RoleLabel != nil && p.RoleLabel() == contract.RolePrimary:
 		log.Warn("re-clone called off: the member is labelled primary; keeping the data")
 		return false, nil
+	}
+	if rewind {
+		start := time.Now()
+		err := p.rewind(ctx, primary)
+		if err == nil {
+			log.Info("rewound onto the primary's timeline", "primary", primary, "took", time.Since(start).Round(time.Millisecond).String())
+			return true, p.follow(primary)
+		}
+		log.Warn("rewind failed: re-cloning instead", "primary", primary, "err", err.Error())
 	}
 	keep, need, free, err := p.roomToKeep(ctx, primary)
 	if err != nil {

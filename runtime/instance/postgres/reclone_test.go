@@ -31,6 +31,17 @@ func TestJudgeWALGap(t *testing.T) {
 		{"caught up", func(w *walPositions) { w.Have = 9 * seg }, noGap},
 		{"not in recovery", func(w *walPositions) { w.InRecovery = false }, notOurs},
 		{"later timeline than the primary", func(w *walPositions) { w.ReplicaTLI = 2 }, notOurs},
+		{"past its timeline's end", func(w *walPositions) {
+			w.PrimaryTLI, w.TimelineEnd, w.EndKnown, w.Oldest = 2, 3*seg+50, true, 3
+		}, forked},
+		{"past its timeline's end and the primary's position", func(w *walPositions) {
+			w.PrimaryTLI, w.TimelineEnd, w.EndKnown, w.PrimaryLSN = 2, 3*seg, true, 3*seg+10
+		}, forked},
+		{"at its timeline's end", func(w *walPositions) {
+			w.PrimaryTLI, w.TimelineEnd, w.EndKnown, w.Oldest = 2, 3*seg+100, true, 3
+		}, noGap},
+		{"timeline not in the primary's history", func(w *walPositions) { w.PrimaryTLI, w.Oldest = 2, 3 }, noGap},
+		{"on the primary's timeline", func(w *walPositions) { w.TimelineEnd, w.EndKnown, w.Oldest = 3*seg, true, 3 }, noGap},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := base
@@ -43,7 +54,7 @@ func TestJudgeWALGap(t *testing.T) {
 }
 
 // A gap is confirmed only by catchUpChecks checks in a row at one
-// position.
+// position, a fork by forkChecks.
 func TestGapStreak(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -56,6 +67,10 @@ func TestGapStreak(t *testing.T) {
 		{"moving", []gapVerdict{walGone, walGone, walGone, walGone}, []uint64{7, 8, 8, 8}, false},
 		{"interrupted", []gapVerdict{walGone, walGone, noGap, walGone, walGone}, []uint64{7, 7, 7, 7, 7}, false},
 		{"after a reset", []gapVerdict{noGap, walGone, walGone, walGone, walGone}, []uint64{1, 7, 7, 7, 7}, true},
+		{"forked", []gapVerdict{forked, forked}, []uint64{7, 7}, true},
+		{"forked once", []gapVerdict{forked}, []uint64{7}, false},
+		{"forked then gone", []gapVerdict{forked, walGone, walGone}, []uint64{7, 7, 7}, false},
+		{"gone then forked", []gapVerdict{walGone, walGone, walGone, forked}, []uint64{7, 7, 7, 7}, false},
 	} {
 		var g gapStreak
 		var got bool
