@@ -96,7 +96,7 @@ func TestShorterRetentionRefusedWhileABackupIsReliedOn(t *testing.T) {
 		},
 		{
 			name: "a longer retention beside a major upgrade", desired: pgSpec(t, 3, "15.4", longer), observed: pgBackedAt(pgLive(3, "14.5", 0), 7, "", "", false),
-			status: plan.StatusPlanned, steps: []string{"configure-backup", "backup-before-15.4", "pg-upgrade-check-15.4", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2"},
+			status: plan.StatusPlanned, steps: []string{"configure-backup", "backup-before-15.4", "pg-upgrade-check-15.4", "pg-major-upgrade-15.4", "pg-add-1-to-2"},
 		},
 		{
 			name: "no upgrade: the shorter retention goes ahead, irreversible", desired: pgSpec(t, 3, "14.5", shorter), observed: pgBackedAt(pgLive(3, "14.5", 0), 7, "", "", false),
@@ -128,7 +128,7 @@ func TestMajorUpgradeOrder(t *testing.T) {
 		{
 			name: "backup, switchover, sync 0, upgrade", desired: pgSpec(t, 3, "15.4", withBackup, "synchronousStandbys: 1", window),
 			observed: with(pgBacked(pgLive(3, "14.5", 2)), sync1),
-			status:   plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "switchover-2-to-0-for-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2", "sync-standbys-1"},
+			status:   plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "switchover-2-to-0-for-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1-to-2", "sync-standbys-1"},
 			check: func(t *testing.T, p plan.Plan) {
 				// The check touches no member: it waits for no window.
 				for i, held := range []bool{true, false, true, false, true} {
@@ -144,7 +144,7 @@ func TestMajorUpgradeOrder(t *testing.T) {
 		{
 			name: "the primary on ordinal 0: backup, sync 0, upgrade", desired: pgSpec(t, 3, "15.4", withBackup, "synchronousStandbys: 1"),
 			observed: with(pgBacked(pgLive(3, "14.5", 0)), sync1),
-			status:   plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2", "sync-standbys-1"},
+			status:   plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1-to-2", "sync-standbys-1"},
 			check: func(t *testing.T, p plan.Plan) {
 				if hasGate(p.Steps[0], plan.GateMaintenanceWindow, plan.Before) {
 					t.Error("no window in the spec, no window gate")
@@ -154,7 +154,7 @@ func TestMajorUpgradeOrder(t *testing.T) {
 		{
 			name: "the backup taken: the check goes next", desired: pgSpec(t, 3, "15.4", withBackup, "synchronousStandbys: 1"),
 			observed: with(pgBackedAt(pgLive(3, "14.5", 0), 0, "", "backup-before-15.4", false), sync1),
-			status:   plan.StatusPlanned, steps: []string{"pg-upgrade-check-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2", "sync-standbys-1"},
+			status:   plan.StatusPlanned, steps: []string{"pg-upgrade-check-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1-to-2", "sync-standbys-1"},
 		},
 	})
 }

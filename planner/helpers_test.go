@@ -139,3 +139,13 @@ func hasGate(s plan.Step, kind plan.GateKind, when plan.Phase) bool {
 
 // kinds is the planner of both kinds, as cmd/cairn wires it.
 var kinds = New(Etcd(), Postgres())
+
+// hasMemberGate reports whether s has a gate of kind on member.
+func hasMemberGate(s plan.Step, kind plan.GateKind, member string) bool {
+	for _, g := range s.Gates {
+		if g.Kind == kind && g.Member == member {
+			return true
+		}
+	}
+	return false
+}

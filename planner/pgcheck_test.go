@@ -23,7 +23,7 @@ func TestUpgradeCheckOrderAndGates(t *testing.T) {
 	runCases(t, []planCase{
 		{
 			name: "after the backup, before the switchover", desired: pgSpec(t, 3, "15.4", withBackup), observed: pgBacked(pgLive(3, "14.5", 2)),
-			status: plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "switchover-2-to-0-for-15.4", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2"},
+			status: plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "switchover-2-to-0-for-15.4", "pg-major-upgrade-15.4", "pg-add-1-to-2"},
 			check: func(t *testing.T, p plan.Plan) {
 				s := p.Steps[1]
 				if s.Kind != plan.PostgresUpgradeCheck || s.Disruptive || !s.Reversible {
@@ -43,24 +43,24 @@ func TestUpgradeCheckOrderAndGates(t *testing.T) {
 		},
 		{
 			name: "the backup served: the check goes first", desired: pgSpec(t, 3, "15.4", withBackup), observed: served(),
-			status: plan.StatusPlanned, steps: []string{"pg-upgrade-check-15.4", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2"},
+			status: plan.StatusPlanned, steps: []string{"pg-upgrade-check-15.4", "pg-major-upgrade-15.4", "pg-add-1-to-2"},
 		},
 		{
 			name: "passed: the upgrade goes next", desired: pgSpec(t, 3, "15.4", withBackup), observed: with(served(), checked(live.UpgradeCheckPassed, "", 14, 15)),
-			status: plan.StatusPlanned, steps: []string{"pg-major-upgrade-15.4", "pg-add-1", "pg-add-2"},
+			status: plan.StatusPlanned, steps: []string{"pg-major-upgrade-15.4", "pg-add-1-to-2"},
 		},
 		{
 			name: "still running: not planned again", desired: pgSpec(t, 3, "15.4", withBackup), observed: with(served(), checked("", "", 14, 15)),
-			status: plan.StatusPlanned, steps: []string{"pg-major-upgrade-15.4", "pg-add-1", "pg-add-2"},
+			status: plan.StatusPlanned, steps: []string{"pg-major-upgrade-15.4", "pg-add-1-to-2"},
 		},
 		{
 			name: "refused: not planned again, the upgrade holds", desired: pgSpec(t, 3, "15.4", withBackup), observed: with(served(), checked(live.UpgradeCheckFailed, "Checking for reg* data types in user tables fatal", 14, 15)),
-			status: plan.StatusPlanned, steps: []string{"pg-major-upgrade-15.4", "pg-add-1", "pg-add-2"},
+			status: plan.StatusPlanned, steps: []string{"pg-major-upgrade-15.4", "pg-add-1-to-2"},
 		},
 		{
 			name: "a check of another target: checked again", desired: pgSpec(t, 3, "16.2", withBackup),
 			observed: with(pgBackedAt(pgLive(3, "14.5", 0), 0, "", "backup-before-16.2", false), checked(live.UpgradeCheckPassed, "", 14, 15)),
-			status:   plan.StatusPlanned, steps: []string{"pg-upgrade-check-16.2", "pg-major-upgrade-16.2", "pg-add-1", "pg-add-2"},
+			status:   plan.StatusPlanned, steps: []string{"pg-upgrade-check-16.2", "pg-major-upgrade-16.2", "pg-add-1-to-2"},
 		},
 		{
 			name: "an upgrade given up after its check: its Job removed", desired: pgSpec(t, 3, "14.5", withBackup), observed: with(pgBacked(pgLive(3, "14.5", 0)), checked(live.UpgradeCheckFailed, "refused", 14, 15)),

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/planner/live"
@@ -87,15 +88,16 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 	storageStep(&r, c, obs)
 	pgDropUpgradeCheck(&r, c, obs, cur, want)
 	if major {
-		// Re-cloned replicas come back up to the size the restart below
-		// runs at; those added after it start with the new template.
-		pgMajor(&r, c, obs, &m, want, upgradeSize(1, n, 2))
+		// The primary runs alone after the upgrade: every replica is
+		// re-cloned in the one step after it (pgResizeAt), before any
+		// restart below, which then runs at the spec's size.
+		pgMajor(&r, c, obs, &m, want, n)
 		pgTemplate(&r, c, obs, &m, env.Images)
 		pgResize(&r, &m, n)
 	} else {
 		pgSync(&r, &m, min(m.sync, c.Spec.SynchronousStandbys), "before members are removed")
 		existing := m.size
-		pgResizeAt(&r, &m, upgradeSize(m.size, n, 2), want)
+		pgResizeAt(&r, &m, pgSizeBefore(m.size, n), want)
 		if m.version != want {
 			cur := m.version.String()
 			pgRoll(&r, &m, allOrdinals(min(existing, m.size)), func(int) string { return cur }, want)
@@ -313,27 +315,51 @@ func pgResize(r *Result, m *pgModel, target int) {
 // minor upgrades go in), so a new replica is not upgraded right after it
 // was cloned. The add step then also sets the template's version, with the
 // partition at the new member.
+//
+// Replicas come one step each, except for a primary running alone (a
+// cluster of one grown, or the primary right after a major upgrade): it
+// has no member to fail over to until they stream, so it gets all of them
+// in one step, one review, and the StatefulSet starts them one after
+// another, each cloned once the one before is ready.
 func pgResizeAt(r *Result, m *pgModel, target int, at spec.Version) {
 	for m.size < target {
-		ord := m.size
-		name := contract.MemberName(m.name, ord)
-		params := &plan.PostgresAddReplicaParams{Member: name, Ordinal: ord, Replicas: ord + 1}
+		first, next := m.size, m.size+1
+		if m.size == 1 {
+			next = target
+		}
+		var names []string
+		gates := []plan.Gate{healthyBefore()}
+		for ord := first; ord < next; ord++ {
+			name := contract.MemberName(m.name, ord)
+			names = append(names, name)
+			gates = append(gates,
+				memberGate(plan.GateMemberReady, plan.After, name, name+" is ready"),
+				memberGate(plan.GateReplicaStreaming, plan.After, name, name+" streams from the primary"))
+		}
+		params := &plan.PostgresAddReplicaParams{Member: names[0], Ordinal: first, Replicas: next}
 		if at != m.version {
-			params.Version, params.Partition = at.String(), ord
+			params.Version, params.Partition = at.String(), first
+		}
+		id := fmt.Sprintf("pg-add-%d", first)
+		summary := fmt.Sprintf("Add replica %s at %s, cloned from the primary with pg_basebackup (%d -> %d members)", names[0], at, first, next)
+		rollback := "Lower spec.instances again; the replica is removed (its volume is kept by the StatefulSet)."
+		if len(names) > 1 {
+			params.Members = names
+			id = fmt.Sprintf("pg-add-%d-to-%d", first, next-1)
+			summary = fmt.Sprintf("Add replicas %s at %s in one step, each cloned from the primary with pg_basebackup, one after another as the StatefulSet starts them (%d -> %d members): the primary runs alone until the first streams, so they do not wait for a pull request each",
+				strings.Join(names, ", "), at, first, next)
+			rollback = "Lower spec.instances again; the replicas are removed (their volumes are kept by the StatefulSet)."
 		}
 		r.add(plan.Step{
-			ID:         fmt.Sprintf("pg-add-%d", ord),
+			ID:         id,
 			Kind:       plan.PostgresAddReplica,
-			Summary:    fmt.Sprintf("Add replica %s at %s, cloned from the primary with pg_basebackup (%d -> %d members)", name, at, ord, ord+1),
+			Summary:    summary,
 			Reversible: true,
-			Rollback:   "Lower spec.instances again; the replica is removed (its volume is kept by the StatefulSet).",
-			Gates: []plan.Gate{healthyBefore(),
-				memberGate(plan.GateMemberReady, plan.After, name, name+" is ready"),
-				memberGate(plan.GateReplicaStreaming, plan.After, name, name+" streams from the primary"),
-				healthyAfter()},
-			Params: plan.Params{PostgresAddReplica: params},
+			Rollback:   rollback,
+			Gates:      append(gates, healthyAfter()),
+			Params:     plan.Params{PostgresAddReplica: params},
 		})
-		m.size++
+		m.size = next
 	}
 	for m.size > target {
 		ord := m.size - 1
@@ -354,6 +380,18 @@ func pgResizeAt(r *Result, m *pgModel, target int, at spec.Version) {
 		})
 		m.size--
 	}
+}
+
+// pgSizeBefore is the size to grow or shrink to before a rolling upgrade
+// and a template's restart: upgradeSize's, except that a primary running
+// alone gets every replica the spec asks for first, in one step
+// (pgResizeAt), rather than one replica, the restarts, and the rest one
+// pull request each while it has only that one to fail over to.
+func pgSizeBefore(cur, want int) int {
+	if cur == 1 {
+		return want
+	}
+	return upgradeSize(cur, want, 2)
 }
 
 // pgMajor plans an offline major upgrade: a fresh backup, pg_upgrade
@@ -379,7 +417,7 @@ func pgMajor(r *Result, c *spec.PostgresCluster, obs *live.Cluster, m *pgModel, 
 	primary := contract.MemberName(m.name, 0)
 	summary := fmt.Sprintf("Upgrade PostgreSQL from %s to %s offline with pg_upgrade on %s: the replicas stop, the database is down during the upgrade", m.version, to, primary)
 	if c.Spec.Instances > 1 {
-		summary += fmt.Sprintf("; afterwards %s runs alone, with no replica to fail over to, until the %d replica step(s) that follow are merged, one pull request each", primary, c.Spec.Instances-1)
+		summary += fmt.Sprintf("; afterwards %s runs alone, with no replica to fail over to, until the step that follows re-clones its %d replica(s), all in one pull request", primary, c.Spec.Instances-1)
 	}
 	r.add(plan.Step{
 		ID:         "pg-major-upgrade-" + to.String(),

@@ -88,17 +88,23 @@ func TestPostgresPlans(t *testing.T) {
 			},
 		},
 		{
-			name: "a single instance grows to 2 before a minor upgrade; the new replica is cloned at the new version", desired: pgSpec(t, 3, "14.9"), observed: pgLive(1, "14.5", 0),
-			status: plan.StatusPlanned, steps: []string{"pg-add-1", "switchover-0-to-1-for-14.9", "upgrade-0-to-14.9", "pg-add-2"},
+			name: "a single instance gets all its replicas in one step before a minor upgrade, cloned at the new version", desired: pgSpec(t, 3, "14.9"), observed: pgLive(1, "14.5", 0),
+			status: plan.StatusPlanned, steps: []string{"pg-add-1-to-2", "switchover-0-to-1-for-14.9", "upgrade-0-to-14.9"},
 			check: func(t *testing.T, p plan.Plan) {
-				if a := p.Steps[0].Params.PostgresAddReplica; a.Version != "14.9" || a.Partition != 1 || !strings.Contains(p.Steps[0].Summary, "at 14.9") {
+				a := p.Steps[0].Params.PostgresAddReplica
+				if a.Version != "14.9" || a.Partition != 1 || a.Replicas != 3 || !slices.Equal(a.Added(), []string{"pg-1", "pg-2"}) || !strings.Contains(p.Steps[0].Summary, "at 14.9") {
 					t.Errorf("%+v %q", a, p.Steps[0].Summary)
+				}
+				for _, m := range a.Added() {
+					if !hasMemberGate(p.Steps[0], plan.GateReplicaStreaming, m) {
+						t.Errorf("no streaming gate for %s: %+v", m, p.Steps[0].Gates)
+					}
 				}
 			},
 		},
 		{
 			name: "major upgrade: fresh backup, offline pg_upgrade, replicas re-cloned", desired: pgSpec(t, 3, "15.4", withBackup), observed: pgBacked(pgLive(3, "14.5", 0)),
-			status: plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2"},
+			status: plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "pg-major-upgrade-15.4", "pg-add-1-to-2"},
 			check: func(t *testing.T, p plan.Plan) {
 				m := p.Steps[2]
 				if m.Reversible || !m.Disruptive || !hasGate(m, plan.GateBackupFresh, plan.Before) {
@@ -121,7 +127,7 @@ func TestPostgresPlans(t *testing.T) {
 		{
 			name: "major upgrade with synchronous standbys turns them off while re-cloning", desired: pgSpec(t, 3, "15.4", withBackup, "synchronousStandbys: 1"),
 			observed: with(pgBacked(pgLive(3, "14.5", 0)), func(c *live.Cluster) { c.SynchronousStandbys = 1 }),
-			status:   plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1", "pg-add-2", "sync-standbys-1"},
+			status:   plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1-to-2", "sync-standbys-1"},
 		},
 		{name: "major upgrade without backups is refused", desired: pgSpec(t, 3, "15.4"), observed: pgLive(3, "14.5", 0), status: plan.StatusRefused, refusals: []string{RulePostgresMajorNeedsBackup}},
 		{name: "major downgrade is refused", desired: pgSpec(t, 3, "13.9", withBackup), observed: pgBacked(pgLive(3, "14.5", 0)), status: plan.StatusRefused, refusals: []string{RulePostgresMajorDowngrade}},

@@ -154,8 +154,10 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		if a.Version != "" {
 			out.StatefulSet.Version, out.StatefulSet.UpdatePartition = a.Version, a.Partition
 		}
-		out.Members = append(out.Members, live.Member{Name: a.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleReplica,
-			TemplateRevision: out.StatefulSet.TemplateRevision, ConfigRevision: out.ConfigRevision, TLS: contract.TLSOn(out.TLS)})
+		for _, name := range a.Added() {
+			out.Members = append(out.Members, live.Member{Name: name, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleReplica,
+				TemplateRevision: out.StatefulSet.TemplateRevision, ConfigRevision: out.ConfigRevision, TLS: contract.TLSOn(out.TLS)})
+		}
 	case plan.PostgresSwitchover:
 		for i := range out.Members {
 			switch out.Members[i].Name {
@@ -318,7 +320,10 @@ func checkInvariants(before *live.Cluster, s plan.Step, after *live.Cluster) err
 	if spec.Quantity(after.Storage).Cmp(spec.Quantity(before.Storage)) < 0 {
 		return fmt.Errorf("storage shrank from %s to %s", before.Storage, after.Storage)
 	}
-	if d := len(after.Members) - len(before.Members); (d > 1 || d < -1) && s.Kind != plan.PostgresMajorUpgrade {
+	// One member at a time, except an upgrade's re-clone and the replicas
+	// a primary running alone gets in one step.
+	alone := s.Kind == plan.PostgresAddReplica && len(before.Members) == 1
+	if d := len(after.Members) - len(before.Members); (d > 1 || d < -1) && s.Kind != plan.PostgresMajorUpgrade && !alone {
 		return fmt.Errorf("%d members changed at once", d)
 	}
 	if before.Kind == spec.EtcdKind {

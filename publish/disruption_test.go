@@ -92,6 +92,7 @@ func TestDisruptionWordingOfEveryKind(t *testing.T) {
 		{"etcd", EtcdWording(), e3, step(plan.EtcdRemoveMember, false, plan.Params{EtcdRemoveMember: &plan.EtcdRemoveMemberParams{Member: "e-1"}})},
 		{"etcd", EtcdWording(), e3, step(plan.EtcdRemoveMember, true, plan.Params{EtcdRemoveMember: &plan.EtcdRemoveMemberParams{Member: "e-2"}})},
 		{"pg", PostgresWording(), pg3, step(plan.PostgresAddReplica, false, plan.Params{PostgresAddReplica: &plan.PostgresAddReplicaParams{Member: "pg-3"}})},
+		{"pg", PostgresWording(), pg3, step(plan.PostgresAddReplica, false, plan.Params{PostgresAddReplica: &plan.PostgresAddReplicaParams{Member: "pg-1", Members: []string{"pg-1", "pg-2"}}})},
 		{"pg", PostgresWording(), pg3, step(plan.PostgresSwitchover, true, plan.Params{PostgresSwitchover: &plan.PostgresSwitchoverParams{From: "pg-0", To: "pg-1"}})},
 		{"pg", PostgresWording(), pg3, step(plan.PostgresMajorUpgrade, true, plan.Params{PostgresMajorUpgrade: &plan.PostgresMajorUpgradeParams{Primary: "pg-0", From: "13", To: "14"}})},
 		{"pg", PostgresWording(), pg3, step(plan.PostgresUpgradeCheck, false, plan.Params{PostgresUpgradeCheck: &plan.PostgresUpgradeCheckParams{Job: "pg-chk"}})},

@@ -75,6 +75,13 @@ func stepImpact(w Wording, s plan.Step, c *live.Cluster) impact {
 		}
 		return impact{true, nil, effect}
 	case pa.PostgresAddReplica != nil:
+		if added := pa.PostgresAddReplica.Added(); len(added) > 1 {
+			names := make([]string, len(added))
+			for i, n := range added {
+				names[i] = md(n)
+			}
+			return impact{true, nil, fmt.Sprintf("none expected: the new replicas %s clone from the primary one after another; the members keep serving", strings.Join(names, ", "))}
+		}
 		return impact{true, nil, fmt.Sprintf("none expected: the new replica %s clones from the primary; the members keep serving", md(pa.PostgresAddReplica.Member))}
 	case pa.ExpandStorage != nil:
 		return impact{true, nil, fmt.Sprintf("the volume claims grow from %s to %s in place; the step restarts no pod", md(pa.ExpandStorage.From), md(pa.ExpandStorage.To))}

@@ -278,19 +278,32 @@ type EtcdRemoveMemberParams struct {
 }
 
 // PostgresAddReplicaParams: grow the StatefulSet to Replicas; the new pod
-// Member clones from the primary. A volume kept from before (a scale-in,
-// a major upgrade) is reused only if it holds this cluster's data on the
-// running major; otherwise the instance manager replaces it with a fresh
-// clone.
+// Member (ordinal Ordinal) clones from the primary, and so do the others
+// in Members when the step adds several (a primary running alone gets
+// all its replicas in one step: the StatefulSet starts them one after
+// another). A volume kept from before (a scale-in, a major upgrade) is
+// reused only if it holds this cluster's data on the running major;
+// otherwise the instance manager replaces it with a fresh clone.
 type PostgresAddReplicaParams struct {
 	Member   string `json:"member"`
 	Ordinal  int    `json:"ordinal"`
 	Replicas int    `json:"replicas"`
+	// Members names every member the step adds, Member first, when it
+	// adds more than one.
+	Members []string `json:"members,omitempty"`
 	// Version, when set, clones the new replica at that minor version
 	// ahead of a rolling upgrade: the template's version changes with the
 	// update partition at Partition, the new member's ordinal.
 	Version   string `json:"version,omitempty"`
 	Partition int    `json:"partition,omitempty"`
+}
+
+// Added names the members the step adds, Member first.
+func (a PostgresAddReplicaParams) Added() []string {
+	if len(a.Members) > 0 {
+		return a.Members
+	}
+	return []string{a.Member}
 }
 
 // PostgresSwitchoverParams: hand the primary role from From to To.
