@@ -83,6 +83,9 @@ type Config struct {
 type Loop struct {
 	cfg Config
 	pub *publish.Publisher
+	// others remembers the status set on others' pull requests
+	// (others.go).
+	others *checked
 	// pass is the context of the pass under way: once it has ended, the
 	// log drops the failures the stop causes (stopLog).
 	pass *atomic.Pointer[context.Context]
@@ -102,7 +105,7 @@ func New(cfg Config) *Loop {
 	pass := new(atomic.Pointer[context.Context])
 	cfg.Log = slog.New(stopLog{cfg.Log.Handler(), pass})
 	pub := &publish.Publisher{Repo: cfg.Repo, PRs: cfg.PRs, Render: cfg.Render, RenderWorkers: cfg.RenderWorkers, Name: cfg.Name, Email: cfg.Email, Wording: cfg.Wording, Log: cfg.Log}
-	return &Loop{cfg: cfg, pub: pub, pass: pass}
+	return &Loop{cfg: cfg, pub: pub, pass: pass, others: &checked{}}
 }
 
 // Result is what a pass did: the plans it made on the base branch and
@@ -172,7 +175,9 @@ func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	}
 	clusters, err := l.cfg.Specs.LoadRepo(repo.Dir(), l.cfg.Layout)
 	if err != nil {
-		return Result{}, &InvalidSpecsError{err}
+		// A person's pull request may be the fix: it gets its status
+		// still, planned against no live state.
+		return Result{}, errors.Join(&InvalidSpecsError{err}, l.checkOthers(ctx, base, nil))
 	}
 	observed, err := l.cfg.Observe(ctx, clusters)
 	if err != nil {
@@ -198,7 +203,12 @@ func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	l.pub.Now = l.cfg.Now
 	l.pub.Owns = l.cfg.Owns
 	out, err := l.pub.Publish(ctx, base, clusters, owned(plans, l.cfg.Owns))
-	return Result{Outcomes: out, Plans: plans}, err
+	if errors.Is(err, publish.ErrBaseMoved) {
+		return Result{Outcomes: out, Plans: plans}, err
+	}
+	// Others' pull requests get their status once cairn's are written:
+	// a failure to check one fails the pass, not the steps.
+	return Result{Outcomes: out, Plans: plans}, errors.Join(err, l.checkOthers(ctx, base, observed))
 }
 
 // owned is the plans of the clusters this replica owns.
