@@ -92,7 +92,7 @@ func (n *Node) startContainerd(t testing.TB) {
 		}
 	}
 	files := map[string]string{
-		filepath.Join(dir, "config.toml"): containerdTOML(dir, n.containerd, cni),
+		filepath.Join(dir, "config.toml"):        containerdTOML(dir, n.containerd, cni),
 		filepath.Join(hosts, "hosts.toml"):       closedRegistry,
 		filepath.Join(cni, "10-bridge.conflist"): fmt.Sprintf(cniConfig, n.slot.netns(), filepath.Join(n.root, "ipam"), n.slot.podCIDR()),
 	}
