@@ -177,7 +177,8 @@ func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	if err != nil {
 		// A person's pull request may be the fix: it gets its status
 		// still, planned against no live state.
-		return Result{}, errors.Join(&InvalidSpecsError{err}, l.checkOthers(ctx, base, nil))
+		l.checkOthers(ctx, base, nil)
+		return Result{}, &InvalidSpecsError{err}
 	}
 	observed, err := l.cfg.Observe(ctx, clusters)
 	if err != nil {
@@ -203,12 +204,12 @@ func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	l.pub.Now = l.cfg.Now
 	l.pub.Owns = l.cfg.Owns
 	out, err := l.pub.Publish(ctx, base, clusters, owned(plans, l.cfg.Owns))
-	if errors.Is(err, publish.ErrBaseMoved) {
-		return Result{Outcomes: out, Plans: plans}, err
+	if !errors.Is(err, publish.ErrBaseMoved) {
+		// Others' pull requests get their status once cairn's are
+		// written.
+		l.checkOthers(ctx, base, observed)
 	}
-	// Others' pull requests get their status once cairn's are written:
-	// a failure to check one fails the pass, not the steps.
-	return Result{Outcomes: out, Plans: plans}, errors.Join(err, l.checkOthers(ctx, base, observed))
+	return Result{Outcomes: out, Plans: plans}, err
 }
 
 // owned is the plans of the clusters this replica owns.

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/planner/spec"
 	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/publish/gitrepo"
 )
 
 // PoliciesDir is the folder of the repo the policies are read from.
@@ -133,18 +134,20 @@ func oneLine(s string) string {
 // cairn/plan status of its head (decideOthers): the specs and policies
 // at its head loaded, validated and planned against the live state this
 // pass observed. Only the replica that owns a pull request (Owns, by
-// its number) checks it. A failure to check one is returned with the
-// others' and leaves its status as it was.
-func (l *Loop) checkOthers(ctx context.Context, base *object.Commit, observed *live.Snapshot) error {
+// its number) checks it. A pull request that cannot be checked now (its
+// head not fetched, GitHub refusing the status) is logged and left as it
+// was, for the next pass: a person's pull request never fails cairn's
+// own pass.
+func (l *Loop) checkOthers(ctx context.Context, base *object.Commit, observed *live.Snapshot) {
 	op, ok := l.cfg.PRs.(othersProvider)
 	if !ok {
-		return nil
+		return
 	}
 	prs, err := op.Others(ctx)
 	if err != nil {
-		return fmt.Errorf("list others' pull requests: %w", err)
+		l.cfg.Log.Warn("list others' pull requests failed", "err", err.Error())
+		return
 	}
-	var errs []error
 	seen := map[int]bool{}
 	for _, pr := range prs {
 		seen[pr.Number] = true
@@ -153,20 +156,19 @@ func (l *Loop) checkOthers(ctx context.Context, base *object.Commit, observed *l
 		}
 		c, err := l.checkOne(ctx, base, observed, pr)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("check pull request #%d: %w", pr.Number, err))
+			l.cfg.Log.Warn("check pull request failed", "pr", pr.Number, "head", pr.Head, "err", err.Error())
 			continue
 		}
 		if last, ok := l.others.get(pr.Number); ok && last == (headCheck{pr.Head, c}) {
 			continue
 		}
 		if err := op.SetCheck(ctx, pr.Head, c); err != nil {
-			errs = append(errs, fmt.Errorf("set the status of pull request #%d: %w", pr.Number, err))
+			l.cfg.Log.Warn("set pull request status failed", "pr", pr.Number, "head", pr.Head, "err", err.Error())
 			continue
 		}
 		l.others.put(pr.Number, headCheck{pr.Head, c})
 	}
 	l.others.keep(seen)
-	return errors.Join(errs...)
 }
 
 // checkOne decides the status of one pull request's head.
@@ -190,7 +192,9 @@ func (l *Loop) checkOne(ctx context.Context, base *object.Commit, observed *live
 	}
 	defer os.RemoveAll(dir)
 	layout := withDefaults(l.cfg.Layout)
-	if err := repo.Extract(head, dir, layout.SpecsDir, PoliciesDir); err != nil {
+	if err := repo.Extract(head, dir, layout.SpecsDir, PoliciesDir); errors.Is(err, gitrepo.ErrTooLarge) {
+		return decideOthers(t, l.cfg.Layout, err, plan.List{}), nil
+	} else if err != nil {
 		return publish.Check{}, err
 	}
 	// The errors name files by their path in the repo, not in dir.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/cairn-dev/cairn/planner/live"
@@ -161,8 +163,9 @@ func (r *ghRepo) status(n int) (state, description string) {
 // whose change a rule refuses or that edits rendered/ by hand is refused
 // by GitHub (405) with the reason in the status, one that changes nothing
 // cairn reads may merge, and cairn's own step pull request keeps its
-// status. A pass writes a status only when the head or its verdict
-// changed; a fix pushed to the broken pull request turns it green.
+// status; one whose head cannot be fetched gets none and fails no pass.
+// A pass writes a status only when the head or its verdict changed; a
+// fix pushed to the broken pull request turns it green.
 func TestEveryPullRequestGetsTheRequiredStatus(t *testing.T) {
 	f := &fakes{next: []string{"s1"}, fp: "f1", refuse: "shrunk"}
 	r := newGHRepo(t, f, map[string]string{"clusters/kv.yaml": kvSpec, "README.md": "the fleet\n"})
@@ -171,6 +174,18 @@ func TestEveryPullRequestGetsTheRequiredStatus(t *testing.T) {
 	shrunk := r.propose("shrink", map[string]string{"clusters/shrunk.yaml": strings.Replace(kvSpec, "name: kv", "name: shrunk", 1)})
 	docs := r.propose("docs", map[string]string{"README.md": "the fleet, documented\n"})
 	hand := r.propose("hand-edit", map[string]string{"rendered/kv/kustomization.yaml": "resources: []\n"})
+	// A pull request whose head cannot be fetched (its branch and
+	// refs/pull gone) gets no status and fails no pass.
+	gone := r.propose("gone", map[string]string{"clusters/gone.yaml": kvSpec})
+	b, err := git.PlainOpen(r.bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []plumbing.ReferenceName{"refs/heads/gone", plumbing.ReferenceName(fmt.Sprintf("refs/pull/%d/head", gone))} {
+		if err := b.Storer.RemoveReference(ref); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	if code, msg := r.merge(good); code != http.StatusMethodNotAllowed || msg != `Required status check "cairn/plan" is expected.` {
 		t.Fatalf("merge before any pass: %d %q, want 405: the status is required", code, msg)
@@ -188,6 +203,7 @@ func TestEveryPullRequestGetsTheRequiredStatus(t *testing.T) {
 		{shrunk, "failure", "1 cluster(s) refuse the change: shrunk: size 3 to 1 loses quorum"},
 		{docs, "success", checkNothingRead},
 		{hand, "failure", "changes rendered/, which only cairn's step pull requests write"},
+		{gone, "", ""},
 	} {
 		if state, desc := r.status(c.n); state != c.state || !strings.Contains(desc, c.says) {
 			t.Errorf("#%d: cairn/plan %s %q, want %s saying %q", c.n, state, desc, c.state, c.says)

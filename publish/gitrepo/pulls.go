@@ -23,6 +23,10 @@ const (
 	maxExtractBytes = 256 << 20
 )
 
+// ErrTooLarge: a commit holds more files, or bytes, under the folders
+// asked for than Extract writes out.
+var ErrTooLarge = errors.New("too large")
+
 // FetchPull fetches the head of pull request number, which GitHub keeps
 // at refs/pull/<number>/head in the base repo (a fork's too), and returns
 // its commit, which must be sha: the head the provider listed. A head
@@ -97,7 +101,7 @@ func (r *Repo) Extract(c *object.Commit, dir string, roots ...string) error {
 		}
 		files, size = files+1, size+f.Size
 		if files > maxExtractFiles || size > maxExtractBytes {
-			return fmt.Errorf("%s: more than %d files or %d MiB under %v", short(c.Hash), maxExtractFiles, maxExtractBytes>>20, roots)
+			return fmt.Errorf("%s: more than %d files or %d MiB under %v: %w", short(c.Hash), maxExtractFiles, maxExtractBytes>>20, roots, ErrTooLarge)
 		}
 		p := filepath.Join(dir, filepath.FromSlash(f.Name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
