@@ -32,7 +32,7 @@ build:
 ## The two tiers run one after the other: side by side, with the e2e
 ## tier's two shards, they put four busy processes on two cores, and a
 ## real node's etcd scale-in outlasted its wait under that load.
-test: fmt-check vet monitoring test-integration test-e2e race fuzz image-test
+test: fmt-check vet monitoring chart test-integration test-e2e race fuzz image-test
 
 ## check: the inner loop, a few minutes once the control plane is built:
 ## gofmt, vet and `go test -short ./...`, which runs every pure test, the
@@ -51,7 +51,7 @@ check: fmt-check vet testbin testbin-kube testbin-crds .cache/bin/promtool
 ## its CPU; its test binaries are built first, so the two passes never
 ## compile the same packages at once. Its output follows the main pass's.
 PG13_OUT := .cache/logs/integration-pg13.out
-test-integration: testbin testbin-kube testbin-pg13 testbin-crds .cache/bin/promtool
+test-integration: testbin testbin-kube testbin-pg13 testbin-crds .cache/bin/promtool .cache/bin/helm
 	@mkdir -p .cache/logs
 	$(GO) test -count=1 -run '^$$' $(PG_PKGS) >/dev/null
 	@echo "test-integration: the tests marked per major on PostgreSQL 13, side by side (output at the end)"
@@ -64,7 +64,7 @@ test-integration: testbin testbin-kube testbin-pg13 testbin-crds .cache/bin/prom
 ## test-e2e: the real-node walkthroughs (TestRealNode*: kubelet,
 ## containerd, Flux, the images `make image` builds), dealt into
 ## E2E_SHARDS processes that run side by side (.ci/e2e).
-test-e2e: testbin testbin-kube testbin-pg13 testbin-crds testbin-node image
+test-e2e: testbin testbin-kube testbin-pg13 testbin-crds testbin-node image .cache/bin/helm
 	GO=$(GO) E2E_SHARDS=$(E2E_SHARDS) .ci/e2e
 
 fmt-check:
@@ -224,6 +224,19 @@ monitoring: .cache/bin/promtool
 
 .cache/bin/promtool: .ci/promtool/go.mod .ci/promtool/go.sum
 	cd .ci/promtool && $(GO) build -ldflags '-X github.com/prometheus/common/version.Version=3.16.0' -o ../../.cache/bin/promtool github.com/prometheus/prometheus/cmd/promtool
+
+## chart: `helm lint` and `helm template` on charts/cairn, with the
+## values examples/install sets (charts/cairn/ci); the Go tests of
+## deploy/reconcile hold its objects equal to examples/install's and dry
+## run them on a real kube-apiserver. helm v4.3.2 (pinned in .ci/helm) is
+## built through the Go module proxy the first time (a few minutes).
+.PHONY: chart
+chart: .cache/bin/helm
+	.cache/bin/helm lint --strict charts/cairn --values charts/cairn/ci/install-values.yaml
+	.cache/bin/helm template cairn charts/cairn --namespace cairn --values charts/cairn/ci/install-values.yaml > /dev/null
+
+.cache/bin/helm: .ci/helm/go.mod .ci/helm/go.sum
+	cd .ci/helm && $(GO) build -ldflags '-X helm.sh/helm/v4/internal/version.version=v4.3.2' -o ../../.cache/bin/helm helm.sh/helm/v4/cmd/helm
 
 ## image: OCI image archives (docker-archive: a manifest.json with
 ## RepoTags, which `ctr -n k8s.io images import` and `kind load

@@ -83,6 +83,9 @@ type Config struct {
 type Loop struct {
 	cfg Config
 	pub *publish.Publisher
+	// others remembers the status set on others' pull requests
+	// (others.go).
+	others *checked
 	// pass is the context of the pass under way: once it has ended, the
 	// log drops the failures the stop causes (stopLog).
 	pass *atomic.Pointer[context.Context]
@@ -102,7 +105,7 @@ func New(cfg Config) *Loop {
 	pass := new(atomic.Pointer[context.Context])
 	cfg.Log = slog.New(stopLog{cfg.Log.Handler(), pass})
 	pub := &publish.Publisher{Repo: cfg.Repo, PRs: cfg.PRs, Render: cfg.Render, RenderWorkers: cfg.RenderWorkers, Name: cfg.Name, Email: cfg.Email, Wording: cfg.Wording, Log: cfg.Log}
-	return &Loop{cfg: cfg, pub: pub, pass: pass}
+	return &Loop{cfg: cfg, pub: pub, pass: pass, others: &checked{}}
 }
 
 // Result is what a pass did: the plans it made on the base branch and
@@ -172,6 +175,9 @@ func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	}
 	clusters, err := l.cfg.Specs.LoadRepo(repo.Dir(), l.cfg.Layout)
 	if err != nil {
+		// A person's pull request may be the fix: it gets its status
+		// still, planned against no live state.
+		l.checkOthers(ctx, base, nil)
 		return Result{}, &InvalidSpecsError{err}
 	}
 	observed, err := l.cfg.Observe(ctx, clusters)
@@ -198,6 +204,11 @@ func (l *Loop) once(ctx context.Context, st *passState) (Result, error) {
 	l.pub.Now = l.cfg.Now
 	l.pub.Owns = l.cfg.Owns
 	out, err := l.pub.Publish(ctx, base, clusters, owned(plans, l.cfg.Owns))
+	if !errors.Is(err, publish.ErrBaseMoved) {
+		// Others' pull requests get their status once cairn's are
+		// written.
+		l.checkOthers(ctx, base, observed)
+	}
 	return Result{Outcomes: out, Plans: plans}, err
 }
 

@@ -34,6 +34,8 @@ type fakes struct {
 	failRender string
 	// onRender, when set, runs before a cluster's tree is rendered.
 	onRender func(cluster string)
+	// refuse names a cluster whose plan a rule refuses.
+	refuse string
 }
 
 func (f *fakes) Plan(desired []spec.Cluster, _ *live.Snapshot, _ policies.Set) plan.List {
@@ -46,6 +48,10 @@ func (f *fakes) Plan(desired []spec.Cluster, _ *live.Snapshot, _ policies.Set) p
 		}
 		if len(p.Steps) == 0 {
 			p.Status = plan.StatusConverged
+		}
+		if c.Ref().Name == f.refuse {
+			p.Status, p.Steps = plan.StatusRefused, nil
+			p.Refusals = []plan.Refusal{{Rule: "size-shrink", Field: "spec.size", Reason: "size 3 to 1 loses quorum"}}
 		}
 		l.Plans = append(l.Plans, p)
 	}

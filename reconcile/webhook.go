@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -233,8 +234,12 @@ func (h *Webhook) act(event string, body []byte, form bool) refusal {
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return refusal{refusedPayload, http.StatusBadRequest, "payload is not a JSON object"}
 	}
+	// A merge (closed) moves the base; a pull request opened, pushed to
+	// (synchronize), reopened or retargeted (edited) needs its cairn/plan
+	// status (others.go).
 	switch {
-	case event == "push" && ev.Ref == "refs/heads/"+h.Base, event == "pull_request" && ev.Action == "closed":
+	case event == "push" && ev.Ref == "refs/heads/"+h.Base,
+		event == "pull_request" && slices.Contains([]string{"closed", "opened", "synchronize", "reopened", "edited"}, ev.Action):
 		select {
 		case h.Trigger <- struct{}{}:
 		default: // a pass is already due

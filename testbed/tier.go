@@ -81,6 +81,7 @@ var binTargets = map[string]string{
 	"source-controller":       "make testbin-node",
 	"kustomize-controller":    "make testbin-node",
 	"promtool":                "make monitoring",
+	"helm":                    "make chart",
 }
 
 // BinTarget is the make target that builds the program name of

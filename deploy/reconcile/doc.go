@@ -17,8 +17,13 @@
 // standard, and run a shard member and the observer with a token of the
 // ServiceAccount: the Roles let them do their work and nothing more.
 // examples/install is this kustomization with what a person adds (the
-// Namespace, the observer's Role in the clusters' namespace, the flags);
-// its test holds it to that, and TestRealNodeReconcileInCluster runs it
-// on a real node (testbed/kubenode) against a git server and the GitHub
-// test server. Nothing imports it.
+// Namespace, the observer's Role in the clusters' namespace, the flags)
+// and deploy/admission's policy; its test holds it to that. charts/cairn
+// is the same objects as a Helm chart: chart_test.go renders it with
+// `helm template` (.cache/bin/helm, `make chart`) and holds every object
+// field for field to `kustomize build examples/install`, refuses bad
+// values through its schema, and dry-runs it on a real kube-apiserver.
+// TestRealNodeReconcileInCluster runs both installs on a real node
+// (testbed/kubenode) against a git server and the GitHub test server.
+// Nothing imports it.
 package reconcile

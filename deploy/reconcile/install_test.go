@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,11 +16,16 @@ import (
 )
 
 // examples/install is deploy/reconcile and no copy of it: the same
-// objects, plus the Namespace (restricted) and the observe Role and its
+// objects, plus the Namespace (restricted), the observe Role and its
 // binding in the clusters' namespace, the Role's rules exactly deploy's,
-// and the Deployment's flags set to a repo and namespace.
+// deploy/admission's policy and its binding as they are, and the
+// Deployment's flags set to a repo and namespace.
 func TestTheInstallExampleIsDeployPlusWhatAPersonSets(t *testing.T) {
 	base := load(t)
+	policy, err := renderer.Build(installTree(t, "", "", ""), "deploy/admission")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tree := installTree(t, "", "", "")
 	stream, err := renderer.Build(tree, "examples/install")
 	if err != nil {
@@ -61,12 +67,18 @@ func TestTheInstallExampleIsDeployPlusWhatAPersonSets(t *testing.T) {
 				t.Errorf("%s binds %+v to %+v", id, s, b.RoleRef)
 			}
 			extra = append(extra, id)
+		case strings.HasPrefix(head.Kind, "ValidatingAdmissionPolicy"):
+			if !bytes.Contains(policy, doc) {
+				t.Errorf("%s differs from deploy/admission's:\n%s", id, doc)
+			}
+			extra = append(extra, id)
 		case !bytes.Contains(base.stream, doc):
 			t.Errorf("%s differs from deploy/reconcile's:\n%s", id, doc)
 		}
 	}
 	slices.Sort(extra)
-	want := []string{"Namespace /cairn", "Role databases/cairn-reconcile-observe", "RoleBinding databases/cairn-reconcile-observe"}
+	want := []string{"Namespace /cairn", "Role databases/cairn-reconcile-observe", "RoleBinding databases/cairn-reconcile-observe",
+		"ValidatingAdmissionPolicy /cairn-runtime-sets-only-roles", "ValidatingAdmissionPolicyBinding /cairn-runtime-sets-only-roles"}
 	if !slices.Equal(extra, want) {
 		t.Errorf("beside deploy/reconcile's objects: %v, want %v", extra, want)
 	}

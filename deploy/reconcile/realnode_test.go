@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -33,8 +34,9 @@ const (
 	gitToken, hookSecret = "git-t0ken", "hook-s3cret"
 )
 
-// installTree is examples/install and deploy/reconcile as files of a
-// kustomize tree, at their paths in the repository, with an overlay at
+// installTree is examples/install, deploy/reconcile and deploy/admission
+// as files of a kustomize tree, at their paths in the repository, with an
+// overlay at
 // test/ that sets what a person sets in examples/install's patch: --repo
 // and --github, and --github-api for the GitHub test server, both on the
 // machine over http:// (--insecure-http: the node reaches them at an
@@ -42,7 +44,7 @@ const (
 func installTree(t *testing.T, repo, github, api string) renderer.Tree {
 	t.Helper()
 	tree := renderer.Tree{}
-	for _, dir := range []string{"deploy/reconcile", "examples/install"} {
+	for _, dir := range []string{"deploy/reconcile", "deploy/admission", "examples/install"} {
 		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.yaml"))
 		if err != nil {
 			t.Fatal(err)
@@ -72,16 +74,17 @@ patches:
 }
 
 // TestRealNodeReconcileInCluster runs cairn reconcile as
-// examples/install installs it, on a real node: three replicas from the
-// cairn image under the restricted standard, reading their tokens from
-// the Secret, reaching the test's git server and GitHub test server (on
-// the machine, through kubenode.Expose), Ready through their probes; a
-// spec pushed and GitHub's push webhook through the webhook Service
-// open the create step's pull request, published by one replica; the
-// replicas share the shards, and a replica stopped releases its own; and
-// nothing they do is forbidden.
+// examples/install installs it, and then as charts/cairn does (its
+// `helm template` output applied), one after the other on one real
+// node: three replicas from the cairn image under the restricted
+// standard, reading their tokens from the Secret, reaching the test's
+// git server and GitHub test server (on the machine, through
+// kubenode.Expose), Ready through their probes; a spec pushed and
+// GitHub's push webhook through the webhook Service open the create
+// step's pull request, published by one replica; the replicas share the
+// shards, and a replica stopped releases its own; and nothing they do is
+// forbidden. Between the two, the first install's namespace is deleted.
 func TestRealNodeReconcileInCluster(t *testing.T) {
-	start := time.Now()
 	node := kubenode.Start(t, "cairn")
 	admin := node.Client(t)
 	// The README's `kubectl create namespace databases`: the install
@@ -90,25 +93,77 @@ func TestRealNodeReconcileInCluster(t *testing.T) {
 	if _, err := admin.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	gitURL, bare := gitServer(t)
-	gh := githubtest.New(t)
-	gh.UseRepo(bare)
-	install(t, node, node.Expose(t, gitURL), node.Expose(t, gh.URL)+"/", gh.Token)
+	for _, c := range []struct {
+		name    string
+		install func(t *testing.T, node *kubenode.Cluster, repo, api, ghToken string)
+	}{
+		{"examples/install", install},
+		{"charts/cairn", installChart},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			gitURL, bare := gitServer(t)
+			gh := githubtest.New(t)
+			gh.UseRepo(bare)
+			c.install(t, node, node.Expose(t, gitURL), node.Expose(t, gh.URL)+"/", gh.Token)
+			defer uninstall(t, admin)
 
-	pods := waitReady(t, admin, 3, 4*time.Minute, node)
-	ready := time.Since(start)
-	for _, p := range pods {
-		for _, path := range []string{"/healthz", "/readyz"} {
-			if code, body := get(t, "http://"+p.Status.PodIP+":9090"+path); code != http.StatusOK {
-				t.Errorf("%s %s: %d %s", p.Name, path, code, body)
+			pods := waitReady(t, admin, 3, 4*time.Minute, node)
+			ready := time.Since(start)
+			for _, p := range pods {
+				for _, path := range []string{"/healthz", "/readyz"} {
+					if code, body := get(t, "http://"+p.Status.PodIP+":9090"+path); code != http.StatusOK {
+						t.Errorf("%s %s: %d %s", p.Name, path, code, body)
+					}
+				}
 			}
-		}
+			sharesShards(t, admin, pods)
+			opened := aPushOpensTheCreateStep(t, node, gh, bare, pods)
+			moved := aReplicaStops(t, admin, pods[0].Name, node)
+			t.Logf("3 replicas Ready %.1fs after the install's start (the first's includes the node's); spec push + webhook to the create pull request: %.1fs; a replica's pod deleted to its shards held by the others: %.1fs; wall time %.1fs",
+				ready.Seconds(), opened.Seconds(), moved.Seconds(), time.Since(start).Seconds())
+		})
 	}
-	sharesShards(t, admin, pods)
-	opened := aPushOpensTheCreateStep(t, node, gh, bare, pods)
-	moved := aReplicaStops(t, admin, pods[0].Name, node)
-	t.Logf("3 replicas Ready %.1fs after the test's start (the node's included); spec push + webhook to the create pull request: %.1fs; a replica's pod deleted to its shards held by the others: %.1fs; wall time %.1fs",
-		ready.Seconds(), opened.Seconds(), moved.Seconds(), time.Since(start).Seconds())
+}
+
+// installChart makes the namespace cairn (enforcing the restricted
+// standard, as charts/cairn's notes say) and applies the chart's
+// objects, rendered with --repo, --github and --github-api set as
+// install sets them, then makes the Secret.
+func installChart(t *testing.T, node *kubenode.Cluster, repo, api, ghToken string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cairnNS, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
+	if _, err := node.Client(t).CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := helmTemplate(t, cairnNS, "--set", "repo="+repo, "--set", "github=org/gitops", "--set", "githubAPI="+api,
+		"--set", "extraArgs={--insecure-http}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.ServerSideApply(t, "", stream, false); err != nil {
+		t.Fatal(err)
+	}
+	makeSecret(t, node, ghToken)
+}
+
+// uninstall deletes what an install made in the cluster but the
+// admission policy (the test bed's own): namespace cairn, once gone, and
+// the observe Role and binding in the clusters' namespace.
+func uninstall(t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.CoreV1().Namespaces().Delete(ctx, cairnNS, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.RbacV1().RoleBindings(databasesNS).Delete(ctx, "cairn-reconcile-observe", metav1.DeleteOptions{})
+	_ = c.RbacV1().Roles(databasesNS).Delete(ctx, "cairn-reconcile-observe", metav1.DeleteOptions{})
+	testbed.EventuallyWithin(t, 3*time.Minute, "namespace cairn deleted", func() error {
+		if _, err := c.CoreV1().Namespaces().Get(ctx, cairnNS, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace %s: %v", cairnNS, err)
+		}
+		return nil
+	})
 }
 
 // gitServer starts a git server over HTTP on loopback holding org/gitops
@@ -132,6 +187,13 @@ func install(t *testing.T, node *kubenode.Cluster, repo, api, ghToken string) {
 	if err := node.ServerSideApply(t, "", stream, false); err != nil {
 		t.Fatal(err)
 	}
+	makeSecret(t, node, ghToken)
+}
+
+// makeSecret makes the Secret cairn-reconcile the pods read their tokens
+// from.
+func makeSecret(t *testing.T, node *kubenode.Cluster, ghToken string) {
+	t.Helper()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cairn-reconcile", Namespace: cairnNS},
 		Data: map[string][]byte{"git-token": []byte(gitToken + "\n"), "github-token": []byte(ghToken + "\n"), "webhook-secret": []byte(hookSecret)}}
 	if _, err := node.Client(t).CoreV1().Secrets(cairnNS).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {

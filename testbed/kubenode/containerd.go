@@ -25,7 +25,9 @@ const SandboxImage = sandbox.Image
 // root, state and socket; the CRI plugin with the node's bridge CNI, the
 // locally built sandbox image, and every registry pointed at a closed
 // port, so that nothing is ever pulled from outside the machine. The
-// sandbox may not lower oom_score_adj, hence restrict_oom_score_adj.
+// sandbox may not lower oom_score_adj, hence restrict_oom_score_adj. runc
+// manages cgroups as files (SystemdCgroup = false), as the kubelet's
+// cgroupfs driver does, on cgroup v1 and v2 alike: no systemd is asked.
 const containerdConfig = `version = 2
 root = %[1]q
 state = %[2]q
@@ -43,6 +45,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %[6]q
@@ -69,6 +73,14 @@ const cniConfig = `{
 }
 `
 
+// containerdTOML is containerdConfig for a node whose containerd keeps
+// its files in dir, listens on socket and finds the CNI configuration in
+// cni. It is the same on cgroup v1 and v2.
+func containerdTOML(dir, socket, cni string) string {
+	return fmt.Sprintf(containerdConfig, filepath.Join(dir, "root"), filepath.Join(dir, "state"),
+		socket, filepath.Join(dir, "opt"), SandboxImage, cni, filepath.Join(dir, "hosts"))
+}
+
 func (n *Node) startContainerd(t testing.TB) {
 	t.Helper()
 	dir := filepath.Join(n.root, "containerd")
@@ -80,8 +92,7 @@ func (n *Node) startContainerd(t testing.TB) {
 		}
 	}
 	files := map[string]string{
-		filepath.Join(dir, "config.toml"): fmt.Sprintf(containerdConfig, filepath.Join(dir, "root"), filepath.Join(dir, "state"),
-			n.containerd, filepath.Join(dir, "opt"), SandboxImage, cni, filepath.Join(dir, "hosts")),
+		filepath.Join(dir, "config.toml"):        containerdTOML(dir, n.containerd, cni),
 		filepath.Join(hosts, "hosts.toml"):       closedRegistry,
 		filepath.Join(cni, "10-bridge.conflist"): fmt.Sprintf(cniConfig, n.slot.netns(), filepath.Join(n.root, "ipam"), n.slot.podCIDR()),
 	}

@@ -9,17 +9,16 @@ import (
 	"github.com/cairn-dev/cairn/testbed"
 )
 
-// kubeletConfig is the kubelet's configuration on these machines: cgroup
-// v1 with the cgroupfs driver (failCgroupV1 false), the node's own cgroup
-// as its root, containerd's socket, the node's DNS with no upstream (an
-// empty resolv.conf), and no eviction or image garbage collection, which
-// a test's short life and a shared disk would only make flaky. The API
-// server reaches it without a client certificate, so it allows what is
-// asked of it; it listens on the node's address only.
+// kubeletConfig is the kubelet's configuration on these machines: the
+// cgroupfs driver on either hierarchy (cgroupLines), the node's own
+// cgroup as its root, containerd's socket, the node's DNS with no
+// upstream (an empty resolv.conf), and no eviction or image garbage
+// collection, which a test's short life and a shared disk would only make
+// flaky. The API server reaches it without a client certificate, so it
+// allows what is asked of it; it listens on the node's address only.
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-failCgroupV1: false
-cgroupDriver: cgroupfs
+%[7]scgroupDriver: cgroupfs
 cgroupRoot: /%[1]s
 failSwapOn: false
 containerRuntimeEndpoint: unix://%[2]s
@@ -61,6 +60,18 @@ iptables: {masqueradeAll: true, syncPeriod: 5s, minSyncPeriod: 0s}
 conntrack: {maxPerCore: 0, min: 0}
 `
 
+// kubeletYAML is kubeletConfig for the node's cgroup (cgroupRoot) on
+// hierarchy v: the cgroupfs driver works on both (containerd's runc
+// uses it too: SystemdCgroup = false); cgroup v1 also needs
+// failCgroupV1: false, since the kubelet refuses v1 by default.
+func kubeletYAML(v cgroupVersion, cgroupRoot, runtime, ip, dns, resolv, podLogs string) string {
+	lines := ""
+	if v == cgroupV1 {
+		lines = "failCgroupV1: false\n"
+	}
+	return fmt.Sprintf(kubeletConfig, cgroupRoot, runtime, ip, dns, resolv, podLogs, lines)
+}
+
 func (n *Node) startKubelet(t testing.TB, c *Cluster) {
 	t.Helper()
 	dir := filepath.Join(n.root, "kubelet")
@@ -72,7 +83,11 @@ func (n *Node) startKubelet(t testing.TB, c *Cluster) {
 	if err := os.WriteFile(resolv, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	data := fmt.Sprintf(kubeletConfig, n.slot.cgroup(), n.containerd, n.IP, c.DNSIP, resolv, filepath.Join(n.root, "pod-logs"))
+	cg, err := machineCgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := kubeletYAML(cg.version, n.slot.cgroup(), n.containerd, n.IP, c.DNSIP, resolv, filepath.Join(n.root, "pod-logs"))
 	if err := os.WriteFile(config, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}

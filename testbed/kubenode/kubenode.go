@@ -115,11 +115,15 @@ func checkMachine(t testing.TB) {
 	if os.Geteuid() != 0 {
 		t.Skip("a real node needs root (containerd, network namespaces, cgroups)")
 	}
-	// The node is built for cgroup v1, as these machines run (the
-	// kubelet with failCgroupV1: false); on a machine with cgroup v2 only,
-	// such as GitHub's runners, it says so and does not start.
-	if _, err := cgroupHierarchies(); err != nil {
-		t.Skipf("a real node here needs cgroup v1: %v", err)
+	// cgroup v1 (these machines) or v2 (current distributions, GitHub's
+	// runners), detected here; the kubelet and containerd are configured
+	// for it (cgroup.go, kubelet.go).
+	cg, err := machineCgroups()
+	if err != nil {
+		t.Fatalf("a real node needs cgroups: %v", err)
+	}
+	if err := cg.checkDelegated(); err != nil {
+		t.Fatalf("a real node here: %v", err)
 	}
 	for _, p := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "nsenter", "iptables"} {
 		if _, err := exec.LookPath(p); err != nil {

@@ -129,53 +129,22 @@ func inNetns(s slot, name string, args ...string) error {
 	return nil
 }
 
-// cgroupHierarchies are the cgroup v1 hierarchies mounted on the machine,
-// by the folder they are mounted on.
+// cgroupHierarchies are the folders the node's cgroup is made in: every
+// cgroup v1 hierarchy mounted on the machine, or the unified mount on
+// cgroup v2 (cgroup.go).
 func cgroupHierarchies() ([]string, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	var dirs []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		i := slices.Index(f, "-")
-		if i < 0 || i+1 >= len(f) || f[i+1] != "cgroup" {
-			continue
-		}
-		dirs = append(dirs, f[4])
-	}
-	if len(dirs) == 0 {
-		return nil, fmt.Errorf("no cgroup v1 hierarchy is mounted (the node runs with cgroup v1 here)")
-	}
-	return dirs, nil
+	cg, err := machineCgroups()
+	return cg.dirs, err
 }
 
-// makeCgroups makes the node's cgroup (the kubelet's cgroupRoot) in every
-// hierarchy, and its system child, where the node's own processes run.
-// A new cpuset has no CPUs or memory nodes until given its parent's.
+// makeCgroups makes the node's cgroup (the kubelet's cgroupRoot) and its
+// system child on the machine's cgroups (cgroups.prepare).
 func makeCgroups(s slot) error {
-	hs, err := cgroupHierarchies()
+	cg, err := machineCgroups()
 	if err != nil {
 		return err
 	}
-	for _, h := range hs {
-		for _, d := range []string{filepath.Join(h, s.cgroup()), filepath.Join(h, s.cgroup(), "system")} {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				return fmt.Errorf("cgroup %s: %w", d, err)
-			}
-			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-				parent, err := os.ReadFile(filepath.Join(filepath.Dir(d), f))
-				if err != nil {
-					continue
-				}
-				if err := os.WriteFile(filepath.Join(d, f), parent, 0o644); err != nil {
-					return fmt.Errorf("cgroup %s: %w", filepath.Join(d, f), err)
-				}
-			}
-		}
-	}
-	return nil
+	return cg.prepare(s.cgroup())
 }
 
 // cgroupProcs are the processes in the node's cgroups, in any hierarchy.

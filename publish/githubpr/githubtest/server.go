@@ -25,7 +25,9 @@ import (
 // Link-header pagination, ETags with 304 answers, at most 1,000 statuses
 // of a commit and context, required status checks on merge (405), head
 // branches deleted on merge when the repo says so, and primary and
-// secondary rate limits (with or without Retry-After) on demand.
+// secondary rate limits (with or without Retry-After) on demand, and
+// refs/pull/<n>/head in the repo behind it (UseRepo) at each pull
+// request's head.
 type Server struct {
 	// URL is the API's URL (Options.BaseURL of the provider).
 	URL   string
@@ -288,6 +290,7 @@ func (f *Server) create(w http.ResponseWriter, r *http.Request, repo string) {
 	pr := &PR{Number: len(f.PRs) + 1, State: "open", Title: in.Title, Body: in.Body,
 		Head: Ref{Ref: in.Head, SHA: sha, Repo: RepoName{FullName: repo}}, Base: Ref{Ref: in.Base}, Labels: []Label{}}
 	f.touch(pr)
+	f.pullRef(pr)
 	f.PRs = append(f.PRs, pr)
 	writeJSON(w, http.StatusCreated, pr)
 }

@@ -60,11 +60,27 @@ func (f *Server) refresh(pr *PR) {
 		if sha := f.HeadSHA(pr.Head.Ref); sha != pr.Head.SHA {
 			pr.Head.SHA = sha
 			f.touch(pr)
+			f.pullRef(pr)
 		}
 	}
 	if pr.UpdatedAt == "" {
 		f.touch(pr)
 	}
+}
+
+// pullRef points refs/pull/<n>/head of the repo behind the API at the
+// pull request's head, as GitHub keeps it for every pull request (a
+// fork's too), so that the base repo can be fetched from at it.
+func (f *Server) pullRef(pr *PR) {
+	if f.Git == "" || pr.Head.SHA == "" {
+		return
+	}
+	repo, err := git.PlainOpen(f.Git)
+	if err != nil {
+		return
+	}
+	name := plumbing.ReferenceName(fmt.Sprintf("refs/pull/%d/head", pr.Number))
+	_ = repo.Storer.SetReference(plumbing.NewHashReference(name, plumbing.NewHash(pr.Head.SHA)))
 }
 
 // sortPRs sorts as GitHub does: by creation (the default) or by last
