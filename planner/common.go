@@ -29,6 +29,7 @@ func createStep(c spec.Cluster, members int, noun, revision string) plan.Step {
 	}
 	if r := cm.RestoreFrom; r != nil {
 		src := &plan.RestoreSource{StorageLocation: string(r.StorageLocation), Cluster: r.Cluster, Backup: r.Backup, TargetTime: r.TargetTime}
+		src.ForeignBucket, _ = spec.ForeignBucket(cm.Backup, r.StorageLocation)
 		if src.Cluster == "" {
 			src.Cluster = c.Ref().Name
 		}
@@ -39,6 +40,9 @@ func createStep(c spec.Cluster, members int, noun, revision string) plan.Step {
 		s.Summary += fmt.Sprintf(", restored from backup %s of %s at %s", src.Backup, src.Cluster, src.StorageLocation)
 		if src.TargetTime != "" {
 			s.Summary += ", replaying its archived WAL to " + src.TargetTime
+		}
+		if src.ForeignBucket {
+			s.Summary += "; that bucket is not the cluster's own, trusted by spec.restoreFrom.trustForeignBucket"
 		}
 	}
 	if cm.Backup != nil {

@@ -10,8 +10,8 @@ import (
 )
 
 const (
-	pgRestore   = "restoreFrom: {storageLocation: 's3://bkp/pg', cluster: orders, backup: latest}"
-	etcdRestore = "restoreFrom: {storageLocation: 's3://bkp/e', backup: 20261130T020000Z-1a2b3c}"
+	pgRestore   = "restoreFrom: {storageLocation: 's3://bkp/pg', cluster: orders, backup: latest, trustForeignBucket: true}"
+	etcdRestore = "restoreFrom: {storageLocation: 's3://bkp/e', backup: 20261130T020000Z-1a2b3c, trustForeignBucket: true}"
 )
 
 // spec.restoreFrom is read only by the create step: on a cluster that

@@ -197,14 +197,23 @@ func TestFleetPoliciesSeeEachClustersObservedState(t *testing.T) {
 // A spec with restoreFrom creates the cluster from the named backup,
 // and only the create step carries it.
 func TestCreateFromBackup(t *testing.T) {
-	c := etcdSpec(t, 3, "3.7.3", "restoreFrom:", `  storageLocation: "s3://backups/etcd"`, "  cluster: old", "  backup: 20261130T020000Z-1a2b3c")
+	// A bucket the cluster does not back up to needs the spec's opt-in,
+	// which the step says.
+	c := etcdSpec(t, 3, "3.7.3", "restoreFrom:", `  storageLocation: "s3://backups/etcd"`, "  cluster: old", "  backup: 20261130T020000Z-1a2b3c", "  trustForeignBucket: true")
 	pl := kinds.Plan([]spec.Cluster{c}, nil, nil).Plans[0]
 	r := pl.Steps[0].Params.CreateCluster.RestoreFrom
-	if r == nil || *r != (plan.RestoreSource{StorageLocation: "s3://backups/etcd", Cluster: "old", Backup: "20261130T020000Z-1a2b3c"}) ||
-		!strings.Contains(pl.Steps[0].Summary, "restored from backup 20261130T020000Z-1a2b3c of old at s3://backups/etcd") {
+	if r == nil || *r != (plan.RestoreSource{StorageLocation: "s3://backups/etcd", Cluster: "old", Backup: "20261130T020000Z-1a2b3c", ForeignBucket: true}) ||
+		!strings.Contains(pl.Steps[0].Summary, "restored from backup 20261130T020000Z-1a2b3c of old at s3://backups/etcd; that bucket is not the cluster's own, trusted by spec.restoreFrom.trustForeignBucket") {
 		t.Fatalf("create step: %+v %q", r, pl.Steps[0].Summary)
 	}
-	c = pgSpec(t, 3, "15.4", "restoreFrom:", `  storageLocation: "file:///b"`)
+	// From the cluster's own bucket: no opt-in, nothing to say.
+	c = etcdSpec(t, 3, "3.7.3", "backup:", `  schedule: "@daily"`, `  storageLocation: "s3://backups/new"`,
+		"restoreFrom:", `  storageLocation: "s3://backups/etcd"`, "  cluster: old", "  backup: 20261130T020000Z-1a2b3c")
+	pl = kinds.Plan([]spec.Cluster{c}, nil, nil).Plans[0]
+	if r := pl.Steps[0].Params.CreateCluster.RestoreFrom; r == nil || r.ForeignBucket || strings.Contains(pl.Steps[0].Summary, "not the cluster's own") {
+		t.Fatalf("create step from the cluster's own bucket: %+v %q", r, pl.Steps[0].Summary)
+	}
+	c = pgSpec(t, 3, "15.4", "restoreFrom:", `  storageLocation: "file:///b"`, "  trustForeignBucket: true")
 	pl = kinds.Plan([]spec.Cluster{c}, nil, nil).Plans[0]
 	if r := pl.Steps[0].Params.CreateCluster.RestoreFrom; r == nil || r.Cluster != "pg" || r.Backup != "latest" {
 		t.Fatalf("create step: %+v", r)
@@ -215,7 +224,7 @@ func TestCreateFromBackup(t *testing.T) {
 		}
 	}
 	// To a point in time: PostgreSQL only, an RFC 3339 time or latest.
-	c = pgSpec(t, 3, "15.4", "restoreFrom:", `  storageLocation: "file:///b"`, `  targetTime: "2026-11-30T14:05:00Z"`)
+	c = pgSpec(t, 3, "15.4", "restoreFrom:", `  storageLocation: "file:///b"`, `  targetTime: "2026-11-30T14:05:00Z"`, "  trustForeignBucket: true")
 	pl = kinds.Plan([]spec.Cluster{c}, nil, nil).Plans[0]
 	if r := pl.Steps[0].Params.CreateCluster.RestoreFrom; r == nil || r.TargetTime != "2026-11-30T14:05:00Z" || !strings.Contains(pl.Steps[0].Summary, "replaying its archived WAL to 2026-11-30T14:05:00Z") {
 		t.Fatalf("create step to a target time: %+v %q", r, pl.Steps[0].Summary)

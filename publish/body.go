@@ -150,6 +150,7 @@ func Body(in BodyInput) string {
 	s := p.Steps[current]
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s: step %d of %d\n\n%s\n\n", md(p.Cluster.String()), current+1, len(p.Steps), md(s.Summary))
+	writeForeignBucket(&b, s)
 	writeLinks(&b, in)
 	writeLive(&b, p, in.Live)
 	b.WriteString("| | # | Step | Disruptive | Reversible | Summary |\n|---|---|---|---|---|---|\n")
@@ -421,4 +422,15 @@ func longestRun(s string, c byte) int {
 		}
 	}
 	return best
+}
+
+// writeForeignBucket warns, on a create step that restores from a bucket
+// that is not the cluster's own, that the spec opts in to trusting it.
+func writeForeignBucket(b *strings.Builder, s plan.Step) {
+	cc := s.Params.CreateCluster
+	if cc == nil || cc.RestoreFrom == nil || !cc.RestoreFrom.ForeignBucket {
+		return
+	}
+	fmt.Fprintf(b, "> **Restores from a bucket that is not the cluster's own:** %s, trusted by `spec.restoreFrom.trustForeignBucket: true`. "+
+		"The new cluster's data, roles and passwords come from whoever can write there: check who that is before merging.\n\n", md(cc.RestoreFrom.StorageLocation))
 }

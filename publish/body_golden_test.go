@@ -133,6 +133,14 @@ func TestBodyGolden(t *testing.T) {
 			return BodyInput{Plan: planOf(t, etcdSpecDoc("e", 5, "3.5.21"), etcd3), SpecCommit: specSHA, Head: headSHA, Live: etcd3,
 				Previous: &PullRequest{Branch: Branch("e", "seal-bootstrap"), State: Merged}}
 		}},
+		{"pg-create-restore-foreign-bucket", func(t *testing.T) BodyInput {
+			// The spec opts in to a bucket that is not the cluster's own:
+			// the reviewer is told, above everything else.
+			doc := "apiVersion: db.example.com/v1alpha1\nkind: PostgresCluster\nmetadata: {name: copy}\nspec:\n  version: \"15.4\"\n  instances: 2\n  storage: 100Gi\n" +
+				"  backup: {schedule: \"0 2 * * *\", storageLocation: \"s3://ours/pg\"}\n" +
+				"  restoreFrom: {storageLocation: \"s3://theirs/pg\", cluster: orders, trustForeignBucket: true}\n"
+			return BodyInput{Plan: planOf(t, doc, nil), SpecCommit: specSHA, Head: headSHA, WebURL: web, Diff: "+kind: StatefulSet\n"}
+		}},
 		{"pg-minor-upgrade-replica", func(t *testing.T) BodyInput {
 			return BodyInput{Plan: planOf(t, pgSpecDoc("my-production-db", 3, "14.9"), pg3), SpecCommit: specSHA, Head: headSHA, Live: pg3, WebURL: web}
 		}},

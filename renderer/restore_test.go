@@ -17,7 +17,7 @@ metadata: {name: e}
 spec:
   size: 3
   version: "3.7.3"
-  restoreFrom: {storageLocation: "s3://backups/etcd", cluster: old, backup: 20261130T020000Z-1a2b3c}
+  restoreFrom: {storageLocation: "s3://backups/etcd", cluster: old, backup: 20261130T020000Z-1a2b3c, trustForeignBucket: true}
 `))
 	if err != nil {
 		t.Fatal(err)

@@ -376,7 +376,7 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 			return err
 		}
 	}
-	if err := k.restore.run(ctx, st, m, o); err != nil {
+	if err := k.restore.run(ctx, w, st, m, o); err != nil {
 		return err
 	}
 	if o.target != "" {
@@ -392,13 +392,13 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 
 // restorer is how `cairn restore` brings a kind's backup back: check
 // refuses flags the kind needs and lacks (nil: none), run restores m
-// into o.dataDir.
+// into o.dataDir, saying on w what it left out.
 type restorer struct {
 	// pointInTime: the kind replays an archive past a backup up to
 	// --target-time.
 	pointInTime bool
 	check       func(o restoreOptions) error
-	run         func(ctx context.Context, st backup.Store, m backup.Manifest, o restoreOptions) error
+	run         func(ctx context.Context, w io.Writer, st backup.Store, m backup.Manifest, o restoreOptions) error
 	// example is the kind's part of `cairn restore --help`'s examples.
 	example string
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io"
 
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
@@ -17,7 +18,7 @@ var etcdRestorer = restorer{
 		}
 		return nil
 	},
-	run: func(ctx context.Context, st backup.Store, m backup.Manifest, o restoreOptions) error {
+	run: func(ctx context.Context, _ io.Writer, st backup.Store, m backup.Manifest, o restoreOptions) error {
 		name, token := cmp.Or(o.name, o.cluster+"-0"), cmp.Or(o.token, o.cluster+"-restored")
 		return backup.RestoreEtcd(ctx, st, m, backup.EtcdRestore{DataDir: o.dataDir, Name: name, PeerURL: o.peerURL, Token: token})
 	},

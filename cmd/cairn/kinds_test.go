@@ -173,7 +173,7 @@ var errFakeRestore = errors.New("the fake kind's restore check ran")
 
 var fakeRestorer = restorer{
 	check: func(restoreOptions) error { return errFakeRestore },
-	run:   func(context.Context, backup.Store, backup.Manifest, restoreOptions) error { return nil },
+	run:   func(context.Context, io.Writer, backup.Store, backup.Manifest, restoreOptions) error { return nil },
 }
 
 var fakeWording = publish.Wording{ReleaseNotes: func(v string) (string, string) { return "Fake " + v, "https://fake.example.com/" + v }}

@@ -518,7 +518,7 @@ func TestBackupThenRestoreIntoANewCluster(t *testing.T) {
 	if _, err := cli.Put(l.ctx, "order-late", "paid"); err != nil {
 		t.Fatal(err)
 	}
-	l.editSpec(etcdSpec(copyName, 3, "restoreFrom:", `  storageLocation: "file://`+backups+`"`, "  cluster: "+src, "  backup: "+id))
+	l.editSpec(etcdSpec(copyName, 3, "restoreFrom:", `  storageLocation: "file://`+backups+`"`, "  cluster: "+src, "  backup: "+id, "  trustForeignBucket: true"))
 	l.create(copyName)
 	testbed.Eventually(t, "the copy's 3 healthy voters", l.voters(copyName, 3))
 	got, err := l.client(copyName, 3).Get(l.ctx, "order-", clientv3.WithPrefix())

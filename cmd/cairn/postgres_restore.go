@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"strings"
 
 	"github.com/cairn-dev/cairn/runtime/backup"
 )
@@ -10,8 +13,13 @@ import (
 // prepares the replay of the archived WAL.
 var postgresRestorer = restorer{
 	pointInTime: true,
-	run: func(ctx context.Context, st backup.Store, m backup.Manifest, o restoreOptions) error {
-		return backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: o.dataDir})
+	run: func(ctx context.Context, w io.Writer, st backup.Store, m backup.Manifest, o restoreOptions) error {
+		r, err := backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: o.dataDir})
+		if err == nil && len(r.Dropped) > 0 {
+			fmt.Fprintf(w, "left out %d entries of the backup outside PostgreSQL's data layout (its configuration files among them; fresh ones were written): %s\n",
+				len(r.Dropped), droppedList(r.Dropped))
+		}
+		return err
 	},
 	example: `  # the latest PostgreSQL backup into a new data directory
   cairn restore --location s3://my-backup-bucket/postgres --cluster my-production-db --kind PostgresCluster --data-dir /var/lib/restore/pgdata
@@ -19,4 +27,12 @@ var postgresRestorer = restorer{
   # as it was at 14:05 UTC, replaying the archived WAL when PostgreSQL starts
   cairn restore --location s3://my-backup-bucket/postgres --cluster my-production-db --kind PostgresCluster --data-dir /var/lib/restore/pgdata \
     --target-time 2026-11-30T14:05:00Z`,
+}
+
+// droppedList names at most 10 of the entries a restore left out.
+func droppedList(names []string) string {
+	if len(names) > 10 {
+		return strings.Join(names[:10], ", ") + fmt.Sprintf(" and %d more", len(names)-10)
+	}
+	return strings.Join(names, ", ")
 }

@@ -167,7 +167,7 @@ func pgBackupThenRestore(l *loop) {
 		byHandToATarget(t, dir, src, target)
 	}
 
-	l.editSpec(l.pgSpecAt(dst, 2, version, "  restoreFrom:\n    storageLocation: \""+loc+"\"\n    cluster: "+src+"\n    targetTime: \""+target+"\"\n"))
+	l.editSpec(l.pgSpecAt(dst, 2, version, "  restoreFrom:\n    storageLocation: \""+loc+"\"\n    cluster: "+src+"\n    targetTime: \""+target+"\"\n    trustForeignBucket: true\n"))
 	l.create(dst)
 	l.eventually("the copy's primary and replica", func() error { _, err := l.primaryOf(dst, 2); return err })
 	if n, _, err := l.rwCount(dst); err != nil || n != 50 {

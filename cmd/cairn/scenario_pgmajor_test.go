@@ -106,7 +106,7 @@ func pgMajorUpgrade(l *loop) {
 	if len(pinned) != 1 || !strings.HasPrefix(pinned[0].Version, "13.") {
 		t.Fatalf("pinned backups %+v, want the one pre-upgrade backup of 13", pinned)
 	}
-	l.editSpec(l.pgSpecAt(back, 2, pg13, fmt.Sprintf("  restoreFrom:\n    storageLocation: %q\n    cluster: %s\n    backup: %s\n", loc, db, pinned[0].ID)))
+	l.editSpec(l.pgSpecAt(back, 2, pg13, fmt.Sprintf("  restoreFrom:\n    storageLocation: %q\n    cluster: %s\n    backup: %s\n    trustForeignBucket: true\n", loc, db, pinned[0].ID)))
 	l.create(back)
 	l.eventually("the rolled back cluster's primary and replica", func() error { _, err := l.primaryOf(back, 2); return err })
 	if n, major, err := l.rwCount(back); err != nil || n != 50 || major != 13 {

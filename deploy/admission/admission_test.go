@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -218,9 +219,15 @@ func renderedMember(t *testing.T) *corev1.Pod {
 // Role lets patch every pod of ns.
 func serviceAccountWithPatch(t *testing.T, cp *testbed.ControlPlane, admin kubernetes.Interface, ns, name string) kubernetes.Interface {
 	t.Helper()
+	return serviceAccountWith(t, cp, admin, ns, name, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}})
+}
+
+// serviceAccountWith is a client of ServiceAccount name, which a Role
+// lets do rules in ns.
+func serviceAccountWith(t *testing.T, cp *testbed.ControlPlane, admin kubernetes.Interface, ns, name string, rules ...rbacv1.PolicyRule) kubernetes.Interface {
+	t.Helper()
 	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}}}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
 	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -237,4 +244,116 @@ func serviceAccountWithPatch(t *testing.T, cp *testbed.ControlPlane, admin kuber
 		t.Fatal(err)
 	}
 	return c
+}
+
+// On a real kube-apiserver, a runtime's Role lets it create any Secret,
+// ConfigMap or Lease of the namespace (RBAC cannot narrow create by
+// name), which is what the policy is for: with it, a runtime creates and
+// updates only its own cluster's, by exact name; another cluster's CA,
+// backup endpoint, superuser password, status record or leader Lease is
+// refused, and so is a name that merely starts with its cluster's.
+// Other requesters are not its business.
+func TestTheRuntimeWritesOnlyItsOwnObjects(t *testing.T) {
+	ctx := context.Background()
+	cp := testbed.StartWith(t, testbed.Options{WithoutRuntimePolicy: true})
+	admin := cp.Client(t)
+	ns := cp.Namespace(t, "apps")
+	testbed.ApplyRenderedRBAC(t, admin, ns, pgSpec)
+	runtime := testbed.AsRuntime(t, cp.Config(), ns, "db")
+	plant := func(c kubernetes.Interface, kind, name string) error { return create(ctx, c, ns, kind, name, true) }
+
+	// Without the policy, the Role lets the runtime plant another cluster's CA.
+	if err := plant(runtime, "secrets", "newdb-ca"); err != nil {
+		t.Fatalf("without the policy the runtime's plant was refused (%v): the test shows nothing", err)
+	}
+	if err := cp.ServerSideApply(t, "", admission.RuntimePolicy(), false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for err := plant(runtime, "secrets", "newdb-ca"); err == nil || !strings.Contains(err.Error(), admission.PolicyName); err = plant(runtime, "secrets", "newdb-ca") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy did not take effect: the last answer was %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	pol, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, admission.PolicyName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc := pol.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
+		t.Errorf("the API server's type check warns: %+v", tc.ExpressionWarnings)
+	}
+	tool := serviceAccountWith(t, cp, admin, ns, "tool-runner", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}})
+
+	cases := []struct {
+		name       string
+		as         kubernetes.Interface
+		kind, obj  string
+		wantRefuse bool
+	}{
+		{"the runtime creates its CA", runtime, "secrets", "db-ca", false},
+		{"the runtime creates its server certificate", runtime, "secrets", "db-server-tls", false},
+		{"the runtime creates its client certificate", runtime, "secrets", "db-superuser-tls", false},
+		{"the runtime creates its status", runtime, "configmaps", "db-cairn-status", false},
+		{"the runtime creates its leader Lease", runtime, "leases", "db-runtime", false},
+		{"the runtime plants another cluster's CA", runtime, "secrets", "newdb-ca", true},
+		{"the runtime plants another cluster's backup endpoint", runtime, "secrets", "newdb-backup", true},
+		{"the runtime plants another cluster's superuser password", runtime, "secrets", "newdb-superuser", true},
+		{"the runtime plants its own superuser password", runtime, "secrets", "db-superuser", true},
+		{"the runtime plants a cluster's CA whose name starts with its own", runtime, "secrets", "db-x-ca", true},
+		{"the runtime plants another cluster's CA record", runtime, "configmaps", "newdb-cairn-status", true},
+		{"the runtime plants another cluster's rendered config", runtime, "configmaps", "newdb-cairn", true},
+		{"the runtime takes another cluster's leader Lease", runtime, "leases", "newdb-runtime", true},
+		{"an administrator creates a cluster's CA", admin, "secrets", "newdb-ca", false},
+		{"another ServiceAccount creates a Secret", tool, "secrets", "newdb-ca", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := plant(c.as, c.kind, c.obj)
+			switch {
+			case !c.wantRefuse && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.wantRefuse && err == nil:
+				t.Fatal("admitted")
+			case c.wantRefuse && !strings.Contains(err.Error(), "only its own cluster's "+c.kind) || c.wantRefuse && !strings.Contains(err.Error(), c.obj):
+				t.Fatalf("refused with %v, want the policy's reason naming %s", err, c.obj)
+			}
+		})
+	}
+
+	// Not a dry run: the runtime's own CA Secret is created, and it may
+	// update it (its Role by name, the policy by name).
+	if err := create(ctx, runtime, ns, "secrets", "db-ca", false); err != nil {
+		t.Fatal(err)
+	}
+	s, err := runtime.CoreV1().Secrets(ns).Get(ctx, "db-ca", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data = map[string][]byte{"k": []byte("v")}
+	if _, err := runtime.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("the runtime's update of its own CA Secret: %v", err)
+	}
+}
+
+// create creates an object of kind (secrets, configmaps or leases) named
+// name in ns as c, as a dry run when dry is set.
+func create(ctx context.Context, c kubernetes.Interface, ns, kind, name string, dry bool) error {
+	var opts metav1.CreateOptions
+	if dry {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{contract.LabelManagedBy: contract.ManagedByRuntime}}
+	var err error
+	switch kind {
+	case "secrets":
+		_, err = c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: meta}, opts)
+	case "configmaps":
+		_, err = c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta}, opts)
+	case "leases":
+		_, err = c.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: meta}, opts)
+	default:
+		panic("create: unknown kind " + kind)
+	}
+	return err
 }

@@ -53,6 +53,14 @@ func CASecret(cluster string) string        { return cluster + "-ca" }
 func ServerTLSSecret(cluster string) string { return cluster + "-server-tls" }
 func ClientTLSSecret(cluster string) string { return cluster + "-superuser-tls" }
 
+// StatusKeyCAFingerprints, in the status ConfigMap (StatusConfigMap),
+// is the runtime's record of the CAs it made for the cluster: one
+// "sha256:<hex of the certificate's DER>" a line, oldest first. The
+// runtime adopts a CA Secret only when every CA certificate in it is
+// recorded there; only the cluster's own runtime may write that
+// ConfigMap (its Role by name, and the admission policy for create).
+const StatusKeyCAFingerprints = "ca-fingerprints"
+
 // Keys of the certificate Secrets: those of Kubernetes' kubernetes.io/tls
 // type and of cert-manager's Secrets. TLSKeyCA is the CA certificates a
 // peer is verified against (a bundle while a CA is being replaced).

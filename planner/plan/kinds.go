@@ -204,6 +204,10 @@ type RestoreSource struct {
 	// TargetTime is how far PostgreSQL replays archived WAL past the
 	// backup: an RFC 3339 time or "latest"; empty stops at its end.
 	TargetTime string `json:"targetTime,omitempty"`
+	// ForeignBucket: the backup is in a bucket that is not the cluster's
+	// own, which the spec trusts (spec.restoreFrom.trustForeignBucket);
+	// the pull request says so.
+	ForeignBucket bool `json:"foreignBucket,omitempty"`
 }
 
 // BackupSettings is a backup policy as the runtime runs it.

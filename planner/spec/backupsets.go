@@ -90,3 +90,26 @@ func locationFolder(l Location) string {
 func within(folder, dir string) bool {
 	return folder == dir || strings.HasPrefix(folder, dir+"/")
 }
+
+// ForeignBucket reports whether restore, a restoreFrom location, lies
+// outside the bucket of backup, the cluster's own backup policy (nil:
+// none, so every bucket is foreign), and says what the cluster's own
+// bucket is. A bucket is an s3:// location's bucket, and a file://
+// location's folder.
+func ForeignBucket(backup *Backup, restore Location) (foreign bool, own string) {
+	if backup == nil {
+		return true, "the cluster has no spec.backup, so no bucket of its own"
+	}
+	b := bucketOf(backup.StorageLocation)
+	return bucketOf(restore) != b, b
+}
+
+// bucketOf is l's bucket: scheme and bucket of an s3:// location, the
+// folder of a file:// one.
+func bucketOf(l Location) string {
+	u, err := url.Parse(string(l))
+	if err != nil || u.Scheme == "file" {
+		return locationFolder(l)
+	}
+	return u.Scheme + "://" + u.Host
+}

@@ -105,3 +105,51 @@ func TestBackupSetsDoNotMix(t *testing.T) {
 		})
 	}
 }
+
+// A restore from a bucket that is not the cluster's own (another s3
+// bucket, another file:// folder, any when the cluster has no backup)
+// is refused at spec.restoreFrom.storageLocation, saying why and how to
+// opt in; with trustForeignBucket: true it loads.
+func TestRestoreFromAForeignBucketNeedsTheOptIn(t *testing.T) {
+	restore := func(loc string, extra ...string) []string {
+		return append([]string{"  restoreFrom:", "    storageLocation: " + loc}, extra...)
+	}
+	trust := "    trustForeignBucket: true"
+	for _, tt := range []struct {
+		name, doc string
+		want      []string // none: loads
+	}{
+		{"the cluster's own bucket, another prefix", backedUp(PostgresKind, "copy", "s3://ours/pg", restore("s3://ours/old-pg")...), nil},
+		{"the cluster's own file folder", backedUp(PostgresKind, "copy", "file:///var/backups", append(restore("file:///var/backups/"), "    cluster: orders")...), nil},
+		{"another bucket", backedUp(PostgresKind, "copy", "s3://ours/pg", restore("s3://theirs/pg")...),
+			[]string{"f.yaml:13:22: spec.restoreFrom.storageLocation: \"s3://theirs/pg\" is not the cluster's own bucket (s3://ours)", "whoever can write there", "trustForeignBucket: true"}},
+		{"another bucket of the same name on another scheme", backedUp(PostgresKind, "copy", "s3://ours/pg", restore("file:///ours/pg")...),
+			[]string{"spec.restoreFrom.storageLocation: \"file:///ours/pg\" is not the cluster's own bucket (s3://ours)"}},
+		{"another file folder", backedUp(PostgresKind, "copy", "file:///var/backups", restore("file:///tmp/planted")...),
+			[]string{"\"file:///tmp/planted\" is not the cluster's own bucket (file:///var/backups)"}},
+		{"no backup of its own", backedUp(PostgresKind, "copy", "", restore("s3://ours/pg")...),
+			[]string{"f.yaml:10:22: spec.restoreFrom.storageLocation: \"s3://ours/pg\" is not the cluster's own bucket (the cluster has no spec.backup, so no bucket of its own)"}},
+		{"etcd too", backedUp(EtcdKind, "copy", "s3://ours/e", restore("s3://theirs/e", "    backup: 20261130T020000Z-1a2b3c")...),
+			[]string{"spec.restoreFrom.storageLocation: \"s3://theirs/e\" is not the cluster's own bucket (s3://ours)"}},
+		{"another bucket, trusted", backedUp(PostgresKind, "copy", "s3://ours/pg", restore("s3://theirs/pg", trust)...), nil},
+		{"no backup, trusted", backedUp(PostgresKind, "copy", "", restore("s3://ours/pg", trust)...), nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode("f.yaml", []byte(tt.doc))
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v\n%s", err, tt.doc)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("loaded:\n%s", tt.doc)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q\n%s", err, w, tt.doc)
+				}
+			}
+		})
+	}
+}

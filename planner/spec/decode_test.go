@@ -512,7 +512,9 @@ func TestReservedLabelsAreRefused(t *testing.T) {
 
 func TestDecodeRestoreFrom(t *testing.T) {
 	restore := func(lines ...string) string {
-		return etcd(append([]string{"  restoreFrom:"}, lines...)...)
+		// Trusted: these cases are about the other fields
+		// (TestRestoreFromAForeignBucketNeedsTheOptIn).
+		return etcd(append(append([]string{"  restoreFrom:"}, lines...), "    trustForeignBucket: true")...)
 	}
 	runDecodeCases(t, []decodeCase{
 		{name: "all fields", in: restore(`    storageLocation: "file:///backups"`, `    cluster: old-etcd`, `    backup: 20261130T020000Z-1a2b3c`), check: wantClusters(1)},

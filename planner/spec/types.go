@@ -104,6 +104,9 @@ type RestoreFrom struct {
 	Cluster         string   `json:"cluster,omitempty" desc:"Name of the cluster the backup was taken of. Default: this cluster's name."`
 	Backup          string   `json:"backup,omitempty" desc:"ID of the backup (cairn backup list shows them), or latest, the default: the newest complete one (with targetTime, the newest that finished before it)."`
 	TargetTime      string   `json:"targetTime,omitempty" desc:"PostgreSQL only: replay the archived WAL past the base backup up to this moment, an RFC 3339 time such as 2026-11-30T14:05:00Z (the new cluster holds exactly the transactions committed by then), or latest for all of it. Without it the cluster holds what the backup held when it ended. The restore refuses a target the archive does not reach, or a gap in the archive before it, saying where."`
+	// TrustForeignBucket is the reviewed opt-in to restore from a bucket
+	// that is not the cluster's own (ForeignBucket).
+	TrustForeignBucket bool `json:"trustForeignBucket,omitempty" desc:"Set to true to restore from a bucket that is not the cluster's own (not the bucket of spec.backup.storageLocation, for file:// not its folder; any bucket when the cluster has no backup): the new cluster's data then comes from whoever can write there. Without it such a restore is refused; the create step's pull request shows it."`
 }
 
 // Retention bounds how many backups are kept and for how long.

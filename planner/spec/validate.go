@@ -161,6 +161,10 @@ func (v *Validator) Common(c Common, r *Resources) {
 				v.Fail("spec.restoreFrom.targetTime", "%s is not an RFC 3339 time such as 2026-11-30T14:05:00Z, nor latest", strictyaml.Quote(t))
 			}
 		}
+		if foreign, own := ForeignBucket(c.Backup, r.StorageLocation); foreign && !r.TrustForeignBucket {
+			v.Fail("spec.restoreFrom.storageLocation", "%s is not the cluster's own bucket (%s): the new cluster's data, roles and passwords would come from whoever can write there. "+
+				"If that is meant, say so with trustForeignBucket: true under restoreFrom, which the create step's pull request shows for review", strictyaml.Quote(string(r.StorageLocation)), own)
+		}
 	}
 	if w := c.MaintenanceWindow; w != nil {
 		v.timeZone("spec.maintenanceWindow.timeZone", w.TimeZone)

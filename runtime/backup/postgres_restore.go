@@ -33,21 +33,35 @@ type PostgresRestore struct {
 // next restore removes.
 const restorePrefix = ".cairn-restore-"
 
+// PostgresRestored is what a restore left out.
+type PostgresRestored struct {
+	// Dropped are the archive's entries outside PostgreSQL's data layout
+	// (its configuration files among them), in the archive's order:
+	// never written (pglayout.go).
+	Dropped []string
+}
+
 // RestorePostgres brings base backup m back into r.DataDir: it unpacks
-// the verified tar into a temporary folder beside it, finishes it, syncs
-// it to disk and renames it into place only when all of it was written
-// and its size and checksum match the manifest. The result starts as a
-// consistent copy (it holds its WAL and backup_label). A failure, a full
-// disk or a crash included, leaves no data directory behind.
-func RestorePostgres(ctx context.Context, st Store, m Manifest, r PostgresRestore) error {
+// the verified tar into a temporary folder beside it, keeping only
+// PostgreSQL's data layout and writing the configuration files afresh
+// (pglayout.go), finishes it, syncs it to disk and renames it into place
+// only when all of it was written and its size and checksum match the
+// manifest. The result starts as a consistent copy (it holds its WAL and
+// backup_label). A failure, a full disk or a crash included, leaves no
+// data directory behind.
+func RestorePostgres(ctx context.Context, st Store, m Manifest, r PostgresRestore) (PostgresRestored, error) {
 	if m.Kind != spec.PostgresKind {
-		return fmt.Errorf("backup %s is of a %s, not a PostgreSQL cluster", m.ID, m.Kind)
+		return PostgresRestored{}, fmt.Errorf("backup %s is of a %s, not a PostgreSQL cluster", m.ID, m.Kind)
 	}
 	tmp, err := restoreDir(r.DataDir)
 	if err != nil {
-		return err
+		return PostgresRestored{}, err
 	}
-	err = restoreTar(ctx, st, m, tmp, r.Chown)
+	var out PostgresRestored
+	out.Dropped, err = restoreTar(ctx, st, m, tmp, r.Chown)
+	if err == nil {
+		err = writeRestoredConfig(tmp, r.Chown)
+	}
 	if err == nil {
 		err = checkDataDir(tmp)
 	}
@@ -59,9 +73,9 @@ func RestorePostgres(ctx context.Context, st Store, m Manifest, r PostgresRestor
 	}
 	if err != nil {
 		os.RemoveAll(tmp)
-		return fmt.Errorf("restore %s into %s: %w", m.ID, r.DataDir, err)
+		return PostgresRestored{}, fmt.Errorf("restore %s into %s: %w", m.ID, r.DataDir, err)
 	}
-	return nil
+	return out, nil
 }
 
 // restoreDir checks that dataDir does not exist, removes what earlier
@@ -104,14 +118,16 @@ func renameSynced(tmp, dataDir string) error {
 	return d.Sync()
 }
 
-func restoreTar(ctx context.Context, st Store, m Manifest, dir string, chown func(string) error) error {
+// restoreTar unpacks m's archive into dir, but for the entries outside
+// PostgreSQL's data layout, which it returns.
+func restoreTar(ctx context.Context, st Store, m Manifest, dir string, chown func(string) error) (dropped []string, err error) {
 	data, err := OpenData(ctx, st, m)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer data.Close()
 	if err := mkdir(dir, chown); err != nil {
-		return err
+		return nil, err
 	}
 	tr := tar.NewReader(contextReader{ctx, data})
 	for {
@@ -120,23 +136,38 @@ func restoreTar(ctx context.Context, st Store, m Manifest, dir string, chown fun
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("read archive: %w", err)
+			return nil, fmt.Errorf("read archive: %w", err)
 		}
-		if err := extract(tr, h, dir, chown); err != nil {
-			return err
+		kept, err := extract(tr, h, dir, chown)
+		if err != nil {
+			return nil, err
+		}
+		if !kept {
+			dropped = append(dropped, h.Name)
 		}
 	}
 	// Read to the end, so the size and checksum are checked.
-	_, err = io.Copy(io.Discard, data)
-	return err
+	if _, err = io.Copy(io.Discard, data); err != nil {
+		return nil, err
+	}
+	return dropped, nil
 }
 
-func extract(tr *tar.Reader, h *tar.Header, dir string, chown func(string) error) error {
+// extract writes entry h into dir when it is part of PostgreSQL's data
+// layout (kept), and skips it otherwise.
+func extract(tr *tar.Reader, h *tar.Header, dir string, chown func(string) error) (kept bool, err error) {
 	name := filepath.Clean(filepath.FromSlash(h.Name))
 	if filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("archive entry %q leaves the data directory", h.Name)
+		return false, fmt.Errorf("archive entry %q leaves the data directory", h.Name)
 	}
-	p := filepath.Join(dir, name)
+	if ok, err := restoredEntry(name, h); !ok || err != nil {
+		return false, err
+	}
+	return true, write(tr, h, filepath.Join(dir, name), name, chown)
+}
+
+// write writes entry h, a folder or a regular file, at p.
+func write(tr *tar.Reader, h *tar.Header, p, name string, chown func(string) error) error {
 	switch h.Typeflag {
 	case tar.TypeDir:
 		if name == "." {
@@ -169,6 +200,22 @@ func mkdir(p string, chown func(string) error) error {
 	}
 	if chown != nil {
 		return chown(p)
+	}
+	return nil
+}
+
+// writeRestoredConfig writes restoredConfig into dir.
+func writeRestoredConfig(dir string, chown func(string) error) error {
+	for _, f := range restoredConfig {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, []byte(f.content), 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", f.name, err)
+		}
+		if chown != nil {
+			if err := chown(p); err != nil {
+				return fmt.Errorf("write %s: %w", f.name, err)
+			}
+		}
 	}
 	return nil
 }

@@ -144,7 +144,7 @@ func TestPostgresBaseBackupAndRestore(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := filepath.Join(p.dir, "restored-"+name)
-			if err := backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: dir, Chown: p.chown}); err != nil {
+			if _, err := backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: dir, Chown: p.chown}); err != nil {
 				t.Fatal(err)
 			}
 			rc := p.conn(t, p.startCopy(t, dir))
@@ -187,7 +187,7 @@ func TestPostgresRestoreOntoAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	disk := smallDisk(t, 4<<20)
-	err = backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: filepath.Join(disk, "pgdata")})
+	_, err = backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: filepath.Join(disk, "pgdata")})
 	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
 		t.Fatalf("restore onto a full disk: %v", err)
 	}

@@ -15,7 +15,12 @@
 //     certificate (contract.ClientTLSSecret) again whenever pki.Due says
 //     so, or when their ca.crt is not pki.Bundle's. A CA past two thirds
 //     of its lifetime is replaced in two moves, trusted before it signs
-//     (rotate.go). It never replaces a CA Secret it cannot read, and never
+//     (rotate.go). A CA is adopted only with proof that this cluster's
+//     runtime made it: the fingerprint of each of its CA certificates,
+//     recorded before the CA is written in the status ConfigMap only
+//     this cluster's runtime may write (proof.go); labels prove nothing.
+//     The leaves' ca.crt trusts the cluster's proven CAs only: anything
+//     else found there is dropped. It never replaces a CA Secret it cannot read, and never
 //     writes a Secret it did not make (no contract.LabelManagedBy of
 //     contract.ManagedByRuntime): either would cut members off, so a
 //     person must look. Updates carry the
@@ -34,7 +39,7 @@
 // crypto/tls configuration of them.
 //
 // API access is by name only: get, create and update of the three Secrets
-// for the Keeper, get of the server and client Secrets for Files; never
+// and of the status ConfigMap for the Keeper, get of the server and client Secrets for Files; never
 // list or watch.
 //
 // Imports: client-go, runtime/pki (which makes and checks the PEM) and

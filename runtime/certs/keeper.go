@@ -107,6 +107,10 @@ func (k *Keeper) Ensure(ctx context.Context) (Material, []string, error) {
 // whether it wrote the Secret.
 func (k *Keeper) ensureCA(ctx context.Context, now time.Time) (ca *pki.CA, extra []byte, wrote bool, err error) {
 	name := contract.CASecret(k.Cluster)
+	rec, err := k.readRecord(ctx)
+	if err != nil {
+		return nil, nil, false, err
+	}
 	s, err := k.get(ctx, name)
 	if err != nil {
 		return nil, nil, false, err
@@ -115,6 +119,11 @@ func (k *Keeper) ensureCA(ctx context.Context, now time.Time) (ca *pki.CA, extra
 		ca, err := pki.NewCA(k.caName(), now, k.caLifetime())
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("secret %s: %w", k.ref(name), err)
+		}
+		// Recorded before it exists: a CA Secret is only ever adopted
+		// with its record (proof.go).
+		if err := k.recordNew(ctx, rec, nil, ca.CertPEM); err != nil {
+			return nil, nil, false, err
 		}
 		data := map[string][]byte{contract.TLSKeyCert: ca.CertPEM, contract.TLSKeyKey: ca.KeyPEM}
 		s, wrote, err = k.createOrRead(ctx, k.secret(name, corev1.SecretTypeOpaque, data))
@@ -126,6 +135,10 @@ func (k *Keeper) ensureCA(ctx context.Context, now time.Time) (ca *pki.CA, extra
 				"notAfter", ca.Cert.NotAfter)
 			return ca, nil, true, nil
 		}
+		// Another writer created it first: its record is the one to check.
+		if rec, err = k.readRecord(ctx); err != nil {
+			return nil, nil, false, err
+		}
 	}
 	if err := k.owned(s); err != nil {
 		return nil, nil, false, err
@@ -135,7 +148,10 @@ func (k *Keeper) ensureCA(ctx context.Context, now time.Time) (ca *pki.CA, extra
 		return nil, nil, false, fmt.Errorf("secret %s holds no usable CA in %s and %s, and is left as it is "+
 			"(a new CA would cut every member off): %w", k.ref(name), contract.TLSKeyCert, contract.TLSKeyKey, err)
 	}
-	ca, s, wrote, err = k.rotate(ctx, s, ca, now)
+	if err := k.proven(rec, s); err != nil {
+		return nil, nil, false, err
+	}
+	ca, s, wrote, err = k.rotate(ctx, rec, s, ca, now)
 	if err != nil {
 		return nil, nil, false, err
 	}

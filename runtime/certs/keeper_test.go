@@ -248,8 +248,11 @@ func testEnsureRewritesTheBundle(t *testing.T, b *bed) {
 		set, want []byte
 	}{
 		{"garbage", []byte("garbage"), caPEM},
-		{"another CA only", previous.CertPEM, append(slices.Clip(caPEM), previous.CertPEM...)},
-		{"kept", append(slices.Clip(caPEM), previous.CertPEM...), nil},
+		{"another CA only", previous.CertPEM, caPEM},
+		// A CA someone added beside the cluster's is never trusted.
+		{"an extra CA after the cluster's", append(slices.Clip(caPEM), previous.CertPEM...), caPEM},
+		{"an extra CA before the cluster's", append(slices.Clip(previous.CertPEM), caPEM...), caPEM},
+		{"kept", caPEM, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b.edit(t, "bdl-server-tls", func(s *corev1.Secret) { s.Data["ca.crt"] = tt.set })

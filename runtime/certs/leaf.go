@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,10 +92,12 @@ func (k *Keeper) ensureLeaf(ctx context.Context, ca *pki.CA, extra []byte, l lea
 
 // next is the data leaf l's Secret must hold instead of old (nil when
 // missing), and why; nil, "" when old is current. The leaf is issued again
-// when pki.Due says so; ca.crt becomes pki.Bundle of old's and extra (the
-// CA being introduced or the one replaced, rotate.go).
+// when pki.Due says so; ca.crt becomes pki.Bundle of the cluster's CA and
+// extra (the CA being introduced or the one replaced, rotate.go), all of
+// them proven the cluster's own (proof.go), and nothing else: a CA
+// someone added to old's ca.crt is dropped, never trusted.
 func (k *Keeper) next(ca *pki.CA, extra []byte, l leaf, old map[string][]byte, now time.Time) (map[string][]byte, string, error) {
-	bundle := pki.Bundle(ca, append(slices.Clip(old[contract.TLSKeyCA]), extra...), now)
+	bundle := pki.Bundle(ca, extra, now)
 	due, reason := pki.Due(old[contract.TLSKeyCert], old[contract.TLSKeyKey], ca, l.want, now)
 	if !due {
 		if bytes.Equal(bundle, old[contract.TLSKeyCA]) {

@@ -12,7 +12,8 @@ import (
 
 // testLeastPrivilege runs the Keeper and Files under Roles that grant
 // what the runtime and the members get and nothing more: create secrets
-// and get/update the three by name for the runtime, get of the server and
+// and get/update the three by name for the runtime, and its status
+// ConfigMap (the record of its CAs, proof.go), get of the server and
 // client Secrets by name for a member; no list, no watch.
 func testLeastPrivilege(t *testing.T, b *bed) {
 	ctx := context.Background()
@@ -24,6 +25,9 @@ func testLeastPrivilege(t *testing.T, b *bed) {
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "update"},
 				ResourceNames: []string{"lp-ca", "lp-server-tls", "lp-superuser-tls"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "update"},
+				ResourceNames: []string{"lp-cairn-status"}},
 		}},
 		{"lp-member", []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"},

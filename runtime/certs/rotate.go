@@ -59,7 +59,7 @@ func trust(s *corev1.Secret) []byte {
 // rotate moves the replacement of ca (read from s) on, when it is due:
 // it returns the CA that signs now, the CA Secret as stored, and whether
 // it wrote it.
-func (k *Keeper) rotate(ctx context.Context, s *corev1.Secret, ca *pki.CA, now time.Time) (*pki.CA, *corev1.Secret, bool, error) {
+func (k *Keeper) rotate(ctx context.Context, rec caRecord, s *corev1.Secret, ca *pki.CA, now time.Time) (*pki.CA, *corev1.Secret, bool, error) {
 	name := s.Name
 	if len(s.Data[caKeyNextCert]) > 0 {
 		next, err := pki.ParseCA(s.Data[caKeyNextCert], s.Data[caKeyNextKey])
@@ -94,6 +94,9 @@ func (k *Keeper) rotate(ctx context.Context, s *corev1.Secret, ca *pki.CA, now t
 	next, err := pki.NewCA(k.caName(), now, k.caLifetime())
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("secret %s: %w", k.ref(name), err)
+	}
+	if err := k.recordNew(ctx, rec, s, next.CertPEM); err != nil {
+		return nil, nil, false, err
 	}
 	data := map[string][]byte{caKeyNextCert: next.CertPEM, caKeyNextKey: next.KeyPEM}
 	out, err := k.updateCA(ctx, s, data, map[string]string{caAnnotationNextSince: now.UTC().Format(time.RFC3339)}, "introduced a new CA")

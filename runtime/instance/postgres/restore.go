@@ -58,8 +58,26 @@ func (p *Manager) restorePostgres(ctx context.Context) error {
 		path = &rp
 	}
 	p.Log.Info("restoring the create step's base backup", "member", p.Name, "backup", m.ID, "of", m.Cluster, "target", p.Config.Restore.Target)
-	return backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: p.PGData, Chown: p.chown,
+	r, err := backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: p.PGData, Chown: p.chown,
 		Finish: func(dir string) error { return p.finishRestore(ctx, dir, path) }})
+	if err != nil {
+		return err
+	}
+	if len(r.Dropped) > 0 {
+		// Configuration and files outside the data layout never come
+		// back from a backup: the spec's settings apply.
+		p.Log.Info("left out what the backup holds outside PostgreSQL's data layout", "member", p.Name, "backup", m.ID,
+			"count", len(r.Dropped), "entries", firstEntries(r.Dropped, 10))
+	}
+	return nil
+}
+
+// firstEntries is at most n of names, and how many more there are.
+func firstEntries(names []string, n int) string {
+	if len(names) > n {
+		return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+	}
+	return strings.Join(names, ", ")
 }
 
 // finishRestore prepares an unpacked base backup to start as the new

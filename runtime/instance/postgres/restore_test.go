@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,77 @@ func TestPostgresCreateStepRestoresABaseBackup(t *testing.T) {
 	}
 	if _, err := dialAs(ctx, instancetest.HostOf(0), dst.ports[0], testSuperPW); err == nil {
 		t.Fatal("the old cluster's superuser password still works")
+	}
+}
+
+// A backup carries data, never settings or code: the cluster it was
+// taken of set an archive_command with ALTER SYSTEM (postgresql.auto.conf)
+// and left a library in its data directory; the new cluster restored
+// from it runs neither, its configuration files are cairn's, and the
+// restore names what it left out.
+func TestPostgresRestoreBringsDataOnly(t *testing.T) {
+	ctx := context.Background()
+	stores := t.TempDir()
+	src := newPGBed(t)
+	sp := src.member(0, "new")
+	src.start(sp, StartPrimary)
+	pwned := filepath.Join(src.dir, "pwned")
+	planted := "touch " + pwned
+	for _, q := range []string{"CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 10)",
+		"ALTER SYSTEM SET archive_mode = on", "ALTER SYSTEM SET archive_command = '" + planted + "'"} {
+		if _, err := src.conn(0).Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evil := filepath.Join(sp.PGData, "evil.so")
+	if err := os.WriteFile(evil, []byte("\x7fELF"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if src.cred != nil {
+		if err := os.Chown(evil, int(src.cred.Uid), int(src.cred.Gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bsrc := backup.PostgresSource{Member: "pg-0", Host: instancetest.HostOf(0), Port: src.ports[0], User: ReplicationUser, Password: testReplPW}
+	if _, err := backup.Take(ctx, &backup.FileStore{Root: stores}, "old", "PostgresCluster", bsrc, time.Now); err != nil {
+		t.Fatal(err)
+	}
+
+	dst := newPGBed(t)
+	p := dst.member(0, "new")
+	p.Config.Restore = &instance.Restore{Location: "file://" + stores, Cluster: "old", Backup: "latest"}
+	logs := &testbed.SyncBuffer{}
+	p.Log = slog.New(slog.NewTextHandler(logs, nil))
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
+	dst.start(p, StartPrimary)
+	c, err := dialAs(ctx, instancetest.HostOf(0), dst.ports[0], p.SuperuserPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n int
+	var mode, command string
+	if err := c.QueryRow(ctx, "SELECT (SELECT count(*) FROM t), current_setting('archive_mode'), current_setting('archive_command')").Scan(&n, &mode, &command); err != nil {
+		t.Fatal(err)
+	}
+	if n != 10 || mode != "off" || command == planted {
+		t.Fatalf("restored %d rows; archive_mode %q, archive_command %q: the backup's settings came back", n, mode, command)
+	}
+	if _, err := os.Stat(filepath.Join(p.PGData, "evil.so")); !os.IsNotExist(err) {
+		t.Errorf("the backup's evil.so was restored (%v)", err)
+	}
+	auto, err := os.ReadFile(filepath.Join(p.PGData, "postgresql.auto.conf"))
+	if err != nil || strings.Contains(string(auto), "archive") {
+		t.Errorf("postgresql.auto.conf: %q, %v", auto, err)
+	}
+	for _, want := range []string{"left out what the backup holds", "count=", "evil.so", "postgresql.auto.conf"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the restore's log does not say %q", want)
+		}
 	}
 }
 

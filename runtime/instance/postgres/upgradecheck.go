@@ -77,7 +77,7 @@ func (c *UpgradeCheck) Run(ctx context.Context) error {
 		return err
 	}
 	c.Log.Info("restoring the newest base backup for the upgrade check", "cluster", c.Cluster, "backup", m.ID, "from", c.From, "to", c.To)
-	if err := backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: old, Chown: oldPG.chown,
+	if _, err := backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: old, Chown: oldPG.chown,
 		Finish: func(dir string) error { return c.recoverCopy(ctx, oldPG, dir) }}); err != nil {
 		return fmt.Errorf("upgrade check: %w", err)
 	}
