@@ -157,6 +157,9 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 		out.Members = append(out.Members, live.Member{Name: a.Member, Version: out.StatefulSet.Version, Ready: true, Role: live.RoleReplica,
 			TemplateRevision: out.StatefulSet.TemplateRevision, ConfigRevision: out.ConfigRevision, TLS: contract.TLSOn(out.TLS)})
 	case plan.PostgresSwitchover:
+		if r := p.PostgresSwitchover.Request; r != "" {
+			out.SwitchoverServed = r
+		}
 		for i := range out.Members {
 			switch out.Members[i].Name {
 			case p.PostgresSwitchover.From:
