@@ -78,6 +78,10 @@ func TestRequestedSwitchover(t *testing.T) {
 			},
 		},
 		{
+			name: "the longest id on the highest member: a valid step ID", desired: pgSpec(t, 16, "14.5", switchoverTo("pg-15", strings.Repeat("a", 40))), observed: pgLive(16, "14.5", 0),
+			status: plan.StatusPlanned, steps: []string{"switchover-to-15-" + strings.Repeat("a", 40)},
+		},
+		{
 			name: "a step in flight: wait, no switchover on top", desired: pgSpec(t, 3, "14.5", switchoverTo("pg-1", "m")),
 			observed: with(pgLive(3, "14.5", 0), func(c *live.Cluster) { c.Members[1].Ready = false }),
 			status:   plan.StatusWaiting, waiting: "pg-1",

@@ -16,19 +16,19 @@ import (
 // new ID (cairn switchover writes one).
 type Switchover struct {
 	To string `json:"to" schema:"required" desc:"The member to make the primary, by name (<name>-<ordinal>, below spec.instances)."`
-	ID string `json:"id" schema:"required" desc:"Names this request: lowercase letters, digits and -, up to 40 characters, starting with a letter or digit. The planner plans a request once; once its step is merged the request is served, and it changes nothing more while it stays in the spec. To switch over again, write a new id."`
+	ID string `json:"id" schema:"required" desc:"Names this request: lowercase letters, digits and -, up to 40 characters, starting and ending with a letter or digit. The planner plans a request once; once its step is merged the request is served, and it changes nothing more while it stays in the spec. To switch over again, write a new id."`
 }
 
 // MaxSwitchoverID bounds spec.switchover.id: it goes into a step's ID and
 // a branch name.
 const MaxSwitchoverID = 40
 
-var switchoverIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+var switchoverIDRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 
 // CheckSwitchoverID reports why id cannot name a switchover request, or nil.
 func CheckSwitchoverID(id string) error {
 	if !switchoverIDRE.MatchString(id) {
-		return fmt.Errorf("must be 1 to %d lowercase letters, digits and -, starting with a letter or digit, got %s", MaxSwitchoverID, strictyaml.Quote(id))
+		return fmt.Errorf("must be 1 to %d lowercase letters, digits and -, starting and ending with a letter or digit, got %s", MaxSwitchoverID, strictyaml.Quote(id))
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package spec
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestDecodeSwitchover(t *testing.T) {
 	req := func(to, id string) string {
@@ -24,13 +27,16 @@ func TestDecodeSwitchover(t *testing.T) {
 		{name: "a leading zero", in: req("db-01", "a"),
 			want: `f.yaml:10:9: spec.switchover.to: "db-01" is not a member of db: members are named db-0, db-1, ...`},
 		{name: "id with capitals", in: req("db-1", "Maint"),
-			want: `f.yaml:11:9: spec.switchover.id: must be 1 to 40 lowercase letters, digits and -, starting with a letter or digit, got "Maint"`},
+			want: `f.yaml:11:9: spec.switchover.id: must be 1 to 40 lowercase letters, digits and -, starting and ending with a letter or digit, got "Maint"`},
 		{name: "id with a slash", in: req("db-1", "a/b"),
-			want: `f.yaml:11:9: spec.switchover.id: must be 1 to 40 lowercase letters, digits and -, starting with a letter or digit, got "a/b"`},
+			want: `f.yaml:11:9: spec.switchover.id: must be 1 to 40 lowercase letters, digits and -, starting and ending with a letter or digit, got "a/b"`},
 		{name: "id too long", in: req("db-1", "a234567890123456789012345678901234567890x"),
-			want: `f.yaml:11:9: spec.switchover.id: must be 1 to 40 lowercase letters, digits and -, starting with a letter or digit, got "a234567890123456789012345678901234567890"...`},
+			want: `f.yaml:11:9: spec.switchover.id: must be 1 to 40 lowercase letters, digits and -, starting and ending with a letter or digit, got "a234567890123456789012345678901234567890"...`},
 		{name: "id starting with -", in: req("db-1", `"-a"`),
-			want: `f.yaml:11:9: spec.switchover.id: must be 1 to 40 lowercase letters, digits and -, starting with a letter or digit, got "-a"`},
+			want: `f.yaml:11:9: spec.switchover.id: must be 1 to 40 lowercase letters, digits and -, starting and ending with a letter or digit, got "-a"`},
+		{name: "id ending with -", in: req("db-1", "a-"),
+			want: `f.yaml:11:9: spec.switchover.id: must be 1 to 40 lowercase letters, digits and -, starting and ending with a letter or digit, got "a-"`},
+		{name: "id of 40", in: req("db-1", strings.Repeat("a", 40)), check: wantClusters(1)},
 		{name: "no id", in: pg("  switchover:", "    to: db-1"),
 			want: `f.yaml:10:5: spec.switchover: missing required field "id"`},
 		{name: "no target", in: pg("  switchover:", "    id: a"),
