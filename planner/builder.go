@@ -17,6 +17,8 @@ type Result struct {
 	Steps    []plan.Step
 	Waiting  []plan.Gate
 	Refusals []plan.Refusal
+	// Notes say what the spec asks that no step changes, and why.
+	Notes []plan.Note
 }
 
 func (r *Result) refuse(rule, field, format string, args ...any) {

@@ -73,7 +73,7 @@ func (pl *Planner) PlanCluster(c spec.Cluster, obs *live.Cluster, pols policies.
 	if p.Refusals == nil {
 		p.Refusals = []plan.Refusal{}
 	}
-	p.Notes = creationOnly(c, obs)
+	p.Notes = append(creationOnly(c, obs), r.Notes...)
 	addWindowGates(c, p.Steps)
 	ins := make([]policies.Input, len(p.Steps))
 	for i := range p.Steps {
@@ -166,6 +166,7 @@ func baseline(obs *live.Cluster) *plan.Baseline {
 		ReadOnlyRoot:        obs.StatefulSet.ReadOnlyRoot,
 		RuntimeReadOnlyRoot: obs.Runtime.ReadOnlyRoot,
 		UpgradeCheck:        observedUpgradeCheck(obs.UpgradeCheck),
+		SwitchoverServed:    obs.SwitchoverServed,
 	}
 }
 

@@ -83,6 +83,7 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 			m.primary = mem.Ordinal()
 		}
 	}
+	asked := pgRequested(&r, c, obs, &m)
 	pgFinish(&r, obs, &m, want)
 	backupStep(&r, c, obs)
 	storageStep(&r, c, obs)
@@ -104,6 +105,9 @@ func planPostgres(c *spec.PostgresCluster, obs *live.Cluster, env Want) Result {
 		}
 		pgTemplate(&r, c, obs, &m, env.Images)
 		pgResize(&r, &m, n)
+	}
+	if asked {
+		pgRequestedSwitchover(&r, c, &m)
 	}
 	pgSync(&r, &m, c.Spec.SynchronousStandbys, "as the spec asks")
 	pgTLS(&r, c, obs)
@@ -286,9 +290,17 @@ func pgUpgradeStep(m *pgModel, ord int, from string, to spec.Version) plan.Step 
 // pgSwitchover hands the primary role to ordinal to. purpose makes the ID
 // unique in a plan ("for-14.9", "for-scale-in").
 func pgSwitchover(r *Result, m *pgModel, to int, purpose, why string) {
+	r.add(pgSwitchoverStep(m, to, fmt.Sprintf("switchover-%d-to-%d-%s", m.primary, to, purpose), why))
+	m.primary = to
+}
+
+// pgSwitchoverStep is the step that hands the primary role from the
+// model's primary to ordinal to: gated on the target streaming and caught
+// up, done when it is the primary.
+func pgSwitchoverStep(m *pgModel, to int, id, why string) plan.Step {
 	from, target := contract.MemberName(m.name, m.primary), contract.MemberName(m.name, to)
-	r.add(plan.Step{
-		ID:         fmt.Sprintf("switchover-%d-to-%d-%s", m.primary, to, purpose),
+	return plan.Step{
+		ID:         id,
 		Kind:       plan.PostgresSwitchover,
 		Summary:    fmt.Sprintf("Switch the primary over from %s to %s %s; writes pause for a few seconds", from, target, why),
 		Disruptive: true,
@@ -299,8 +311,7 @@ func pgSwitchover(r *Result, m *pgModel, to int, purpose, why string) {
 			memberGate(plan.GatePrimary, plan.After, target, target+" is the primary"),
 			healthyAfter()},
 		Params: plan.Params{PostgresSwitchover: &plan.PostgresSwitchoverParams{From: from, To: target, Reason: why}},
-	})
-	m.primary = to
+	}
 }
 
 // pgResize adds replicas at the top or removes them from the top, moving

@@ -124,3 +124,8 @@ const (
 	// certificates they hold, as peers and as servers.
 	RuleEtcdTLSIssuerChange = "etcd-tls-issuer-change"
 )
+
+// RuleSwitchoverTarget: spec.switchover names no member of the cluster
+// (validation refuses it first; a planner given an unvalidated spec
+// refuses it too rather than guess).
+const RuleSwitchoverTarget = "postgres-switchover-target"

@@ -159,6 +159,9 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 				TemplateRevision: out.StatefulSet.TemplateRevision, ConfigRevision: out.ConfigRevision, TLS: contract.TLSOn(out.TLS)})
 		}
 	case plan.PostgresSwitchover:
+		if r := p.PostgresSwitchover.Request; r != "" {
+			out.SwitchoverServed = r
+		}
 		for i := range out.Members {
 			switch out.Members[i].Name {
 			case p.PostgresSwitchover.From:

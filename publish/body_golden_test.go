@@ -148,6 +148,14 @@ func TestBodyGolden(t *testing.T) {
 			pl := planOf(t, pgSpecDoc("my-production-db", 3, "14.9"), pg3)
 			return BodyInput{Plan: pl, Current: stepOf(t, pl, plan.PostgresSwitchover), SpecCommit: specSHA, Head: headSHA, Live: pg3, WebURL: web}
 		}},
+		{"pg-requested-switchover", func(t *testing.T) BodyInput {
+			// A person's spec.switchover (cairn switchover): one step that
+			// says which member becomes the primary and what is lost.
+			doc := pgSpecDoc("my-production-db", 3, "14.5") + "  switchover: {to: my-production-db-2, id: before-node-maintenance}\n"
+			doc = strings.Replace(doc, "spec: {version: \"14.5\", instances: 3, storage: 100Gi}", "spec:\n  version: \"14.5\"\n  instances: 3\n  storage: 100Gi", 1)
+			pl := planOf(t, doc, pg3)
+			return BodyInput{Plan: pl, Current: 0, SpecCommit: specSHA, Head: headSHA, Live: pg3, WebURL: web}
+		}},
 		{"pg-largest-plan-longest-name", func(t *testing.T) BodyInput {
 			pl := planOf(t, pgSpecDoc(longName, 16, "14.9"), pgBig)
 			return BodyInput{Plan: pl, Current: len(pl.Steps) - 1, SpecCommit: specSHA, Head: headSHA, Live: pgBig, WebURL: web,

@@ -46,8 +46,15 @@ func stepImpact(w Wording, s plan.Step, c *live.Cluster) impact {
 			"the cluster takes no reads or writes until it is back", md(m.Primary), md(m.From), md(m.To))}
 	case pa.PostgresSwitchover != nil:
 		w := pa.PostgresSwitchover
-		return impact{true, nil, fmt.Sprintf("one switchover from %s to %s: writes pause while %s turns read-only and %s replays its last WAL and is promoted "+
-			"(a few seconds when %s keeps up); sessions on %s are cut", md(w.From), md(w.To), md(w.From), md(w.To), md(w.To), md(w.From))}
+		effect := fmt.Sprintf("one switchover from %s to %s: writes pause while %s turns read-only and %s replays its last WAL and is promoted "+
+			"(a few seconds when %s keeps up); sessions on %s are cut", md(w.From), md(w.To), md(w.From), md(w.To), md(w.To), md(w.From))
+		if w.Request != "" {
+			effect += fmt.Sprintf(". %s is promoted only once it has replayed all of %s's WAL, so no committed transaction is lost; should it not catch up "+
+				"within the runtime's catch-up time (30 s), %s gets its writes back and the runtime tries again later. Afterwards %s is the primary and %s a streaming replica. "+
+				"This serves spec.switchover request %s once: a later failover does not bring it back",
+				md(w.To), md(w.From), md(w.From), md(w.To), md(w.From), md(w.Request))
+		}
+		return impact{true, nil, effect}
 	case pa.CreateCluster != nil:
 		return impact{true, nil, fmt.Sprintf("none: nothing runs yet; %d member(s) start for the first time", pa.CreateCluster.Members)}
 	case pa.ScaleIn != nil:

@@ -80,6 +80,14 @@ var ErrMergeRefused = errors.New("merge refused")
 // BranchPrefix starts the name of every branch cairn publishes.
 const BranchPrefix = "cairn/"
 
+// SpecBranchPrefix starts the branches of the spec changes cairn writes
+// for a person (cairn switchover): not a step's, so the proposer never
+// closes or supersedes their pull requests.
+const SpecBranchPrefix = "cairn-spec/"
+
+// SpecBranch is the branch of a spec change named change of one cluster.
+func SpecBranch(cluster, change string) string { return SpecBranchPrefix + cluster + "/" + change }
+
 // Branch is the deterministic branch of one step of one cluster.
 func Branch(cluster, stepID string) string { return BranchPrefix + cluster + "/" + stepID }
 

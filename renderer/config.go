@@ -21,6 +21,7 @@ import (
 //	backup.*             the backup policy the runtime runs
 //	restore.*            the backup the create step starts the cluster from
 //	request.*            one-shot requests of merged steps, by step ID
+//	switchover.served    the last spec.switchover request a step served
 //	recover.*            etcd: a merged recovery, by step ID
 //
 // kindKeys are the keys only the cluster's kind writes.
@@ -49,7 +50,7 @@ func cairnConfig(n names, s Settings, token string, initial int, kindKeys map[st
 	for k, v := range map[string]string{
 		contract.KeyRequestSwitchoverID: r.SwitchoverID, contract.KeyRequestSwitchoverTo: r.SwitchoverTo,
 		contract.KeyRequestRemoveMemberID: r.RemoveID, contract.KeyRequestRemoveMember: r.RemoveMember,
-		contract.KeyRequestBackupID: r.BackupID,
+		contract.KeyRequestBackupID: r.BackupID, contract.KeySwitchoverServed: s.SwitchoverServed,
 	} {
 		if v != "" {
 			data[k] = v

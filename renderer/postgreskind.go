@@ -39,6 +39,9 @@ func (postgresKind) ApplyStep(cur Settings, c spec.Cluster, s plan.Step) (Settin
 		}
 	case plan.PostgresSwitchover:
 		next.Requests.SwitchoverID, next.Requests.SwitchoverTo = s.ID, p.PostgresSwitchover.To
+		if r := p.PostgresSwitchover.Request; r != "" {
+			next.SwitchoverServed = r
+		}
 	case plan.PostgresMajorUpgrade:
 		from, err := spec.ParseRelease(p.PostgresMajorUpgrade.From, 2)
 		if err != nil {

@@ -169,6 +169,11 @@ var renderCases = []renderCase{
 	{"pg-scale-in", fill(pgSpecYAML, "%SIZE%", "2", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "scale-in-2"},
 	{"pg-upgrade-replica", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.9", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "upgrade-2-to-14.9"},
 	{"pg-switchover", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.9", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "switchover-0-to-1-for-14.9"},
+	// A person's spec.switchover: its step records the request served,
+	// and a later step keeps the record in its base.
+	{"pg-switchover-requested", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  switchover: {to: pg-2, id: maint-1}"), pgLiveYAML(3, "14.5", 0, ""), "switchover-to-2-maint-1"},
+	{"pg-switchover-served", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", "  switchover: {to: pg-2, id: maint-1}"),
+		strings.Replace(pgLiveYAML(3, "14.5", 1, "switchoverServed: maint-1\n"), "0 2 * * *", "0 4 * * *", 1), "configure-backup"},
 	{"pg-take-backup", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "backup-before-15.4"},
 	{"pg-major-upgrade", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "15.4", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 0, ""), "pg-major-upgrade-15.4"},
 	// The pre-flight check's Job, and a baseline that holds it: every
@@ -329,7 +334,8 @@ var allowedChanges = map[plan.Kind][]string{
 	plan.UpgradeMember:    {"statefulset.patch.yaml /spec/template/spec/containers/0/image", "statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition"},
 	plan.PostgresAddReplica: {"statefulset.patch.yaml /spec/replicas", "pvc-",
 		"statefulset.patch.yaml /spec/template/spec/containers/0/image", "statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition"},
-	plan.PostgresSwitchover:          {"cairn-config.patch.yaml /data/request.switchover.id", "cairn-config.patch.yaml /data/request.switchover.to"},
+	plan.PostgresSwitchover: {"cairn-config.patch.yaml /data/request.switchover.id", "cairn-config.patch.yaml /data/request.switchover.to",
+		"cairn-config.patch.yaml /data/switchover.served"},
 	plan.TakeBackup:                  {"cairn-config.patch.yaml /data/request.backup.id"},
 	plan.PostgresSynchronousStandbys: {"cairn-config.patch.yaml /data/synchronous-standbys"},
 	plan.ConfigureBackup:             {"cairn-config.patch.yaml /data/backup."},

@@ -74,6 +74,9 @@ type Settings struct {
 	// UpgradeCheck is a major upgrade's pre-flight check Job, rendered
 	// from its step until the upgrade's step removes it; nil renders none.
 	UpgradeCheck *plan.UpgradeCheckJob
+	// SwitchoverServed is the last spec.switchover request a step served
+	// (contract.KeySwitchoverServed); "" renders none.
+	SwitchoverServed string
 }
 
 // requests are the runtime's instructions from merged steps. Each is keyed
@@ -108,6 +111,7 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 		Parameters: b.Parameters, ConfigRevision: b.ConfigRevision,
 		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota, TLS: b.TLS, TLSIssuer: b.TLSIssuer, Network: b.Network,
 		ReadOnlyRoot: b.ReadOnlyRoot, RuntimeReadOnlyRoot: b.RuntimeReadOnlyRoot, UpgradeCheck: b.UpgradeCheck,
+		SwitchoverServed: b.SwitchoverServed,
 	}
 }
 

@@ -109,6 +109,9 @@ func baseCase(t *testing.T, r *rand.Rand, i int) (spec.Cluster, *live.Cluster) {
 			obs.StatefulSet.Images[contract.PostgresContainer] = "registry.example/postgres:15.4"
 		}
 		obs.SynchronousStandbys = r.IntN(n)
+		if i%3 == 0 { // a person's switchover served (no draw: the other cases stay as they were)
+			obs.SwitchoverServed = "maint-" + name
+		}
 		// Rendered before TLS, moving to it, or requiring it, with the
 		// runtime's CA or a cert-manager issuer.
 		if tls := contract.TLSModes[r.IntN(len(contract.TLSModes))]; contract.TLSOn(tls) {
@@ -157,6 +160,8 @@ func runsDiff(want, got *live.Cluster) string {
 		return fmt.Sprintf("TLS %q %+v, live %q %+v", got.TLS, got.TLSIssuer, want.TLS, want.TLSIssuer)
 	case w.ReadOnlyRoot != g.ReadOnlyRoot || want.Runtime != got.Runtime:
 		return fmt.Sprintf("read-only roots: members %t, runtime %t; live %t, %t", g.ReadOnlyRoot, got.Runtime.ReadOnlyRoot, w.ReadOnlyRoot, want.Runtime.ReadOnlyRoot)
+	case want.SwitchoverServed != got.SwitchoverServed:
+		return fmt.Sprintf("switchover served %q, live %q", got.SwitchoverServed, want.SwitchoverServed)
 	case want.SynchronousStandbys != got.SynchronousStandbys || want.Bootstrap != got.Bootstrap:
 		return fmt.Sprintf("sync/bootstrap %d/%s, live %d/%s", got.SynchronousStandbys, got.Bootstrap, want.SynchronousStandbys, want.Bootstrap)
 	case (want.Backup == nil) != (got.Backup == nil) || want.Backup != nil && (want.Backup.Schedule != got.Backup.Schedule || want.Backup.StorageLocation != got.Backup.StorageLocation || want.Backup.RetentionCount != got.Backup.RetentionCount):

@@ -107,7 +107,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidate(), newPlan(), newRender(), newStatus(), newDiff(), newPropose(), newReconcile(), newPR(), newObserve(), newCheck(), newBackup(), newRestore(), newPolicy(), newSchema(), newVersion(), newInstance(), newRuntime())
+	root.AddCommand(newValidate(), newPlan(), newRender(), newStatus(), newDiff(), newPropose(), newReconcile(), newPR(), newObserve(), newCheck(), newBackup(), newRestore(), newPolicy(), newSchema(), newVersion(), newInstance(), newRuntime(), newSwitchover())
 	addNowFlag(root)
 	markUsage(root)
 	return root

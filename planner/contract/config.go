@@ -35,6 +35,12 @@ const (
 	KeyRequestRemoveMemberID = "request.remove-member.id"
 	KeyRequestRemoveMember   = "request.remove-member.member"
 	KeyRequestBackupID       = "request.backup.id"
+
+	// KeySwitchoverServed is the ID of the last spec.switchover request
+	// (spec.Switchover.ID) whose step was merged: every later step
+	// renders it again, so the planner never plans that request twice,
+	// whoever is primary later. The runtime does not read it.
+	KeySwitchoverServed = "switchover.served"
 )
 
 // Values of KeyBootstrap.

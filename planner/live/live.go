@@ -109,6 +109,10 @@ type Cluster struct {
 	// UpgradeCheck is the cluster's pre-flight pg_upgrade --check Job (a
 	// merged PostgresUpgradeCheck step's); nil when there is none.
 	UpgradeCheck *UpgradeCheck `json:"upgradeCheck,omitempty"`
+	// SwitchoverServed is the ID of the last spec.switchover request a
+	// merged step carried (contract.KeySwitchoverServed in the rendered
+	// config); empty when none was.
+	SwitchoverServed string `json:"switchoverServed,omitempty"`
 }
 
 // The outcomes of an UpgradeCheck; empty while the Job runs.

@@ -198,6 +198,7 @@ func applyConfig(out *live.Cluster, data map[string]string) {
 	out.SynchronousStandbys, _ = strconv.Atoi(data[contract.KeySynchronousStandbys])
 	etcdMaintenanceConfig(out, data)
 	out.Recovering = data[contract.KeyRecoverID]
+	out.SwitchoverServed = data[contract.KeySwitchoverServed]
 	out.TLS = observedTLS(data[contract.KeyTLS])
 	out.Network = observedNetwork(data[contract.KeyNetwork])
 	if name := data[contract.KeyTLSIssuerName]; name != "" {

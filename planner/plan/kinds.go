@@ -311,10 +311,14 @@ func (a PostgresAddReplicaParams) Added() []string {
 }
 
 // PostgresSwitchoverParams: hand the primary role from From to To.
+// Request is the spec.switchover request the step serves (its ID); empty
+// for a switchover the planner plans on its own (an upgrade, a scale-in).
 type PostgresSwitchoverParams struct {
 	From   string `json:"from"`
 	To     string `json:"to"`
 	Reason string `json:"reason"`
+	// Request is the spec.switchover request's ID; empty for none.
+	Request string `json:"request,omitempty"`
 }
 
 // PostgresMajorUpgradeParams: stop the replicas (the StatefulSet keeps one

@@ -124,6 +124,9 @@ type Baseline struct {
 	// manifests hold (a merged PostgresUpgradeCheck step's, until the
 	// upgrade's step removes it); nil when there is none.
 	UpgradeCheck *UpgradeCheckJob `json:"upgradeCheck,omitempty"`
+	// SwitchoverServed is the spec.switchover request the manifests
+	// record as served (contract.KeySwitchoverServed); empty for none.
+	SwitchoverServed string `json:"switchoverServed,omitempty"`
 }
 
 // Refusal is a spec change a rule forbids.

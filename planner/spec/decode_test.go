@@ -263,7 +263,7 @@ func TestDecodeKinds(t *testing.T) {
 func TestDecodeFields(t *testing.T) {
 	runDecodeCases(t, []decodeCase{
 		{name: "misspelt field", in: pg("  verison: x"),
-			want: `f.yaml:9:3: spec.verison: unknown field "verison" (did you mean "version"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, restoreFrom, storage, storageClass, synchronousStandbys, tls, version`},
+			want: `f.yaml:9:3: spec.verison: unknown field "verison" (did you mean "version"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, restoreFrom, storage, storageClass, switchover, synchronousStandbys, tls, version`},
 		{name: "unknown top-level field", in: "status: {}\n" + pgHead,
 			want: `f.yaml:1:1: status: unknown field "status"; valid fields: apiVersion, kind, metadata, spec`},
 		{name: "misspelt nested field", in: pg("  backup:", `    schedul: "@daily"`, `    storageLocation: "s3://bucket/x"`),
@@ -271,7 +271,7 @@ func TestDecodeFields(t *testing.T) {
 		{name: "misspelt metadata field", in: sub(pgHead, `  name: "db"`, "  name: db\n  lables: {a: b}"),
 			want: `f.yaml:5:3: metadata.lables: unknown field "lables" (did you mean "labels"?); valid fields: labels, name, namespace`},
 		{name: "case of a field", in: sub(pgHead, "instances", "Instances"),
-			want: `f.yaml:7:3: spec.Instances: unknown field "Instances" (did you mean "instances"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, restoreFrom, storage, storageClass, synchronousStandbys, tls, version`},
+			want: `f.yaml:7:3: spec.Instances: unknown field "Instances" (did you mean "instances"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, restoreFrom, storage, storageClass, switchover, synchronousStandbys, tls, version`},
 		{name: "string for int", in: sub(pgHead, "instances: 3", `instances: "3"`),
 			want: `f.yaml:7:14: spec.instances: must be a whole number, got the string "3"`},
 		{name: "float for int", in: sub(pgHead, "instances: 3", `instances: 3.5`),
@@ -307,7 +307,7 @@ func TestDecodeFields(t *testing.T) {
 		{name: "several problems, in order", in: sub(pg("  storageClass: 5", "  verison: x"), `"14.5"`, `14.5`),
 			want: "f.yaml:6:12: spec.version: must be a quoted version such as \"14.5\", got \"14.5\" (unquoted, 14.10 would be read as the number 14.1)\n" +
 				"f.yaml:9:17: spec.storageClass: must be a string, got the number \"5\"; quote it to keep it as written: \"5\"\n" +
-				"f.yaml:10:3: spec.verison: unknown field \"verison\" (did you mean \"version\"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, restoreFrom, storage, storageClass, synchronousStandbys, tls, version"},
+				"f.yaml:10:3: spec.verison: unknown field \"verison\" (did you mean \"version\"?); valid fields: backup, instances, maintenanceWindow, postgresql, resources, restoreFrom, storage, storageClass, switchover, synchronousStandbys, tls, version"},
 	})
 }
 

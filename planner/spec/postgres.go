@@ -47,6 +47,7 @@ type PostgresSpec struct {
 	RestoreFrom         *RestoreFrom       `json:"restoreFrom,omitempty" desc:"Create the cluster from a base backup instead of empty (its first member restores it; the others clone from it). Read only by the create step."`
 	MaintenanceWindow   *MaintenanceWindow `json:"maintenanceWindow,omitempty" desc:"When disruptive steps may start. Without it they may start any time after review."`
 	TLS                 *PostgresTLS       `json:"tls,omitempty" desc:"Where the cluster's TLS certificates come from. Every cluster requires TLS; without this, the cairn runtime keeps a CA of the cluster's own and issues and renews the certificates itself."`
+	Switchover          *Switchover        `json:"switchover,omitempty" desc:"A one-shot request to make a member the primary (cairn switchover writes it): planned once as a reviewed switchover step, with no committed transaction lost. Served once its step is merged; it is not re-applied after a later failover."`
 }
 
 // PostgresTLS says where a cluster's TLS certificates come from.
@@ -94,6 +95,7 @@ var paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)?$`)
 func (c *PostgresCluster) Validate(v *Validator) {
 	v.Meta(c.Metadata)
 	v.postgres(c.Spec)
+	v.switchover(c.Metadata.Name, c.Spec)
 }
 
 func (v *Validator) postgres(s PostgresSpec) {

@@ -321,11 +321,12 @@ func (p *Provider) Close(ctx context.Context, pr publish.PullRequest, reason str
 
 const closedMarker = "<!-- cairn closed -->"
 
-// ours reports whether a pull request is cairn's: a cairn branch of this
-// very repo, never one of a fork that happens to use the same name.
+// ours reports whether a pull request is cairn's: a cairn branch (a
+// step's, or a spec change's) of this very repo, never one of a fork that
+// happens to use the same name.
 func (p *Provider) ours(pr *github.PullRequest) bool {
-	repo := pr.GetHead().GetRepo().GetFullName()
-	return strings.HasPrefix(pr.GetHead().GetRef(), publish.BranchPrefix) && strings.EqualFold(repo, p.Owner+"/"+p.Repo)
+	repo, ref := pr.GetHead().GetRepo().GetFullName(), pr.GetHead().GetRef()
+	return (strings.HasPrefix(ref, publish.BranchPrefix) || strings.HasPrefix(ref, publish.SpecBranchPrefix)) && strings.EqualFold(repo, p.Owner+"/"+p.Repo)
 }
 
 func (p *Provider) labels(ctx context.Context, number int, labels []string) error {
