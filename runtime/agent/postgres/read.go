@@ -23,6 +23,10 @@ type pgRead struct {
 	auth  pgAuth
 	store *pgStatusStore
 	pods  []corev1.Pod
+	// draining and stops are the members on cordoned nodes and their
+	// clean stops (nodes.go).
+	draining map[string]string
+	stops    map[string]pgCleanStop
 	// passes counts the passes made on this read after the first.
 	passes int
 }
@@ -49,7 +53,7 @@ func (r *Roles) read(ctx context.Context) (*pgRead, error) {
 		return nil, err
 	}
 	r.warnIgnored(ignored)
-	r.last = &pgRead{auth: auth, store: store, pods: pods}
+	r.last = &pgRead{auth: auth, store: store, pods: pods, draining: r.drainingNodes(ctx, pods), stops: r.cleanStops(ctx)}
 	return r.last, nil
 }
 

@@ -39,6 +39,8 @@ type Roles struct {
 	hook      func(ctx context.Context, step string)
 	unhealthy map[string]time.Time
 	lastPass  time.Time
+	// nodesForbidden: reading nodes was refused (logged once).
+	nodesForbidden bool
 	// last is the last read of the API server, and steady whether the
 	// last pass found the cluster steady (read.go).
 	last   *pgRead
@@ -92,6 +94,7 @@ func (r *Roles) passOn(ctx context.Context, rd *pgRead, fresh bool) error {
 	p := &pgPass{r: r, store: rd.store, auth: rd.auth, pods: podsByName(rd.pods)}
 	prev := rd.store.last
 	p.view = r.view(rd.pods, probes, asked, prev, r.rendered.req, r.rendered.sync)
+	p.view.Draining, p.view.CleanStops = rd.draining, rd.stops
 	for i := range 8 {
 		a := decidePostgres(p.view)
 		if i == 0 {
