@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -94,6 +95,9 @@ func (a apiStops) Clear(ctx context.Context, member string) error { return a.set
 func (a apiStops) set(ctx context.Context, member, value string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm, err := a.c.CoreV1().ConfigMaps(a.namespace).Get(ctx, a.name, metav1.GetOptions{})
+		if value == "" && apierrors.IsNotFound(err) {
+			return nil // nothing recorded yet: the runtime has not created it
+		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", a.name, err)
 		}
