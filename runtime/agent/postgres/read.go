@@ -23,10 +23,12 @@ type pgRead struct {
 	auth  pgAuth
 	store *pgStatusStore
 	pods  []corev1.Pod
-	// draining and stops are the members on cordoned nodes and their
-	// clean stops (nodes.go).
-	draining map[string]string
-	stops    map[string]pgCleanStop
+	// draining are the members on cordoned nodes, and stops their clean
+	// stops, read once a fresh pass finds a member not answering
+	// (nodes.go).
+	draining  map[string]string
+	stops     map[string]pgCleanStop
+	stopsRead bool
 	// passes counts the passes made on this read after the first.
 	passes int
 }
@@ -53,7 +55,7 @@ func (r *Roles) read(ctx context.Context) (*pgRead, error) {
 		return nil, err
 	}
 	r.warnIgnored(ignored)
-	r.last = &pgRead{auth: auth, store: store, pods: pods, draining: r.drainingNodes(ctx, pods), stops: r.cleanStops(ctx)}
+	r.last = &pgRead{auth: auth, store: store, pods: pods, draining: r.drainingNodes(ctx, pods)}
 	return r.last, nil
 }
 
