@@ -1,10 +1,12 @@
 package renderer
 
 import (
+	"strings"
 	"testing"
 
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 )
@@ -20,10 +22,10 @@ func TestPostgresDisruptionBudgets(t *testing.T) {
 		want    []pdb
 	}{
 		// A lone primary: no budget holds its drain forever.
-		{1, []pdb{{"pg", contract.RoleReplica, 0}}},
-		{2, []pdb{{"pg", contract.RoleReplica, 0}, {"pg-primary", contract.RolePrimary, 1}}},
-		{3, []pdb{{"pg", contract.RoleReplica, 1}, {"pg-primary", contract.RolePrimary, 1}}},
-		{5, []pdb{{"pg", contract.RoleReplica, 3}, {"pg-primary", contract.RolePrimary, 1}}},
+		{1, []pdb{{"pg", "replica", 0}}},
+		{2, []pdb{{"pg", "replica", 0}, {"pg-primary", "primary,fenced", 1}}},
+		{3, []pdb{{"pg", "replica", 1}, {"pg-primary", "primary,fenced", 1}}},
+		{5, []pdb{{"pg", "replica", 3}, {"pg-primary", "primary,fenced", 1}}},
 	} {
 		got := postgresDisruptionBudgets(n, tc.members)
 		if len(got) != len(tc.want) {
@@ -32,8 +34,14 @@ func TestPostgresDisruptionBudgets(t *testing.T) {
 		for i, w := range tc.want {
 			b := got[i].Obj.(*policyv1.PodDisruptionBudget)
 			sel := b.Spec.Selector.MatchLabels
-			if b.Name != w.name || sel[contract.LabelRole] != w.role || b.Spec.MinAvailable.IntValue() != w.min || b.Spec.MaxUnavailable != nil {
-				t.Errorf("%d members: budget %d is %s role=%s minAvailable=%v, want %+v", tc.members, i, b.Name, sel[contract.LabelRole], b.Spec.MinAvailable, w)
+			role := sel[contract.LabelRole]
+			for _, e := range b.Spec.Selector.MatchExpressions {
+				if e.Key == contract.LabelRole && e.Operator == metav1.LabelSelectorOpIn {
+					role = strings.Join(e.Values, ",")
+				}
+			}
+			if b.Name != w.name || role != w.role || b.Spec.MinAvailable.IntValue() != w.min || b.Spec.MaxUnavailable != nil {
+				t.Errorf("%d members: budget %d is %s role=%s minAvailable=%v, want %+v", tc.members, i, b.Name, role, b.Spec.MinAvailable, w)
 			}
 			if sel[contract.LabelInstance] != "pg" || sel[contract.LabelName] != contract.AppPostgres {
 				t.Errorf("%d members: budget %s selects %v, not the cluster's pods", tc.members, b.Name, sel)

@@ -68,15 +68,12 @@ func (pc *pgCluster) onNodes(nodes []string) {
 	sel := contract.Selector(contract.AppPostgres, "pg")
 	always := policyv1.AlwaysAllow
 	for name, b := range map[string]struct {
-		role string
-		min  int
-	}{"pg": {contract.RoleReplica, max(pc.n-2, 0)}, "pg-primary": {contract.RolePrimary, 1}} {
-		labels := map[string]string{contract.LabelRole: b.role}
-		for k, v := range sel {
-			labels[k] = v
-		}
+		roles []string
+		min   int
+	}{"pg": {[]string{contract.RoleReplica}, max(pc.n-2, 0)}, "pg-primary": {[]string{contract.RolePrimary, contract.RoleFenced}, 1}} {
+		s := &metav1.LabelSelector{MatchLabels: sel, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: contract.LabelRole, Operator: metav1.LabelSelectorOpIn, Values: b.roles}}}
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: new(intstr.FromInt32(int32(b.min))), Selector: &metav1.LabelSelector{MatchLabels: labels}, UnhealthyPodEvictionPolicy: &always}}
+			MinAvailable: new(intstr.FromInt32(int32(b.min))), Selector: s, UnhealthyPodEvictionPolicy: &always}}
 		if _, err := pc.c.PolicyV1().PodDisruptionBudgets(pc.ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 			pc.t.Fatal(err)
 		}
@@ -175,10 +172,11 @@ func drainPrimary(t *testing.T, cp *testbed.ControlPlane) {
 		}
 		return nil
 	})
-	// Evicted once no longer labelled primary: fenced (the switchover
-	// stops it) or replica.
-	if role := labels(t, pc.c, pc.ns)[fmt.Sprintf("pg-%d", old)]; role == contract.RolePrimary {
-		t.Fatalf("pg-%d evicted while labelled %s", old, role)
+	// Evicted once another member is labelled primary: the old one
+	// fenced (stopping) or a replica.
+	got := labels(t, pc.c, pc.ns)
+	if role := got[fmt.Sprintf("pg-%d", old)]; role == contract.RolePrimary || pc.primary() < 0 {
+		t.Fatalf("pg-%d evicted while labelled %s (labels %v)", old, role, got)
 	}
 	pc.waitFor("another primary takes writes", func() error {
 		if p := pc.primary(); p == old || p < 0 {
