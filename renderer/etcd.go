@@ -6,7 +6,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/cairn-dev/cairn/planner/contract"
@@ -35,16 +34,9 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 		etcdPeerService(n),
 		etcdClientService(n),
 		keepImages(readOnlyRoot(etcdStatefulSet(n, s, image, res, o), s, tmpDir), s.Images),
-		{File: "pdb.yaml", Obj: &policyv1.PodDisruptionBudget{
-			TypeMeta: typeMeta("policy/v1", "PodDisruptionBudget"), ObjectMeta: n.meta(n.cluster, "database"),
-			Spec: policyv1.PodDisruptionBudgetSpec{
-				// Voluntary disruptions never take the cluster below quorum.
-				MinAvailable: ptr(intstr.FromInt32(int32(quorum(s.Replicas)))),
-				Selector:     selector(n),
-			},
-		}},
 		cairnConfig(n, s, token, initial, etcdConfigKeys(s)),
 	}
+	objs = append(objs, etcdDisruptionBudget(n, s.Replicas)...)
 	objs = append(objs, grownVolumes(n, s)...)
 	if contract.TLSOn(s.TLS) && s.TLSIssuer != nil {
 		objs = append(objs, etcdCertificates(n, *s.TLSIssuer)...)

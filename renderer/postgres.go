@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -45,12 +44,9 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 		pgService(n, contract.ReadService(n.cluster), "service-r.yaml", nil, false),
 		pgService(n, contract.HeadlessService(n.cluster), "service-headless.yaml", nil, true),
 		postgresConfig(n, s),
-		{File: "pdb.yaml", Obj: &policyv1.PodDisruptionBudget{
-			TypeMeta: typeMeta("policy/v1", "PodDisruptionBudget"), ObjectMeta: n.meta(n.cluster, "database"),
-			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr(intstr.FromInt32(1)), Selector: selector(n)},
-		}},
 		cairnConfig(n, s, "", initial, pgConfigKeys(s)),
 	}
+	objs = append(objs, postgresDisruptionBudgets(n, s.Replicas)...)
 	objs = append(objs, grownVolumes(n, s)...)
 	if contract.TLSOn(s.TLS) && s.TLSIssuer != nil {
 		objs = append(objs, postgresCertificates(n, *s.TLSIssuer)...)
@@ -69,6 +65,7 @@ func postgresObjects(c *spec.PostgresCluster, s Settings, o Options, initial int
 			ports: []int32{pgPort},
 		}))
 	}
+	objs = append(objs, nodeReaderObjects(n)...)
 	return append(objs, runtimeObjects(n, o, s, postgresRuntimeRules(n, s))...), nil
 }
 
@@ -299,7 +296,9 @@ func memberAccount(n names) string { return contract.MemberAccount(n.cluster) }
 // memberObjects are the PostgreSQL members' ServiceAccount and what it
 // may do: get the cluster's member pods (by name, no other pod), so a
 // primary's instance manager confirms its own role label through the API
-// server (and stops when it cannot, or is fenced).
+// server (and stops when it cannot, or is fenced); get and update the
+// clean-stops ConfigMap (by name), where a primary stopped cleanly
+// records its last WAL position for the runtime.
 //
 // With TLS on, it may also get the certificate Secrets the runtime keeps
 // (by name): the server's, and the superuser's client certificate with
@@ -307,7 +306,9 @@ func memberAccount(n names) string { return contract.MemberAccount(n.cluster) }
 func memberObjects(n names, tls string) []Object {
 	name := memberAccount(n)
 	meta := n.meta(name, "database")
-	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"get"}}}
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"get"}},
+		// A primary's instance manager records its clean stop there.
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{contract.StopsConfigMap(n.cluster)}, Verbs: []string{"get", "update"}}}
 	if contract.TLSOn(tls) {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
 			ResourceNames: []string{contract.ServerTLSSecret(n.cluster), contract.ClientTLSSecret(n.cluster)}, Verbs: []string{"get"}})

@@ -328,11 +328,13 @@ func TestRenderIsByteStable(t *testing.T) {
 // allowedChanges are the fields each step kind's overlay may touch: a
 // step's overlay holds what that step changes and nothing else.
 var allowedChanges = map[plan.Kind][]string{
-	plan.EtcdAddMember:    {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pvc-"},
-	plan.ScaleIn:          {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pvc-"},
+	// The disruption budgets follow the members (disruption.go): a
+	// second member brings them, a last one takes the primary's away.
+	plan.EtcdAddMember:    {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pdb.yaml", "pvc-"},
+	plan.ScaleIn:          {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pdb.delete.yaml", "pdb-primary.delete.yaml", "pvc-"},
 	plan.EtcdRemoveMember: {"cairn-config.patch.yaml /data/request.remove-member.id", "cairn-config.patch.yaml /data/request.remove-member.member"},
 	plan.UpgradeMember:    {"statefulset.patch.yaml /spec/template/spec/containers/0/image", "statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition"},
-	plan.PostgresAddReplica: {"statefulset.patch.yaml /spec/replicas", "pvc-",
+	plan.PostgresAddReplica: {"statefulset.patch.yaml /spec/replicas", "pvc-", "pdb.patch.yaml /spec/minAvailable", "pdb-primary.yaml",
 		"statefulset.patch.yaml /spec/template/spec/containers/0/image", "statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition"},
 	plan.PostgresSwitchover: {"cairn-config.patch.yaml /data/request.switchover.id", "cairn-config.patch.yaml /data/request.switchover.to",
 		"cairn-config.patch.yaml /data/switchover.served"},
@@ -358,7 +360,7 @@ var allowedChanges = map[plan.Kind][]string{
 	plan.RestrictNetwork: {"networkpolicy.yaml", "cairn-config.patch.yaml /data/network"},
 	plan.HardenRuntime: {"runtime-deployment.patch.yaml /spec/template/spec/volumes", "runtime-deployment.patch.yaml /spec/template/spec/containers/0/volumeMounts",
 		"runtime-deployment.patch.yaml /spec/template/spec/containers/0/securityContext/readOnlyRootFilesystem"},
-	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
+	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pdb-primary.delete.yaml", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1",
 		// and removes the pre-flight check's Job
 		"upgrade-check-"},

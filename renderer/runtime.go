@@ -159,8 +159,35 @@ func postgresRuntimeRules(n names, s Settings) []rbacv1.PolicyRule {
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{contract.ConfigMap(n.cluster)}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{status}, Verbs: []string{"get", "update", "patch"}},
+		// The members' clean stops: the runtime creates the ConfigMap and reads it.
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{contract.StopsConfigMap(n.cluster)}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	)
+}
+
+// nodeReaderObjects let a PostgreSQL runtime get nodes, and nothing else
+// of them: whether a member's node is cordoned (a drain begins so), so it
+// switches over before the primary is evicted (docs/runtime.md,
+// "Drains"). Nodes are cluster-scoped: a ClusterRole and its binding,
+// named after the namespace and the cluster. A spec without a namespace
+// (left to Argo CD or Flux) gets none: the binding must name the
+// ServiceAccount's namespace, and a name without one could be another
+// cluster's. Its runtime then cannot see cordons and says so.
+func nodeReaderObjects(n names) []Object {
+	if n.namespace == "" {
+		return nil
+	}
+	name := contract.RuntimeNodeReader(n.namespace, n.cluster)
+	meta := n.meta(name, "runtime")
+	return []Object{
+		{File: "runtime-nodes-clusterrole.yaml", Obj: &rbacv1.ClusterRole{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: meta,
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}}}},
+		{File: "runtime-nodes-clusterrolebinding.yaml", Obj: &rbacv1.ClusterRoleBinding{
+			TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: meta,
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: contract.Runtime(n.cluster), Namespace: n.namespace}},
+		}},
+	}
 }
 
 // backupCredentials are the S3 Settings backups and restores read from

@@ -72,8 +72,9 @@ func FindBin(name string) (string, error) {
 type Options struct {
 	// ControllerManager starts kube-controller-manager with the
 	// controllers cairn's manifests rely on: StatefulSets, the garbage
-	// collector, ServiceAccounts and their tokens, PVC protection, and
-	// Jobs (a major upgrade's pre-flight check).
+	// collector, ServiceAccounts and their tokens, PVC protection, Jobs
+	// (a major upgrade's pre-flight check), and PodDisruptionBudgets'
+	// status (the Eviction API reads it: drains).
 	ControllerManager bool
 	// WithoutRuntimePolicy leaves out the admission policy every control
 	// plane otherwise installs (deploy/admission): for the test that shows
@@ -106,7 +107,7 @@ type User struct {
 // controllers are the kube-controller-manager controllers a test bed runs.
 // There is no kubelet and no cloud: a node stand-in binds pods and claims.
 const controllers = "statefulset-controller,garbage-collector-controller,serviceaccount-controller," +
-	"serviceaccount-token-controller,persistentvolumeclaim-protection-controller,job-controller"
+	"serviceaccount-token-controller,persistentvolumeclaim-protection-controller,job-controller,disruption-controller"
 
 // nodeControllers are those of a control plane with a real node: all but
 // the node IPAM controller (the bridge CNI hands out pod addresses itself).

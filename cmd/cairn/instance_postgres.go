@@ -86,6 +86,8 @@ func newInstancePostgres() *cobra.Command {
 				return err
 			}
 			p.Confirm = postgres.APIRoleLabel(client, env.namespace, env.name)
+			// and record a clean stop of its primary for the runtime.
+			p.Stops = postgres.APICleanStops(client, env.namespace, env.cluster)
 			// and get the certificate Secrets the runtime keeps.
 			p.Certs = &certs.Files{Client: client, Namespace: env.namespace, Cluster: env.cluster, Dir: p.TLSDir, Uid: -1, Gid: -1}
 			ctx, cancel := signalContext()

@@ -176,6 +176,7 @@ func (b *Bed) manager(ctx context.Context, pod *corev1.Pod, cluster string, ord 
 		Peers:             func(context.Context) []string { return peers },
 		RoleLabel:         b.roleLabel(pod.Name),
 		Confirm:           postgres.APIRoleLabel(b.client, b.ns, pod.Name),
+		Stops:             postgres.APICleanStops(b.client, b.ns, cluster),
 		SuperuserPassword: super, ReplicationPassword: repl, Credential: b.cred,
 		Log:     b.log.With("pod", pod.Name),
 		Cluster: cluster, WALSocket: walSocket, WALCommand: walCommand,

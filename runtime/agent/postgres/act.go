@@ -48,7 +48,7 @@ func (p *pgPass) act(ctx context.Context, a pgAction) (bool, error) {
 	case pgSetFailsafe:
 		return p.setFailsafe(ctx, a)
 	case pgBeginFailover:
-		st.Failover = &pgFailover{From: a.Member, Reason: a.Why, StartedAt: now}
+		st.Failover = &pgFailover{From: a.Member, To: a.To, Reason: a.Why, StartedAt: now}
 		return p.step(ctx, "failover-recorded", agent.Event{Type: corev1.EventTypeWarning, Reason: ReasonFailoverStarted, Message: "failing over: " + a.Why})
 	case pgFence:
 		if err := p.setLabel(ctx, a.Member, contract.RoleFenced); err != nil {
@@ -162,8 +162,14 @@ func (p *pgPass) finish(ctx context.Context, a pgAction) error {
 		ev = agent.Event{Type: corev1.EventTypeWarning, Reason: ReasonFailover, Message: fmt.Sprintf("failed over from %s to %s: %s", a.Member, a.To, a.Why)}
 	} else if s := st.Switchover; s != nil {
 		st.LastSwitchover = &pgDone{ID: s.ID, From: s.From, To: a.To, At: now, Seconds: p.r.clock().Sub(s.StartedAt).Seconds()}
-		st.SwitchoverDone, st.Switchover = s.ID, nil
-		ev = agent.Event{Type: corev1.EventTypeNormal, Reason: ReasonSwitchover, Message: fmt.Sprintf("switched over from %s to %s (%s)", a.Member, a.To, s.ID)}
+		if s.Drain != "" {
+			// A drain's switchover carries out no merged step's request.
+			st.LastSwitchover.Reason = "node " + s.Drain + " is draining"
+		} else {
+			st.SwitchoverDone = s.ID
+		}
+		st.Switchover = nil
+		ev = agent.Event{Type: corev1.EventTypeNormal, Reason: ReasonSwitchover, Message: fmt.Sprintf("switched over from %s to %s (%s)", a.Member, a.To, s.what())}
 	}
 	// The new primary's synchronous standbys and settings are recorded
 	// once it reports them.

@@ -151,6 +151,7 @@ func (pc *pgCluster) run(ord int, bootstrap string) {
 			return api(ctx)
 		},
 		LeaseTTL: pc.ttl,
+		Stops:    pginstance.APICleanStops(pc.clientOf(name), pc.ns, "pg"),
 		Log:      slog.New(slog.NewTextHandler(pc.out(), nil)).With("member", name)}
 	if pc.tls != nil {
 		pc.tls(nd.p)

@@ -37,6 +37,11 @@ type pgView struct {
 	Sync int
 	// Switchover is the request of a merged switchover step.
 	Switchover pgRequest
+	// Draining names, for each member whose node is cordoned
+	// (spec.unschedulable: a drain begins so), that node (drain.go).
+	Draining map[string]string
+	// CleanStops are the members' recorded clean stops (cleanstop.go).
+	CleanStops map[string]pgCleanStop
 }
 
 // pgRequest is a merged PostgresSwitchover step's request.
@@ -72,8 +77,11 @@ type pgAction struct {
 	Kind pgActionKind
 	// Member is the primary acted on (fenced, demoted, failed over from).
 	Member string
-	// To is the member promoted.
-	To     string
+	// To is the member promoted (or, beginning a clean stop's hand-over,
+	// to promote).
+	To string
+	// Node is the draining node a switchover begins for (drain.go).
+	Node   string
 	Labels []labelChange
 	// Sync is the synchronous_standby_names to set.
 	Sync string
@@ -139,6 +147,9 @@ func decidePostgres(v pgView) pgAction {
 	if want := failsafeWant(v.Members, p); want != "" && want != p.Probe.Failsafe {
 		return pgAction{Kind: pgSetFailsafe, Member: p.Name, Failsafe: want, Why: "the primary's failsafe names every member"}
 	}
+	if a, ok := drainSwitchover(v, p); ok {
+		return a
+	}
 	return startSwitchover(v, p)
 }
 
@@ -202,7 +213,8 @@ func boolCmp(a, b bool) int {
 
 // maybeFailover starts a failover when the labelled primary has been down
 // for Settings.After, or has not answered in time for AfterTimeouts, and
-// there is a replica to promote.
+// there is a replica to promote; at once when it stopped cleanly and a
+// replica received all of its WAL (cleanHandOver).
 func maybeFailover(v pgView) pgAction {
 	old := ""
 	for _, m := range v.Members {
@@ -219,6 +231,9 @@ func maybeFailover(v pgView) pgAction {
 	since, ok := v.Unhealthy[old]
 	if !ok {
 		since = v.Now
+	}
+	if a, ok := cleanHandOver(v, old, since); ok {
+		return a
 	}
 	how, limit := "is gone", v.Settings.After
 	if m, ok := findMember(v.Members, old); ok {

@@ -10,7 +10,10 @@
 // a primary that is down (recorded in <cluster>-cairn-status first,
 // fenced, the replica with the most WAL promoted; detach.go and the
 // failsafe, failsafe.go); carry out a merged switchover step
-// (switchover.go, switchact.go); report the members' config (config.go),
+// (switchover.go, switchact.go), and switch over from a primary whose
+// node is cordoned, a drain (drain.go; the nodes are read in nodes.go);
+// hand a primary's clean stop over at once (cleanstop.go); report the
+// members' config (config.go),
 // WAL a replica lost (walgone.go) and the TLS certificates it issues
 // (tls.go). Events and cairn_postgres_* metrics (metrics.go;
 // docs/runtime.md, docs/metrics.md).

@@ -59,8 +59,11 @@ func memberRole(t *testing.T, cp *testbed.ControlPlane) {
 // setUp starts n members and two runtime replicas and waits until the
 // cluster is healthy with table t.
 func setUp(t *testing.T, cp *testbed.ControlPlane, n int, sync int, s FailoverSettings, ttl time.Duration) (*pgCluster, context.Context) {
-	ns := cp.Namespace(t, fmt.Sprintf("pg%d", time.Now().UnixNano()%1e9))
-	pc := newPgCluster(t, cp, ns, n, ttl)
+	return setUpOn(t, newPgCluster(t, cp, cp.Namespace(t, fmt.Sprintf("pg%d", time.Now().UnixNano()%1e9)), n, ttl), sync, s)
+}
+
+// setUpOn is setUp on the pods of pc.
+func setUpOn(t *testing.T, pc *pgCluster, sync int, s FailoverSettings) (*pgCluster, context.Context) {
 	if sync > 0 {
 		setSync(t, pc, sync)
 	}

@@ -16,13 +16,19 @@ import (
 const refreshPasses = 20
 
 // pgRead is what a pass reads of the API server: how to reach the
-// members (with the rendered config, kept in Roles.rendered), the status
-// and the member pods. The pods are the pass's own: labels the pass sets
+// members (with the rendered config, kept in Roles.rendered), the status,
+// the member pods, their cordoned nodes and their clean stops. The pods are the pass's own: labels the pass sets
 // are set on them too, so a later pass on the same read sees them.
 type pgRead struct {
 	auth  pgAuth
 	store *pgStatusStore
 	pods  []corev1.Pod
+	// draining are the members on cordoned nodes, and stops their clean
+	// stops, read once a fresh pass finds a member not answering
+	// (nodes.go).
+	draining  map[string]string
+	stops     map[string]pgCleanStop
+	stopsRead bool
 	// passes counts the passes made on this read after the first.
 	passes int
 }
@@ -49,7 +55,7 @@ func (r *Roles) read(ctx context.Context) (*pgRead, error) {
 		return nil, err
 	}
 	r.warnIgnored(ignored)
-	r.last = &pgRead{auth: auth, store: store, pods: pods}
+	r.last = &pgRead{auth: auth, store: store, pods: pods, draining: r.drainingNodes(ctx, pods)}
 	return r.last, nil
 }
 
@@ -70,7 +76,7 @@ func (r *Roles) read(ctx context.Context) (*pgRead, error) {
 // and a member's first failed probe is counted from the pass that saw
 // it. What only the API server shows while every member answers (a
 // label or annotation changed by hand, a merged step's request, a new
-// pod) is seen within refreshPasses passes.
+// pod, a cordoned node) is seen within refreshPasses passes.
 func (r *Roles) reusable() *pgRead {
 	rd := r.last
 	if rd == nil || !r.steady || r.clock().Sub(r.lastPass) > staleAfter {

@@ -39,6 +39,10 @@ type Roles struct {
 	hook      func(ctx context.Context, step string)
 	unhealthy map[string]time.Time
 	lastPass  time.Time
+	// nodesForbidden: reading nodes was refused (logged once);
+	// stopsExist: the clean-stops ConfigMap was read or created.
+	nodesForbidden bool
+	stopsExist     bool
 	// last is the last read of the API server, and steady whether the
 	// last pass found the cluster steady (read.go).
 	last   *pgRead
@@ -92,6 +96,14 @@ func (r *Roles) passOn(ctx context.Context, rd *pgRead, fresh bool) error {
 	p := &pgPass{r: r, store: rd.store, auth: rd.auth, pods: podsByName(rd.pods)}
 	prev := rd.store.last
 	p.view = r.view(rd.pods, probes, asked, prev, r.rendered.req, r.rendered.sync)
+	// The clean stops: read once by a new leader (which creates their
+	// ConfigMap, so members can record theirs), then only when a member
+	// does not answer.
+	if fresh && !rd.stopsRead && (!r.stopsExist || !allUp(probes)) {
+		rd.stops, r.stopsExist = r.cleanStops(ctx)
+		rd.stopsRead = true
+	}
+	p.view.Draining, p.view.CleanStops = rd.draining, rd.stops
 	for i := range 8 {
 		a := decidePostgres(p.view)
 		if i == 0 {

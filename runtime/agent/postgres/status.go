@@ -76,9 +76,12 @@ type pgDetached struct {
 	At time.Time `json:"at,omitzero"`
 }
 
-// pgSwitchover is a switchover under way.
+// pgSwitchover is a switchover under way: a merged step's (ID), or one
+// the runtime began because the primary's node is draining (Drain, the
+// node; ID "").
 type pgSwitchover struct {
 	ID        string    `json:"id"`
+	Drain     string    `json:"drain,omitempty"`
 	From      string    `json:"from"`
 	To        string    `json:"to"`
 	StartedAt time.Time `json:"startedAt"`
@@ -94,7 +97,7 @@ type pgDone struct {
 	To      string    `json:"to"`
 	At      time.Time `json:"at"`
 	Seconds float64   `json:"seconds"`
-	// Reason is why a failover was started.
+	// Reason is why a failover, or a switchover for a drain, was started.
 	Reason string `json:"reason,omitempty"`
 }
 

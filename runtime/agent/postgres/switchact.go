@@ -17,8 +17,11 @@ func (p *pgPass) actSwitchover(ctx context.Context, a pgAction) (bool, error) {
 	case pgBeginSwitchover:
 		pr, _ := findMember(p.view.Members, a.Member)
 		st.Switchover = &pgSwitchover{ID: p.view.Switchover.ID, From: a.Member, To: a.To, StartedAt: now, LSN: pr.Probe.Received}
+		if a.Node != "" {
+			st.Switchover.ID, st.Switchover.Drain = "", a.Node
+		}
 		if _, err := p.step(ctx, "switchover-recorded", agent.Event{Type: corev1.EventTypeNormal, Reason: ReasonSwitchoverStarted,
-			Message: fmt.Sprintf("switching over from %s to %s (%s): %s is read-only until %s has replayed its WAL", a.Member, a.To, st.Switchover.ID, a.Member, a.To)}); err != nil {
+			Message: fmt.Sprintf("switching over from %s to %s (%s): %s is read-only until %s has replayed its WAL", a.Member, a.To, st.Switchover.what(), a.Member, a.To)}); err != nil {
 			return false, err
 		}
 		err := p.sql(ctx, a.Member, "ALTER SYSTEM SET default_transaction_read_only = on", "SELECT pg_reload_conf()",

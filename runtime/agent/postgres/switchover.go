@@ -55,5 +55,5 @@ func continueSwitchover(v pgView) pgAction {
 	if t.replica() && t.Probe.Replayed < s.LSN {
 		return pgWait("switchover to %s: waiting for it to replay %s", s.To, formatLSN(s.LSN))
 	}
-	return pgAction{Kind: pgPromote, Member: s.From, To: s.To, Why: "switchover " + s.ID}
+	return pgAction{Kind: pgPromote, Member: s.From, To: s.To, Why: "switchover " + s.what()}
 }

@@ -11,7 +11,9 @@
 // backup), clone.go (a member without data), follow.go (rewind a former
 // primary, follow the primary), upgrade.go (member 0 to a new major, in
 // its init container). server.go runs the server, run.go watches it (a
-// server that crashes is restarted in place once, crash.go), and
+// server that crashes is restarted in place once, crash.go; a primary
+// stopped cleanly records its shutdown checkpoint for the runtime,
+// cleanstop.go), and
 // watchdog.go is the fence a primary keeps on itself (lease.go, with the
 // failsafe.go renewal and the runtime's nudges, nudge.go). A running
 // replica checks it can catch up (catchup.go): WAL its primary removed is

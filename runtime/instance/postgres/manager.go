@@ -124,6 +124,9 @@ type Manager struct {
 	// its instance manager restarted it in place is not restarted in
 	// place again (crash.go); contract.PostgresCrashLoopWindow when 0.
 	CrashLoopWindow time.Duration
+	// Stops records a primary's clean stop for the runtime, and clears
+	// it when the server starts (cleanstop.go); nil records nothing.
+	Stops StopRecorder
 
 	wal *WALServer
 	rc  recloneState

@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/cairn-dev/cairn/planner/contract"
 )
@@ -64,4 +66,55 @@ func APIRoleLabel(c kubernetes.Interface, namespace, pod string) func(ctx contex
 		}
 		return got.Labels[contract.LabelRole], nil
 	}
+}
+
+// APICleanStops is the StopRecorder of a pod: the cluster's
+// contract.StopsConfigMap, which the runtime creates and the members'
+// ServiceAccount may get and update by name. A write that meets another
+// member's is tried again on the ConfigMap as it is now.
+func APICleanStops(c kubernetes.Interface, namespace, cluster string) StopRecorder {
+	return apiStops{c: c, namespace: namespace, name: contract.StopsConfigMap(cluster)}
+}
+
+type apiStops struct {
+	c               kubernetes.Interface
+	namespace, name string
+}
+
+func (a apiStops) Record(ctx context.Context, member string, s contract.PostgresCleanStop) error {
+	v, err := contract.EncodeCleanStop(s)
+	if err != nil {
+		return err
+	}
+	return a.set(ctx, member, v)
+}
+
+func (a apiStops) Clear(ctx context.Context, member string) error { return a.set(ctx, member, "") }
+
+// set sets the member's key ("" removes it).
+func (a apiStops) set(ctx context.Context, member, value string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := a.c.CoreV1().ConfigMaps(a.namespace).Get(ctx, a.name, metav1.GetOptions{})
+		if value == "" && apierrors.IsNotFound(err) {
+			return nil // nothing recorded yet: the runtime has not created it
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", a.name, err)
+		}
+		if cm.Data[member] == value {
+			return nil
+		}
+		if value == "" {
+			delete(cm.Data, member)
+		} else {
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+			cm.Data[member] = value
+		}
+		if _, err := a.c.CoreV1().ConfigMaps(a.namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("update %s: %w", a.name, err)
+		}
+		return nil
+	})
 }

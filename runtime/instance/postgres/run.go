@@ -18,7 +18,7 @@ import (
 // follow); a replica that cannot catch up is stopped and re-cloned
 // (catchup.go, reclone.go); a server that exits on its own is restarted
 // in place once (crash.go). On SIGTERM or SIGINT it shuts the server
-// down fast. It returns when ctx ends, or when the server exits on its
+// down fast, and a primary's clean stop is recorded (cleanstop.go). It returns when ctx ends, or when the server exits on its
 // own in a crash loop or cannot start.
 func Run(ctx context.Context, p *Manager, out io.Writer) error {
 	sigs := make(chan os.Signal, 1)
@@ -68,6 +68,7 @@ func runPostgresOnce(ctx context.Context, p *Manager, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	p.clearCleanStop(ctx)
 	p.Log.Info("starting postgres", "member", p.Name, "role", role)
 	s, err := p.Start(ctx, initialised, out)
 	if err != nil {
@@ -85,7 +86,7 @@ func runPostgresOnce(ctx context.Context, p *Manager, out io.Writer) error {
 	case errors.Is(err, errDemoted):
 		return err
 	case ctx.Err() != nil:
-		return s.Stop()
+		return p.stopClean(s)
 	case p.rc.isPending():
 		return errReclone
 	}
