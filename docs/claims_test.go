@@ -68,6 +68,7 @@ var notClaims = []string{
 	"yet and every cluster gets a create step",
 	"objects not there yet are diffed against",
 	"hold yet (a step published without the reconcile loop's hold)",
+	"A pod with no role label yet is in neither budget",
 }
 
 var trigger = regexp.MustCompile(`(?i)\bnot built\b|\bnot rendered\b|\byet\b`)
