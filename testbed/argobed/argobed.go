@@ -111,7 +111,10 @@ func Start(t testing.TB, cp *testbed.ControlPlane) *ArgoCD {
 	a.repo = net.JoinHostPort("127.0.0.1", strconv.Itoa(repoPort))
 	repo := a.run(t, "argocd-repo-server", bin, "--address", "127.0.0.1", "--port", strconv.Itoa(repoPort),
 		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(repoMetrics),
-		"--disable-tls", "--redis", redisAddr, "--loglevel", "info", "--logformat", "text")
+		"--disable-tls", "--redis", redisAddr, "--loglevel", "info", "--logformat", "text",
+		// What a branch points at is looked up again after 3 s, not 3
+		// minutes: the webhook's stand-in, as the controller's resync.
+		"--revision-cache-expiration", "3s")
 	waitHealthy(t, repo, repoMetrics)
 
 	ctlMetrics := testbed.FreePort(t)
