@@ -19,7 +19,7 @@ PG_PKGS  := ./runtime/instance/postgres ./runtime/backup ./runtime/agent/postgre
 # about 2 GiB and, in its busiest minute, most of a core).
 E2E_SHARDS ?= 2
 
-.PHONY: all build test check test-integration test-e2e vet fmt-check race fuzz bench bench-fleet generate clean testbin testbin-kube testbin-pg13 testbin-crds testbin-node image image-test
+.PHONY: all build test check test-integration test-e2e vet fmt-check race fuzz bench bench-fleet generate clean testbin testbin-kube testbin-pg13 testbin-crds testbin-node testbin-argocd image image-test
 
 all: build
 
@@ -191,7 +191,7 @@ testbin-kube: .cache/bin/kube-apiserver .cache/bin/kube-controller-manager
 ## iptables come from Debian's packages (.ci/run installs them).
 FLUX_CRDS := .cache/crds/flux/.v1.9.6
 testbin-node: .cache/bin/kubelet .cache/bin/kube-proxy .cache/bin/kube-scheduler .cache/bin/coredns \
-	.cache/bin/source-controller .cache/bin/kustomize-controller $(FLUX_CRDS)
+	.cache/bin/source-controller .cache/bin/kustomize-controller $(FLUX_CRDS) testbin-argocd
 
 .cache/bin/kubelet .cache/bin/kube-proxy .cache/bin/kube-scheduler: .ci/kube/go.mod .ci/kube/go.sum
 	cd .ci/kube && $(GO) build -o ../../$@ k8s.io/kubernetes/cmd/$(notdir $@)
@@ -210,6 +210,25 @@ $(FLUX_CRDS): .ci/flux/go.mod
 		dir=$$(cd .ci/flux && $(GO) list -m -f '{{.Dir}}' github.com/fluxcd/$$c-controller) && test -n "$$dir" && \
 		install -m 0644 "$$dir"/config/crd/bases/*.yaml .cache/crds/flux/ || exit 1; \
 	done
+	touch $@
+
+## testbin-argocd: Argo CD v3.2.6 (.ci/argocd), the other sync engine the
+## real-node walkthroughs run under (testbed/argobed): its one binary,
+## which runs application-controller, repo-server or
+## applicationset-controller by the name it is started as, built through
+## the Go module proxy (about 10 minutes on 2 cores the first time, cached
+## after), and its CRDs from the same module. Redis is Debian's
+## redis-server (.ci/run installs it).
+ARGOCD_CRDS := .cache/crds/argocd/.v3.2.6
+testbin-argocd: .cache/bin/argocd $(ARGOCD_CRDS)
+
+.cache/bin/argocd: .ci/argocd/go.mod .ci/argocd/go.sum
+	cd .ci/argocd && $(GO) build -o ../../$@ github.com/argoproj/argo-cd/v3/cmd
+
+$(ARGOCD_CRDS): .ci/argocd/go.mod
+	rm -rf .cache/crds/argocd && mkdir -p .cache/crds/argocd
+	dir=$$(cd .ci/argocd && $(GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3) && test -n "$$dir" && \
+		install -m 0644 "$$dir"/manifests/crds/*-crd.yaml .cache/crds/argocd/
 	touch $@
 
 ## monitoring: the alert rules (deploy/monitoring) pass promtool's checks and

@@ -222,8 +222,13 @@ func grownVolumes(n names, s Settings) []Object {
 	return out
 }
 
+// templateClaim is the StatefulSet's one volumeClaimTemplate. It carries
+// apiVersion and kind as the API server stores them: without them a
+// server-side apply diff (Argo CD's ServerSideApply=true, argo-cd issue
+// 11143) sees the stored template differ from Git forever.
 func templateClaim(n names, s Settings) corev1.PersistentVolumeClaim {
 	return corev1.PersistentVolumeClaim{
+		TypeMeta:   typeMeta("v1", "PersistentVolumeClaim"),
 		ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: n.selector()},
 		Spec:       volumeClaimSpec(s.TemplateStorage, s.StorageClass),
 	}

@@ -80,6 +80,7 @@ var binTargets = map[string]string{
 	"coredns":                 "make testbin-node",
 	"source-controller":       "make testbin-node",
 	"kustomize-controller":    "make testbin-node",
+	"argocd":                  "make testbin-argocd",
 	"promtool":                "make monitoring",
 	"helm":                    "make chart",
 }

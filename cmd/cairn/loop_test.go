@@ -33,7 +33,6 @@ import (
 	"github.com/cairn-dev/cairn/runtime/agent/postgres"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/etcdbed"
-	"github.com/cairn-dev/cairn/testbed/fluxbed"
 	"github.com/cairn-dev/cairn/testbed/gitbed"
 	"github.com/cairn-dev/cairn/testbed/kubenode"
 	"github.com/cairn-dev/cairn/testbed/pgbed"
@@ -61,10 +60,11 @@ type loop struct {
 	within time.Duration
 	// began is when the bed began to start: a scenario's wall time.
 	began time.Time
-	// node and flux are set on a real node (newNodeBed): Flux applies
-	// each merge, and the sync stand-in and the beds are nil.
-	node *kubenode.Cluster
-	flux *fluxbed.Flux
+	// node and engine are set on a real node (newNodeBed): the engine
+	// (Flux or Argo CD) applies each merge, and the sync stand-in and the
+	// beds are nil.
+	node   *kubenode.Cluster
+	engine engine
 }
 
 // etcdSpec is an EtcdCluster spec file at etcd 3.7.3 with extra lines
@@ -109,17 +109,14 @@ func newBed(t *testing.T) *loop {
 }
 
 // begin serves specs on main and makes the loop's reconciler (opts change
-// how it observes the clusters); on a real node, Flux syncs main into
-// the namespace with a Kustomization for each of clusters.
+// how it observes the clusters); on a real node, the sync engine syncs
+// main into the namespace, each of clusters from its rendered folder.
 func (l *loop) begin(specs map[string]string, clusters []string, opts ...func(*liveSource)) {
 	url := l.serve(specs, testbed.Logger(l.t, slog.LevelWarn), opts...)
-	if l.flux == nil {
+	if l.engine == nil {
 		return
 	}
-	l.flux.GitRepository(l.t, url, "main", gitUser, gitToken, 2*time.Second)
-	for _, c := range clusters {
-		l.flux.Kustomization(l.t, c, l.ns)
-	}
+	l.engine.follow(l.t, url, clusters, l.ns)
 }
 
 // The git server's user and token, as GitHub's HTTPS remotes take an
@@ -329,8 +326,8 @@ func (l *loop) mergeAndSync(cluster, step string) {
 }
 
 func (l *loop) syncMain() {
-	if l.flux != nil {
-		l.fluxApplied()
+	if l.engine != nil {
+		l.engineApplied()
 		return
 	}
 	tree, err := testbed.FromRepo(l.bare, "main")
@@ -342,36 +339,35 @@ func (l *loop) syncMain() {
 	}
 }
 
-// noDriftBetweenSteps is noDrift before a merge. With real Flux it
-// waits for every Kustomization to have applied the head and be Ready,
-// and asks for no apply of its own: Flux's apply waits for its health
-// checks (the example's wait: true), which between two steps may fail
-// by design (an etcd member removed whose pod the next step's scale-in
-// deletes), and would hold the reconcile for its timeout. noDrift, at a
-// settled point, asks Flux for an apply.
+// noDriftBetweenSteps is noDrift before a merge. With a real engine it
+// waits for every cluster to have applied the head, and asks for no
+// more: Flux's apply waits for its health checks (the example's wait:
+// true) and Argo CD's health follows the cluster's, which between two
+// steps may fail by design (an etcd member removed whose pod the next
+// step's scale-in deletes). noDrift, at a settled point, asks for the
+// engine's verdict.
 func (l *loop) noDriftBetweenSteps(when string) {
-	if l.flux != nil {
-		l.fluxApplied()
+	if l.engine != nil {
+		l.engineApplied()
 		return
 	}
 	l.noDrift(when)
 }
 
 // noDrift fails the test when what runs differs from what main
-// renders: by the sync stand-in's Drift, or with real Flux, unless every
-// Kustomization is Ready at the head and an apply of it asked for now
-// changes nothing.
+// renders: by the sync stand-in's Drift, or with a real engine, unless
+// every cluster is applied at the head and the engine, asked now,
+// reports no drift (Flux: one more apply changes nothing; Argo CD: a
+// hard refresh finds everything Synced and the cluster Healthy).
 func (l *loop) noDrift(when string) {
-	if l.flux != nil {
-		// Every Kustomization applied the head and is Ready, and one more
-		// apply of it, asked for now, changes nothing in the cluster.
-		l.fluxApplied()
-		for _, c := range l.flux.Names(l.t) {
+	if l.engine != nil {
+		l.engineApplied()
+		for _, c := range l.engine.names(l.t) {
 			if len(gitbed.Files(l.t, l.bare, "main", "rendered/"+c+"/")) == 0 {
 				continue
 			}
-			if d := l.flux.Drift(l.t, c, 3*time.Minute); len(d) > 0 {
-				l.t.Fatalf("drift %s in %s: Flux's apply changed %v", when, c, d)
+			if d := l.engine.drift(l.t, c); len(d) > 0 {
+				l.t.Fatalf("drift %s in %s: %v", when, c, d)
 			}
 		}
 		return

@@ -15,7 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/certs"
-	"github.com/cairn-dev/cairn/testbed/fluxbed"
+	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/gitbed"
 	"github.com/cairn-dev/cairn/testbed/kubenode"
 )
@@ -27,7 +27,13 @@ import (
 // with a Kustomization per cluster made from examples/flux. images are
 // the archives the clusters need beside cairn's.
 func newNodeBed(t *testing.T, images ...string) *loop {
-	return newNodesBed(t, 1, images...)
+	return newNodesBedWith(t, 1, engines[0].start, images...)
+}
+
+// newNodeBedWith is newNodeBed with the sync engine start starts (a row
+// of engines).
+func newNodeBedWith(t *testing.T, start func(*testing.T, *testbed.ControlPlane) engine, images ...string) *loop {
+	return newNodesBedWith(t, 1, start, images...)
 }
 
 // newNodesLoop is newLoop on a cluster of n real nodes (newNodesBed).
@@ -39,26 +45,31 @@ func newNodesLoop(t *testing.T, n int, specs map[string]string, clusters []strin
 
 // newNodesBed is newNodeBed on a cluster of n real nodes.
 func newNodesBed(t *testing.T, n int, images ...string) *loop {
+	return newNodesBedWith(t, n, engines[0].start, images...)
+}
+
+// newNodesBedWith is newNodesBed with the sync engine start starts.
+func newNodesBedWith(t *testing.T, n int, start func(*testing.T, *testbed.ControlPlane) engine, images ...string) *loop {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	l := &loop{t: t, ctx: ctx, within: 8 * time.Minute, began: time.Now()}
 	l.node = kubenode.StartNodes(t, n, append([]string{"cairn"}, images...)...)
 	l.cp = l.node.ControlPlane
 	l.ns = l.cp.Namespace(t, "gitops")
-	l.flux = fluxbed.Start(t, l.cp)
+	l.engine = start(t, l.cp)
 	return l
 }
 
-// fluxApplied waits until the Kustomization of every cluster rendered on
-// main has applied main's head and is Ready: Flux's own word that the
-// merged commit runs. A cluster not rendered yet has nothing to apply.
-func (l *loop) fluxApplied() {
+// engineApplied waits until the sync engine has applied main's head for
+// every cluster rendered on main: the engine's own word that the merged
+// commit runs. A cluster not rendered yet has nothing to apply.
+func (l *loop) engineApplied() {
 	head := gitbed.Head(l.t, l.bare, "main").String()
-	for _, c := range l.flux.Names(l.t) {
+	for _, c := range l.engine.names(l.t) {
 		if len(gitbed.Files(l.t, l.bare, "main", "rendered/"+c+"/")) == 0 {
 			continue
 		}
-		l.flux.WaitApplied(l.t, c, head, 5*time.Minute)
+		l.engine.applied(l.t, c, head)
 	}
 }
 

@@ -20,12 +20,18 @@ import (
 // process: etcdWalkthrough.
 func TestLoopEndToEnd(t *testing.T) { etcdWalkthrough(newBed(t)) }
 
-// Walkthrough 1 on a real node: the etcd cluster cairn renders runs in
-// containers (cairn's instance manager installed by its init container,
-// etcd from its image, cairn's runtime as its Deployment's pods, volumes
-// from the node's provisioner, peers finding each other through the
-// headless Service's DNS names), and real Flux applies every merged step.
-func TestRealNodeEtcdWalkthrough(t *testing.T) { etcdWalkthrough(newNodeBed(t, "etcd-3.7")) }
+// Walkthrough 1 on a real node, once per sync engine (engines: Flux,
+// Argo CD): the etcd cluster cairn renders runs in containers (cairn's
+// instance manager installed by its init container, etcd from its image,
+// cairn's runtime as its Deployment's pods, volumes from the node's
+// provisioner, peers finding each other through the headless Service's
+// DNS names), and the real engine applies every merged step and reports
+// no drift at every settled point.
+func TestRealNodeEtcdWalkthrough(t *testing.T) {
+	engineTable(t, func(t *testing.T, start func(*testing.T, *testbed.ControlPlane) engine) {
+		etcdWalkthrough(newNodeBedWith(t, start, "etcd-3.7"))
+	})
+}
 
 // etcdWalkthrough: the spec {size: 3} in Git gives the creation PR;
 // merged and synced, the StatefulSet controller makes the pods and three
@@ -46,6 +52,7 @@ func etcdWalkthrough(l *loop) {
 		t.Fatalf("create: steps %v", steps)
 	}
 	created := time.Since(l.began)
+	l.noDrift("once created")
 	cli := l.client(demo, 3)
 	w := startWriter(l.ctx, cli)
 
@@ -54,8 +61,10 @@ func etcdWalkthrough(l *loop) {
 		t.Fatalf("3 -> 5: steps %v", steps)
 	}
 	l.eventually("5 healthy voters", l.voters(demo, 5))
+	l.noDrift("at 5 members")
 
 	healed := l.podDeletedRejoins(demo, 2, 5)
+	l.noDrift("once the deleted pod rejoined")
 
 	l.editSpec(l.etcdSpecAt(demo, 3, "3.7.3"))
 	steps = l.converge(demo, nil)
