@@ -22,6 +22,9 @@ type Options struct {
 	// CairnImage is the image of the cairn binary: the runtime, and the
 	// instance manager copied into every database pod.
 	CairnImage string
+	// ImageDigests pin the images above by digest (name:tag@digest);
+	// those not in it are named by tag.
+	ImageDigests ImageDigests
 	// PodMonitor renders the runtime's metrics Service and a Prometheus
 	// Operator PodMonitor into MonitoringDir of every cluster's tree,
 	// which the entry point does not include (see MonitoringDir).
@@ -52,6 +55,7 @@ func (o Options) withDefaults() Options {
 	if o.CairnImage == "" {
 		o.CairnImage = DefaultOptions.CairnImage
 	}
+	o.CairnImage = o.ImageDigests.pin(o.CairnImage)
 	return o
 }
 
@@ -60,7 +64,8 @@ func (o Options) EtcdImage(version string) (string, error) {
 	if _, err := spec.ParseEtcdVersion(version); err != nil {
 		return "", err
 	}
-	return o.withDefaults().EtcdRepository + ":v" + version, nil
+	o = o.withDefaults()
+	return o.ImageDigests.pin(o.EtcdRepository + ":v" + version), nil
 }
 
 // PostgresImage returns the image of a PostgreSQL version cairn runs.
@@ -68,12 +73,14 @@ func (o Options) PostgresImage(version string) (string, error) {
 	if _, err := spec.ParsePostgresVersion(version); err != nil {
 		return "", err
 	}
-	return o.withDefaults().PostgresRepository + ":" + version, nil
+	o = o.withDefaults()
+	return o.ImageDigests.pin(o.PostgresRepository + ":" + version), nil
 }
 
 // PostgresUpgradeImage returns the pg_upgrade image between two majors.
 func (o Options) PostgresUpgradeImage(from, to int) string {
-	return fmt.Sprintf("%s:%d-to-%d", o.withDefaults().PostgresUpgradeRepository, from, to)
+	o = o.withDefaults()
+	return o.ImageDigests.pin(fmt.Sprintf("%s:%d-to-%d", o.PostgresUpgradeRepository, from, to))
 }
 
 // Validate checks that the repositories are image references without tags.
@@ -87,6 +94,9 @@ func (o Options) Validate() error {
 	}
 	if strings.ContainsAny(o.CairnImage, " \t\n") {
 		return fmt.Errorf("cairn image %q is not an image reference", o.CairnImage)
+	}
+	if err := o.ImageDigests.Validate(); err != nil {
+		return fmt.Errorf("image digests: %w", err)
 	}
 	return o.validateMonitoring()
 }

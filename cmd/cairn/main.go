@@ -44,16 +44,24 @@ func (e *exitError) Unwrap() error { return e.err }
 func main() {
 	stop := tuneGC()
 	stopProfile := startProfile(os.Stderr)
-	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	display, args := invocation(os.Args)
+	code := runAs(display, args, os.Stdout, os.Stderr)
 	stopProfile()
 	stop()
 	os.Exit(code)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	return runAs("cairn", args, stdout, stderr)
+}
+
+// runAs runs the command line args of the program help and usage call
+// display ("cairn", or "kubectl cairn" when kubectl runs it as a plugin).
+func runAs(display string, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(context.Background())
 	defer stop()
 	root := newRoot(stdout, stderr)
+	showAs(root, display)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -67,6 +67,7 @@ func imageFlags(f *pflag.FlagSet, o *renderer.Options) {
 	f.StringVar(&o.EtcdRepository, "etcd-repository", renderer.DefaultOptions.EtcdRepository, "etcd image repository (tag v<version>)")
 	f.StringVar(&o.PostgresRepository, "postgres-repository", renderer.DefaultOptions.PostgresRepository, "PostgreSQL image repository (tag <version>)")
 	f.StringVar(&o.PostgresUpgradeRepository, "postgres-upgrade-repository", renderer.DefaultOptions.PostgresUpgradeRepository, "pg_upgrade image repository (tag <from>-to-<to>)")
+	f.Var(&imageDigestsFlag{into: o}, "image-digests", "pin images by digest: a YAML or JSON file mapping each image by tag to its digest (images: {<name>:<tag>: sha256:...}, the release's image-digests.yaml); rendered as <name>:<tag>@<digest>")
 }
 
 // monitoringFlags are the flags of the commands that write trees (render,

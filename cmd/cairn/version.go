@@ -11,7 +11,7 @@ import (
 func newVersion() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version [-o text|json|yaml]",
-		Short: "Print the release, commit and Go toolchain of this cairn binary",
+		Short: "Print the release, commit, commit date and Go toolchain of this cairn binary",
 		Example: `  cairn version
   cairn version -o json`,
 		Args: cobra.NoArgs,
@@ -33,7 +33,8 @@ func newVersion() *cobra.Command {
 }
 
 // versionLine is the one-line text form: release, then what is known of
-// the build.
+// the build. "commit unknown" only when neither the release stamps nor
+// the build information name the commit.
 func versionLine(v version.Info) string {
 	rev := "commit unknown"
 	if v.Revision != "" {
@@ -41,6 +42,9 @@ func versionLine(v version.Info) string {
 		if v.Modified {
 			rev += " (modified)"
 		}
+	}
+	if v.Date != "" {
+		rev += " of " + v.Date
 	}
 	return fmt.Sprintf("cairn %s (%s, %s, %s)", v.Release, rev, v.GoVersion, v.Platform)
 }
