@@ -60,15 +60,15 @@ func TestForkedReplicaIsRewound(t *testing.T) {
 	promoted := b.start(b.member(1, "existing", 0), StartReplica)
 	forkedMember := b.member(2, "existing", 0)
 	forkedServer := b.start(forkedMember, StartReplica)
-	waitCount(t, b, 1, 10)
-	waitCount(t, b, 2, 10)
+	b.waitRows(1, 10)
+	b.waitRows(2, 10)
 
 	// The member to be promoted stops; the other replica receives more.
 	if err := promoted.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	b.insert(ctx, 0, 11, 20)
-	waitCount(t, b, 2, 20)
+	b.waitRows(2, 20)
 	if err := forkedServer.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -122,15 +122,4 @@ func TestForkedReplicaIsRewound(t *testing.T) {
 	if attempts != 1 {
 		t.Errorf("%d rewinds or re-clones, want 1", attempts)
 	}
-}
-
-// waitCount waits until member ord holds want rows.
-func waitCount(t *testing.T, b *pgBed, ord, want int) {
-	t.Helper()
-	instancetest.Eventually(t, 2*time.Minute, fmt.Sprintf("pg-%d holds %d rows", ord, want), func(ctx context.Context) error {
-		if n, err := b.count(ctx, ord); err != nil || n != want {
-			return fmt.Errorf("%d rows: %v", n, err)
-		}
-		return nil
-	})
 }

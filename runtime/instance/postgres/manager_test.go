@@ -140,6 +140,17 @@ func (b *pgBed) streamingTo(ctx context.Context, primary int) (map[string]bool, 
 	return out, err
 }
 
+// waitRows waits until member ord holds want rows in t.
+func (b *pgBed) waitRows(ord, want int) {
+	b.t.Helper()
+	instancetest.Eventually(b.t, 2*time.Minute, fmt.Sprintf("pg-%d holds %d rows", ord, want), func(ctx context.Context) error {
+		if n, err := b.count(ctx, ord); err != nil || n != want {
+			return fmt.Errorf("%d rows: %v", n, err)
+		}
+		return nil
+	})
+}
+
 func (b *pgBed) count(ctx context.Context, ord int) (int, error) {
 	c, err := b.dial(ctx, ord)
 	if err != nil {

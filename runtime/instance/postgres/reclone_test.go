@@ -185,16 +185,6 @@ func newGapBed(t *testing.T, archive string) *gapBed {
 	return b
 }
 
-func (b *gapBed) waitRows(ord, want int) {
-	b.t.Helper()
-	instancetest.Eventually(b.t, 2*time.Minute, fmt.Sprintf("pg-%d holds %d rows", ord, want), func(ctx context.Context) error {
-		if n, err := b.count(ctx, ord); err != nil || n != want {
-			return fmt.Errorf("%d rows: %v", n, err)
-		}
-		return nil
-	})
-}
-
 // runReplica runs the replica under the manager, as a pod does, until
 // the returned stop is called.
 func (b *gapBed) runReplica() (stop func()) {
