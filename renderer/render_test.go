@@ -252,23 +252,29 @@ func TestGoldenTrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := filepath.Join("testdata", rc.name)
-			if *update {
-				if _, err := tree.Write(dir, Root(c.Ref().Name)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			golden := readTree(t, dir)
-			if diff := compareTrees(golden, tree); diff != "" {
-				t.Fatalf("tree differs from %s (go test ./renderer -update):\n%s", dir, diff)
-			}
-			// The committed golden tree builds on its own, every folder.
-			for _, d := range kustomizeDirs(golden) {
-				if _, err := Build(golden, d); err != nil {
-					t.Errorf("golden %s: %v", d, err)
-				}
-			}
+			checkGoldenTree(t, tree, filepath.Join("testdata", rc.name), c.Ref().Name)
 		})
+	}
+}
+
+// checkGoldenTree compares tree, rendered for cluster, with the golden
+// tree in dir (written there first with -update), and builds every
+// folder of the committed golden tree on its own.
+func checkGoldenTree(t *testing.T, tree Tree, dir, cluster string) {
+	t.Helper()
+	if *update {
+		if _, err := tree.Write(dir, Root(cluster)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden := readTree(t, dir)
+	if diff := compareTrees(golden, tree); diff != "" {
+		t.Fatalf("tree differs from %s (go test ./renderer -update):\n%s", dir, diff)
+	}
+	for _, d := range kustomizeDirs(golden) {
+		if _, err := Build(golden, d); err != nil {
+			t.Errorf("golden %s: %v", d, err)
+		}
 	}
 }
 
