@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // Argo CD's status values the tests read.
@@ -94,17 +95,7 @@ func (a *ArgoCD) Delete(t testing.TB, name string) {
 
 // Names are the names of the Applications, sorted.
 func (a *ArgoCD) Names(t testing.TB) []string {
-	t.Helper()
-	list, err := a.dyn.Resource(applications).Namespace(Namespace).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, app := range list.Items {
-		names = append(names, app.GetName())
-	}
-	sort.Strings(names)
-	return names
+	return testbed.Names(t, a.dyn, applications, Namespace)
 }
 
 // Status is what an Application last reported, in Argo CD's words.

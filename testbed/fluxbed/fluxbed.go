@@ -171,17 +171,7 @@ func (f *Flux) Kustomization(t testing.TB, cluster, targetNamespace string) {
 
 // Names are the names of the Kustomizations, sorted.
 func (f *Flux) Names(t testing.TB) []string {
-	t.Helper()
-	list, err := f.dyn.Resource(kustomizations).Namespace(Namespace).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, k := range list.Items {
-		names = append(names, k.GetName())
-	}
-	sort.Strings(names)
-	return names
+	return testbed.Names(t, f.dyn, kustomizations, Namespace)
 }
 
 // Applied is what a Kustomization last reported: its Ready condition and
