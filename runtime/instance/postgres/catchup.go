@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/runtime/backup"
@@ -273,40 +272,27 @@ func (p *Manager) readPrimary(ctx context.Context, primary string, w *walPositio
 	// The history file of the primary's timeline lists every timeline
 	// before it and where each ended.
 	var history string
-	name := fmt.Sprintf("pg_wal/%08X.history", w.PrimaryTLI)
+	name := "pg_wal/" + backup.HistoryName(w.PrimaryTLI)
 	if err := c.QueryRow(ctx, "SELECT pg_read_file($1)", name).Scan(&history); err != nil {
 		return fmt.Errorf("read the primary's timeline history %s on %s: %w", name, primary, err)
 	}
-	w.TimelineEnd, w.EndKnown, err = timelineEnd(history, w.ReplicaTLI)
+	w.TimelineEnd, w.EndKnown, err = timelineEnd(name, history, w.ReplicaTLI)
 	if err != nil {
-		return fmt.Errorf("the primary's timeline history %s on %s: %w", name, primary, err)
+		return fmt.Errorf("the primary's timeline history on %s: %w", primary, err)
 	}
 	return nil
 }
 
-// timelineEnd reads a timeline history file (lines of a timeline, the
-// position where it ended and a reason, tab-separated; # comments) and
-// returns where timeline tli ended, if the history names it.
-func timelineEnd(history string, tli uint32) (uint64, bool, error) {
-	for i, line := range strings.Split(history, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			return 0, false, fmt.Errorf("line %d: %q is not a timeline and a position", i+1, line)
-		}
-		id, err := strconv.ParseUint(f[0], 10, 32)
-		if err != nil {
-			return 0, false, fmt.Errorf("line %d: timeline %q: %w", i+1, f[0], err)
-		}
-		end, err := backup.ParseLSN(f[1])
-		if err != nil {
-			return 0, false, fmt.Errorf("line %d: %w", i+1, err)
-		}
-		if uint32(id) == tli {
-			return end, true, nil
+// timelineEnd returns where timeline tli ended by the timeline history
+// file name (its content history), if the history names it.
+func timelineEnd(name, history string, tli uint32) (uint64, bool, error) {
+	switches, err := backup.ParseHistory(name, []byte(history))
+	if err != nil {
+		return 0, false, err
+	}
+	for _, sw := range switches {
+		if sw.Parent == tli {
+			return sw.LSN, true, nil
 		}
 	}
 	return 0, false, nil

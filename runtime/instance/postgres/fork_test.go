@@ -33,7 +33,7 @@ func TestTimelineEnd(t *testing.T) {
 		{"not a position", "1\tnowhere\treason\n", 1, 0, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			end, known, err := timelineEnd(c.history, c.tli)
+			end, known, err := timelineEnd("00000003.history", c.history, c.tli)
 			if (err != nil) != c.wantErr || end != c.end || known != c.known {
 				t.Errorf("timelineEnd = %X, %v, %v; want %X, %v, error %v", end, known, err, c.end, c.known, c.wantErr)
 			}
