@@ -256,10 +256,11 @@ $(FLUX_CRDS): .ci/flux/go.mod
 ## which runs application-controller, repo-server or
 ## applicationset-controller by the name it is started as, built through
 ## the Go module proxy (about 10 minutes on 2 cores the first time, cached
-## after), and its CRDs from the same module. Redis is Debian's
+## after), and its CRDs from the same module; the kustomize CLI its
+## repo-server runs (pinned, .cache/bin/kustomize). Redis is Debian's
 ## redis-server (.ci/run installs it).
 ARGOCD_CRDS := .cache/crds/argocd/.v3.2.6
-testbin-argocd: .cache/bin/argocd $(ARGOCD_CRDS)
+testbin-argocd: .cache/bin/argocd $(ARGOCD_CRDS) .cache/bin/kustomize
 
 .cache/bin/argocd: .ci/argocd/go.mod .ci/argocd/go.sum
 	cd .ci/argocd && $(GO) build -o ../../$@ github.com/argoproj/argo-cd/v3/cmd

@@ -81,6 +81,7 @@ var binTargets = map[string]string{
 	"source-controller":       "make testbin-node",
 	"kustomize-controller":    "make testbin-node",
 	"argocd":                  "make testbin-argocd",
+	"kustomize":               "make testbin-argocd",
 	"promtool":                "make monitoring",
 	"helm":                    "make chart",
 }

@@ -67,6 +67,9 @@ func Start(t testing.TB, cp *testbed.ControlPlane) *ArgoCD {
 	t.Helper()
 	testbed.Require(t, testbed.TierE2E, "Argo CD")
 	bin := testbed.Bin(t, binary)
+	// The repo-server runs `kustomize build` for every Application: the
+	// pinned CLI of .cache/bin, never whatever a machine has on PATH.
+	kustomize := testbed.Bin(t, "kustomize")
 	redis, err := exec.LookPath("redis-server")
 	if err != nil {
 		testbed.Missing(t, fmt.Errorf("Argo CD's cache: %w", err), "apt-get install redis-server")
@@ -95,7 +98,7 @@ func Start(t testing.TB, cp *testbed.ControlPlane) *ArgoCD {
 		}
 	}
 	a.env = []string{
-		"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"),
+		"PATH=" + filepath.Dir(bin) + ":" + filepath.Dir(kustomize) + ":" + os.Getenv("PATH"),
 		"KUBECONFIG=" + cp.Kubeconfig(t),
 		"ARGOCD_FAKE_IN_CLUSTER=true",
 		"HOME=" + filepath.Join(a.dir, "home"),
