@@ -176,7 +176,8 @@ func observedUpgradeCheck(u *live.UpgradeCheck) *plan.UpgradeCheckJob {
 	if u == nil {
 		return nil
 	}
-	return &plan.UpgradeCheckJob{From: u.From, To: u.To, StorageLocation: u.StorageLocation, Scratch: u.Scratch, Images: u.Images}
+	return &plan.UpgradeCheckJob{From: u.From, To: u.To, StorageLocation: u.StorageLocation, Scratch: u.Scratch,
+		ScratchClaim: u.ScratchClaim, ScratchClass: u.ScratchClass, Images: u.Images}
 }
 
 func observedCompaction(c *live.Compaction) *plan.CompactionSettings {

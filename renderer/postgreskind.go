@@ -86,5 +86,6 @@ func pgUpgradeCheckSettings(cur Settings, s plan.Step) (*plan.UpgradeCheckJob, e
 	if err != nil {
 		return nil, fmt.Errorf("step %s: %w", s.ID, err)
 	}
-	return &plan.UpgradeCheckJob{From: from.Major, To: to.Major, StorageLocation: u.StorageLocation, Scratch: cur.Storage}, nil
+	return &plan.UpgradeCheckJob{From: from.Major, To: to.Major, StorageLocation: u.StorageLocation,
+		Scratch: cur.Storage, ScratchClaim: true, ScratchClass: cur.StorageClass}, nil
 }

@@ -30,8 +30,13 @@ const (
 // runs `cairn instance pg-upgrade-check` in the upgrade's pg_upgrade
 // image, with cairn's binary copied in as the members' pods do. It
 // restores the newest base backup (with the backup store's credentials,
-// as a restore does) into its scratch volume, sized as a member's volume
-// when the step rendered it, and never reaches a member. It is tried
+// as a restore does) into its scratch volume and never reaches a member.
+// The scratch volume is a claim of its own (a generic ephemeral volume:
+// created with the Job's pod, deleted with it), of the members' class
+// and sized as a member's volume when the step rendered it: the restored
+// copy can be no larger than the member it was taken from, and it lands
+// on provisioned storage, never on the node's own disk, where a copy of
+// a large cluster would fill the disk and get the node's pods evicted. It is tried
 // once (backoffLimit 0): a refusal is an answer, not a fault to retry.
 // It has no TTL: the manifests hold it, so Argo CD or Flux would create
 // it anew the moment Kubernetes removed it; the major upgrade's step
@@ -50,6 +55,9 @@ func pgUpgradeCheckJob(n names, u plan.UpgradeCheckJob, o Options) (Object, erro
 			return Object{}, fmt.Errorf("upgrade check scratch volume: %w", err)
 		}
 		size = &q
+	}
+	if u.ScratchClaim && size == nil {
+		return Object{}, fmt.Errorf("upgrade check scratch volume: a claim needs a size")
 	}
 	podLabels := map[string]string{
 		contract.LabelName: contract.AppUpgradeCheck, contract.LabelInstance: n.cluster,
@@ -79,7 +87,7 @@ func pgUpgradeCheckJob(n names, u plan.UpgradeCheckJob, o Options) (Object, erro
 					Containers:                   []corev1.Container{pgUpgradeCheckContainer(n, u, o, sc)},
 					AutomountServiceAccountToken: ptr(false),
 					SecurityContext:              podSecurity(pgUID),
-					Volumes:                      pgUpgradeCheckVolumes(n, size),
+					Volumes:                      pgUpgradeCheckVolumes(n, u, size, podLabels),
 				},
 			},
 		},
@@ -124,14 +132,29 @@ func pgUpgradeCheckContainer(n names, u plan.UpgradeCheckJob, o Options, sc *cor
 }
 
 // pgUpgradeCheckVolumes: cairn's binary, the rendered PostgreSQL config,
-// the scratch volume (size nil: no limit) and the writable folders.
-func pgUpgradeCheckVolumes(n names, size *resource.Quantity) []corev1.Volume {
+// the scratch volume and the writable folders.
+func pgUpgradeCheckVolumes(n names, u plan.UpgradeCheckJob, size *resource.Quantity, labels map[string]string) []corev1.Volume {
 	return []corev1.Volume{
 		{Name: "cairn-bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "postgres-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: contract.PostgresConfig(n.cluster)}}}},
-		{Name: upgradeCheckScratch.volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: size}}},
+		{Name: upgradeCheckScratch.volume, VolumeSource: upgradeCheckScratchSource(u, size, labels)},
 		{Name: tmpDir.volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: pgSocketDir.volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
+}
+
+// upgradeCheckScratchSource is the scratch volume: a claim of its own
+// (u.ScratchClaim), as a member's data volume is claimed, or, as an older
+// cairn rendered it and a Job it made still runs, an emptyDir on the
+// node's disk (size nil: no limit). The claim carries the pod's labels,
+// so a person sees whose it is.
+func upgradeCheckScratchSource(u plan.UpgradeCheckJob, size *resource.Quantity, labels map[string]string) corev1.VolumeSource {
+	if !u.ScratchClaim {
+		return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: size}}
+	}
+	return corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec:       volumeClaimSpec(size.String(), u.ScratchClass)}}}
 }

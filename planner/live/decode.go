@@ -204,6 +204,15 @@ func (c *checker) upgradeCheck(u *UpgradeCheck, path string) {
 	if _, err := resource.ParseQuantity(u.Scratch); u.Scratch != "" && err != nil {
 		c.fail(path+".scratch", "must be a Kubernetes quantity such as 100Gi, got %s", strictyaml.Quote(u.Scratch))
 	}
+	if u.ScratchClaim && u.Scratch == "" {
+		c.fail(path+".scratch", "must be set when scratchClaim is: a claim needs a size")
+	}
+	if u.ScratchClass != "" && !u.ScratchClaim {
+		c.fail(path+".scratchClass", "is set without scratchClaim: only a claim has a StorageClass")
+	}
+	if errs := validation.IsDNS1123Subdomain(u.ScratchClass); u.ScratchClass != "" && len(errs) > 0 {
+		c.fail(path+".scratchClass", "must be a StorageClass name (%s), got %s", strings.Join(errs, "; "), strictyaml.Quote(u.ScratchClass))
+	}
 	if len(u.Reason) > contract.TerminationMessageMax {
 		c.fail(path+".reason", "is %d bytes; at most %d", len(u.Reason), contract.TerminationMessageMax)
 	}

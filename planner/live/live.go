@@ -126,12 +126,16 @@ const (
 type UpgradeCheck struct {
 	// From and To are the majors it checks (its contract.LabelUpgrade*
 	// labels); StorageLocation the backup location it reads, Scratch
-	// its scratch volume's size and Images its containers' images, as
-	// rendered.
+	// its scratch volume's size, ScratchClaim whether that volume is a
+	// claim of its own (a generic ephemeral volume of ScratchClass, the
+	// cluster's default class when empty) rather than an emptyDir on the
+	// node's disk, and Images its containers' images, as rendered.
 	From            int               `json:"from"`
 	To              int               `json:"to"`
 	StorageLocation string            `json:"storageLocation,omitempty"`
 	Scratch         string            `json:"scratch,omitempty"`
+	ScratchClaim    bool              `json:"scratchClaim,omitempty"`
+	ScratchClass    string            `json:"scratchClass,omitempty"`
 	Images          map[string]string `json:"images,omitempty"`
 	// Result is UpgradeCheckPassed or UpgradeCheckFailed once the Job
 	// finished; empty while it runs.

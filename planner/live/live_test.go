@@ -38,6 +38,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"upgrade check backwards", head + "- {kind: PostgresCluster, name: p, upgradeCheck: {from: 15, to: 13}}\n", `clusters[0].upgradeCheck: from (15) and to (13) must be PostgreSQL majors`},
 		{"upgrade check result", head + "- {kind: PostgresCluster, name: p, upgradeCheck: {from: 13, to: 15, result: maybe}}\n", `clusters[0].upgradeCheck.result: must be passed, failed or empty`},
 		{"upgrade check scratch", head + "- {kind: PostgresCluster, name: p, upgradeCheck: {from: 13, to: 15, scratch: lots}}\n", `clusters[0].upgradeCheck.scratch: must be a Kubernetes quantity`},
+		{"upgrade check claim without a size", head + "- {kind: PostgresCluster, name: p, upgradeCheck: {from: 13, to: 15, scratchClaim: true}}\n", `clusters[0].upgradeCheck.scratch: must be set when scratchClaim is`},
+		{"upgrade check class without a claim", head + "- {kind: PostgresCluster, name: p, upgradeCheck: {from: 13, to: 15, scratch: 1Gi, scratchClass: fast}}\n", `clusters[0].upgradeCheck.scratchClass: is set without scratchClaim`},
+		{"upgrade check class name", head + "- {kind: PostgresCluster, name: p, upgradeCheck: {from: 13, to: 15, scratch: 1Gi, scratchClaim: true, scratchClass: Fast/SSD}}\n", `clusters[0].upgradeCheck.scratchClass: must be a StorageClass name`},
 		{"two documents", head + "---\n" + head, `exactly one document, found 2`},
 		{"not yaml", "a: [", `f.yaml:1:1: invalid YAML`},
 	}

@@ -71,8 +71,21 @@ func checkOf(job *batchv1.Job) *live.UpgradeCheck {
 		}
 	}
 	for _, v := range pod.Volumes {
-		if e := v.EmptyDir; v.Name == contract.PGUpgradeCheckScratchVolume && e != nil && e.SizeLimit != nil {
+		if v.Name != contract.PGUpgradeCheckScratchVolume {
+			continue
+		}
+		if e := v.EmptyDir; e != nil && e.SizeLimit != nil {
 			u.Scratch = e.SizeLimit.String()
+		}
+		if e := v.Ephemeral; e != nil && e.VolumeClaimTemplate != nil {
+			claim := e.VolumeClaimTemplate.Spec
+			u.ScratchClaim = true
+			if q, ok := claim.Resources.Requests[corev1.ResourceStorage]; ok {
+				u.Scratch = q.String()
+			}
+			if claim.StorageClassName != nil {
+				u.ScratchClass = *claim.StorageClassName
+			}
 		}
 	}
 	for _, c := range job.Status.Conditions {

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -85,12 +86,60 @@ func TestObserveUpgradeCheck(t *testing.T) {
 	}
 }
 
+// The scratch volume as each cairn rendered it: an emptyDir on the
+// node's disk (before), a claim of its own with or without a class
+// (now); observed as rendered, so a Job is rendered again as it runs.
+func TestObserveUpgradeCheckScratch(t *testing.T) {
+	cp := testbed.Shared(t, testbed.Options{})
+	c := cp.Client(t)
+	ctx := context.Background()
+	ns := cp.Namespace(t, "db")
+	obs := &Observer{Client: c, Namespace: ns, Kinds: []Kind{Postgres()}}
+	claim := func(size, class string) corev1.VolumeSource {
+		spec := corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}}
+		if class != "" {
+			spec.StorageClassName = ptr(class)
+		}
+		return corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: spec}}}
+	}
+	for i, tc := range []struct {
+		name    string
+		scratch corev1.VolumeSource
+		want    live.UpgradeCheck
+	}{
+		{"emptyDir", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("10Gi"))}}, live.UpgradeCheck{Scratch: "10Gi"}},
+		{"emptyDir without a size", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, live.UpgradeCheck{}},
+		{"claim of a class", claim("20Gi", "fast-ssd"), live.UpgradeCheck{Scratch: "20Gi", ScratchClaim: true, ScratchClass: "fast-ssd"}},
+		{"claim of the default class", claim("100Gi", ""), live.UpgradeCheck{Scratch: "100Gi", ScratchClaim: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := fmt.Sprintf("scratch%d", i)
+			checkJobWith(t, c, ns, cluster, 14, 15, tc.scratch)
+			u, err := obs.upgradeCheck(ctx, ns, cluster)
+			if err != nil || u == nil {
+				t.Fatalf("observed %+v, %v", u, err)
+			}
+			if u.Scratch != tc.want.Scratch || u.ScratchClaim != tc.want.ScratchClaim || u.ScratchClass != tc.want.ScratchClass {
+				t.Errorf("scratch observed as %q, claim %v, class %q; want %q, %v, %q",
+					u.Scratch, u.ScratchClaim, u.ScratchClass, tc.want.Scratch, tc.want.ScratchClaim, tc.want.ScratchClass)
+			}
+		})
+	}
+}
+
 // checkJob creates a check Job as the renderer renders it, in short.
 func checkJob(t *testing.T, c kubernetes.Interface, ns, cluster string, from, to int) *batchv1.Job {
 	t.Helper()
+	scratch := resource.MustParse("10Gi")
+	return checkJobWith(t, c, ns, cluster, from, to, corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &scratch}})
+}
+
+// checkJobWith is checkJob with the scratch volume given.
+func checkJobWith(t *testing.T, c kubernetes.Interface, ns, cluster string, from, to int, scratch corev1.VolumeSource) *batchv1.Job {
+	t.Helper()
 	labels := map[string]string{contract.LabelName: contract.AppUpgradeCheck, contract.LabelInstance: cluster,
 		contract.LabelUpgradeFrom: "14", contract.LabelUpgradeTo: "15"}
-	scratch := resource.MustParse("10Gi")
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: contract.PGUpgradeCheckJob(cluster, from, to), Labels: labels},
 		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0)), Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -98,7 +147,7 @@ func checkJob(t *testing.T, c kubernetes.Interface, ns, cluster string, from, to
 				InitContainers: []corev1.Container{{Name: "install-cairn", Image: "cairn:dev"}},
 				Containers: []corev1.Container{{Name: contract.PGUpgradeCheckContainer, Image: "upgrade:14-to-15",
 					Command: []string{"/cairn-bin/cairn", "instance", "pg-upgrade-check", "--from", "14", "--to", "15", "--location", "s3://b/pg"}}},
-				Volumes: []corev1.Volume{{Name: contract.PGUpgradeCheckScratchVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &scratch}}}}}}}}
+				Volumes: []corev1.Volume{{Name: contract.PGUpgradeCheckScratchVolume, VolumeSource: scratch}}}}}}
 	job, err := c.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -344,15 +344,19 @@ type PostgresUpgradeCheckParams struct {
 }
 
 // UpgradeCheckJob is the check Job the manifests hold, as rendered: the
-// majors it checks, the backup location it reads, the size of its
-// scratch volume and its images by container name (nil renders the
-// renderer's). A Job's pod template cannot change, so what it was
-// rendered with is kept, never rendered anew.
+// majors it checks, the backup location it reads, its scratch volume
+// (its size; ScratchClaim: a claim of its own of ScratchClass, the
+// cluster's default class when empty, where false is an emptyDir on the
+// node's disk, as cairn rendered it before) and its images by container
+// name (nil renders the renderer's). A Job's pod template cannot change,
+// so what it was rendered with is kept, never rendered anew.
 type UpgradeCheckJob struct {
 	From            int               `json:"from"`
 	To              int               `json:"to"`
 	StorageLocation string            `json:"storageLocation"`
 	Scratch         string            `json:"scratch"`
+	ScratchClaim    bool              `json:"scratchClaim,omitempty"`
+	ScratchClass    string            `json:"scratchClass,omitempty"`
 	Images          map[string]string `json:"images,omitempty"`
 }
 
