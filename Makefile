@@ -117,13 +117,17 @@ check: fmt-check vet testbin testbin-kube testbin-crds .cache/bin/promtool
 ## (failover timers, leases), so beside the main pass it costs little of
 ## its CPU; its test binaries are built first, so the two passes never
 ## compile the same packages at once. Its output follows the main pass's.
+## The main pass runs INTEGRATION_P packages at once (go test -p): its
+## packages mostly wait on servers, timers and leases, and cmd/cairn alone
+## takes about 12 of its minutes, so two at a time leave the cores idle.
 PG13_OUT := .cache/logs/integration-pg13.out
+INTEGRATION_P ?= 3
 test-integration: $(INTEGRATION_BINS)
 	@mkdir -p .cache/logs
 	$(GO) test -count=1 -run '^$$' $(PG_PKGS) >/dev/null
 	@echo "test-integration: the tests marked per major on PostgreSQL 13, side by side (output at the end)"
 	@CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin GO=$(GO) .ci/gotest -count=1 -timeout 40m -skip '^TestRealNode' $(PG_PKGS) >$(PG13_OUT) 2>&1 & pg13=$$!; \
-	GO=$(GO) .ci/gotest -count=1 -timeout 40m -skip '^TestRealNode' $(PKGS); main=$$?; \
+	GO=$(GO) .ci/gotest -count=1 -p $(INTEGRATION_P) -timeout 40m -skip '^TestRealNode' $(PKGS); main=$$?; \
 	wait $$pg13; minor=$$?; \
 	echo "test-integration: the PostgreSQL 13 pass"; cat $(PG13_OUT); \
 	if [ $$main -ne 0 ] || [ $$minor -ne 0 ]; then echo "test-integration failed: PostgreSQL 15 pass $$main, PostgreSQL 13 pass $$minor"; exit 1; fi
