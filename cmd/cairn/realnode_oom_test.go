@@ -19,9 +19,9 @@ import (
 
 // oomQuery builds gigabytes in one backend's memory: array_agg keeps a
 // copy of each 1 MiB value (64 bytes of two md5 sums repeated, a row's
-// own: a repeat of one character copies byte by byte, and took 12 s to
-// reach the limit here, against 2 s) in the aggregate's memory until
-// the last row, and no work_mem bounds it. 4,096 of them are 4 GiB, past any limit a test
+// own: a repeat of one character copies byte by byte, 64 times the
+// work) in the aggregate's memory until the last row, and no work_mem
+// bounds it. 4,096 of them are 4 GiB, past any limit a test
 // node gives a member; the kernel's OOM killer ends it long before.
 const oomQuery = "SELECT array_length(array_agg(repeat(md5(g::text) || md5((-g)::text), 16384)), 1) FROM generate_series(1, 4096) g"
 
