@@ -107,7 +107,11 @@ func (l *loop) rwConn(cluster string, d time.Duration) (context.Context, *pgx.Co
 	return ctx, conn, func() { conn.Close(context.Background()); cancel() }, nil
 }
 
-func (l *loop) startPgWriter(cluster string) *pgWriter {
+func (l *loop) startPgWriter(cluster string) *pgWriter { return l.startPgWriterFrom(cluster, 1) }
+
+// startPgWriterFrom is startPgWriter with ids from first on: a second
+// writer on a cluster that had one starts past the first one's ids.
+func (l *loop) startPgWriterFrom(cluster string, first int) *pgWriter {
 	dial := l.rwDialer(cluster)
 	ctx, cancel := context.WithCancel(l.ctx)
 	w := &pgWriter{cancel: cancel, done: make(chan struct{})}
@@ -115,7 +119,7 @@ func (l *loop) startPgWriter(cluster string) *pgWriter {
 		defer close(w.done)
 		var conn *pgx.Conn
 		var since time.Time
-		for id := 1; ctx.Err() == nil; id++ {
+		for id := first; ctx.Err() == nil; id++ {
 			err := func() error {
 				wctx, c := context.WithTimeout(ctx, 2*time.Second)
 				defer c()

@@ -39,9 +39,12 @@ func TestRealNodePostgresPartitionSync(t *testing.T) {
 // primary acknowledged comes before the first the new one does. The
 // writes it acknowledged are lost with it (asynchronous replication's
 // documented bound: --lease-ttl); the test reports how many and for how
-// long.
+// long. Then, on the healed cluster, the new primary's server is
+// OOM-killed under its memory limit and recovers in place
+// (oomKilledInPlace).
 func TestRealNodePostgresPartition(t *testing.T) {
-	partitionWith(t, 0, kubenode.AllLinks, false)
+	l, primary := partitionWith(t, 0, kubenode.AllLinks, false)
+	l.oomKilledInPlace("shop", primary)
 }
 
 // The primary's node is cut off from the other nodes only
@@ -59,8 +62,9 @@ func TestRealNodePostgresCutFromReplicas(t *testing.T) {
 
 // partitionWith cuts the primary's node off the networks of links, with
 // sync synchronous standbys and, withLeader, the runtime's leader on that
-// node, and follows the failover, the old primary inside and the heal.
-func partitionWith(t *testing.T, sync int, links kubenode.Links, withLeader bool) {
+// node, and follows the failover, the old primary inside and the heal;
+// it returns the loop and the new primary.
+func partitionWith(t *testing.T, sync int, links kubenode.Links, withLeader bool) (*loop, string) {
 	const shop = "shop"
 	c := startPgOnNodes(t, 3, 3, sync)
 	l, primary, cut, w := c.l, c.primary, c.node, c.w
@@ -121,6 +125,7 @@ func partitionWith(t *testing.T, sync int, links kubenode.Links, withLeader bool
 		t.Fatalf("a pull request after the partition healed: %+v", o)
 	}
 	l.noDrift("after the partition healed")
+	return l, f.next
 }
 
 // asyncBound is how long after a cut an asynchronous old primary may

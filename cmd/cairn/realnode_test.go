@@ -128,4 +128,9 @@ const smallEtcd = "resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memo
 
 // smallPostgres are resources that let three members and the runtime
 // share the test node's two cores.
-const smallPostgres = "  resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 1Gi}}\n"
+const smallPostgres = "  resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memory: " + pgMemoryLimit + "}}\n"
+
+// pgMemoryLimit is the memory limit of smallPostgres's members: room
+// for PostgreSQL at its defaults and the instance manager, which one
+// query that builds gigabytes in memory exceeds (oomKilledInPlace).
+const pgMemoryLimit = "1Gi"
