@@ -96,6 +96,37 @@ func TestEtcdLeaderMovedOffCordonedNode(t *testing.T) {
 	}
 }
 
+// Without the node reader (a spec without a namespace renders none) the
+// runtime may not read nodes: a cordoned leader's node is not seen, so
+// leadership stays where it is, and the refusal is no pass error (it is
+// logged once).
+func TestEtcdCordonWithoutNodeReader(t *testing.T) {
+	b := newEtcdBed(t, 3)
+	nodes := map[string]string{}
+	for i := range 3 {
+		member := "e-" + strconv.Itoa(i)
+		nodes[member] = b.ns + "-" + string(rune('a'+i))
+		b.onNode(member, nodes[member])
+	}
+	b.run()
+	leader := leaderOf(b.waitStatus("three healthy voters", healthyVoters(3)))
+	b.cordon(nodes[leader])
+	b.waitPasses(5)
+	st := *b.status()
+	if l := leaderOf(st); l != leader || st.LastLeaderMove != nil || st.Message != "" {
+		t.Fatalf("leader %s, last move %+v, message %q: want %s to lead, nothing else", l, st.LastLeaderMove, st.Message, leader)
+	}
+	if got := b.leaderMoves(); len(got) != 0 {
+		t.Fatalf("LeaderMoved Events %q", got)
+	}
+	if errs := b.passErrors(); len(errs) != 0 {
+		t.Fatalf("pass errors: %v", errs)
+	}
+	if !b.members.nodesForbidden.Load() {
+		t.Fatal("the runtime read nodes without the node reader")
+	}
+}
+
 // onNode creates node (schedulable) if needed and binds member's pod to
 // it, as the scheduler would.
 func (b *etcdBed) onNode(member, node string) {

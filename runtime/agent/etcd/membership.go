@@ -61,8 +61,8 @@ type Membership struct {
 	// (running) and ends: tests watch that no two overlap.
 	onDefrag func(member string, running bool)
 	// nodesForbidden: reading a node was forbidden (logged once,
-	// nodes.go).
-	nodesForbidden bool
+	// nodes.go); tests read it while passes run.
+	nodesForbidden atomic.Bool
 }
 
 // Pass makes one pass: look, decide, act, report.

@@ -56,10 +56,9 @@ func (m *Membership) memberNodes(ctx context.Context, sts *appsv1.StatefulSet, s
 			n, err := m.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 			switch {
 			case apierrors.IsForbidden(err):
-				if !m.nodesForbidden {
+				if !m.nodesForbidden.Swap(true) {
 					m.logger().Warn("the runtime may not read nodes: a drain of the leader's node is not seen, leadership is not moved before it (render the cluster with a namespace: docs/runtime.md, Drains)", "node", node)
 				}
-				m.nodesForbidden = true
 				return map[string]memberNode{}
 			case err != nil:
 				m.logger().Warn("node not read", "node", node, "err", err.Error())
