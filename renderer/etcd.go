@@ -48,6 +48,7 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 			peerAccess{from: []networkingv1.NetworkPolicyPeer{membersPeer(n)}, ports: []int32{etcdClientPort, etcdPeerPort}},
 			peerAccess{from: []networkingv1.NetworkPolicyPeer{runtimePeer(n), clientsPeer(n)}, ports: []int32{etcdClientPort}}))
 	}
+	objs = append(objs, nodeReaderObjects(n)...)
 	return append(objs, runtimeObjects(n, o, s, etcdRuntimeRules(n, s))...), nil
 }
 

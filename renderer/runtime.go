@@ -165,9 +165,10 @@ func postgresRuntimeRules(n names, s Settings) []rbacv1.PolicyRule {
 	)
 }
 
-// nodeReaderObjects let a PostgreSQL runtime get nodes, and nothing else
-// of them: whether a member's node is cordoned (a drain begins so), so it
-// switches over before the primary is evicted (docs/runtime.md,
+// nodeReaderObjects let a runtime get nodes, and nothing else of them:
+// whether a member's node is cordoned (a drain begins so), so that a
+// PostgreSQL runtime switches over before the primary is evicted and an
+// etcd runtime moves leadership off the leader first (docs/runtime.md,
 // "Drains"). Nodes are cluster-scoped: a ClusterRole and its binding,
 // named after the namespace and the cluster. A spec without a namespace
 // (left to Argo CD or Flux) gets none: the binding must name the

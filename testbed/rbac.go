@@ -20,7 +20,9 @@ import (
 
 // ApplyRenderedRBAC creates the runtime's ServiceAccount, Role and
 // RoleBinding as the renderer writes them for the cluster of doc (a spec
-// document), so a test runs the runtime under exactly its rendered Role.
+// document), so a test runs the runtime under exactly its rendered Role;
+// with a namespace in doc (which must be ns), also the node reader's
+// ClusterRole and binding, deleted when the test ends.
 func ApplyRenderedRBAC(t *testing.T, c kubernetes.Interface, ns, doc string) {
 	t.Helper()
 	out := RenderedCreate(t, doc)
@@ -42,6 +44,18 @@ func ApplyRenderedRBAC(t *testing.T, c kubernetes.Interface, ns, doc string) {
 			var o rbacv1.RoleBinding
 			mustYAML(t, doc, &o)
 			_, err = c.RbacV1().RoleBindings(ns).Create(ctx, &o, metav1.CreateOptions{})
+		case "ClusterRole":
+			var o rbacv1.ClusterRole
+			mustYAML(t, doc, &o)
+			_, err = c.RbacV1().ClusterRoles().Create(ctx, &o, metav1.CreateOptions{})
+			t.Cleanup(func() { _ = c.RbacV1().ClusterRoles().Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
+		case "ClusterRoleBinding":
+			var o rbacv1.ClusterRoleBinding
+			mustYAML(t, doc, &o)
+			_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, &o, metav1.CreateOptions{})
+			t.Cleanup(func() {
+				_ = c.RbacV1().ClusterRoleBindings().Delete(context.Background(), o.Name, metav1.DeleteOptions{})
+			})
 		default:
 			continue
 		}

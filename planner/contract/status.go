@@ -54,6 +54,19 @@ type EtcdStatus struct {
 	// Downgrade is etcd's downgrade as the runtime sees and requests it
 	// (etcd_downgrade.go); nil when none was ever enabled or asked for.
 	Downgrade *EtcdDowngrade `json:"downgrade,omitempty"`
+	// LastLeaderMove is the last leadership move the runtime made; nil
+	// when it made none.
+	LastLeaderMove *EtcdLeaderMove `json:"lastLeaderMove,omitempty"`
+}
+
+// EtcdLeaderMove is a leadership move the runtime made (etcd's
+// MoveLeader): from and to which member, when (RFC 3339) and why (the
+// leader's node cordoned, or a merged step removing the leader).
+type EtcdLeaderMove struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	At     string `json:"at"`
+	Reason string `json:"reason"`
 }
 
 // EtcdMember is one member as etcd lists it, with what its own etcd

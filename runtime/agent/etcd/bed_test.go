@@ -72,6 +72,10 @@ type etcdBed struct {
 	// them from tlsDir, as their projected volume holds them.
 	certManager bool
 	tlsDir      string
+	// nodeReader: the cluster's spec names the bed's namespace, so its
+	// rendered node reader (a ClusterRole and binding) lets the runtime
+	// read nodes (drain_bed_test.go).
+	nodeReader bool
 }
 
 const maxMembers = 5
@@ -101,6 +105,9 @@ func newEtcdBed(t *testing.T, size int, opts ...func(*etcdBed)) *etcdBed {
 	rbacSpec := etcdSpec
 	if b.certManager {
 		rbacSpec = b.certManagerSetup() // tls_test.go
+	}
+	if b.nodeReader {
+		rbacSpec = strings.Replace(rbacSpec, "metadata: {name: e}", "metadata: {name: e, namespace: "+b.ns+"}", 1)
 	}
 	testbed.ApplyRenderedRBAC(t, b.kube, b.ns, rbacSpec)
 	b.reg = prometheus.NewRegistry()

@@ -14,6 +14,10 @@ type view struct {
 	// Remove is the pending remove-member request of a merged
 	// EtcdRemoveMember step; empty when there is none or it is done.
 	Remove removeRequest
+	// Replacing names the members removed because their data was lost
+	// that have not joined again yet (the last status's): a membership
+	// change in flight.
+	Replacing []string
 }
 
 // removeRequest is a merged EtcdRemoveMember step's request.
@@ -44,6 +48,12 @@ type memberView struct {
 	// config the kubelet had not refreshed yet, or one of a reverted
 	// scale-out. Its pod is going away, so it never votes.
 	Stray bool
+	// Node is the node its pod runs on, Cordoned whether that node is
+	// cordoned (spec.unschedulable: a drain begins so); Node is empty
+	// when it is not known (not read, the pod not scheduled, not the
+	// StatefulSet's, or the node not readable).
+	Node     string
+	Cordoned bool
 }
 
 // actionKind is what a pass does.
@@ -79,7 +89,8 @@ type action struct {
 // requested removal (leadership moved away first); the removal of a
 // stray learner; the replacement of a member whose claim was replaced
 // (removed here, re-added by its instance manager); the promotion of a
-// caught-up learner. No change may leave fewer healthy voters than a
+// caught-up learner; leadership moved off a leader whose node is
+// cordoned (drain.go). No change may leave fewer healthy voters than a
 // quorum.
 func decide(v view) action {
 	healthy, voters := v.voters()
@@ -95,7 +106,14 @@ func decide(v view) action {
 	if a, ok := v.replacement(); ok {
 		return a
 	}
-	return v.promotion()
+	p := v.promotion()
+	if p.Kind != actNone {
+		return p
+	}
+	if a, ok := v.drainMove(); ok {
+		return a
+	}
+	return p
 }
 
 // voters counts the healthy voters and all voters.
@@ -123,7 +141,7 @@ func (v view) removal() (action, bool) {
 	m := v.Members[i]
 	why := "step " + v.Remove.ID + " removes it"
 	if m.Leader && v.CanMoveLeader {
-		to, ok := v.transferee(m.ID)
+		to, ok := v.transferee(m.ID, false)
 		if !ok {
 			return action{Why: fmt.Sprintf("%s leads and no other healthy voter can take over before it is removed", m.Name)}, true
 		}
@@ -135,12 +153,13 @@ func (v view) removal() (action, bool) {
 	return action{Kind: actRemove, Member: m, Why: why}, true
 }
 
-// transferee is the healthy voter, other than id, that is furthest ahead.
-func (v view) transferee(id uint64) (memberView, bool) {
+// transferee is the healthy voter, other than id, that is furthest
+// ahead; with uncordoned, only one whose node is known and not cordoned.
+func (v view) transferee(id uint64, uncordoned bool) (memberView, bool) {
 	var best memberView
 	found := false
 	for _, m := range v.Members {
-		if m.ID == id || m.Learner || !m.Healthy {
+		if m.ID == id || m.Learner || !m.Healthy || uncordoned && (m.Node == "" || m.Cordoned) {
 			continue
 		}
 		if !found || ahead(m, best) > 0 {

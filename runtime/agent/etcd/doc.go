@@ -6,8 +6,9 @@
 // pass saw (decide.go; look.go looks, act.go acts): promote a caught-up
 // learner, carry out a merged EtcdRemoveMember step (moving leadership
 // away first), replace a member whose volume claim was replaced (remove
-// it; its instance manager re-adds it as a learner); nothing without
-// quorum. Beside it: space maintenance (compaction, defragmentation,
+// it; its instance manager re-adds it as a learner), move leadership off
+// a leader whose node is cordoned (drain.go; nodes.go reads the nodes);
+// nothing without quorum. Beside it: space maintenance (compaction, defragmentation,
 // NOSPACE alarms: maint*.go), a merged downgrade (downgrade.go), recovery
 // of a member that cannot start (recover.go) and TLS between clients and
 // members (tls.go). It reports the membership in <cluster>-cairn-status

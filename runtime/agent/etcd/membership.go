@@ -25,7 +25,8 @@ import (
 // Membership looks after an etcd cluster's membership. Each pass looks
 // at the members, decides at most one change (decide: promote a caught-up
 // learner, carry out a merged EtcdRemoveMember step, replace a member
-// whose volume claim was replaced), makes it, and reports the membership
+// whose volume claim was replaced, move leadership off a leader whose
+// node is cordoned), makes it, and reports the membership
 // in the status ConfigMap <cluster>-cairn-status that the planner's
 // observation reads, with an Event on the StatefulSet for each change and
 // the cairn_etcd_* metrics.
@@ -59,6 +60,9 @@ type Membership struct {
 	// onDefrag, when set, is called as a defragmentation of member starts
 	// (running) and ends: tests watch that no two overlap.
 	onDefrag func(member string, running bool)
+	// nodesForbidden: reading a node was forbidden (logged once,
+	// nodes.go); tests read it while passes run.
+	nodesForbidden atomic.Bool
 }
 
 // Pass makes one pass: look, decide, act, report.
@@ -104,7 +108,7 @@ func (m *Membership) Pass(ctx context.Context) error {
 		m.Metrics.observe(st, action{}, false)
 		return m.emit(ctx, sts, append(events(prev, st, seen, action{}, false), *ev))
 	}
-	act := decide(m.view(ctx, sts, seen, prev, claims, req))
+	act := decide(m.view(ctx, sts, seen, prev, claims, req, m.memberNodes(ctx, sts, seen)))
 	changed, actErr := m.act(ctx, cli, seen, act)
 	var tlsEvents []agent.Event
 	moved := false
@@ -183,11 +187,18 @@ func (m *Membership) claims(ctx context.Context, seen etcdLook) (map[string]stri
 	return out, nil
 }
 
-// view builds decide's input.
-func (m *Membership) view(ctx context.Context, sts *appsv1.StatefulSet, seen etcdLook, prev *etcdStatus, claims map[string]string, req removeRequest) view {
+// view builds decide's input; nodes are the members' nodes
+// (memberNodes).
+func (m *Membership) view(ctx context.Context, sts *appsv1.StatefulSet, seen etcdLook, prev *etcdStatus, claims map[string]string, req removeRequest, nodes map[string]memberNode) view {
 	v := view{Remove: req, CanMoveLeader: true}
+	if prev != nil {
+		v.Replacing = prev.Replacing
+	}
 	for _, s := range seen.members {
 		mv := memberView{ID: s.id, Name: s.name, Learner: s.learner, Leader: s.leads, Healthy: s.healthy(), Applied: s.applied, Revision: s.revision}
+		if n, ok := nodes[s.name]; ok && s.name != "" {
+			mv.Node, mv.Cordoned = n.Node, n.Cordoned
+		}
 		if rec := recordedClaim(prev, s.id); rec != "" && claims[s.name] != "" && rec != claims[s.name] {
 			mv.ClaimReplaced = true
 		}

@@ -29,7 +29,8 @@ type (
 // nextStatus is the status after a pass (pure): the members as seen, each
 // with the claim UID first recorded for its ID; quorum (without it no
 // member is healthy or leads); the members being replaced until they have
-// joined again; the remove request once it is done; and a message.
+// joined again; the remove request once it is done; the last leadership
+// move; and a message.
 func nextStatus(prev *etcdStatus, seen etcdLook, claims map[string]string, req removeRequest, a action, changed bool, now time.Time) etcdStatus {
 	st := etcdStatus{ObservedAt: now.UTC().Format(time.RFC3339), ClusterVersion: seen.clusterVersion}
 	healthy, voters := voterHealth(seen.members)
@@ -57,6 +58,7 @@ func nextStatus(prev *etcdStatus, seen etcdLook, claims map[string]string, req r
 	if prev != nil {
 		st.RemoveDone, st.RecoverDone, st.RecoverRefused = prev.RemoveDone, prev.RecoverDone, prev.RecoverRefused
 		st.Downgrade = prev.Downgrade // the downgrade's pass updates it (downgrade.go)
+		st.LastLeaderMove = prev.LastLeaderMove
 		st.QuorumRevision = prev.QuorumRevision
 	}
 	if st.Quorum {
@@ -71,6 +73,9 @@ func nextStatus(prev *etcdStatus, seen etcdLook, claims map[string]string, req r
 	}
 	if req.ID != "" && seen.listed && !slices.ContainsFunc(st.Members, func(m etcdMember) bool { return m.Name == req.Member }) {
 		st.RemoveDone = req.ID
+	}
+	if changed && a.Kind == actMoveLeader {
+		st.LastLeaderMove = &contract.EtcdLeaderMove{From: a.Member.Name, To: a.To.Name, At: st.ObservedAt, Reason: a.Why}
 	}
 	st.Message = message(a, changed, healthy, voters)
 	return st
