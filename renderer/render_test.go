@@ -370,7 +370,9 @@ var allowedChanges = map[plan.Kind][]string{
 		"member-role.patch.yaml /rules", "runtime-role.patch.yaml /rules"},
 	plan.RestrictNetwork: {"networkpolicy.yaml", "cairn-config.patch.yaml /data/network"},
 	plan.HardenRuntime: {"runtime-deployment.patch.yaml /spec/template/spec/volumes", "runtime-deployment.patch.yaml /spec/template/spec/containers/0/volumeMounts",
-		"runtime-deployment.patch.yaml /spec/template/spec/containers/0/securityContext/readOnlyRootFilesystem"},
+		"runtime-deployment.patch.yaml /spec/template/spec/containers/0/securityContext/readOnlyRootFilesystem",
+		// the memory bounds: the request and limit, and GOMEMLIMIT
+		"runtime-deployment.patch.yaml /spec/template/spec/containers/0/resources", "runtime-deployment.patch.yaml /spec/template/spec/containers/0/env/"},
 	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pdb-primary.delete.yaml", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1",
 		// and removes the pre-flight check's Job
