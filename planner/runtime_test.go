@@ -85,3 +85,52 @@ func TestRuntimeReadOnlyRootIgnoresTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// A runtime rendered without a memory limit gets cairn's memory request
+// and limit by a reviewed step: with the read-only root when that is
+// missing too (one step), by a step of its own when the root is already
+// read-only; the base renders the runtime as it runs until then, and a
+// runtime that has both plans nothing.
+func TestRuntimeMemoryLimitPlans(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		desired                 spec.Cluster
+		observed                *live.Cluster
+		readOnly, noMemoryLimit bool
+		wantStep                string
+	}{
+		{"etcd, no limit", etcdSpec(t, 3, "3.5.9"), etcdLive(3, "3.5.9", 0), true, true, "runtime-memory-limit"},
+		{"PostgreSQL, no limit", pgSpec(t, 3, "14.5"), pgLive(3, "14.5", 0), true, true, "runtime-memory-limit"},
+		{"PostgreSQL, no limit, writable", pgSpec(t, 3, "14.5"), pgLive(3, "14.5", 0), false, true, "runtime-read-only-root"},
+		{"PostgreSQL, limited, writable", pgSpec(t, 3, "14.5"), pgLive(3, "14.5", 0), false, false, "runtime-read-only-root"},
+		{"PostgreSQL, both", pgSpec(t, 3, "14.5"), pgLive(3, "14.5", 0), true, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := with(tc.observed, func(c *live.Cluster) {
+				c.Runtime.ReadOnlyRoot, c.Runtime.NoMemoryLimit = tc.readOnly, tc.noMemoryLimit
+			})
+			p := kinds.PlanCluster(tc.desired, obs, nil)
+			got := stepIDs(p)
+			if tc.wantStep == "" {
+				if len(got) != 0 {
+					t.Fatalf("steps %v, want none", got)
+				}
+				return
+			}
+			if !slices.Equal(got, []string{tc.wantStep}) {
+				t.Fatalf("steps %v, want %v", got, tc.wantStep)
+			}
+			if p.Baseline == nil || p.Baseline.RuntimeNoMemoryLimit != tc.noMemoryLimit || p.Baseline.RuntimeReadOnlyRoot != tc.readOnly {
+				t.Fatalf("baseline %+v, want the runtime as it runs", p.Baseline)
+			}
+			s := step(t, p, tc.wantStep)
+			h := s.Params.HardenRuntime
+			if s.Kind != plan.HardenRuntime || s.Disruptive || h == nil || h.MemoryRequest != "192Mi" || h.MemoryLimit != "512Mi" {
+				t.Fatalf("step %+v %+v, want HardenRuntime with the memory request and limit", s, h)
+			}
+			if !strings.Contains(s.Summary, "a memory request of 192Mi and a limit of 512Mi") || !strings.Contains(s.Summary, "no member restarts") {
+				t.Errorf("summary %q", s.Summary)
+			}
+		})
+	}
+}

@@ -191,7 +191,7 @@ func apply(t *testing.T, c *live.Cluster, desired spec.Cluster, s plan.Step) *li
 	case plan.RestrictNetwork:
 		out.Network = contract.NetworkRestricted
 	case plan.HardenRuntime:
-		out.Runtime.ReadOnlyRoot = true
+		out.Runtime.ReadOnlyRoot, out.Runtime.NoMemoryLimit = true, false
 	case plan.PostgresConfigureTLS:
 		t := p.PostgresConfigureTLS
 		out.TLS, out.ConfigRevision = t.To, t.Revision

@@ -215,10 +215,15 @@ var renderCases = []renderCase{
 	{"pg-restart-read-only-root", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
 		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), "readOnlyRootFilesystem: true, ", "", 1), "restart-2-518fa22c578c"},
 	// A runtime rendered before its read-only root gets it by a step.
+	// A runtime rendered before cairn hardened it: a writable root and no
+	// memory limit, both brought by one step.
 	{"etcd-runtime-read-only-root", fill(etcdSpecYAML, "%SIZE%", "3", "%VERSION%", "3.5.21", "%STORAGE%", "8Gi", "%EXTRA%", ""),
-		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), liveRuntime, "", 1), "runtime-read-only-root"},
+		strings.Replace(etcdLiveYAML(3, "3.5.21", 0), liveRuntime, "runtime: {noMemoryLimit: true}\n", 1), "runtime-read-only-root"},
 	{"pg-runtime-read-only-root", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
-		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), liveRuntime, "", 1), "runtime-read-only-root"},
+		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), liveRuntime, "runtime: {noMemoryLimit: true}\n", 1), "runtime-read-only-root"},
+	// One hardened before cairn set memory bounds: a step of its own.
+	{"pg-runtime-memory-limit", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""),
+		strings.Replace(pgLiveYAML(3, "14.5", 0, ""), liveRuntime, "runtime: {readOnlyRootFilesystem: true, noMemoryLimit: true}\n", 1), "runtime-memory-limit"},
 	{"pg-converged", fill(pgSpecYAML, "%SIZE%", "3", "%VERSION%", "14.5", "%STORAGE%", "10Gi", "%EXTRA%", ""), pgLiveYAML(3, "14.5", 2, ""), ""},
 }
 
@@ -365,7 +370,9 @@ var allowedChanges = map[plan.Kind][]string{
 		"member-role.patch.yaml /rules", "runtime-role.patch.yaml /rules"},
 	plan.RestrictNetwork: {"networkpolicy.yaml", "cairn-config.patch.yaml /data/network"},
 	plan.HardenRuntime: {"runtime-deployment.patch.yaml /spec/template/spec/volumes", "runtime-deployment.patch.yaml /spec/template/spec/containers/0/volumeMounts",
-		"runtime-deployment.patch.yaml /spec/template/spec/containers/0/securityContext/readOnlyRootFilesystem"},
+		"runtime-deployment.patch.yaml /spec/template/spec/containers/0/securityContext/readOnlyRootFilesystem",
+		// the memory bounds: the request and limit, and GOMEMLIMIT
+		"runtime-deployment.patch.yaml /spec/template/spec/containers/0/resources", "runtime-deployment.patch.yaml /spec/template/spec/containers/0/env/"},
 	plan.PostgresMajorUpgrade: {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pdb-primary.delete.yaml", "statefulset.patch.yaml /spec/template/spec/containers/0/image",
 		"statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition", "statefulset.patch.yaml /spec/template/spec/initContainers/1",
 		// and removes the pre-flight check's Job

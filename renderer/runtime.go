@@ -64,14 +64,24 @@ func runtimeDeployment(n names, o Options, meta metav1.ObjectMeta) *appsv1.Deplo
 }
 
 // hardenRuntime gives the runtime's container a read-only root
-// filesystem, with contract.RuntimeTmpDir as a bounded emptyDir, when s
-// asks for it (a create step, or the runtime-read-only-root step);
-// without, the Deployment stays as cairn rendered it before, so the
-// runtime's pods are not replaced outside a step. The runtime writes
-// nothing to its filesystem (docs/security.md): backups stream from the
-// member to the store, certificates live in Secrets and memory, its
-// token is only read.
+// filesystem, with contract.RuntimeTmpDir as a bounded emptyDir, and a
+// memory request and limit, when s asks for them (a create step, or the
+// runtime-read-only-root or runtime-memory-limit step); without, the
+// Deployment stays as cairn rendered it before, so the runtime's pods
+// are not replaced outside a step. The runtime writes nothing to its
+// filesystem (docs/security.md): backups stream from the member to the
+// store, certificates live in Secrets and memory, its token is only
+// read.
 func hardenRuntime(d *appsv1.Deployment, s Settings) *appsv1.Deployment {
+	if !s.RuntimeNoMemoryLimit {
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(contract.RuntimeMemoryRequest)},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(contract.RuntimeMemoryLimit)},
+		}
+		// Go's heap is collected before it reaches the container's limit.
+		c.Env = append(c.Env, corev1.EnvVar{Name: contract.EnvGoMemoryLimit, Value: contract.RuntimeGoMemoryLimit})
+	}
 	if !s.RuntimeReadOnlyRoot {
 		return d
 	}

@@ -71,6 +71,11 @@ type Settings struct {
 	// root filesystem and its /tmp as a volume; false renders the
 	// Deployment as cairn did before.
 	RuntimeReadOnlyRoot bool
+	// RuntimeNoMemoryLimit renders the runtime's container without a
+	// memory request and limit, as cairn did before it set them; false
+	// (new clusters, and after the HardenRuntime step) renders
+	// contract.RuntimeMemoryRequest and RuntimeMemoryLimit.
+	RuntimeNoMemoryLimit bool
 	// UpgradeCheck is a major upgrade's pre-flight check Job, rendered
 	// from its step until the upgrade's step removes it; nil renders none.
 	UpgradeCheck *plan.UpgradeCheckJob
@@ -110,7 +115,7 @@ func baseSettings(c spec.Cluster, p plan.Plan) *Settings {
 		Resources: b.Resources, StorageClass: b.StorageClass, TemplateRevision: b.TemplateRevision, Images: b.Images,
 		Parameters: b.Parameters, ConfigRevision: b.ConfigRevision,
 		Compaction: b.Compaction, SpaceQuota: b.SpaceQuota, TLS: b.TLS, TLSIssuer: b.TLSIssuer, Network: b.Network,
-		ReadOnlyRoot: b.ReadOnlyRoot, RuntimeReadOnlyRoot: b.RuntimeReadOnlyRoot, UpgradeCheck: b.UpgradeCheck,
+		ReadOnlyRoot: b.ReadOnlyRoot, RuntimeReadOnlyRoot: b.RuntimeReadOnlyRoot, RuntimeNoMemoryLimit: b.RuntimeNoMemoryLimit, UpgradeCheck: b.UpgradeCheck,
 		SwitchoverServed: b.SwitchoverServed,
 	}
 }
@@ -171,7 +176,7 @@ func (cur Settings) apply(k Kind, c spec.Cluster, s plan.Step) (Settings, error)
 	case plan.RestrictNetwork:
 		next.Network = contract.NetworkRestricted
 	case plan.HardenRuntime:
-		next.RuntimeReadOnlyRoot = true
+		next.RuntimeReadOnlyRoot, next.RuntimeNoMemoryLimit = true, false
 	case plan.SealBootstrap:
 		// bootstrap is "existing" after any step but a create
 	default:

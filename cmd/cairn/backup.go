@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -303,7 +302,10 @@ func newRestore() *cobra.Command {
 		Short: "Restore a backup into a new data directory and verify it",
 		Long: `Bring a complete backup of --cluster at --location back into --data-dir,
 which must not exist. The data is checked against its manifest (size and
-checksum) as it is read; nothing is left behind on failure. PostgreSQL: the
+checksum) as it is read, and never read past the manifest's size; nothing
+is left behind on failure, nor when SIGTERM or SIGINT stops it (exit 143
+or 130): the copy is made in a temporary folder beside --data-dir and
+renamed into place only when whole. PostgreSQL: the
 base backup's tar is unpacked (it holds its WAL, so the copy starts
 consistent). With --target-time (an RFC 3339 time, or latest) the archived
 WAL is checked first, from the backup to the target, and the restore is
@@ -334,6 +336,10 @@ restored as etcdutl does, for a new one-member cluster named --name at
 	return cmd
 }
 
+// restoreStore opens the store cairn restore reads; tests wrap it to
+// stop a restore at a point of their choosing.
+var restoreStore = openLocation
+
 type restoreOptions struct {
 	location, cluster, kind, id, dataDir, name, peerURL, token, target string
 }
@@ -351,7 +357,7 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 			return &exitError{exitUsage, fmt.Errorf("cairn restore: %w", err)}
 		}
 	}
-	st, err := openLocation(o.location)
+	st, err := restoreStore(o.location)
 	if err != nil {
 		return err
 	}
@@ -380,10 +386,6 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 		return err
 	}
 	if o.target != "" {
-		if err := writeRecovery(o, m, path); err != nil {
-			os.RemoveAll(o.dataDir) // restored here, by this command: nothing half-prepared stays
-			return err
-		}
 		fmt.Fprintf(w, "recovery to %s prepared in %s: start PostgreSQL on it to replay the archived WAL along timelines %v (the chain reaches %s); it promotes at the target\n", o.target, o.dataDir, path.Timelines, cmp.Or(path.Last, "the backup's end"))
 	}
 	fmt.Fprintf(w, "restored backup %s of %s (%d bytes from %s, finished %s) into %s\n", m.ID, o.cluster, m.Size, m.Source, m.Finished.Format(time.RFC3339), o.dataDir)
@@ -395,7 +397,8 @@ func runRestore(ctx context.Context, w io.Writer, o restoreOptions) error {
 // into o.dataDir, saying on w what it left out.
 type restorer struct {
 	// pointInTime: the kind replays an archive past a backup up to
-	// --target-time.
+	// --target-time; its run prepares the replay before the restored
+	// copy is put in place.
 	pointInTime bool
 	check       func(o restoreOptions) error
 	run         func(ctx context.Context, w io.Writer, st backup.Store, m backup.Manifest, o restoreOptions) error

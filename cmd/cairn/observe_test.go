@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/testbed"
@@ -30,13 +31,14 @@ func TestPlanWithKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Its runtime runs with a read-only root: observe reads it, and the
-	// replayed plan below has it too.
+	// Its runtime runs with a read-only root and a memory limit: observe
+	// reads them, and the replayed plan below has them too.
 	rsel := map[string]string{"app.kubernetes.io/name": "cairn-runtime", "app.kubernetes.io/instance": "my-etcd-cluster"}
 	_, err = c.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "my-etcd-cluster-runtime"},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: rsel}, Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: rsel},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "runtime", Image: "ghcr.io/cairn-dev/cairn:v0.1.0",
-				SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: new(true)}}}}}}},
+				SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: new(true)},
+				Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}}}}}}}},
 		metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -14,10 +14,16 @@ import (
 var postgresRestorer = restorer{
 	pointInTime: true,
 	run: func(ctx context.Context, w io.Writer, st backup.Store, m backup.Manifest, o restoreOptions) error {
-		r, err := backup.RestorePostgres(ctx, st, m, backup.PostgresRestore{DataDir: o.dataDir})
-		if err == nil && len(r.Dropped) > 0 {
+		r := backup.PostgresRestore{DataDir: o.dataDir}
+		if o.target != "" {
+			// In the copy before it is put in place: a data directory
+			// never exists without its recovery settings.
+			r.Finish = func(dir string) error { return writeRecovery(dir, o, m) }
+		}
+		out, err := backup.RestorePostgres(ctx, st, m, r)
+		if err == nil && len(out.Dropped) > 0 {
 			fmt.Fprintf(w, "left out %d entries of the backup outside PostgreSQL's data layout (its configuration files among them; fresh ones were written): %s\n",
-				len(r.Dropped), droppedList(r.Dropped))
+				len(out.Dropped), droppedList(out.Dropped))
 		}
 		return err
 	},

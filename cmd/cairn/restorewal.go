@@ -38,9 +38,10 @@ func planTarget(ctx context.Context, st backup.Store, m backup.Manifest, target 
 	return backup.PlanRecovery(ctx, st, m, t)
 }
 
-// writeRecovery leaves dataDir to recover to target when it starts: a
-// recovery.signal, and the recovery settings in postgresql.auto.conf.
-func writeRecovery(o restoreOptions, m backup.Manifest, path backup.RecoveryPath) error {
+// writeRecovery leaves the restored copy in dir to recover to o.target
+// when it starts: a recovery.signal, and the recovery settings in
+// postgresql.auto.conf.
+func writeRecovery(dir string, o restoreOptions, m backup.Manifest) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -60,7 +61,7 @@ func writeRecovery(o restoreOptions, m backup.Manifest, path backup.RecoveryPath
 	for _, k := range slices.Sorted(maps.Keys(rs)) {
 		settings += k + " = '" + rs[k] + "'\n"
 	}
-	f, err := os.OpenFile(filepath.Join(o.dataDir, "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
@@ -72,11 +73,11 @@ func writeRecovery(o restoreOptions, m backup.Manifest, path backup.RecoveryPath
 		return err
 	}
 	for _, s := range []string{"standby.signal", "postmaster.pid"} {
-		if err := os.Remove(filepath.Join(o.dataDir, s)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(filepath.Join(dir, s)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
-	return os.WriteFile(filepath.Join(o.dataDir, "recovery.signal"), nil, 0o600)
+	return os.WriteFile(filepath.Join(dir, "recovery.signal"), nil, 0o600)
 }
 
 func newBackupWALFetch() *cobra.Command {

@@ -51,3 +51,20 @@ const (
 	RuntimeTmpDir       = "/tmp"
 	RuntimeTmpSizeLimit = "64Mi"
 )
+
+// The runtime container's memory request and limit, and the soft limit
+// of its Go heap (the GOMEMLIMIT it runs with). The request is above the
+// runtime's peak RSS measured leading, keeping a cluster and taking a
+// base backup into S3 (agentbed.ReadOnlyRoot logs it: 133 MiB for
+// PostgreSQL, 99 MiB for etcd, under Go's default GC; docs/security.md).
+// The heap's soft limit is the floor cairn's GC tuning keeps anyway
+// (cmd/cairn/gc.go), and holds the most an upload keeps in memory (up
+// to 256 MiB of parts, runtime/backup's uploadMemory; 64 MiB at the
+// default 16 MiB parts) over the runtime's own ~70 MiB; the limit leaves
+// 128 MiB above it for what is not heap.
+const (
+	RuntimeMemoryRequest = "192Mi"
+	RuntimeMemoryLimit   = "512Mi"
+	RuntimeGoMemoryLimit = "384MiB"
+	EnvGoMemoryLimit     = "GOMEMLIMIT"
+)

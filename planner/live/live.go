@@ -197,6 +197,10 @@ type Runtime struct {
 	// ReadOnlyRoot: the runtime's container has a read-only root
 	// filesystem (false for a Deployment rendered before cairn set it).
 	ReadOnlyRoot bool `json:"readOnlyRootFilesystem,omitempty"`
+	// NoMemoryLimit: the runtime's container has no memory limit (a
+	// Deployment rendered before cairn set one). The zero value is a
+	// bounded runtime, as a missing Deployment is rendered.
+	NoMemoryLimit bool `json:"noMemoryLimit,omitempty"`
 }
 
 // Role is a member's role as the runtime (or etcd) reports it.

@@ -37,12 +37,15 @@ func readOnlyRoot(c corev1.Container) bool {
 	return sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
 }
 
-// runtimeOf reads the runtime container's security context.
+// runtimeOf reads the runtime container's security context and whether
+// it has a memory limit.
 func runtimeOf(d *appsv1.Deployment) live.Runtime {
 	var out live.Runtime
 	for _, c := range d.Spec.Template.Spec.Containers {
 		if c.Name == contract.RuntimeContainer {
 			out.ReadOnlyRoot = readOnlyRoot(c)
+			_, limited := c.Resources.Limits[corev1.ResourceMemory]
+			out.NoMemoryLimit = !limited
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -13,7 +14,8 @@ import (
 )
 
 // deployRuntime creates a cluster's runtime Deployment as the renderer
-// writes it, its container's root read-only or not.
+// writes it (with its memory request and limit), its container's root
+// read-only or not.
 func deployRuntime(t *testing.T, c kubernetes.Interface, ns, cluster string, readOnly *bool) {
 	t.Helper()
 	labels := map[string]string{"app.kubernetes.io/instance": cluster, "app.kubernetes.io/name": "cairn-runtime"}
@@ -22,6 +24,8 @@ func deployRuntime(t *testing.T, c kubernetes.Interface, ns, cluster string, rea
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "runtime", Image: "ghcr.io/cairn-dev/cairn:v0.1.0",
 			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: readOnly},
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+				Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}},
 		}}}},
 	}}
 	if _, err := c.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
@@ -29,20 +33,27 @@ func deployRuntime(t *testing.T, c kubernetes.Interface, ns, cluster string, rea
 	}
 }
 
-// Only the runtime container's own read-only root counts; a missing
-// context or field reads as writable, as cairn rendered it before.
+// Only the runtime container's own read-only root and memory limit
+// count; a missing context or field reads as writable, a missing limit
+// as none, as cairn rendered them before.
 func TestRuntimeOf(t *testing.T) {
 	ro := &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr(true)}
+	limited := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}}
 	cases := []struct {
 		name       string
 		containers []corev1.Container
 		want       live.Runtime
 	}{
-		{"read-only", []corev1.Container{{Name: "runtime", SecurityContext: ro}}, live.Runtime{ReadOnlyRoot: true}},
-		{"rendered before", []corev1.Container{{Name: "runtime", SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false)}}}, live.Runtime{}},
-		{"set to false", []corev1.Container{{Name: "runtime", SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr(false)}}}, live.Runtime{}},
-		{"no security context", []corev1.Container{{Name: "runtime"}}, live.Runtime{}},
-		{"another container's", []corev1.Container{{Name: "sidecar", SecurityContext: ro}, {Name: "runtime"}}, live.Runtime{}},
+		{"read-only", []corev1.Container{{Name: "runtime", SecurityContext: ro, Resources: limited}}, live.Runtime{ReadOnlyRoot: true}},
+		{"rendered before", []corev1.Container{{Name: "runtime", SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false)}}}, live.Runtime{NoMemoryLimit: true}},
+		{"set to false", []corev1.Container{{Name: "runtime", SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr(false)}, Resources: limited}}, live.Runtime{}},
+		{"no security context", []corev1.Container{{Name: "runtime", Resources: limited}}, live.Runtime{}},
+		{"another container's", []corev1.Container{{Name: "sidecar", SecurityContext: ro, Resources: limited}, {Name: "runtime"}}, live.Runtime{NoMemoryLimit: true}},
+		{"read-only, no memory limit", []corev1.Container{{Name: "runtime", SecurityContext: ro}}, live.Runtime{ReadOnlyRoot: true, NoMemoryLimit: true}},
+		{"a memory request only", []corev1.Container{{Name: "runtime", SecurityContext: ro, Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}}}, live.Runtime{ReadOnlyRoot: true, NoMemoryLimit: true}},
+		{"a CPU limit only", []corev1.Container{{Name: "runtime", SecurityContext: ro, Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}, live.Runtime{ReadOnlyRoot: true, NoMemoryLimit: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -454,11 +454,16 @@ type RestrictNetworkParams struct {
 }
 
 // HardenRuntimeParams: render the runtime's Deployment with a read-only
-// root filesystem; its container writes only to the Writable folders,
-// each an emptyDir of its own.
+// root filesystem and a memory request and limit; its container writes
+// only to the Writable folders, each an emptyDir of its own.
 type HardenRuntimeParams struct {
 	Deployment string   `json:"deployment"`
 	Writable   []string `json:"writable"`
+	// MemoryRequest and MemoryLimit are the container's memory request
+	// and limit (contract.RuntimeMemoryRequest, RuntimeMemoryLimit);
+	// empty in a step planned before cairn set them.
+	MemoryRequest string `json:"memoryRequest,omitempty"`
+	MemoryLimit   string `json:"memoryLimit,omitempty"`
 }
 
 // EtcdRecoverParams: bring an etcd cluster that lost quorum back. Seed

@@ -120,6 +120,9 @@ type Baseline struct {
 	// RuntimeReadOnlyRoot: the runtime Deployment's container has a
 	// read-only root filesystem.
 	RuntimeReadOnlyRoot bool `json:"runtimeReadOnlyRootFilesystem,omitempty"`
+	// RuntimeNoMemoryLimit: the runtime Deployment's container has no
+	// memory request or limit (rendered before cairn set them).
+	RuntimeNoMemoryLimit bool `json:"runtimeNoMemoryLimit,omitempty"`
 	// UpgradeCheck is the pre-flight check Job of a major upgrade the
 	// manifests hold (a merged PostgresUpgradeCheck step's, until the
 	// upgrade's step removes it); nil when there is none.

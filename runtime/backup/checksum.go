@@ -53,24 +53,40 @@ func (s *summingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// sizedObject is a store's reader that knows its object's size before a
+// byte is read (FileStore's and S3Store's).
+type sizedObject interface {
+	Size() int64
+}
+
 // OpenData returns the data of a complete backup as a reader that fails at
-// its end unless the data's size and checksum match the manifest.
+// its end unless the data's size and checksum match the manifest. It
+// never reads more of the data object than the manifest's size (and one
+// byte to see there is more): an object its store says is larger is
+// refused before a byte is read, one that streams past the size at that
+// byte.
 func OpenData(ctx context.Context, st Store, m Manifest) (io.ReadCloser, error) {
 	h, want, err := newChecksum(m)
 	if err != nil {
 		return nil, err
 	}
-	r, err := st.Get(ctx, Key(m.Cluster, m.ID)+"/"+dataObject)
+	key := Key(m.Cluster, m.ID) + "/" + dataObject
+	r, err := st.Get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	return &verifyingReader{r: r, h: h, want: want, m: m}, nil
+	if s, ok := r.(sizedObject); ok && s.Size() != m.Size {
+		r.Close()
+		return nil, fmt.Errorf("backup %s of %s: the data object %s is %d bytes; the manifest records %d: %w", m.ID, m.Cluster, key, s.Size(), m.Size, errIncomplete)
+	}
+	return &verifyingReader{r: r, h: h, want: want, key: key, m: m}, nil
 }
 
 type verifyingReader struct {
 	r    io.ReadCloser
 	h    hash.Hash
 	want string
+	key  string
 	n    int64
 	m    Manifest
 }
@@ -83,20 +99,27 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 		p = p[:max(left, 0)]
 	}
 	if len(p) == 0 {
-		return 0, fmt.Errorf("backup %s of %s: the data holds more than the manifest's %d bytes: %w", v.m.ID, v.m.Cluster, v.m.Size, errIncomplete)
+		return 0, v.tooLong()
 	}
 	n, err := v.r.Read(p)
 	v.h.Write(p[:n])
 	v.n += int64(n)
 	if v.n > v.m.Size {
-		return n, fmt.Errorf("backup %s of %s: the data holds more than the manifest's %d bytes: %w", v.m.ID, v.m.Cluster, v.m.Size, errIncomplete)
+		return n, v.tooLong()
 	}
 	if err == io.EOF {
-		if v.n != v.m.Size || hex.EncodeToString(v.h.Sum(nil)) != v.want {
-			return n, fmt.Errorf("backup %s of %s: read %d bytes: %w", v.m.ID, v.m.Cluster, v.n, errIncomplete)
+		if v.n != v.m.Size {
+			return n, fmt.Errorf("backup %s of %s: the data object %s ended at %d bytes; the manifest records %d: %w", v.m.ID, v.m.Cluster, v.key, v.n, v.m.Size, errIncomplete)
+		}
+		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want {
+			return n, fmt.Errorf("backup %s of %s: the data object %s has checksum %s; the manifest records %s: %w", v.m.ID, v.m.Cluster, v.key, got, v.want, errIncomplete)
 		}
 	}
 	return n, err
+}
+
+func (v *verifyingReader) tooLong() error {
+	return fmt.Errorf("backup %s of %s: the data object %s holds more than the manifest's %d bytes (read stopped at byte %d): %w", v.m.ID, v.m.Cluster, v.key, v.m.Size, v.n, errIncomplete)
 }
 
 func (v *verifyingReader) Close() error { return v.r.Close() }

@@ -89,8 +89,8 @@ type EtcdRestore struct {
 // RestoreEtcd brings backup m back into r.DataDir and checks it: the data
 // must match the manifest's size and checksum, and etcd's own hash inside
 // the snapshot must hold. It restores into a temporary folder beside
-// DataDir and renames it into place when whole, so a failure or a crash
-// leaves no data directory behind.
+// DataDir and renames it into place when whole, so a failure, a crash or
+// ctx's end leaves no data directory behind.
 func RestoreEtcd(ctx context.Context, st Store, m Manifest, r EtcdRestore) error {
 	if m.Kind != spec.EtcdKind {
 		return fmt.Errorf("backup %s is of a %s, not an etcd cluster", m.ID, m.Kind)
@@ -104,11 +104,19 @@ func RestoreEtcd(ctx context.Context, st Store, m Manifest, r EtcdRestore) error
 	if err := writeData(ctx, st, m, snap); err != nil {
 		return fmt.Errorf("restore %s into %s: %w", m.ID, r.DataDir, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("restore %s into %s: %w", m.ID, r.DataDir, err)
+	}
 	out := filepath.Join(tmp, "data")
 	err = snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{
 		SnapshotPath: snap, Name: r.Name, OutputDataDir: out, PeerURLs: []string{r.PeerURL},
 		InitialCluster: cmp.Or(r.InitialCluster, r.Name+"="+r.PeerURL), InitialClusterToken: r.Token,
 	})
+	if err == nil {
+		// etcd's restore takes no context: a stop asked for while it ran
+		// is seen here, and puts nothing in place.
+		err = ctx.Err()
+	}
 	if err == nil {
 		err = renameSynced(out, r.DataDir)
 	}

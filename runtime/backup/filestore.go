@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // FileStore keeps objects as files under Root. Put writes a hidden
@@ -111,18 +112,41 @@ func (o *fileObject) Abort() {
 	os.Remove(o.f.Name())
 }
 
-// Get implements Store.
+// Get implements Store. Only a regular file is an object: it is opened
+// without blocking and checked before a byte is read, since opening a
+// FIFO waits for a writer that may never come (and no context reaches
+// an open), and a FIFO or a device may stream without end. The reader
+// knows the file's size (sizedObject).
 func (s *FileStore) Get(_ context.Context, key string) (io.ReadCloser, error) {
 	p, err := s.path(key)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
-	return f, err
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%s)", p, fi.Mode())
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	return sizedFile{f, fi.Size()}, nil
 }
+
+// sizedFile is a FileStore object being read.
+type sizedFile struct {
+	*os.File
+	size int64
+}
+
+func (f sizedFile) Size() int64 { return f.size }
 
 // List implements Store; it skips the temporary files of writes under way.
 func (s *FileStore) List(_ context.Context, prefix string) ([]string, error) {

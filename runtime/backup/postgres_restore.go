@@ -48,7 +48,9 @@ type PostgresRestored struct {
 // only when all of it was written and its size and checksum match the
 // manifest. The result starts as a consistent copy (it holds its WAL and
 // backup_label). A failure, a full disk or a crash included, leaves no
-// data directory behind.
+// data directory behind; so does ctx's end, at any point before the
+// rename (the temporary folder is removed; one a crash leaves is removed
+// by the next restore and never started on).
 func RestorePostgres(ctx context.Context, st Store, m Manifest, r PostgresRestore) (PostgresRestored, error) {
 	if m.Kind != spec.PostgresKind {
 		return PostgresRestored{}, fmt.Errorf("backup %s is of a %s, not a PostgreSQL cluster", m.ID, m.Kind)
@@ -67,6 +69,11 @@ func RestorePostgres(ctx context.Context, st Store, m Manifest, r PostgresRestor
 	}
 	if err == nil && r.Finish != nil {
 		err = r.Finish(tmp)
+	}
+	if err == nil {
+		// A stop asked for (cairn restore's SIGTERM or SIGINT) while the
+		// copy was finished puts nothing in place.
+		err = ctx.Err()
 	}
 	if err == nil {
 		err = renameSynced(tmp, r.DataDir)

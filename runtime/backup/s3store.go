@@ -191,8 +191,9 @@ func (s *S3Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	obj, err := s.client.GetObject(ctx, s.bucket, k, minio.GetObjectOptions{})
+	var info minio.ObjectInfo
 	if err == nil {
-		_, err = obj.Stat()
+		info, err = obj.Stat()
 	}
 	if err != nil {
 		if minio.ToErrorResponse(err).Code == "NoSuchKey" {
@@ -200,8 +201,17 @@ func (s *S3Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 		}
 		return nil, fmt.Errorf("get s3://%s/%s: %w", s.bucket, k, s3Error(err))
 	}
-	return obj, nil
+	return sizedS3Object{obj, info.Size}, nil
 }
+
+// sizedS3Object is an S3 object being read, with the size its HEAD
+// reported (sizedObject).
+type sizedS3Object struct {
+	*minio.Object
+	size int64
+}
+
+func (o sizedS3Object) Size() int64 { return o.size }
 
 // List implements Store.
 func (s *S3Store) List(ctx context.Context, prefix string) ([]string, error) {

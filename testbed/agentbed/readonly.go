@@ -83,6 +83,12 @@ func ReadOnlyRoot(t *testing.T, rc ReadOnlyCase) {
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatalf("the runtime under a read-only root: %v\n%s", err, out)
 	}
+	// The runtime's process, from its start to its stop: what the
+	// rendered Deployment's memory request and limit are sized from
+	// (docs/security.md).
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		t.Logf("the runtime's peak RSS, leading, keeping its cluster and taking a backup into S3: %d KiB", ru.Maxrss)
+	}
 	st, err := backup.OpenFromEnv(location)
 	if err != nil {
 		t.Fatal(err)
