@@ -65,15 +65,15 @@ release-check:
 .cache/bin/goreleaser: .ci/goreleaser/go.mod .ci/goreleaser/go.sum
 	cd .ci/goreleaser && GOFLAGS=-mod=mod nice -n 10 $(GO) build -o ../../$@ github.com/goreleaser/goreleaser/v2
 
-## test: every tier and every check CI makes: formatting, vet, the
+## test: every tier and every check CI makes: formatting, the
 ## integration tier, then the alert rules, the chart and the e2e tier (its
-## shards side by side); the race detector, a bounded fuzz run, the image
-## tool's tests and GoReleaser's build run in the background beside the
-## integration tier (test-background), after it has built what only the
-## e2e tier needs (the real node's programs, Argo CD, the images). The
+## shards side by side); vet, the race detector, a bounded fuzz run, the
+## image tool's tests and GoReleaser's build run in the background beside
+## the integration tier (test-background), with the builds of what only
+## the e2e tier needs (the real node's programs, Argo CD, the images). The
 ## background runs at nice 19: on a fresh machine its builds take the
 ## cores the integration tier leaves idle while it waits on failover
-## timers and leases, and never the ones its servers want. Its output
+## timers and leases, and yield them when its servers want them. Its output
 ## follows the integration tier's. The two tiers run one after the other:
 ## side by side, with the e2e tier's two shards, they put four busy
 ## processes on two cores, and a real node's etcd scale-in outlasted its
@@ -81,9 +81,10 @@ release-check:
 BG_LOG := .cache/logs/test-background.log
 # What the integration tier runs (test-integration, below).
 INTEGRATION_BINS := testbin testbin-kube testbin-pg13 testbin-crds .cache/bin/promtool .cache/bin/helm
-test: fmt-check vet $(INTEGRATION_BINS)
+test: fmt-check $(INTEGRATION_BINS)
 	@mkdir -p .cache/logs
-	@echo "test: the background part (e2e programs and images, race, fuzz, image-test, release-host) runs beside the integration tier; its output follows"
+	@echo "test: the integration tier's programs are built ($$(date -u +%T))"
+	@echo "test: the background part (vet, e2e programs and images, race, fuzz, image-test, release-host) runs beside the integration tier; its output follows"
 	@start=$$(date +%s); \
 	( bgstart=$$(date +%s); nice -n 19 $(MAKE) --no-print-directory test-background; rc=$$?; \
 	  echo "test: the background part took $$(( $$(date +%s) - bgstart )) s (status $$rc)"; exit $$rc ) >$(BG_LOG) 2>&1 & bg=$$!; \
@@ -96,10 +97,10 @@ test: fmt-check vet $(INTEGRATION_BINS)
 	echo "test: monitoring, chart and test-e2e took $$(( $$(date +%s) - start )) s (status $$rc)"; exit $$rc
 
 ## test-background: what `make test` runs beside the integration tier:
-## the e2e tier's programs and images built, then the race detector, the
-## bounded fuzz runs, the image tool's tests and release-host.
+## vet, the e2e tier's programs and images built, then the race detector,
+## the bounded fuzz runs, the image tool's tests and release-host.
 .PHONY: test-background
-test-background: testbin-node image race fuzz image-test release-host
+test-background: vet testbin-node image race fuzz image-test release-host
 
 ## check: the inner loop, a few minutes once the control plane is built:
 ## gofmt, vet and `go test -short ./...`, which runs every pure test, the
