@@ -201,7 +201,7 @@ func (b *etcdBed) startAckWriter() *ackWriter {
 		defer close(w.done)
 		for ctx.Err() == nil {
 			key := "w-" + strconv.Itoa(w.count())
-			pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+			pctx, pcancel := context.WithTimeout(ctx, 15*time.Second)
 			_, err := cli.Put(pctx, key, key)
 			pcancel()
 			w.mu.Lock()
@@ -237,7 +237,9 @@ func (w *ackWriter) waitAcked(b *etcdBed, what string, n int) {
 // there, and that etcd failed only writes from..to (their numbers), and
 // those only as a leadership transfer fails them: a leader drops
 // proposals while it hands over (etcd's "raft proposal dropped"; the
-// client tries again), or one just elected refuses them.
+// client tries again), one just elected refuses them, or, on a loaded
+// machine, an attempt made during the hand-over outlasts its deadline
+// (never acknowledged, so it loses nothing either way).
 func (w *ackWriter) stop(b *etcdBed, from, to int) {
 	b.t.Helper()
 	w.cancel()
@@ -260,7 +262,8 @@ func (w *ackWriter) stop(b *etcdBed, from, to int) {
 	}
 	b.t.Logf("%d writes acknowledged; %d attempts failed, writes %d..%d spanning the move: %+v", w.acked, len(w.failed), from, to, w.failed)
 	for _, f := range w.failed {
-		transfer := strings.Contains(f.err, "raft proposal dropped") || strings.Contains(f.err, "leader changed")
+		transfer := strings.Contains(f.err, "raft proposal dropped") || strings.Contains(f.err, "leader changed") ||
+			strings.Contains(f.err, context.DeadlineExceeded.Error())
 		if f.n < from || f.n > to || !transfer {
 			b.t.Errorf("write w-%d failed: %s", f.n, f.err)
 		}
