@@ -65,42 +65,69 @@ release-check:
 .cache/bin/goreleaser: .ci/goreleaser/go.mod .ci/goreleaser/go.sum
 	cd .ci/goreleaser && GOFLAGS=-mod=mod nice -n 10 $(GO) build -o ../../$@ github.com/goreleaser/goreleaser/v2
 
-## test: every tier and every check CI makes: formatting, the
-## integration tier, then the alert rules, the chart and the e2e tier (its
-## shards side by side); vet, the race detector, a bounded fuzz run, the
-## image tool's tests and GoReleaser's build run in the background beside
-## the integration tier (test-background), with the builds of what only
-## the e2e tier needs (the real node's programs, Argo CD, the images). The
-## background runs at nice 19: on a fresh machine its builds take the
-## cores the integration tier leaves idle while it waits on failover
-## timers and leases, and yield them when its servers want them. Its output
-## follows the integration tier's. The two tiers run one after the other:
-## side by side, with the e2e tier's two shards, they put four busy
-## processes on two cores, and a real node's etcd scale-in outlasted its
-## wait under that load. Each part's time is printed ("test: ... took").
+## test: every tier and every check CI makes. The critical path is the
+## integration tier, then the e2e tier (its shards side by side); the
+## rest runs in the background at nice 19, one chain: first what only the
+## e2e tier needs (test-e2e-programs: the real node's programs, Argo CD,
+## the images), built beside the integration tier, on the cores it leaves
+## idle while it waits on failover timers and leases; then, beside the e2e
+## tier, the checks nothing waits for (test-background: vet, promtool and
+## helm with the alert rules, the chart and the two packages that run
+## them, the race detector, a bounded fuzz run, the image tool's tests,
+## GoReleaser's build). The e2e tier starts as soon as the integration
+## tier has passed and its programs are built. The two tiers run one
+## after the other: side by side, with the e2e tier's two shards, they put
+## four busy processes on two cores, and a real node's etcd scale-in
+## outlasted its wait under that load. The background's output follows
+## the e2e tier's; each part's time is printed ("test: ... took").
 BG_LOG := .cache/logs/test-background.log
-# What the integration tier runs (test-integration, below).
-INTEGRATION_BINS := testbin testbin-kube testbin-pg13 testbin-crds .cache/bin/promtool .cache/bin/helm
+E2E_PROGRAMS_RC := .cache/logs/test-e2e-programs.rc
+# What the integration tier needs built before it starts.
+INTEGRATION_BINS := testbin testbin-kube testbin-pg13 testbin-crds
+# The packages whose tests run promtool and helm: `make test` runs them in
+# the background (test-late-pkgs), after those two are built, so that
+# their builds (about 6 minutes on a fresh machine) are off the path.
+LATE_PKGS := ./deploy/monitoring ./deploy/reconcile
 test: fmt-check $(INTEGRATION_BINS)
-	@mkdir -p .cache/logs
-	@echo "test: the integration tier's programs are built ($$(date -u +%T))"
-	@echo "test: the background part (vet, e2e programs and images, race, fuzz, image-test, release-host) runs beside the integration tier; its output follows"
+	@mkdir -p .cache/logs && rm -f $(E2E_PROGRAMS_RC)
+	@echo "test: the integration tier's programs are built ($$(date -u +%T)); the background part's output follows the e2e tier's"
 	@start=$$(date +%s); \
-	( bgstart=$$(date +%s); nice -n 19 $(MAKE) --no-print-directory test-background; rc=$$?; \
-	  echo "test: the background part took $$(( $$(date +%s) - bgstart )) s (status $$rc)"; exit $$rc ) >$(BG_LOG) 2>&1 & bg=$$!; \
-	$(MAKE) --no-print-directory test-integration; integ=$$?; \
+	( bgstart=$$(date +%s); nice -n 19 $(MAKE) --no-print-directory test-e2e-programs; rc=$$?; echo $$rc > $(E2E_PROGRAMS_RC); \
+	  echo "test: the e2e tier's programs and images took $$(( $$(date +%s) - bgstart )) s (status $$rc)"; \
+	  nice -n 19 $(MAKE) --no-print-directory test-background; brc=$$?; \
+	  echo "test: the background part took $$(( $$(date +%s) - bgstart )) s (status $$brc)"; \
+	  [ $$rc -eq 0 ] && [ $$brc -eq 0 ] ) >$(BG_LOG) 2>&1 & bg=$$!; \
+	pkgs=$$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(LATE_PKGS))") || exit 1; \
+	$(MAKE) --no-print-directory test-integration INTEGRATION_PKGS="$$pkgs" INTEGRATION_TOOLS=; integ=$$?; \
 	echo "test: test-integration took $$(( $$(date +%s) - start )) s (status $$integ)"; \
+	while [ ! -s $(E2E_PROGRAMS_RC) ] && kill -0 $$bg 2>/dev/null; do sleep 2; done; \
+	programs=$$(cat $(E2E_PROGRAMS_RC) 2>/dev/null || echo 1); e2e=1; \
+	if [ $$integ -eq 0 ] && [ $$programs -eq 0 ]; then \
+	  e2estart=$$(date +%s); echo "test: test-e2e starts ($$(date -u +%T))"; \
+	  $(MAKE) --no-print-directory test-e2e; e2e=$$?; \
+	  echo "test: test-e2e took $$(( $$(date +%s) - e2estart )) s (status $$e2e)"; \
+	else echo "test: test-e2e does not run: test-integration $$integ, the e2e tier's programs $$programs"; fi; \
 	wait $$bg; bgrc=$$?; \
 	echo "test: the background part's output"; cat $(BG_LOG); \
-	if [ $$integ -ne 0 ] || [ $$bgrc -ne 0 ]; then echo "test failed: test-integration $$integ, the background part $$bgrc"; exit 1; fi
-	@start=$$(date +%s); $(MAKE) --no-print-directory monitoring chart test-e2e; rc=$$?; \
-	echo "test: monitoring, chart and test-e2e took $$(( $$(date +%s) - start )) s (status $$rc)"; exit $$rc
+	echo "test: took $$(( $$(date +%s) - start )) s after the integration tier's programs were built"; \
+	if [ $$integ -ne 0 ] || [ $$e2e -ne 0 ] || [ $$bgrc -ne 0 ]; then \
+	  echo "test failed: test-integration $$integ, test-e2e $$e2e, the background part $$bgrc"; exit 1; fi
 
-## test-background: what `make test` runs beside the integration tier:
-## vet, the e2e tier's programs and images built, then the race detector,
-## the bounded fuzz runs, the image tool's tests and release-host.
-.PHONY: test-background
-test-background: vet testbin-node image race fuzz image-test release-host
+## test-e2e-programs: what only the e2e tier needs built: the real
+## node's programs (with Argo CD's), the images and helm (the real-node
+## install runs the chart).
+.PHONY: test-e2e-programs
+test-e2e-programs: testbin-node image .cache/bin/helm
+
+## test-background: the checks `make test` runs beside the e2e tier: vet,
+## the alert rules and the chart with their Go packages (LATE_PKGS), the
+## race detector, the bounded fuzz runs, the image tool's tests and
+## release-host.
+.PHONY: test-background test-late-pkgs
+test-background: vet test-late-pkgs race fuzz image-test release-host
+
+test-late-pkgs: monitoring chart testbin-kube testbin-crds
+	GO=$(GO) .ci/gotest -count=1 -skip '^TestRealNode' $(LATE_PKGS)
 
 ## check: the inner loop, a few minutes once the control plane is built:
 ## gofmt, vet and `go test -short ./...`, which runs every pure test, the
@@ -121,14 +148,19 @@ check: fmt-check vet testbin testbin-kube testbin-crds .cache/bin/promtool
 ## The main pass runs INTEGRATION_P packages at once (go test -p): its
 ## packages mostly wait on servers, timers and leases, and cmd/cairn alone
 ## takes about 12 of its minutes, so two at a time leave the cores idle.
+## INTEGRATION_PKGS narrows the main pass and INTEGRATION_TOOLS what it
+## needs built besides INTEGRATION_BINS: `make test` leaves LATE_PKGS, and
+## promtool and helm, to its background part.
 PG13_OUT := .cache/logs/integration-pg13.out
 INTEGRATION_P ?= 3
-test-integration: $(INTEGRATION_BINS)
+INTEGRATION_PKGS ?= $(PKGS)
+INTEGRATION_TOOLS ?= .cache/bin/promtool .cache/bin/helm
+test-integration: $(INTEGRATION_BINS) $(INTEGRATION_TOOLS)
 	@mkdir -p .cache/logs
 	$(GO) test -count=1 -run '^$$' $(PG_PKGS) >/dev/null
 	@echo "test-integration: the tests marked per major on PostgreSQL 13, side by side (output at the end)"
 	@CAIRN_PG_BIN=$(CURDIR)/.cache/pg13/bin GO=$(GO) .ci/gotest -count=1 -timeout 40m -skip '^TestRealNode' $(PG_PKGS) >$(PG13_OUT) 2>&1 & pg13=$$!; \
-	GO=$(GO) .ci/gotest -count=1 -p $(INTEGRATION_P) -timeout 40m -skip '^TestRealNode' $(PKGS); main=$$?; \
+	GO=$(GO) .ci/gotest -count=1 -p $(INTEGRATION_P) -timeout 40m -skip '^TestRealNode' $(INTEGRATION_PKGS); main=$$?; \
 	wait $$pg13; minor=$$?; \
 	echo "test-integration: the PostgreSQL 13 pass"; cat $(PG13_OUT); \
 	if [ $$main -ne 0 ] || [ $$minor -ne 0 ]; then echo "test-integration failed: PostgreSQL 15 pass $$main, PostgreSQL 13 pass $$minor"; exit 1; fi
