@@ -91,13 +91,14 @@ LATE_PKGS := ./deploy/monitoring ./deploy/reconcile
 test: fmt-check $(INTEGRATION_BINS)
 	@mkdir -p .cache/logs && rm -f $(E2E_PROGRAMS_RC)
 	@echo "test: the integration tier's programs are built ($$(date -u +%T)); the background part's output follows the e2e tier's"
-	@start=$$(date +%s); \
+	@pkgs=$$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(LATE_PKGS))" | tr '\n' ' '); \
+	if [ -z "$$(echo $$pkgs)" ]; then echo "test: go list found no package for the integration tier"; exit 1; fi; \
+	start=$$(date +%s); \
 	( bgstart=$$(date +%s); nice -n 19 $(MAKE) --no-print-directory test-e2e-programs; rc=$$?; echo $$rc > $(E2E_PROGRAMS_RC); \
 	  echo "test: the e2e tier's programs and images took $$(( $$(date +%s) - bgstart )) s (status $$rc)"; \
 	  nice -n 19 $(MAKE) --no-print-directory test-background; brc=$$?; \
 	  echo "test: the background part took $$(( $$(date +%s) - bgstart )) s (status $$brc)"; \
 	  [ $$rc -eq 0 ] && [ $$brc -eq 0 ] ) >$(BG_LOG) 2>&1 & bg=$$!; \
-	pkgs=$$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(LATE_PKGS))") || exit 1; \
 	$(MAKE) --no-print-directory test-integration INTEGRATION_PKGS="$$pkgs" INTEGRATION_TOOLS=; integ=$$?; \
 	echo "test: test-integration took $$(( $$(date +%s) - start )) s (status $$integ)"; \
 	while [ ! -s $(E2E_PROGRAMS_RC) ] && kill -0 $$bg 2>/dev/null; do sleep 2; done; \
