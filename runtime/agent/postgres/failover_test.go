@@ -75,6 +75,17 @@ func setUpOn(t *testing.T, pc *pgCluster, sync int, s FailoverSettings) (*pgClus
 	}
 	pc.waitFor("healthy", pc.healthy)
 	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	// Every member has the table before a case kills anything: with
+	// asynchronous replication a kill right after the CREATE may lose it
+	// (the documented loss window), and the cases count rows, not DDL.
+	pc.waitFor("every member has table t", func() error {
+		for i := range pc.n {
+			if _, err := pc.m.ids(i); err != nil {
+				return fmt.Errorf("pg-%d: %v", i, err)
+			}
+		}
+		return nil
+	})
 	if sync > 0 {
 		pc.waitFor("a synchronous standby recorded", func() error {
 			if st := pc.status(); len(st.Synchronous) == 0 {

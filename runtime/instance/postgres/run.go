@@ -77,7 +77,6 @@ func runPostgresOnce(ctx context.Context, p *Manager, out io.Writer) error {
 	if role == StartPrimary {
 		go p.analyzeAfterUpgrade(ctx)
 	}
-	go p.keepCerts(ctx, s)
 	if role == StartReplica {
 		go p.watchCatchUp(ctx, s)
 	}

@@ -7,8 +7,10 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,6 +24,8 @@ type Server struct {
 	err  error
 	// ready is when it first accepted connections.
 	ready time.Time
+	// pgdata is its data directory, where its postmaster.pid is.
+	pgdata string
 }
 
 // Start starts the server in the role Prepare chose, waits until it
@@ -44,8 +48,12 @@ func (p *Manager) Start(ctx context.Context, initialised bool, out io.Writer) (*
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	s := &Server{cmd: cmd, done: make(chan struct{})}
+	s := &Server{cmd: cmd, done: make(chan struct{}), pgdata: p.PGData}
 	go func() { s.err = cmd.Wait(); close(s.done) }()
+	// From its start, not from when it first answers: a server in a long
+	// recovery, or one that cannot answer because the certificate it
+	// started with has expired, gets a renewed one meanwhile.
+	go p.keepCerts(ctx, s)
 	self := p.Host + ":" + strconv.Itoa(p.Port)
 	if err := p.waitReady(ctx, s, self); err != nil {
 		s.Stop()
@@ -178,6 +186,20 @@ func (s *Server) reload() {
 	default:
 		_ = s.cmd.Process.Signal(syscall.SIGHUP)
 	}
+}
+
+// handlesSignals reports whether the postmaster has set up its signal
+// handlers, so that a SIGHUP reloads it: until it has, SIGHUP's default
+// action would end it. It sets them up first thing, before it writes
+// its PID into the data directory's postmaster.pid.
+func (s *Server) handlesSignals() bool {
+	data, err := os.ReadFile(filepath.Join(s.pgdata, lockFile))
+	if err != nil {
+		return false
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	return err == nil && pid == s.cmd.Process.Pid
 }
 
 // Kill stops the server at once, as a crash would: the postmaster and

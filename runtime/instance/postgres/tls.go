@@ -80,10 +80,12 @@ func (p *Manager) syncCerts(ctx context.Context) (changed bool, err error) {
 }
 
 // keepCerts checks the certificates every CertsEvery while the server
-// runs and reloads the server when they change: PostgreSQL reads its
-// certificate and key again at a reload, so a renewed certificate never
-// restarts a member. It also turns TLS on in a running member when a
-// merged step does (the config changes without a restart).
+// runs (from its start: Start) and reloads the server when they change:
+// PostgreSQL reads its certificate and key again at a reload, so a
+// renewed certificate never restarts a member. It also turns TLS on in a
+// running member when a merged step does (the config changes without a
+// restart). A change written before the postmaster handles signals is
+// reloaded once it does.
 func (p *Manager) keepCerts(ctx context.Context, s *Server) {
 	every := p.CertsEvery
 	if every <= 0 {
@@ -91,6 +93,7 @@ func (p *Manager) keepCerts(ctx context.Context, s *Server) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	pending := false // files changed, the server not reloaded yet
 	for {
 		select {
 		case <-ctx.Done():
@@ -100,12 +103,14 @@ func (p *Manager) keepCerts(ctx context.Context, s *Server) {
 		case <-t.C:
 		}
 		changed, err := p.syncCerts(ctx)
-		switch {
-		case err != nil:
+		if err != nil {
 			p.Log.Warn("certificates not checked", "member", p.Name, "err", err.Error())
-		case changed:
+		}
+		pending = pending || changed
+		if pending && s.handlesSignals() {
 			p.Log.Info("certificates changed: reloading the server", "member", p.Name)
 			s.reload()
+			pending = false
 		}
 	}
 }

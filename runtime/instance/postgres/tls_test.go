@@ -187,8 +187,8 @@ func TestPostgresRequiresTLS(t *testing.T) {
 		})
 	}
 
-	// A renewed certificate: the member writes it and reloads its server.
-	go m0.keepCerts(ctx, s0)
+	// A renewed certificate: the member (keepCerts, running since Start)
+	// writes it and reloads its server.
 	served := func() string {
 		var serial string
 		pc, err := b.dialTLS(ctx, 0, Superuser, "", verified)
@@ -219,3 +219,47 @@ func TestPostgresRequiresTLS(t *testing.T) {
 type waitErr struct{ got string }
 
 func (e *waitErr) Error() string { return "served " + e.got }
+
+// A member whose server certificate expired before its server answered
+// (a long recovery; a renewal landing just after the member wrote its
+// files) gets the renewed certificate while it starts: keepCerts runs
+// from Start, so the server is reloaded and answers. Before, it waited
+// for an answer that its own expired certificate refused, for ever.
+func TestPostgresStartsThroughAnExpiredCertificate(t *testing.T) {
+	b := newPGBed(t)
+	b.requireTLS()
+	c := newTestCerts(t)
+	expired, err := c.ca.IssueServer(contract.PostgresServerNames("pg", testNamespace), time.Now().Add(-2*time.Hour), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.server = expired
+	c.mu.Unlock()
+	m := b.tlsMember(c, 0, contract.BootstrapNew)
+	files := m.Certs
+	var synced sync.Once
+	m.Certs = certSyncFunc(func(ctx context.Context) (bool, error) {
+		changed, err := files.Sync(ctx)
+		synced.Do(c.issue) // renewed right after the member wrote the expired one
+		return changed, err
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, initialised, err := m.Prepare(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.Start(ctx, initialised, instancetest.Writer(t))
+	if err != nil {
+		t.Fatalf("the server never answered with the renewed certificate: %v", err)
+	}
+	defer s.Kill()
+	c.mu.Lock()
+	want := c.server.CertPEM
+	c.mu.Unlock()
+	got, err := os.ReadFile(filepath.Join(m.TLSDir, contract.TLSFileServerCert))
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("the member's certificate file is not the renewed one: %v", err)
+	}
+}
