@@ -42,20 +42,9 @@ const lockFile = "postmaster.pid"
 // above, and says why it did ("" when it did not).
 func removeStaleLock(dir string) (string, error) {
 	path := filepath.Join(dir, lockFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	first, _, _ := strings.Cut(string(data), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil || pid == 0 {
-		return "", nil // PostgreSQL tells a file it cannot read itself
-	}
-	if pid < 0 {
-		pid = -pid // a single-user backend writes its PID negated
+	pid, ok, err := lockPID(dir)
+	if err != nil || !ok {
+		return "", err // no lock file, or one PostgreSQL tells itself
 	}
 	d, err := os.Stat(dir)
 	if err != nil {
@@ -76,6 +65,29 @@ func removeStaleLock(dir string) (string, error) {
 		}
 	}
 	return fmt.Sprintf("process %d, which it names, is no server on this data directory, and none is", pid), removeLock(path)
+}
+
+// lockPID is the PID dir's postmaster.pid names (a single-user
+// backend's, which it writes negated, made positive); ok is false when
+// there is no lock file or its first line is no PID.
+func lockPID(dir string) (pid int, ok bool, err error) {
+	path := filepath.Join(dir, lockFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	pid, err = strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid == 0 {
+		return 0, false, nil
+	}
+	if pid < 0 {
+		pid = -pid
+	}
+	return pid, true, nil
 }
 
 // where a process is, for a lock file.

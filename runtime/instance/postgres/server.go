@@ -7,10 +7,8 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -193,13 +191,8 @@ func (s *Server) reload() {
 // action would end it. It sets them up first thing, before it writes
 // its PID into the data directory's postmaster.pid.
 func (s *Server) handlesSignals() bool {
-	data, err := os.ReadFile(filepath.Join(s.pgdata, lockFile))
-	if err != nil {
-		return false
-	}
-	first, _, _ := strings.Cut(string(data), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(first))
-	return err == nil && pid == s.cmd.Process.Pid
+	pid, ok, err := lockPID(s.pgdata)
+	return err == nil && ok && pid == s.cmd.Process.Pid
 }
 
 // Kill stops the server at once, as a crash would: the postmaster and
