@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
@@ -25,8 +26,10 @@ func refsOf(t *testing.T, repo *git.Repository) map[string]string {
 }
 
 // The refs the clone holds in memory are what its files say after every
-// kind of write cairn makes: branches pushed alone and together, records,
-// fetches with branches pruned, and a branch removed.
+// kind of write cairn makes (branches pushed alone and together, records,
+// fetches with branches pruned, and a branch removed), but for the
+// copies of the remote's refs (remote-tracking branches, records): those
+// are never written to a file, and are what the remote has.
 func TestRefCacheIsWhatTheFilesSay(t *testing.T) {
 	ctx := context.Background()
 	bare := newRemote(t, map[string]string{"clusters/a.yaml": "spec\n"})
@@ -37,8 +40,45 @@ func TestRefCacheIsWhatTheFilesSay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := refsOf(t, r.repo), refsOf(t, files); !maps.Equal(got, want) {
-			t.Errorf("%s: the refs in memory %v, the files %v", when, got, want)
+		remote, err := git.PlainOpen(bare)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inMemory, onDisk := refsOf(t, r.repo), refsOf(t, files)
+		own, copies := map[string]string{}, map[string]string{}
+		for n, ref := range inMemory {
+			if copyOfRemote(plumbing.ReferenceName(n)) {
+				copies[n] = ref
+			} else {
+				own[n] = ref
+			}
+		}
+		if !maps.Equal(own, onDisk) {
+			t.Errorf("%s: the clone's own refs in memory %v, the files %v", when, own, onDisk)
+		}
+		// Every copy is the remote's ref, and the remote's branches and
+		// records fetched so far are all copied (the base branch and
+		// cairn's step branches; records once fetched or written).
+		want := map[string]string{}
+		for n, ref := range refsOf(t, remote) {
+			name := plumbing.ReferenceName(n)
+			switch {
+			case name.IsBranch():
+				local := plumbing.NewRemoteReferenceName("origin", name.Short())
+				want[local.String()] = plumbing.NewHashReference(local, plumbingHash(ref)).String()
+			case copyOfRemote(name):
+				want[n] = ref
+			}
+		}
+		for n, ref := range copies {
+			if want[n] != ref {
+				t.Errorf("%s: the clone's copy %s, the remote's %q", when, ref, want[n])
+			}
+		}
+		for n := range want {
+			if _, ok := copies[n]; !ok && (strings.HasPrefix(n, "refs/remotes/origin/cairn/") || n == "refs/remotes/origin/main") {
+				t.Errorf("%s: the remote's %s has no copy in the clone", when, n)
+			}
 		}
 	}
 	check("after the clone")
@@ -94,4 +134,10 @@ func TestRefCacheIsWhatTheFilesSay(t *testing.T) {
 			t.Errorf("%s: read %q %v, go-git %q %v", p, got, gerr, want, werr)
 		}
 	}
+}
+
+// plumbingHash is the hash of a ref as refsOf prints it ("<hash> <name>").
+func plumbingHash(ref string) plumbing.Hash {
+	h, _, _ := strings.Cut(ref, " ")
+	return plumbing.NewHash(h)
 }
