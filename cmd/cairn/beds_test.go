@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/kubenode"
@@ -178,4 +179,44 @@ func s3Store(t *testing.T, s3 testbed.S3Endpoint, loc string) backup.Store {
 func (l *loop) eventually(what string, fn func() error) {
 	l.t.Helper()
 	testbed.EventuallyWithin(l.t, max(time.Minute, l.within), what, fn)
+}
+
+// runsByDigest checks, on a real node, that every container of the
+// cluster's pods (its members' and its runtime's, init containers too)
+// names its image by tag and by the digest the nodes hold it under
+// (kubenode.ImageDigests), and that each pod runs them: its node found
+// every image by digest (nothing is ever pulled), and the kubelet reports
+// that digest's image run. In process the pods run nothing, and it
+// checks nothing.
+func (l *loop) runsByDigest(cluster string) {
+	t := l.t
+	if l.node == nil {
+		return
+	}
+	pods, err := l.cp.Client(t).CoreV1().Pods(l.ns).List(l.ctx, metav1.ListOptions{LabelSelector: contract.LabelInstance + "=" + cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Fatalf("%s has no pods", cluster)
+	}
+	for _, p := range pods.Items {
+		digests := map[string]string{}
+		for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+			tag, digest, _ := strings.Cut(c.Image, "@")
+			if want, ok := l.images.ImageDigests[tag]; !ok || digest != want {
+				t.Errorf("pod %s, container %s: image %s, want %s@%s (the digest the nodes hold %s under)", p.Name, c.Name, c.Image, tag, want, tag)
+			}
+			digests[c.Name] = digest
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			t.Errorf("pod %s is %s", p.Name, p.Status.Phase)
+		}
+		// What the kubelet ran: the image of that digest.
+		for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+			if digest := digests[cs.Name]; digest == "" || !strings.HasSuffix(cs.ImageID, "@"+digest) {
+				t.Errorf("pod %s, container %s: ran the image %s, not %s, which its spec names", p.Name, cs.Name, cs.ImageID, digest)
+			}
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,6 +66,9 @@ type loop struct {
 	// beds are nil.
 	node   *kubenode.Cluster
 	engine engine
+	// images are the renderer's image options: on a real node, every
+	// image pinned by the digest the nodes hold it under.
+	images renderer.Options
 }
 
 // etcdSpec is an EtcdCluster spec file at etcd 3.7.3 with extra lines
@@ -147,7 +151,12 @@ func (l *loop) serve(specs map[string]string, log *slog.Logger, opts ...func(*li
 	for _, o := range opts {
 		o(&src)
 	}
-	rec, cleanup, err := newReconciler(l.ctx, remote, gh, src, specsFlag{dir: "clusters"}, renderer.Options{}, log)
+	if l.node != nil {
+		// Rendered as a release renders (cairn render --image-digests):
+		// each image by tag and digest, the digest the nodes hold it under.
+		l.images.ImageDigests = l.node.ImageDigests(t)
+	}
+	rec, cleanup, err := newReconciler(l.ctx, remote, gh, src, specsFlag{dir: "clusters"}, l.images, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,6 +542,7 @@ type writer struct {
 	cli    atomic.Pointer[clientv3.Client]
 	cancel context.CancelFunc
 	done   chan struct{}
+	mu     sync.Mutex
 	acked  []string
 	failed int
 	outage time.Duration
@@ -550,6 +560,7 @@ func startWriter(ctx context.Context, cli *clientv3.Client) *writer {
 			wctx, c := context.WithTimeout(ctx, 2*time.Second)
 			_, err := w.cli.Load().Put(wctx, k, "v")
 			c()
+			w.mu.Lock()
 			switch {
 			case err == nil:
 				w.acked = append(w.acked, k)
@@ -563,6 +574,7 @@ func startWriter(ctx context.Context, cli *clientv3.Client) *writer {
 					since = time.Now()
 				}
 			}
+			w.mu.Unlock()
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
@@ -571,6 +583,14 @@ func startWriter(ctx context.Context, cli *clientv3.Client) *writer {
 
 // use makes the writer write through cli from its next write on.
 func (w *writer) use(cli *clientv3.Client) { w.cli.Store(cli) }
+
+// look returns how many writes were acknowledged and failed so far,
+// while the writer goes on.
+func (w *writer) look() (acked, failed int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked), w.failed
+}
 
 func (w *writer) stop() ([]string, int, time.Duration) {
 	w.cancel()

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn/planner/contract"
-	"github.com/cairn-dev/cairn/renderer"
 	"github.com/cairn-dev/cairn/runtime/certs"
 	"github.com/cairn-dev/cairn/testbed"
 	"github.com/cairn-dev/cairn/testbed/kubenode"
@@ -243,14 +242,15 @@ func (l *loop) minorUpgrade(cluster string, n int, primary, from, to string) str
 	if upgrades != n || switchovers != 1 {
 		t.Fatalf("%s -> %s: steps %v, want %d member upgrades and one switchover", from, to, steps, n)
 	}
-	// The image of to: on a real node the one the node holds; in process
-	// the rendered one, whose tag says which PostgreSQL the bed runs.
-	image, err := renderer.Options{}.PostgresImage(to)
+	// The image of to as rendered (on a real node by the digest the node
+	// holds it under), whose tag says which PostgreSQL runs; on a real
+	// node the tag of the image the node holds.
+	image, err := l.images.PostgresImage(to)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.node != nil {
-		image = kubenode.ImageTag(t, "postgres-15")
+	if tag, _, _ := strings.Cut(image, "@"); l.node != nil && tag != kubenode.ImageTag(t, "postgres-15") {
+		t.Fatalf("%s is rendered as %s, the node holds %s", to, image, kubenode.ImageTag(t, "postgres-15"))
 	}
 	pods, err := l.cp.Client(t).CoreV1().Pods(l.ns).List(l.ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + cluster + ",app.kubernetes.io/component=database"})
 	if err != nil {

@@ -53,6 +53,7 @@ func etcdWalkthrough(l *loop) {
 	}
 	created := time.Since(l.began)
 	l.noDrift("once created")
+	l.runsByDigest(demo)
 	cli := l.client(demo, 3)
 	w := startWriter(l.ctx, cli)
 

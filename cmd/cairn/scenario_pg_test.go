@@ -59,6 +59,7 @@ func pgWalkthrough(l *loop) {
 	if acked, lost := w.lost(l, shop); lost != 0 || acked == 0 {
 		t.Fatalf("the minor upgrade lost %d of %d acknowledged writes", lost, acked)
 	}
+	l.runsByDigest(shop)
 
 	// One crash: the server is back before a failover is due.
 	crashOutage := w.resumes(t, "one crash", func() { l.crash(primary) })

@@ -126,6 +126,9 @@ func (n *Node) importImage(t testing.TB, archive string) {
 	if err != nil {
 		t.Fatalf("import %s: %v: %s", archive, err, bytes.TrimSpace(out))
 	}
+	if err := n.nameByDigest(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // ImportImage imports another image archive of .cache/images into every
