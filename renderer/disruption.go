@@ -32,23 +32,22 @@ import (
 // not ready be evicted (unhealthyPodEvictionPolicy AlwaysAllow): a member
 // that does not run never holds a drain.
 func postgresDisruptionBudgets(n names, members int) []Object {
-	out := []Object{disruptionBudget(n, "pdb.yaml", n.cluster, []string{contract.RoleReplica}, max(members-2, 0))}
+	out := []Object{disruptionBudget(n, "pdb.yaml", n.cluster, roleIn(contract.RoleReplica), max(members-2, 0))}
 	if members >= 2 {
-		out = append(out, disruptionBudget(n, "pdb-primary.yaml", n.cluster+"-primary", []string{contract.RolePrimary, contract.RoleFenced}, 1))
+		out = append(out, disruptionBudget(n, "pdb-primary.yaml", n.cluster+"-primary", roleIn(contract.RolePrimary, contract.RoleFenced), 1))
 	}
 	return out
 }
 
-// disruptionBudget keeps minAvailable of the cluster's pods with one of
-// the role labels roles (all its pods when there are none).
-func disruptionBudget(n names, file, name string, roles []string, minAvailable int) Object {
+// disruptionBudget keeps minAvailable of the cluster's pods whose role
+// label matches roles: one role In is a plain label match.
+func disruptionBudget(n names, file, name string, roles metav1.LabelSelectorRequirement, minAvailable int) Object {
 	sel := &metav1.LabelSelector{MatchLabels: maps.Clone(n.selector())}
-	switch len(roles) {
-	case 0:
-	case 1:
-		sel.MatchLabels[contract.LabelRole] = roles[0]
-	default:
-		sel.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: contract.LabelRole, Operator: metav1.LabelSelectorOpIn, Values: roles}}
+	roles.Key = contract.LabelRole
+	if roles.Operator == metav1.LabelSelectorOpIn && len(roles.Values) == 1 {
+		sel.MatchLabels[contract.LabelRole] = roles.Values[0]
+	} else {
+		sel.MatchExpressions = []metav1.LabelSelectorRequirement{roles}
 	}
 	return Object{File: file, Obj: &policyv1.PodDisruptionBudget{
 		TypeMeta: typeMeta("policy/v1", "PodDisruptionBudget"), ObjectMeta: n.meta(name, "database"),
@@ -60,15 +59,41 @@ func disruptionBudget(n names, file, name string, roles []string, minAvailable i
 	}}
 }
 
-// etcdDisruptionBudget keeps all members but one (never fewer than a
-// quorum): members drain one at a time and the cluster keeps its quorum.
+// roleIn and roleNotIn select pods by their role label.
+func roleIn(roles ...string) metav1.LabelSelectorRequirement {
+	return metav1.LabelSelectorRequirement{Operator: metav1.LabelSelectorOpIn, Values: roles}
+}
+
+func roleNotIn(roles ...string) metav1.LabelSelectorRequirement {
+	return metav1.LabelSelectorRequirement{Operator: metav1.LabelSelectorOpNotIn, Values: roles}
+}
+
+// etcdDisruptionBudgets make a drain of an etcd cluster's nodes keep
+// its quorum and hand leadership over before the leader goes
+// (docs/runtime.md, "Drains"): two budgets whose selectors never overlap,
+// on the role label the runtime keeps.
+//
+//   - <cluster>-leader, minAvailable 1 over the pod labelled leader: the
+//     leader is not evicted while it leads. The runtime, seeing its node
+//     cordoned, moves leadership to a member on another node and labels
+//     both anew; the old leader then goes as a follower. A leader that
+//     cannot hand over (no healthy member on an uncordoned node, a
+//     membership change in flight) is labelled follower, and goes as any
+//     member does, the others electing a new leader.
+//   - <cluster>, over every other pod (labelled follower, or not yet
+//     labelled): minAvailable max(quorum-1, members-2), so that members
+//     drain one at a time and, with the leader kept, a quorum stays.
+//
 // A one-member cluster gets none: it cannot keep running through a drain
 // of its node, and a budget would hold the drain forever. A member that
-// is not ready may be evicted (it counts against no quorum the budget
+// is not ready may be evicted (it counts against no quorum the budgets
 // could keep).
-func etcdDisruptionBudget(n names, members int) []Object {
+func etcdDisruptionBudgets(n names, members int) []Object {
 	if members < 2 {
 		return nil
 	}
-	return []Object{disruptionBudget(n, "pdb.yaml", n.cluster, nil, max(quorum(members), members-1))}
+	return []Object{
+		disruptionBudget(n, "pdb.yaml", n.cluster, roleNotIn(contract.RoleLeader), max(quorum(members)-1, members-2)),
+		disruptionBudget(n, "pdb-leader.yaml", n.cluster+"-leader", roleIn(contract.RoleLeader), 1),
+	}
 }

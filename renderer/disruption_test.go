@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -53,23 +54,49 @@ func TestPostgresDisruptionBudgets(t *testing.T) {
 	}
 }
 
-func TestEtcdDisruptionBudget(t *testing.T) {
+// An etcd cluster's two budgets: the leader's, and every other member's
+// (followers, and pods not labelled yet). For every size, with the leader
+// kept, followers drain one at a time and a quorum stays.
+func TestEtcdDisruptionBudgets(t *testing.T) {
 	n := names{cluster: "e", namespace: "db", app: contract.AppEtcd}
-	// members -> minAvailable (-1: no budget): one at a time, never below quorum.
-	for members, want := range map[int]int{1: -1, 2: 2, 3: 2, 4: 3, 5: 4, 7: 6} {
-		got := etcdDisruptionBudget(n, members)
-		if want < 0 {
-			if len(got) != 0 {
-				t.Errorf("%d members: a budget, want none", members)
+	if got := etcdDisruptionBudgets(n, 1); len(got) != 0 {
+		t.Errorf("1 member: %d budgets, want none", len(got))
+	}
+	// members -> the others' minAvailable.
+	for members, want := range map[int]int{2: 1, 3: 1, 4: 2, 5: 3, 7: 5} {
+		got := etcdDisruptionBudgets(n, members)
+		if len(got) != 2 {
+			t.Fatalf("%d members: %d budgets, want 2", members, len(got))
+		}
+		others, leader := got[0].Obj.(*policyv1.PodDisruptionBudget), got[1].Obj.(*policyv1.PodDisruptionBudget)
+		notLeader := []metav1.LabelSelectorRequirement{{Key: contract.LabelRole, Operator: metav1.LabelSelectorOpNotIn, Values: []string{contract.RoleLeader}}}
+		if others.Name != "e" || others.Spec.MinAvailable.IntValue() != want || !reflect.DeepEqual(others.Spec.Selector.MatchExpressions, notLeader) ||
+			others.Spec.Selector.MatchLabels[contract.LabelRole] != "" {
+			t.Errorf("%d members: %s minAvailable %v selector %+v, want %d over every pod not labelled leader", members, others.Name, others.Spec.MinAvailable, others.Spec.Selector, want)
+		}
+		if leader.Name != "e-leader" || leader.Spec.MinAvailable.IntValue() != 1 || leader.Spec.Selector.MatchLabels[contract.LabelRole] != contract.RoleLeader ||
+			len(leader.Spec.Selector.MatchExpressions) != 0 {
+			t.Errorf("%d members: %s minAvailable %v selector %+v, want 1 over the pod labelled leader", members, leader.Name, leader.Spec.MinAvailable, leader.Spec.Selector)
+		}
+		for _, b := range []*policyv1.PodDisruptionBudget{others, leader} {
+			if sel := b.Spec.Selector.MatchLabels; sel[contract.LabelInstance] != "e" || sel[contract.LabelName] != contract.AppEtcd {
+				t.Errorf("%d members: budget %s selects %v, not the cluster's pods", members, b.Name, sel)
 			}
-			continue
+			if p := b.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+				t.Errorf("%d members: budget %s holds pods that are not ready", members, b.Name)
+			}
 		}
-		if len(got) != 1 {
-			t.Fatalf("%d members: %d budgets, want 1", members, len(got))
+	}
+	// Every size: with the leader labelled and kept, at most one follower
+	// goes at a time, and the leader and the followers kept are a quorum.
+	for members := 2; members <= 9; members++ {
+		others := etcdDisruptionBudgets(n, members)[0].Obj.(*policyv1.PodDisruptionBudget)
+		min := others.Spec.MinAvailable.IntValue()
+		if allowed := members - 1 - min; allowed > 1 {
+			t.Errorf("%d members: %d followers may go at once", members, allowed)
 		}
-		b := got[0].Obj.(*policyv1.PodDisruptionBudget)
-		if b.Spec.MinAvailable.IntValue() != want || b.Spec.Selector.MatchLabels[contract.LabelRole] != "" {
-			t.Errorf("%d members: minAvailable %v selector %v, want %d over every member", members, b.Spec.MinAvailable, b.Spec.Selector.MatchLabels, want)
+		if kept := min + 1; kept < members/2+1 {
+			t.Errorf("%d members: %d kept, fewer than a quorum", members, kept)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func etcdObjects(c *spec.EtcdCluster, s Settings, o Options, token string, initi
 		keepImages(readOnlyRoot(etcdStatefulSet(n, s, image, res, o), s, tmpDir), s.Images),
 		cairnConfig(n, s, token, initial, etcdConfigKeys(s)),
 	}
-	objs = append(objs, etcdDisruptionBudget(n, s.Replicas)...)
+	objs = append(objs, etcdDisruptionBudgets(n, s.Replicas)...)
 	objs = append(objs, grownVolumes(n, s)...)
 	if contract.TLSOn(s.TLS) && s.TLSIssuer != nil {
 		objs = append(objs, etcdCertificates(n, *s.TLSIssuer)...)

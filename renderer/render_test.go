@@ -341,7 +341,7 @@ func TestRenderIsByteStable(t *testing.T) {
 var allowedChanges = map[plan.Kind][]string{
 	// The disruption budgets follow the members (disruption.go): a
 	// second member brings them, a last one takes the primary's away.
-	plan.EtcdAddMember:    {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pdb.yaml", "pvc-"},
+	plan.EtcdAddMember:    {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pdb.yaml", "pdb-leader.yaml", "pvc-"},
 	plan.ScaleIn:          {"statefulset.patch.yaml /spec/replicas", "pdb.patch.yaml /spec/minAvailable", "pdb.delete.yaml", "pdb-primary.delete.yaml", "pvc-"},
 	plan.EtcdRemoveMember: {"cairn-config.patch.yaml /data/request.remove-member.id", "cairn-config.patch.yaml /data/request.remove-member.member"},
 	plan.UpgradeMember:    {"statefulset.patch.yaml /spec/template/spec/containers/0/image", "statefulset.patch.yaml /spec/updateStrategy/rollingUpdate/partition"},

@@ -107,9 +107,10 @@ func commonRuntimeRules(n names) []rbacv1.PolicyRule {
 }
 
 // etcdRuntimeRules add what an etcd runtime uses and nothing more:
-// reading the StatefulSet, a learner's pod before promoting it and
-// deleting the members' pods for a merged recovery step (the members'
-// pods, by name), the members' volume claims (by name: a
+// reading the StatefulSet, a learner's pod before promoting it, deleting
+// the members' pods for a merged recovery step and labelling them leader
+// or follower (the drain budgets; the admission policy lets a patch set
+// that label only) (the members' pods, by name), the members' volume claims (by name: a
 // replaced claim is a member to replace) and the rendered config (a merged step's remove request, the backup
 // policy); listing the pods (a ready member to back up from); keeping its
 // status ConfigMap (backups patch their own key); recording Events; with
@@ -119,8 +120,9 @@ func etcdRuntimeRules(n names, s Settings) []rbacv1.PolicyRule {
 	status := contract.StatusConfigMap(n.cluster)
 	return append(append(commonRuntimeRules(n), certificateRules(n, s)...),
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{n.cluster}, Verbs: []string{"get"}},
-		// delete: a merged recovery step restarts the members.
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"get", "delete"}},
+		// delete: a merged recovery step restarts the members; patch:
+		// their role labels.
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: contract.MemberNames(n.cluster), Verbs: []string{"get", "delete", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, ResourceNames: memberClaims(n), Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},

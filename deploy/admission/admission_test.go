@@ -59,35 +59,60 @@ func TestTheKustomizationIsThePolicy(t *testing.T) {
 	}
 }
 
-// On a real kube-apiserver, a PostgreSQL runtime with its rendered Role
-// may set its members' role labels and nothing else of their pods; the
-// Role alone would let it swap a member's image, which is what the
-// policy is for; other requesters are not its business.
+const etcdSpec = "apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: kv}\nspec: {size: 3, version: \"3.5.17\"}\n"
+
+// A kind's runtime and its members' pods, for the role label cases.
+type labelBed struct {
+	kind, spec, cluster, container string
+	// roles are the role labels the kind's runtime sets; foreign one it
+	// does not, refused with a message saying refusal.
+	roles            []string
+	foreign, refusal string
+	ns               string
+	runtime, tool    kubernetes.Interface
+	member           *corev1.Pod
+}
+
+// On a real kube-apiserver, a runtime with its rendered Role may set its
+// members' role labels (PostgreSQL: primary, replica, fenced; etcd:
+// leader, follower) and nothing else of their pods; the Role alone would
+// let it swap a member's image, which is what the policy is for; other
+// requesters are not its business.
 func TestTheRuntimeChangesOnlyRoleLabels(t *testing.T) {
 	ctx := context.Background()
 	cp := testbed.StartWith(t, testbed.Options{WithoutRuntimePolicy: true})
 	admin := cp.Client(t)
-	ns := cp.Namespace(t, "apps")
-	testbed.ApplyRenderedRBAC(t, admin, ns, pgSpec)
-	member := renderedMember(t)
-	for _, name := range []string{"db-0", "db-1"} {
-		p := member.DeepCopy()
-		p.Name = name
-		if _, err := admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+	beds := []*labelBed{
+		{kind: "PostgreSQL", spec: pgSpec, cluster: "db", container: "postgres",
+			roles: []string{contract.RolePrimary, contract.RoleReplica, contract.RoleFenced}, foreign: contract.RoleLeader, refusal: "primary, replica or fenced on a PostgreSQL member"},
+		{kind: "etcd", spec: etcdSpec, cluster: "kv", container: "etcd",
+			roles: []string{contract.RoleLeader, contract.RoleFollower}, foreign: contract.RolePrimary, refusal: "leader or follower on an etcd member"},
 	}
-	runtime := testbed.AsRuntime(t, cp.Config(), ns, "db")
-	swap := `{"spec":{"containers":[{"name":"postgres","image":"attacker.example/postgres:evil"}]}}`
-
-	// Without the policy, the Role lets the runtime swap a member's image.
-	if err := patch(ctx, runtime, ns, "db-0", swap, true); err != nil {
-		t.Fatalf("without the policy the runtime's image swap was refused (%v): the test shows nothing", err)
+	for _, b := range beds {
+		b.ns = cp.Namespace(t, "apps-"+b.cluster)
+		testbed.ApplyRenderedRBAC(t, admin, b.ns, b.spec)
+		b.member = renderedMember(t, b.spec)
+		for _, name := range []string{b.cluster + "-0", b.cluster + "-1"} {
+			p := b.member.DeepCopy()
+			p.Name = name
+			if _, err := admin.CoreV1().Pods(b.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.runtime = testbed.AsRuntime(t, cp.Config(), b.ns, b.cluster)
+		// Without the policy, the Role lets the runtime swap a member's image.
+		if err := patch(ctx, b.runtime, b.ns, b.cluster+"-0", b.swap(), true); err != nil {
+			t.Fatalf("%s: without the policy the runtime's image swap was refused (%v): the test shows nothing", b.kind, err)
+		}
+		// Another ServiceAccount allowed to patch pods, the policy lets be.
+		b.tool = serviceAccountWithPatch(t, cp, admin, b.ns, "tool")
 	}
 	if err := cp.ServerSideApply(t, "", admission.RuntimePolicy(), false); err != nil {
 		t.Fatal(err)
 	}
-	waitDenied(t, runtime, ns, "db-0", swap)
+	for _, b := range beds {
+		waitDenied(t, b.runtime, b.ns, b.cluster+"-0", b.swap())
+	}
 	pol, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, admission.PolicyName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -95,24 +120,32 @@ func TestTheRuntimeChangesOnlyRoleLabels(t *testing.T) {
 	if tc := pol.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
 		t.Errorf("the API server's type check warns: %+v", tc.ExpressionWarnings)
 	}
+	for _, b := range beds {
+		t.Run(b.kind, func(t *testing.T) { b.cases(t, admin) })
+	}
+}
 
-	// Another ServiceAccount allowed to patch pods, the policy lets be.
-	tool := serviceAccountWithPatch(t, cp, admin, ns, "tool")
+// swap is a patch that swaps a member's image.
+func (b *labelBed) swap() string {
+	return `{"spec":{"containers":[{"name":"` + b.container + `","image":"attacker.example/evil"}]}}`
+}
 
+func (b *labelBed) cases(t *testing.T, admin kubernetes.Interface) {
+	ctx := context.Background()
+	runtime, swap := b.runtime, b.swap()
 	cases := []struct {
 		name  string
 		as    kubernetes.Interface
 		patch string
 		want  string // "" admitted, else a part of the refusal
 	}{
-		{"the runtime sets a role", runtime, label(contract.RolePrimary), ""},
-		{"the runtime sets a role under the listed resourceVersion", runtime, `{"metadata":{"resourceVersion":"RV","labels":{"cairn.dev/role":"replica"}}}`, ""},
-		{"the runtime fences a member", runtime, label(contract.RoleFenced), ""},
+		{"the runtime sets a role under the listed resourceVersion", runtime, `{"metadata":{"resourceVersion":"RV","labels":{"cairn.dev/role":"` + b.roles[1] + `"}}}`, ""},
 		{"the runtime removes the role", runtime, `{"metadata":{"labels":{"cairn.dev/role":null}}}`, ""},
 		{"the runtime swaps the image", runtime, swap, "not their spec"},
-		{"the runtime swaps the image while setting a role", runtime, `{"metadata":{"labels":{"cairn.dev/role":"primary"}},"spec":{"containers":[{"name":"postgres","image":"x"}]}}`, "not their spec"},
+		{"the runtime swaps the image while setting a role", runtime, `{"metadata":{"labels":{"cairn.dev/role":"` + b.roles[0] + `"}},"spec":{"containers":[{"name":"` + b.container + `","image":"x"}]}}`, "not their spec"},
 		{"the runtime adds a toleration", runtime, `{"spec":{"tolerations":[{"key":"k","operator":"Exists"}]}}`, "not their spec"},
-		{"the runtime sets a role it does not use", runtime, label("leader"), "primary, replica or fenced"},
+		{"the runtime sets a role of the other kind", runtime, label(b.foreign), b.refusal},
+		{"the runtime sets a role no runtime uses", runtime, label("writer"), b.refusal},
 		{"the runtime adds a label", runtime, `{"metadata":{"labels":{"app":"x"}}}`, "no other label"},
 		{"the runtime moves the member to another cluster", runtime, `{"metadata":{"labels":{"app.kubernetes.io/instance":"other"}}}`, "no other label"},
 		{"the runtime drops the member's name label", runtime, `{"metadata":{"labels":{"app.kubernetes.io/name":null}}}`, "no other label"},
@@ -120,19 +153,28 @@ func TestTheRuntimeChangesOnlyRoleLabels(t *testing.T) {
 		{"the runtime annotates", runtime, `{"metadata":{"annotations":{"a":"b"}}}`, "not their annotations"},
 		{"the runtime adds a finalizer", runtime, `{"metadata":{"finalizers":["example.com/hold"]}}`, "owners or finalizers"},
 		{"an administrator swaps the image", admin, swap, ""},
-		{"another ServiceAccount swaps the image", tool, swap, ""},
+		{"another ServiceAccount swaps the image", b.tool, swap, ""},
 	}
+	for _, role := range b.roles {
+		cases = append(cases, struct {
+			name  string
+			as    kubernetes.Interface
+			patch string
+			want  string
+		}{"the runtime sets the role " + role, runtime, label(role), ""})
+	}
+	pod := b.cluster + "-1"
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := c.patch
 			if strings.Contains(p, `"RV"`) {
-				got, err := admin.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+				got, err := admin.CoreV1().Pods(b.ns).Get(ctx, pod, metav1.GetOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				p = strings.Replace(p, `"RV"`, `"`+got.ResourceVersion+`"`, 1)
 			}
-			err := patch(ctx, c.as, ns, "db-1", p, true)
+			err := patch(ctx, c.as, b.ns, pod, p, true)
 			switch {
 			case c.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -145,14 +187,14 @@ func TestTheRuntimeChangesOnlyRoleLabels(t *testing.T) {
 	}
 
 	// Not a dry run: the label is there, nothing else moved.
-	if err := patch(ctx, runtime, ns, "db-1", label(contract.RolePrimary), false); err != nil {
+	if err := patch(ctx, runtime, b.ns, pod, label(b.roles[0]), false); err != nil {
 		t.Fatal(err)
 	}
-	got, err := admin.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+	got, err := admin.CoreV1().Pods(b.ns).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Labels[contract.LabelRole] != contract.RolePrimary || got.Spec.Containers[0].Image != member.Spec.Containers[0].Image {
+	if got.Labels[contract.LabelRole] != b.roles[0] || got.Spec.Containers[0].Image != b.member.Spec.Containers[0].Image {
 		t.Fatalf("labels %v, image %s", got.Labels, got.Spec.Containers[0].Image)
 	}
 }
@@ -195,10 +237,10 @@ func waitDenied(t *testing.T, c kubernetes.Interface, ns, pod, p string) {
 }
 
 // renderedMember is a member pod as the StatefulSet controller makes one
-// from the rendered template of pgSpec's create step.
-func renderedMember(t *testing.T) *corev1.Pod {
+// from the rendered template of spec's create step.
+func renderedMember(t *testing.T, spec string) *corev1.Pod {
 	t.Helper()
-	out := testbed.RenderedCreate(t, pgSpec)
+	out := testbed.RenderedCreate(t, spec)
 	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
 		var sts appsv1.StatefulSet
 		if err := yaml.Unmarshal(doc, &sts); err != nil || sts.Kind != "StatefulSet" {

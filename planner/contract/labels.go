@@ -56,6 +56,15 @@ const (
 	RoleFenced = "fenced"
 )
 
+// Values of LabelRole on an etcd member's pod: the one member that leads,
+// and the others. The etcd runtime keeps them, so that a drain of the
+// leader's node waits (its own disruption budget) until leadership has
+// moved to a member on another node.
+const (
+	RoleLeader   = "leader"
+	RoleFollower = "follower"
+)
+
 // PostgresConfirmChannel is the PostgreSQL notification channel a
 // primary's instance manager LISTENs on: the runtime NOTIFYs it when the
 // member answers as a primary while labelled fenced or replica, and the

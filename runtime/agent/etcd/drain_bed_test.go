@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/testbed"
 )
 
@@ -23,8 +25,11 @@ import (
 // node reader, moves leadership to a member on an uncordoned node, once,
 // with a LeaderMoved Event and lastLeaderMove in its status, while a
 // client writes throughout; with every other member's node cordoned too,
-// leadership stays and the status says why. Real etcd 3.7 members, a
-// real kube-apiserver, nodes as API objects.
+// leadership stays and the status says why. The members' pods carry
+// their roles throughout (leader, follower: what the drain budgets
+// select), a leader that cannot hand over labelled a follower. Real etcd
+// 3.7 members, a real kube-apiserver, nodes as API objects, the rendered
+// Role and the admission policy.
 func TestEtcdLeaderMovedOffCordonedNode(t *testing.T) {
 	b := newEtcdBed(t, 3, func(b *etcdBed) { b.nodeReader = true })
 	nodes := map[string]string{}
@@ -39,6 +44,7 @@ func TestEtcdLeaderMovedOffCordonedNode(t *testing.T) {
 	w.waitAcked(b, "writes before the cordon", 20)
 
 	old := leaderOf(*b.status())
+	b.waitRoles("the leader labelled", old, "")
 	cordonedAt := w.count()
 	b.cordon(nodes[old])
 	why := fmt.Sprintf("node %s of the leader %s is cordoned", nodes[old], old)
@@ -63,6 +69,8 @@ func TestEtcdLeaderMovedOffCordonedNode(t *testing.T) {
 		}
 		return nil
 	})
+	// Labelled anew: the old leader's budget lets it go now.
+	b.waitRoles("the new leader labelled", moved, "")
 	after := w.count()
 	w.waitAcked(b, "writes after the move", after+20)
 
@@ -80,6 +88,8 @@ func TestEtcdLeaderMovedOffCordonedNode(t *testing.T) {
 		}
 		return nil
 	})
+	// It cannot hand over: labelled a follower, so its drain goes on.
+	b.waitRoles("the leader that stays labelled a follower", "", moved)
 	b.waitPasses(5)
 	st = *b.status()
 	if l := leaderOf(st); l != moved || !strings.Contains(st.Message, stays) || st.LastLeaderMove.To != moved {
@@ -99,7 +109,8 @@ func TestEtcdLeaderMovedOffCordonedNode(t *testing.T) {
 // Without the node reader (a spec without a namespace renders none) the
 // runtime may not read nodes: a cordoned leader's node is not seen, so
 // leadership stays where it is, and the refusal is no pass error (it is
-// logged once).
+// logged once); the leader is labelled a follower, so that its drain is
+// not held for a move that never comes.
 func TestEtcdCordonWithoutNodeReader(t *testing.T) {
 	b := newEtcdBed(t, 3)
 	nodes := map[string]string{}
@@ -125,6 +136,9 @@ func TestEtcdCordonWithoutNodeReader(t *testing.T) {
 	if !b.members.nodesForbidden.Load() {
 		t.Fatal("the runtime read nodes without the node reader")
 	}
+	// It would never see a drain to hand over for: its leader is
+	// labelled a follower, and no budget of its own holds the drain.
+	b.waitRoles("every member labelled a follower", "", leader)
 }
 
 // onNode creates node (schedulable) if needed and binds member's pod to
@@ -269,4 +283,34 @@ func (w *ackWriter) stop(b *etcdBed, from, to int) {
 			b.t.Errorf("write w-%d failed: %s", f.n, f.err)
 		}
 	}
+}
+
+// waitRoles waits until the pods of the members are labelled follower
+// but leader's, labelled leader (none when leader is ""); follower, when
+// set, is a member whose pod must be labelled follower.
+func (b *etcdBed) waitRoles(what, leader, follower string) {
+	b.t.Helper()
+	testbed.Eventually(b.t, what, func() error {
+		pods, err := b.kube.CoreV1().Pods(b.ns).List(b.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		got := map[string]string{}
+		for _, p := range pods.Items {
+			got[p.Name] = p.Labels[contract.LabelRole]
+		}
+		for name, role := range got {
+			want := contract.RoleFollower
+			if name == leader {
+				want = contract.RoleLeader
+			}
+			if role != want {
+				return fmt.Errorf("roles %v, want %s the leader", got, cmp.Or(leader, "none"))
+			}
+		}
+		if follower != "" && got[follower] != contract.RoleFollower {
+			return fmt.Errorf("roles %v, want %s a follower", got, follower)
+		}
+		return nil
+	})
 }

@@ -63,6 +63,9 @@ type Membership struct {
 	// nodesForbidden: reading a node was forbidden (logged once,
 	// nodes.go); tests read it while passes run.
 	nodesForbidden atomic.Bool
+	// rolesForbidden: labelling a member was forbidden (logged once,
+	// roles.go).
+	rolesForbidden atomic.Bool
 }
 
 // Pass makes one pass: look, decide, act, report.
@@ -108,8 +111,10 @@ func (m *Membership) Pass(ctx context.Context) error {
 		m.Metrics.observe(st, action{}, false)
 		return m.emit(ctx, sts, append(events(prev, st, seen, action{}, false), *ev))
 	}
-	act := decide(m.view(ctx, sts, seen, prev, claims, req, m.memberNodes(ctx, sts, seen)))
+	v := m.view(ctx, sts, seen, prev, claims, req, m.memberNodes(ctx, sts, seen))
+	act := decide(v)
 	changed, actErr := m.act(ctx, cli, seen, act)
+	m.keepRoles(ctx, sts, memberRoles(v, !m.nodesForbidden.Load())) // roles.go
 	var tlsEvents []agent.Event
 	moved := false
 	if !changed {
