@@ -74,18 +74,7 @@ func setUpOn(t *testing.T, pc *pgCluster, sync int, s FailoverSettings) (*pgClus
 		pc.runtime(ctx, id, s, nil)
 	}
 	pc.waitFor("healthy", pc.healthy)
-	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
-	// Every member has the table before a case kills anything: with
-	// asynchronous replication a kill right after the CREATE may lose it
-	// (the documented loss window), and the cases count rows, not DDL.
-	pc.waitFor("every member has table t", func() error {
-		for i := range pc.n {
-			if _, err := pc.m.ids(i); err != nil {
-				return fmt.Errorf("pg-%d: %v", i, err)
-			}
-		}
-		return nil
-	})
+	pc.createTable()
 	if sync > 0 {
 		pc.waitFor("a synchronous standby recorded", func() error {
 			if st := pc.status(); len(st.Synchronous) == 0 {
@@ -95,6 +84,22 @@ func setUpOn(t *testing.T, pc *pgCluster, sync int, s FailoverSettings) (*pgClus
 		})
 	}
 	return pc, ctx
+}
+
+// createTable creates table t on the primary and waits until every
+// member has it before a case kills anything: with asynchronous
+// replication a kill right after the CREATE may lose it (the documented
+// loss window), and the cases count rows, not DDL.
+func (pc *pgCluster) createTable() {
+	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	pc.waitFor("every member has table t", func() error {
+		for i := range pc.n {
+			if _, err := pc.m.ids(i); err != nil {
+				return fmt.Errorf("pg-%d: %v", i, err)
+			}
+		}
+		return nil
+	})
 }
 
 // syncConfigMap is cluster pg's rendered config with n synchronous
@@ -278,7 +283,7 @@ func leaderDiesMidFailover(t *testing.T, cp *testbed.ControlPlane) {
 		}
 	})
 	pc.waitFor("healthy", pc.healthy)
-	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	pc.createTable()
 	ctxB, stopB := context.WithCancel(context.Background())
 	defer stopB()
 	pc.runtime(ctxB, "runtime-b", FailoverSettings{}, nil)
@@ -395,7 +400,7 @@ func failoverBench(b *testing.B, sync int) {
 		pc.runtime(ctx, id, FailoverSettings{}, nil)
 	}
 	pc.waitFor("healthy", pc.healthy)
-	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	pc.createTable()
 	w := pc.sampleWriters(ctx)
 	var took []time.Duration
 	b.ResetTimer()

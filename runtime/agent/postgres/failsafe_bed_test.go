@@ -105,7 +105,7 @@ func scaleDuringOutage(t *testing.T, cp *testbed.ControlPlane) {
 		pc.runtime(ctx, id, FailoverSettings{AfterTimeouts: 3 * time.Second, LeaseTTL: ttl}, nil)
 	}
 	pc.waitFor("healthy", pc.healthy)
-	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	pc.createTable()
 	old := pc.primary()
 	waitFailsafe(pc, old, 3)
 	w := pc.sampleWriters(ctx)

@@ -243,7 +243,7 @@ func benchClusterWith(b *testing.B, name string, sync int, settings FailoverSett
 		return nil
 	}
 	pc.waitFor("healthy", pc.healthy)
-	pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+	pc.createTable()
 	pc.waitFor("a synchronous standby recorded", recorded)
 	return pc, ctx, recorded
 }
@@ -310,7 +310,7 @@ func BenchmarkFailoverWithLeader(b *testing.B) {
 			spawn()
 			spawn()
 			pc.waitFor("healthy", pc.healthy)
-			pc.m.exec(pc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
+			pc.createTable()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			w := pc.sampleWriters(ctx)
