@@ -128,17 +128,25 @@ func TestWebhookUnderSlowSenders(t *testing.T) {
 	for i := range 2 * maxReaders {
 		open(fmt.Sprintf(slow, fmt.Sprintf("slow-%d", i)))
 	}
+	// Every first slow sender has entered: the second half cut off the
+	// first.
 	waitFor(t, "the slow senders reading", func() bool {
-		return h.readers.reading() == maxReaders && refused(t, reg, refusedConnections) >= 2*maxConns
+		return h.readers.reading() == maxReaders && refused(t, reg, refusedConnections) >= 2*maxConns &&
+			refused(t, reg, refusedCutOff) == maxReaders
 	})
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	for i := range n {
 		// Each delivery arrives with a slow sender and unfinished
 		// headers newer than the ones the server holds.
+		// The new slow sender reads before the delivery arrives: into a
+		// full pool it cuts off the oldest reader.
+		full, cut := h.readers.reading() == maxReaders, refused(t, reg, refusedCutOff)
 		open(fmt.Sprintf(slow, fmt.Sprintf("slow-again-%d", i)))
 		open(unfinished)
 		open(unfinished)
-		waitFor(t, "the new slow sender reading", func() bool { return h.readers.reading() == maxReaders })
+		waitFor(t, "the new slow sender reading", func() bool {
+			return h.readers.reading() == maxReaders && (!full || refused(t, reg, refusedCutOff) == cut+1)
+		})
 		body := fmt.Sprintf(`{"ref":"refs/heads/main","after":"%d"}`, i)
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
