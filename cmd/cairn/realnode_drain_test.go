@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -145,7 +143,7 @@ func TestRealNodeRollingDrain(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	pgAcked, pgLost := pw.stop(l, shop)
 	etcdAcked, etcdFailed, etcdOutage := ew.stop()
-	etcdLost := l.etcdMissing(kv, etcdAcked)
+	etcdLost := l.lostWrites(l.client(kv, 3), etcdAcked)
 	pgMin, etcdMin := pgFloor(), etcdFloor()
 	t.Logf("created in %.1fs (steps %v); drains, each node in turn: %s; %d switchovers; %s; PostgreSQL: %d writes acknowledged through -rw, %d lost, %d failed, at least %d members ready throughout; etcd: %d writes acknowledged, %d lost, %d failed, the longest outage %s, at least %d members ready throughout; the whole test %.1fs",
 		created.Seconds(), steps, strings.Join(report, "; "), switchovers, cleanStop, pgAcked, pgLost, pw.failed, pgMin, len(etcdAcked), etcdLost, etcdFailed, etcdOutage, etcdMin, time.Since(start).Seconds())
@@ -307,34 +305,6 @@ func (l *loop) etcdLeader(cluster string) string {
 		return fmt.Errorf("no member is the leader %x", st.Leader)
 	})
 	return leader
-}
-
-// etcdMissing counts the keys of keys that the etcd cluster does not
-// have.
-func (l *loop) etcdMissing(cluster string, keys []string) int {
-	if len(keys) == 0 {
-		return 0
-	}
-	cli := l.client(cluster, 3)
-	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
-	defer cancel()
-	sorted := append([]string(nil), keys...)
-	sort.Strings(sorted)
-	got, err := cli.Get(ctx, sorted[0], clientv3.WithRange(sorted[len(sorted)-1]+"\x00"), clientv3.WithKeysOnly())
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, kv := range got.Kvs {
-		have[string(kv.Key)] = true
-	}
-	missing := 0
-	for _, k := range keys {
-		if !have[k] {
-			missing++
-		}
-	}
-	return missing
 }
 
 // inNamespace gives each spec of specs the namespace ns
