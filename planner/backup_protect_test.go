@@ -132,7 +132,7 @@ func TestMajorUpgradeOrder(t *testing.T) {
 			check: func(t *testing.T, p plan.Plan) {
 				// The check touches no member: it waits for no window.
 				for i, held := range []bool{true, false, true, false, true} {
-					if s := p.Steps[i]; hasGate(s, plan.GateMaintenanceWindow, plan.Before) != held {
+					if s := p.Steps[i]; heldForWindow(s) != held {
 						t.Errorf("%s: window gate %v, want %v", s.ID, !held, held)
 					}
 				}
@@ -146,7 +146,7 @@ func TestMajorUpgradeOrder(t *testing.T) {
 			observed: with(pgBacked(pgLive(3, "14.5", 0)), sync1),
 			status:   plan.StatusPlanned, steps: []string{"backup-before-15.4", "pg-upgrade-check-15.4", "sync-standbys-0", "pg-major-upgrade-15.4", "pg-add-1-to-2", "sync-standbys-1"},
 			check: func(t *testing.T, p plan.Plan) {
-				if hasGate(p.Steps[0], plan.GateMaintenanceWindow, plan.Before) {
+				if heldForWindow(p.Steps[0]) {
 					t.Error("no window in the spec, no window gate")
 				}
 			},
@@ -191,7 +191,7 @@ func TestStalePreUpgradeBackupIsAskedAgain(t *testing.T) {
 				t.Fatalf("asked again for a fresh backup: %s", first.ID)
 			case c.take != "" && (first.ID != c.take || first.Kind != plan.TakeBackup):
 				t.Fatalf("first step %s, want the backup %s", first.ID, c.take)
-			case c.take != "" && (!hasGate(first, plan.GateMaintenanceWindow, plan.Before) || hasGate(first, plan.GateBackupFresh, plan.After)):
+			case c.take != "" && (!heldForWindow(first) || hasGate(first, plan.GateBackupFresh, plan.After)):
 				// A freshness gate of its own would turn false again as the
 				// backup ages and hold the cluster on the merged step.
 				t.Fatalf("backup step gates %+v", first.Gates)
@@ -260,7 +260,7 @@ func TestEtcdMinorUpgradeNeedsBackup(t *testing.T) {
 			status: plan.StatusPlanned, steps: []string{"backup-before-3.5.21", "upgrade-2-to-3.5.21", "upgrade-1-to-3.5.21", "upgrade-0-to-3.5.21"},
 			check: func(t *testing.T, p plan.Plan) {
 				lastGated("backup-before-3.5.21")(t, p)
-				if hasGate(p.Steps[0], plan.GateMaintenanceWindow, plan.Before) {
+				if heldForWindow(p.Steps[0]) {
 					t.Error("3 members restart without disruption: the snapshot is not held for the window")
 				}
 			},
@@ -269,7 +269,7 @@ func TestEtcdMinorUpgradeNeedsBackup(t *testing.T) {
 			name: "one member: the snapshot is held for the window, as the restart is", desired: etcdSpec(t, 1, "3.5.21", withEtcdBackup, window), observed: etcdBacked(etcdLive(1, "3.4.37", 0), ""),
 			status: plan.StatusPlanned, steps: []string{"backup-before-3.5.21", "upgrade-0-to-3.5.21"},
 			check: func(t *testing.T, p plan.Plan) {
-				if !hasGate(p.Steps[0], plan.GateMaintenanceWindow, plan.Before) || !hasGate(p.Steps[1], plan.GateMaintenanceWindow, plan.Before) {
+				if !heldForWindow(p.Steps[0]) || !heldForWindow(p.Steps[1]) {
 					t.Errorf("window gates %+v", p.Steps)
 				}
 			},

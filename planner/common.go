@@ -243,8 +243,7 @@ func requestGeneration(b *live.Backup, base string) int {
 func takeBackupStep(c spec.Cluster, id, summary, reason string, held bool) plan.Step {
 	var gates []plan.Gate
 	if w := c.Common().MaintenanceWindow; w != nil && held {
-		// The gate addWindowGates gives disruptive steps.
-		gates = append(gates, gate(plan.GateMaintenanceWindow, plan.Before, fmt.Sprintf("the maintenance window is open (%q for %s, %s)", w.Schedule, w.Duration, w.TimeZone)))
+		gates = append(gates, gate(plan.GateBackupEndsInWindow, plan.Before, fmt.Sprintf("a backup started now ends inside the maintenance window (%q for %s, %s), if it runs as long as the last one did", w.Schedule, w.Duration, w.TimeZone)))
 	}
 	return plan.Step{
 		ID:         id,

@@ -128,6 +128,16 @@ func step(t *testing.T, p plan.Plan, id string) plan.Step {
 	return plan.Step{}
 }
 
+// heldForWindow reports whether s waits for the maintenance window: a
+// TakeBackup step until a backup started now ends inside it, any other
+// step until it is open.
+func heldForWindow(s plan.Step) bool {
+	if s.Kind == plan.TakeBackup {
+		return hasGate(s, plan.GateBackupEndsInWindow, plan.Before) && !hasGate(s, plan.GateMaintenanceWindow, plan.Before)
+	}
+	return hasGate(s, plan.GateMaintenanceWindow, plan.Before)
+}
+
 func hasGate(s plan.Step, kind plan.GateKind, when plan.Phase) bool {
 	for _, g := range s.Gates {
 		if g.Kind == kind && g.When == when {

@@ -156,6 +156,8 @@ func (j Judge) check(g plan.Gate, c spec.Cluster, obs *live.Cluster, now time.Ti
 		return obs.UpgradeCheck == nil, "the pre-flight check Job is still there"
 	case plan.GateMaintenanceWindow:
 		return windowOpen(c, now)
+	case plan.GateBackupEndsInWindow:
+		return backupEndsInWindow(c, obs, now)
 	case plan.GateMemberRestarted:
 		return m != nil && m.Ready && m.TemplateRevision == g.Revision, fmt.Sprintf("%s has not restarted with template revision %s", g.Member, g.Revision)
 	case plan.GateConfigApplied:
@@ -332,6 +334,62 @@ func windowOpen(c spec.Cluster, now time.Time) (bool, string) {
 		return false, "it opens at " + next.Format("2006-01-02 15:04 MST")
 	}
 	return true, ""
+}
+
+// BackupLead is how long ahead of the time it must end a backup starts
+// when it last took took: took, plus a quarter of it for a slower run (at
+// most an hour, so that a backup that runs as long as the last one ends
+// at most 70 minutes before it is needed, well inside the freshness a
+// step gates on), plus ten minutes for the request to be merged and
+// synced. Zero when nothing was measured.
+func BackupLead(took time.Duration) time.Duration {
+	if took <= 0 {
+		return 0
+	}
+	return took + min(took/4, time.Hour) + 10*time.Minute
+}
+
+// lastBackupTook is how long the newest complete backup ran, 0 when the
+// status does not say.
+func lastBackupTook(b *live.Backup) time.Duration {
+	if b == nil || b.LastStarted == "" || b.LastSuccessful == "" {
+		return 0
+	}
+	started, ended := b.LastStarted.Time(), b.LastSuccessful.Time()
+	if started.IsZero() || ended.IsZero() {
+		return 0
+	}
+	return max(ended.Sub(started), 0)
+}
+
+// backupEndsInWindow checks that a backup started now ends inside the
+// maintenance window, given how long the last one took: a backup a step
+// held for the window relies on starts that far ahead of the window, so
+// that it is fresh when the window opens, and a backup longer than the
+// window is not taken in one window and stale by the next. With no
+// window it always passes; with no backup measured, the window must be
+// open now.
+func backupEndsInWindow(c spec.Cluster, obs *live.Cluster, now time.Time) (bool, string) {
+	mw := c.Common().MaintenanceWindow
+	if mw == nil {
+		return true, ""
+	}
+	took := lastBackupTook(obs.Backup)
+	lead := BackupLead(took)
+	if lead == 0 {
+		return windowOpen(c, now)
+	}
+	open, _, next, err := policies.WindowAt(mw, now.Add(lead))
+	switch {
+	case err != nil:
+		return false, "the maintenance window cannot be read: " + err.Error()
+	case open:
+		return true, ""
+	}
+	// Minutes only: the reason is shown in the step's status, which must
+	// not change as a backup's length moves by seconds.
+	return false, fmt.Sprintf("the last backup took %s, so the next one starts at %s, ahead of the window that opens at %s",
+		took.Round(time.Minute), next.Add(-lead).Format("2006-01-02 15:04 MST"), next.Format("2006-01-02 15:04 MST"))
 }
 
 func backupFresh(obs *live.Cluster, g plan.Gate, now time.Time) (bool, string) {

@@ -160,3 +160,75 @@ func TestClusterHealthFailsClosedForAnUnknownKind(t *testing.T) {
 		}
 	}
 }
+
+// A backup a windowed step relies on starts ahead of the window by as
+// long as the last backup took, with BackupLead's margin, and ends inside
+// the window; with nothing measured it waits for the window itself.
+func TestBackupEndsInWindow(t *testing.T) {
+	cs, err := spec.Decode("e.yaml", []byte("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec: {size: 1, version: \"3.5.21\", maintenanceWindow: {schedule: '0 22 * * *', duration: 2h, timeZone: UTC}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noWindow, err := spec.Decode("e.yaml", []byte("apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: e}\nspec: {size: 1, version: \"3.5.21\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	at := func(h, m int) time.Time { return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
+	took := func(d time.Duration) *live.Cluster {
+		obs := etcd(live.Member{Name: "e-0", Ready: true, Role: live.RoleLeader})
+		end := day.Add(-48 * time.Hour)
+		obs.Backup = &live.Backup{LastSuccessful: live.Timestamp(end.Format(time.RFC3339))}
+		if d >= 0 {
+			obs.Backup.LastStarted = live.Timestamp(end.Add(-d).Format(time.RFC3339))
+		}
+		return obs
+	}
+	g := plan.Gate{Kind: plan.GateBackupEndsInWindow, When: plan.Before}
+	for _, tc := range []struct {
+		name string
+		c    spec.Cluster
+		obs  *live.Cluster
+		now  time.Time
+		pass bool
+		why  string
+	}{
+		{"no window", noWindow[0], took(3 * time.Hour), at(12, 0), true, ""},
+		{"nothing measured: the window must be open", cs[0], took(-1), at(21, 0), false, "it opens at 2026-11-30 22:00 UTC"},
+		{"nothing measured, the window open", cs[0], took(-1), at(22, 30), true, ""},
+		{"a start after its end measures nothing", cs[0], took(-time.Hour), at(21, 0), false, "it opens at 2026-11-30 22:00 UTC"},
+		{"3h: too early", cs[0], took(3 * time.Hour), at(17, 0), false,
+			"the last backup took 3h0m0s, so the next one starts at 2026-11-30 18:05 UTC, ahead of the window that opens at 2026-11-30 22:00 UTC"},
+		{"3h: 3h55m ahead", cs[0], took(3 * time.Hour), at(18, 5), true, ""},
+		{"3h: in the window, it would end after it", cs[0], took(3 * time.Hour), at(22, 30), false,
+			"the last backup took 3h0m0s, so the next one starts at 2026-12-01 18:05 UTC, ahead of the window that opens at 2026-12-01 22:00 UTC"},
+		{"10m: in the window", cs[0], took(10 * time.Minute), at(22, 30), true, ""},
+		{"10m: too late in the window", cs[0], took(10 * time.Minute), at(23, 50), false,
+			"the last backup took 10m0s, so the next one starts at 2026-12-01 21:37 UTC, ahead of the window that opens at 2026-12-01 22:00 UTC"},
+		{"seconds do not show", cs[0], took(10*time.Minute + 20*time.Second), at(23, 50), false,
+			"the last backup took 10m0s, so the next one starts at 2026-12-01 21:37 UTC, ahead of the window that opens at 2026-12-01 22:00 UTC"},
+		{"30h: 31h10m ahead of the next day's window", cs[0], took(30 * time.Hour), at(14, 50), true, ""},
+		{"no backup status", cs[0], etcd(live.Member{Name: "e-0", Ready: true, Role: live.RoleLeader}), at(22, 30), true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Evaluate(g, tc.c, tc.obs, tc.now)
+			if r.Pass != tc.pass || r.Reason != tc.why {
+				t.Fatalf("pass %v, reason %q; want %v %q", r.Pass, r.Reason, tc.pass, tc.why)
+			}
+		})
+	}
+}
+
+func TestBackupLead(t *testing.T) {
+	for _, tc := range []struct{ took, lead time.Duration }{
+		{0, 0},
+		{-time.Minute, 0},
+		{4 * time.Minute, 4*time.Minute + time.Minute + 10*time.Minute},
+		{2 * time.Hour, 2*time.Hour + 30*time.Minute + 10*time.Minute},
+		{10 * time.Hour, 10*time.Hour + time.Hour + 10*time.Minute},
+	} {
+		if got := BackupLead(tc.took); got != tc.lead {
+			t.Errorf("BackupLead(%s) = %s, want %s", tc.took, got, tc.lead)
+		}
+	}
+}

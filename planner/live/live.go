@@ -286,8 +286,11 @@ type Backup struct {
 	StorageLocation string `json:"storageLocation,omitempty"`
 	RetentionCount  int    `json:"retentionCount,omitempty"`
 	RetentionMaxAge string `json:"retentionMaxAge,omitempty"`
-	// LastSuccessful is when the newest complete, verified backup ended.
+	// LastSuccessful is when the newest complete, verified backup ended,
+	// LastStarted when it started: how long a backup of the cluster takes,
+	// which a backup taken ahead of a maintenance window starts by.
 	LastSuccessful Timestamp `json:"lastSuccessful,omitempty"`
+	LastStarted    Timestamp `json:"lastStarted,omitempty"`
 	// LastRequest is the ID of the last on-demand backup request (a
 	// TakeBackup step) the runtime completed.
 	LastRequest string `json:"lastRequest,omitempty"`

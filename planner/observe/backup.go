@@ -23,6 +23,9 @@ func applyBackupStatus(out *live.Cluster, data string) error {
 	}
 	if d := st.LastSuccessful; d != nil {
 		out.Backup.LastSuccessful = live.Timestamp(d.Finished.UTC().Format(time.RFC3339))
+		if !d.Started.IsZero() {
+			out.Backup.LastStarted = live.Timestamp(d.Started.UTC().Format(time.RFC3339))
+		}
 		out.Backup.Stale = now().Sub(d.Finished) > contract.BackupFreshFor
 		out.Backup.LastID, out.Backup.LastLocation, out.Backup.LastRevision = d.ID, d.Location, d.Revision
 	}

@@ -23,11 +23,11 @@ func TestApplyBackupStatus(t *testing.T) {
 		{"no policy: nothing to report", finished, nil, status, nil, ""},
 		{"never backed up", finished, &live.Backup{Schedule: "@daily"}, "", &live.Backup{Schedule: "@daily"}, ""},
 		{"the last success, in UTC, and the last request", finished.Add(time.Hour), &live.Backup{Schedule: "@daily"}, status,
-			&live.Backup{Schedule: "@daily", LastSuccessful: "2026-11-30T02:04:05Z", LastRequest: "backup-before-upgrade", LastID: "20261130T020000Z-1a2b3c", LastLocation: "s3://b/x", LastRevision: 1234}, ""},
+			&live.Backup{Schedule: "@daily", LastSuccessful: "2026-11-30T02:04:05Z", LastStarted: "2026-11-30T02:00:00Z", LastRequest: "backup-before-upgrade", LastID: "20261130T020000Z-1a2b3c", LastLocation: "s3://b/x", LastRevision: 1234}, ""},
 		{"just fresh enough", finished.Add(contract.BackupFreshFor), &live.Backup{Schedule: "@daily"}, status,
-			&live.Backup{Schedule: "@daily", LastSuccessful: "2026-11-30T02:04:05Z", LastRequest: "backup-before-upgrade", LastID: "20261130T020000Z-1a2b3c", LastLocation: "s3://b/x", LastRevision: 1234}, ""},
+			&live.Backup{Schedule: "@daily", LastSuccessful: "2026-11-30T02:04:05Z", LastStarted: "2026-11-30T02:00:00Z", LastRequest: "backup-before-upgrade", LastID: "20261130T020000Z-1a2b3c", LastLocation: "s3://b/x", LastRevision: 1234}, ""},
 		{"too old for a step that relies on it: stale", finished.Add(contract.BackupFreshFor + time.Second), &live.Backup{Schedule: "@daily"}, status,
-			&live.Backup{Schedule: "@daily", LastSuccessful: "2026-11-30T02:04:05Z", LastRequest: "backup-before-upgrade", LastID: "20261130T020000Z-1a2b3c", LastLocation: "s3://b/x", LastRevision: 1234, Stale: true}, ""},
+			&live.Backup{Schedule: "@daily", LastSuccessful: "2026-11-30T02:04:05Z", LastStarted: "2026-11-30T02:00:00Z", LastRequest: "backup-before-upgrade", LastID: "20261130T020000Z-1a2b3c", LastLocation: "s3://b/x", LastRevision: 1234, Stale: true}, ""},
 		{"garbage", finished, &live.Backup{}, "{", nil, "backup status"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

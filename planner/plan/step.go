@@ -78,6 +78,13 @@ const (
 	GateSecretsExist GateKind = "SecretsExist"
 	// GateMaintenanceWindow: the cluster's maintenance window is open.
 	GateMaintenanceWindow GateKind = "MaintenanceWindow"
+	// GateBackupEndsInWindow: a backup started now ends inside the
+	// cluster's maintenance window if it takes as long as the last
+	// complete backup did, with a margin (gates.BackupLead); with no backup
+	// measured yet, the window is open now. The gate of a TakeBackup step
+	// that a step held for the window relies on: the backup is taken for
+	// the window it is used in, however long it runs beside the window.
+	GateBackupEndsInWindow GateKind = "BackupEndsInWindow"
 	// GateMemberRestarted: the member runs the pod template's revision
 	// Revision and is ready.
 	GateMemberRestarted GateKind = "MemberRestarted"
