@@ -118,6 +118,33 @@ func (a WALArchive) open(ctx context.Context, name string) (*gzip.Reader, io.Clo
 	return zr, r, nil
 }
 
+// bounded reads an opened file's bytes, up to the most a file of its
+// name may hold (maxWALFileSize).
+func (a WALArchive) bounded(zr *gzip.Reader, name string) io.Reader {
+	return &boundedReader{r: zr, left: maxWALFileSize(name), name: name, cluster: a.Cluster}
+}
+
+// boundedReader fails once more than left bytes are read: an archived
+// WAL file that decompresses past the largest file of its kind is
+// damaged or not PostgreSQL's.
+type boundedReader struct {
+	r             io.Reader
+	left          int64
+	name, cluster string
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.r.Read(p)
+	if int64(n) > b.left {
+		return 0, fmt.Errorf("archived %s of %s decompresses to more than %d bytes, more than any such file PostgreSQL writes", b.name, b.cluster, maxWALFileSize(b.name))
+	}
+	b.left -= int64(n)
+	return n, err
+}
+
 func (a WALArchive) sum(ctx context.Context, name string) ([]byte, error) {
 	zr, c, err := a.open(ctx, name)
 	if err != nil {
@@ -125,7 +152,7 @@ func (a WALArchive) sum(ctx context.Context, name string) ([]byte, error) {
 	}
 	defer c.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, zr); err != nil {
+	if _, err := io.Copy(h, a.bounded(zr, name)); err != nil {
 		return nil, fmt.Errorf("archived %s of %s is damaged: %w", name, a.Cluster, err)
 	}
 	return h.Sum(nil), nil
@@ -161,7 +188,7 @@ func (a WALArchive) Fetch(ctx context.Context, name, dest string) error {
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", name, err)
 	}
-	_, err = io.CopyBuffer(tmp, contextReader{ctx, zr}, make([]byte, 1<<20))
+	_, err = io.CopyBuffer(tmp, contextReader{ctx, a.bounded(zr, name)}, make([]byte, 1<<20))
 	if err != nil {
 		err = fmt.Errorf("archived %s of %s is damaged: %w", name, a.Cluster, err)
 	}

@@ -155,3 +155,40 @@ func TestPruneWAL(t *testing.T) {
 		t.Fatalf("kept %v", files)
 	}
 }
+
+// A fetch reads an archived file no further than the largest file of its
+// kind PostgreSQL writes: one that decompresses past it (damaged, or
+// planted to fill pg_wal's disk) is refused, and nothing is left at the
+// destination or beside it.
+func TestFetchStopsAtTheLargestFileOfItsKind(t *testing.T) {
+	ctx := context.Background()
+	w := newWALWorld(t)
+	const history, tooLong = "00000002.history", "00000003.history"
+	w.push(history, strings.Repeat("h", maxWALTextSize))
+	w.push(tooLong, strings.Repeat("h", maxWALTextSize+1))
+	out := t.TempDir()
+	if err := w.a.Fetch(ctx, history, filepath.Join(out, "a")); err != nil {
+		t.Fatalf("a history of exactly %d bytes: %v", maxWALTextSize, err)
+	}
+	dest := filepath.Join(out, "b")
+	err := w.a.Fetch(ctx, tooLong, dest)
+	if err == nil || !strings.Contains(err.Error(), "decompresses to more than 1048576 bytes") || !strings.Contains(err.Error(), tooLong) {
+		t.Fatalf("a history one byte too long: %v", err)
+	}
+	if left, _ := os.ReadDir(out); len(left) != 1 || left[0].Name() != "a" {
+		t.Errorf("left in the destination's folder: %v", left)
+	}
+	if _, err := w.a.sum(ctx, tooLong); err == nil {
+		t.Error("a checksum read past the bound")
+	}
+	for name, want := range map[string]int64{
+		"000000010000000000000003":                 MaxWALSegmentSize,
+		"000000010000000000000003.partial":         MaxWALSegmentSize,
+		"00000002.history":                         maxWALTextSize,
+		"000000010000000000000003.00000028.backup": maxWALTextSize,
+	} {
+		if got := maxWALFileSize(name); got != want {
+			t.Errorf("maxWALFileSize(%q) = %d, want %d", name, got, want)
+		}
+	}
+}

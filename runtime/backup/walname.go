@@ -23,6 +23,25 @@ var (
 	walBackupName  = regexp.MustCompile(`^[0-9A-F]{24}\.[0-9A-F]{8}\.backup$`)
 )
 
+// MaxWALSegmentSize is PostgreSQL's largest wal_segment_size (1 GiB):
+// no segment, partial segment included, is larger.
+const MaxWALSegmentSize = 1 << 30
+
+// maxWALTextSize bounds a timeline history or backup history file, text
+// PostgreSQL writes a line to per timeline switch or per base backup:
+// 1 MiB holds thousands of timelines.
+const maxWALTextSize = 1 << 20
+
+// maxWALFileSize is the most bytes an archived file of that name may
+// hold once decompressed: a fetch or a checksum reads no further, so a
+// damaged or planted archive cannot fill the disk of pg_wal or run on.
+func maxWALFileSize(name string) int64 {
+	if walHistoryName.MatchString(name) || walBackupName.MatchString(name) {
+		return maxWALTextSize
+	}
+	return MaxWALSegmentSize
+}
+
 // CheckWALName refuses anything that is not a file name PostgreSQL
 // archives: a name reaches an object key and a path.
 func CheckWALName(name string) error {
