@@ -8,19 +8,24 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/plan"
 	"github.com/cairn-dev/cairn/publish"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // Walkthrough 3 in process, on real PostgreSQL servers behind the pods:
 // pgWalkthrough.
 func TestPostgresWalkthrough(t *testing.T) { pgWalkthrough(newBed(t)) }
 
-// Walkthrough 3 on a real node: PostgreSQL members in containers of the
-// postgres images make builds, cairn's runtime as its Deployment's pods,
-// real Flux applying each step; the minor upgrade goes from the 15
-// release before the newest to the newest, two images of Debian's
-// packages.
+// Walkthrough 3 on a real node, once per sync engine (engines: Flux,
+// Argo CD): PostgreSQL members in containers of the postgres images make
+// builds, cairn's runtime as its Deployment's pods, the real engine
+// applying each step and reporting no drift (Argo CD: Synced and Healthy,
+// with cairn's health check) at every settled point, the failover
+// included; the minor upgrade goes from the 15 release before the newest
+// to the newest, two images of Debian's packages.
 func TestRealNodePostgresWalkthrough(t *testing.T) {
-	pgWalkthrough(newNodeBed(t, "postgres-15-previous", "postgres-15"))
+	engineTable(t, func(t *testing.T, start func(*testing.T, *testbed.ControlPlane) engine) {
+		pgWalkthrough(newNodeBedWith(t, start, "postgres-15-previous", "postgres-15"))
+	})
 }
 
 // pgWalkthrough: the create pull requests bring up a streaming primary

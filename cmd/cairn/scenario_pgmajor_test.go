@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/planner/contract"
 	"github.com/cairn-dev/cairn/runtime/backup"
+	"github.com/cairn-dev/cairn/testbed"
 )
 
 // The major upgrade in process, on real binaries of both majors:
@@ -21,9 +22,11 @@ func TestPostgresMajorUpgrade13To15(t *testing.T) { pgMajorUpgrade(newBed(t)) }
 // postgres-13 image, backups to the S3-protocol server, the pre-flight
 // check Job in the pg_upgrade image (restoring the backup from S3 in its
 // own pod), the offline pg_upgrade in the primary's pg-upgrade init
-// container.
+// container; once per sync engine (engines: Flux, Argo CD).
 func TestRealNodePostgresMajorUpgrade13To15(t *testing.T) {
-	pgMajorUpgrade(newNodeBed(t, "postgres-13", "postgres-15", "postgres-upgrade-13-to-15"))
+	engineTable(t, func(t *testing.T, start func(*testing.T, *testbed.ControlPlane) engine) {
+		pgMajorUpgrade(newNodeBedWith(t, start, "postgres-13", "postgres-15", "postgres-upgrade-13-to-15"))
+	})
 }
 
 // pgMajorUpgrade: a PostgreSQL 13 cluster of three with backups is moved

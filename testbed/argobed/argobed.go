@@ -180,7 +180,7 @@ func (a *ArgoCD) settings(t testing.TB) {
 		return metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: partOf}
 	}
 	for _, cm := range []*corev1.ConfigMap{
-		{ObjectMeta: meta("argocd-cm")},
+		{ObjectMeta: meta("argocd-cm"), Data: shippedSettings(t)},
 		{ObjectMeta: meta("argocd-rbac-cm")},
 	} {
 		if _, err := cl.CoreV1().ConfigMaps(Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -204,6 +204,22 @@ func (a *ArgoCD) settings(t testing.TB) {
 	if _, err := a.dyn.Resource(appProjects).Namespace(Namespace).Create(ctx, project, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// shippedSettings are the keys of examples/argocd/argocd-cm.yaml, the
+// health check cairn ships, which every Argo CD of the bed runs with as a
+// person would merge them into argocd-cm.
+func shippedSettings(t testing.TB) map[string]string {
+	t.Helper()
+	u := example(t, "argocd-cm.yaml")
+	if u.GetKind() != "ConfigMap" || u.GetName() != "argocd-cm" || u.GetNamespace() != Namespace {
+		t.Fatalf("examples/argocd/argocd-cm.yaml is %s %s/%s, want ConfigMap %s/argocd-cm", u.GetKind(), u.GetNamespace(), u.GetName(), Namespace)
+	}
+	data, ok, err := unstructured.NestedStringMap(u.Object, "data")
+	if err != nil || !ok || len(data) == 0 {
+		t.Fatalf("examples/argocd/argocd-cm.yaml: no data (%v)", err)
+	}
+	return data
 }
 
 // Repository gives Argo CD the credentials of the git repository at url

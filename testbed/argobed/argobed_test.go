@@ -90,6 +90,30 @@ func TestRealNodeArgoCDSyncsAndReportsDrift(t *testing.T) {
 	})
 	settled("after the prune")
 
+	// The health check cairn ships (examples/argocd/argocd-cm.yaml, which
+	// Start installs): a budget of cairn's that keeps a primary no pod is
+	// labelled with is Degraded, though every pod of the StatefulSet is
+	// ready (Argo CD's own checks would say Healthy); once the pod is
+	// labelled primary, as cairn's runtime labels it, Healthy. A budget
+	// that is not cairn's and is short of pods stays Healthy, as Argo
+	// CD's built-in check judges it. Labels on pods are no drift.
+	withBudgets := gitbed.Commit(t, bare, map[string]string{
+		"rendered/demo/kustomization.yaml": "resources: [web.yaml, budgets.yaml]\n",
+		"rendered/demo/budgets.yaml":       budgets,
+	})
+	a.WaitSynced(t, "demo", withBudgets.String(), 2*time.Minute)
+	testbed.EventuallyWithin(t, 2*time.Minute, "Argo CD reports demo Degraded: no pod is the primary its cairn budget keeps", func() error {
+		if s := a.Drift(t, "demo", time.Minute); s.Sync != argobed.Synced || s.Health != "Degraded" || len(s.NotSynced) > 0 {
+			return fmt.Errorf("%s", s)
+		}
+		return nil
+	})
+	if _, err := cl.CoreV1().Pods("databases").Patch(ctx, "web-0", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"cairn.dev/role":"primary"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settled("once web-0 is labelled primary")
+
 	// The same node, one ApplicationSet for every cluster: the hand-made
 	// Application goes (no finalizer: what it synced stays) and the
 	// example's git directory generator makes one per folder of
@@ -126,6 +150,28 @@ func TestRealNodeArgoCDSyncsAndReportsDrift(t *testing.T) {
 		t.Fatalf("the removed Application's ConfigMap: %v", err)
 	}
 }
+
+// budgets are a budget as cairn renders one for a PostgreSQL primary
+// (labelled managed-by cairn, keeping one pod of role primary) and one of
+// somebody else's that no pod can satisfy.
+var budgets = strings.TrimSpace(`
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web-primary
+  labels: {app.kubernetes.io/managed-by: cairn}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web, cairn.dev/role: primary}}
+  unhealthyPodEvictionPolicy: AlwaysAllow
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: elsewhere}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: nothing-runs-this}}
+`) + "\n"
 
 // web is a StatefulSet with a volume, its claim template written as
 // cairn's renderer writes it (apiVersion and kind included).
