@@ -71,3 +71,11 @@ const (
 	PostgresReplicationUser = "replicator"
 	PostgresContainer       = "postgres"
 )
+
+// PostgresRequireAuth is the require_auth of every connection cairn makes
+// to a PostgreSQL server (pgx's, as libpq's): SCRAM, or no exchange at
+// all (a client certificate, peer on the local socket). A server, or a
+// pod posing as a member, that asks for the password in cleartext or as
+// MD5 gets nothing: the connection fails before a credential is sent.
+// cairn renders no pg_hba line that would ask for either.
+const PostgresRequireAuth = "scram-sha-256,none"

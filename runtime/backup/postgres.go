@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cairn-dev/cairn/planner/contract"
 )
 
 // PostgresSource takes a base backup of one PostgreSQL member through the
@@ -35,6 +37,7 @@ func (s PostgresSource) Stream(ctx context.Context, w io.Writer, m *Manifest) er
 		return err
 	}
 	cfg.Host, cfg.Port, cfg.User, cfg.Password = s.Host, uint16(s.Port), s.User, s.Password
+	cfg.RequireAuth = contract.PostgresRequireAuth
 	if s.TLS != nil {
 		cfg.TLSConfig, cfg.Fallbacks = s.TLS, nil
 	}

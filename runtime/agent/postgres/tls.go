@@ -122,7 +122,7 @@ func (a pgAuth) memberConfig(cluster, namespace, member, ip string, port int, ti
 		return nil, err
 	}
 	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = ip, uint16(port), contract.PostgresSuperuser, a.password, contract.PostgresDatabase
-	cfg.ConnectTimeout = timeout
+	cfg.ConnectTimeout, cfg.RequireAuth = timeout, contract.PostgresRequireAuth
 	cfg.RuntimeParams["application_name"] = contract.AppRuntime
 	tc, err := a.tlsConfig(contract.PostgresMemberServerName(cluster, namespace, member))
 	if err != nil || tc == nil {

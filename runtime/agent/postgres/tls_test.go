@@ -28,6 +28,7 @@ import (
 	pginstance "github.com/cairn-dev/cairn/runtime/instance/postgres"
 	"github.com/cairn-dev/cairn/runtime/pki"
 	"github.com/cairn-dev/cairn/testbed"
+	"github.com/cairn-dev/cairn/testbed/pgfake"
 )
 
 // hbaFor is pg_hba.conf as the renderer writes it for a TLS mode (the
@@ -538,6 +539,49 @@ func TestCertManagerCertificatesAreReadNotWritten(t *testing.T) {
 		s, err := c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil || s.ResourceVersion != rv {
 			t.Errorf("secret %s was written by the runtime: %v", name, err)
+		}
+	}
+}
+
+// A pod at a member's address that asks the runtime for the superuser's
+// password in cleartext, or as MD5 with a salt it chose, gets nothing,
+// before TLS and while the cluster moves to it (accept, where a member
+// that serves no TLS yet is reached as before): every connection answers
+// only SCRAM or no exchange at all (contract.PostgresRequireAuth), and
+// fails before a credential is sent. pgfake's own test is the control:
+// a client without that restriction sends the password.
+func TestNoPasswordForAServerThatAsksForItInClear(t *testing.T) {
+	cp := testbed.Start(t)
+	c := cp.Client(t)
+	i := 0
+	for _, mode := range []string{contract.TLSOff, contract.TLSAccept} {
+		for _, ask := range []pgfake.Ask{pgfake.Cleartext, pgfake.MD5} {
+			i++
+			t.Run(mode+"/"+ask.String(), func(t *testing.T) {
+				ns := cp.Namespace(t, fmt.Sprintf("askclear%d", i))
+				m := newMembers(t)
+				pods(t, c, ns, m, 1)
+				if _, err := c.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: contract.ConfigMap("pg")},
+					Data: map[string]string{contract.KeyBootstrap: contract.BootstrapExisting, contract.KeyTLS: mode}}, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				im := pgfake.ServeAt(t, net.JoinHostPort(m.ip(0), strconv.Itoa(m.port)), ask)
+				r := &Roles{Client: c, Namespace: ns, Cluster: "pg", Port: m.port, Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}
+				for range 3 {
+					if err := r.Pass(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if im.Startups() == 0 {
+					t.Fatal("the runtime never tried the member's address")
+				}
+				if got := im.Passwords(); len(got) != 0 {
+					t.Fatalf("the runtime sent %d password message(s) to a server that asked for the password in %s", len(got), ask)
+				}
+				if got := labels(t, c, ns)["pg-0"]; got != "" {
+					t.Errorf("the impostor's pod is labelled %q", got)
+				}
+			})
 		}
 	}
 }

@@ -167,7 +167,7 @@ func (p *Manager) superuserConfig(host string, port int) (*pgx.ConnConfig, error
 		return nil, err
 	}
 	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = host, uint16(port), Superuser, p.SuperuserPassword, contract.PostgresDatabase
-	cfg.ConnectTimeout = 3 * time.Second
+	cfg.ConnectTimeout, cfg.RequireAuth = 3*time.Second, contract.PostgresRequireAuth
 	mode := p.tlsMode()
 	if !contract.TLSOn(mode) {
 		return cfg, nil
