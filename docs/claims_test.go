@@ -48,7 +48,6 @@ var claims = []claim{
 	{file: "security.md", text: "**Secrets out of the server's reach (parts of item 5)**", checked: "issue 40 item 5 is open: the instance manager's environment is not emptied before the server starts"},
 	{file: "security.md", text: "**Parts of item 8**", checked: "the observe Role is deploy/reconcile/rbac.yaml's and the chart's cairn-reconcile-observe, with no resourceNames on configmaps and list on pods; renderer/pod.go's installContainer and renderer/postgres.go's pgUpgradeContainer set no Resources"},
 	{file: "security.md", text: "**The admission policy is not installed with each cluster**", absent: []probe{absent("../renderer", `ValidatingAdmissionPolicy`)}},
-	{file: "testing.md", text: "| every other `TestRealNode*` of `cmd/cairn`", checked: "issue 38 is open: only the etcd walkthrough has an Argo CD row (cmd/cairn/engine_test.go); the other real-node walkthroughs run under Flux only"},
 	{file: "README.md", text: "v2 detected, not yet run here", checked: "this machine is cgroup v1 and no v2 host is reachable from it; testbed/kubenode/cgroup.go configures both, TestCgroupsDetectedAndConfigured checks the configuration on fake /sys roots"},
 	{file: "backups.md", text: "A pin is recorded on the first backup to complete while a request is", checked: "the pin is taken when a backup completes under a named request (runtime/backup/pin.go), not tied to the request's start"},
 }

@@ -49,6 +49,7 @@ func pgWalkthrough(l *loop) {
 	var primary string
 	l.eventually("a primary and two replicas", func() (err error) { primary, err = l.primaryOf(shop, 3); return err })
 	created := time.Since(l.began)
+	l.noDrift("once created")
 	w := l.startPgWriter(shop)
 
 	// 3 -> 5 with the writer running: one replica at a time, each cloned
@@ -56,6 +57,7 @@ func pgWalkthrough(l *loop) {
 	l.editSpec(l.pgSpecAt(shop, 5, from, ""))
 	grow := l.converge(shop, nil)
 	l.eventually("a primary and four replicas", func() (err error) { primary, err = l.primaryOf(shop, 5); return err })
+	l.noDrift("at 5 members")
 
 	// The minor upgrade, with the writer running.
 	var upgrade string
@@ -65,9 +67,11 @@ func pgWalkthrough(l *loop) {
 		t.Fatalf("the minor upgrade lost %d of %d acknowledged writes", lost, acked)
 	}
 	l.runsByDigest(shop)
+	l.noDrift("after the minor upgrade and its switchover")
 
 	// One crash: the server is back before a failover is due.
 	crashOutage := w.resumes(t, "one crash", func() { l.crash(primary) })
+	l.noDrift("after the crash the runtime rode out")
 
 	// Kept down: the runtime fails over.
 	killed := time.Now()

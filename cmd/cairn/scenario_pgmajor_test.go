@@ -46,6 +46,7 @@ func pgMajorUpgrade(l *loop) {
 	l.begin(l.pgSpecAt(db, 3, pg13, policy), []string{db, back})
 	l.create(db)
 	l.eventually("a primary and two replicas at 13", func() error { _, err := l.primaryOf(db, 3); return err })
+	l.noDrift("at 13")
 	qs := []string{"CREATE TABLE orders (id int primary key)"}
 	for i := range 50 {
 		qs = append(qs, fmt.Sprintf("INSERT INTO orders VALUES (%d)", i))
