@@ -216,8 +216,11 @@ func TestPostgresMovesToTLSWithWritesRunning(t *testing.T) {
 	tc.start()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// Renewed every ~10s: the test sees one renewal of each.
-	tc.certLifetime = 15 * time.Second
+	// Renewed every ~20s: the test sees one renewal of each. The 10s
+	// left before a certificate expires are for the member to see the
+	// renewed Secret and reload its server; with 5s a loaded machine
+	// once served an expired certificate to a write (PostgreSQL 13 pass).
+	tc.certLifetime = 30 * time.Second
 	tc.runtime(ctx, "runtime-a", FailoverSettings{}, nil)
 	tc.waitFor("healthy", tc.healthy)
 	tc.m.exec(tc.primary(), "CREATE TABLE t (id int PRIMARY KEY)")
