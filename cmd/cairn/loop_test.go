@@ -509,7 +509,11 @@ func (l *loop) voters(cluster string, n int) func() error {
 func TestBackupThenRestoreIntoANewCluster(t *testing.T) {
 	const src, copyName = "orders", "orders-copy"
 	backups := t.TempDir()
-	policy := []string{"backup:", `  schedule: "*/2 * * * * *"`, `  storageLocation: "file://` + backups + `"`, "  retention: {count: 3}"}
+	// A backup every 2 s, 100 kept: the one the copy restores stays for
+	// minutes. With 3 kept (6 s), retention deleted it before a loaded
+	// machine had merged and started the copy, whose first member then
+	// waited for a backup that was gone (two CI runs in a row).
+	policy := []string{"backup:", `  schedule: "*/2 * * * * *"`, `  storageLocation: "file://` + backups + `"`, "  retention: {count: 100}"}
 	l := newLoop(t, etcdSpec(src, 3, policy...))
 	l.create(src)
 	cli := l.client(src, 3)
