@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -220,6 +221,17 @@ func (l *loop) wholeDrainedClusters(pg, kv string) string {
 		}
 		if n := l.readyPods(contract.Selector(contract.AppEtcd, kv)); n != 3 {
 			return fmt.Errorf("%d of %s's pods ready", n, kv)
+		}
+		// The runtime has labelled the leader, so its budget holds it: a
+		// drain started while a new runtime has yet to make its first
+		// pass (the last one evicted with the node it ran on) finds the
+		// leader labelled a follower from before, as an operator who does
+		// not wait for the budgets to be whole would.
+		leaders := map[string]string{}
+		maps.Copy(leaders, contract.Selector(contract.AppEtcd, kv))
+		leaders[contract.LabelRole] = contract.RoleLeader
+		if n := l.readyPods(leaders); n != 1 {
+			return fmt.Errorf("%d of %s's pods labelled leader and ready", n, kv)
 		}
 		return nil
 	})
