@@ -88,52 +88,36 @@ func firstStep(t *testing.T, c spec.Cluster, obs *live.Cluster, now time.Time) p
 	return p.Steps[0]
 }
 
-// windowsOpening counts the windows that open in [from, to].
-func windowsOpening(t *testing.T, window string, from, to time.Time) int {
+// nextOpening is when the first window opening at or after from opens.
+func nextOpening(t *testing.T, mw *spec.MaintenanceWindow, from time.Time) time.Time {
 	t.Helper()
-	mw := pgSpec(t, 3, "15.4", withBackup, window).Common().MaintenanceWindow
 	d, err := mw.Duration.Parse()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
 	for at := from; ; {
 		open, until, next, err := policies.WindowAt(mw, at)
 		switch {
 		case err != nil:
 			t.Fatal(err)
-		case open:
-			if !until.Add(-d).Before(from) {
-				n++
-			}
-			at = until
-		case next.After(to):
-			return n
+		case !open:
+			return next
+		case !until.Add(-d).Before(from):
+			return until.Add(-d) // it opened at from itself
 		default:
-			at = next
+			at = until // open since before from: the next one
 		}
 	}
 }
 
-// firstOpening is when the first window opening at or after from opens.
-func firstOpening(t *testing.T, window string, from time.Time) time.Time {
+// windowsOpening counts the windows that open in [from, to].
+func windowsOpening(t *testing.T, mw *spec.MaintenanceWindow, from, to time.Time) int {
 	t.Helper()
-	mw := pgSpec(t, 3, "15.4", withBackup, window).Common().MaintenanceWindow
-	open, until, next, err := policies.WindowAt(mw, from)
-	if err != nil {
-		t.Fatal(err)
+	n := 0
+	for at := nextOpening(t, mw, from); !at.After(to); at = nextOpening(t, mw, at.Add(time.Second)) {
+		n++
 	}
-	if open {
-		d, _ := mw.Duration.Parse()
-		if start := until.Add(-d); !start.Before(from) {
-			return start
-		}
-		_, _, next, err = policies.WindowAt(mw, until)
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return next
+	return n
 }
 
 // A backup is taken for the window it will be used in: the request starts
@@ -153,6 +137,7 @@ func TestBackupIsTakenForTheWindowItIsUsedIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, window := range []string{daily2h, daily1h, weekly4h} {
+		mw := pgSpec(t, 3, "15.4", withBackup, window).Common().MaintenanceWindow
 		for _, took := range []time.Duration{5 * time.Minute, 50 * time.Minute, 3 * time.Hour, 5*time.Hour + 30*time.Minute, 10 * time.Hour, 20 * time.Hour} {
 			for _, checked := range []bool{true, false} {
 				// Planned at several times of day: a window opening soon,
@@ -173,9 +158,9 @@ func TestBackupIsTakenForTheWindowItIsUsedIn(t *testing.T) {
 					// then in the first window that second backup can reach.
 					reach, allowed := start.Add(gates.BackupLead(took)), 1
 					if !checked {
-						reach, allowed = firstOpening(t, window, reach).Add(2*took+tick), 2
+						reach, allowed = nextOpening(t, mw, reach).Add(2*took+tick), 2
 					}
-					if n := windowsOpening(t, window, reach, run.upgradeAt); n > 1 {
+					if n := windowsOpening(t, mw, reach, run.upgradeAt); n > 1 {
 						t.Errorf("%s: the upgrade started at %s, in the %dth window after %s (want the first); %d backups taken",
 							name, run.upgradeAt.Format(time.RFC3339), n, reach.Format(time.RFC3339), run.backups)
 					}

@@ -352,7 +352,7 @@ func BackupLead(took time.Duration) time.Duration {
 // lastBackupTook is how long the newest complete backup ran, 0 when the
 // status does not say.
 func lastBackupTook(b *live.Backup) time.Duration {
-	if b == nil || b.LastStarted == "" || b.LastSuccessful == "" {
+	if b == nil {
 		return 0
 	}
 	started, ended := b.LastStarted.Time(), b.LastSuccessful.Time()

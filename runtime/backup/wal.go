@@ -121,16 +121,17 @@ func (a WALArchive) open(ctx context.Context, name string) (*gzip.Reader, io.Clo
 // bounded reads an opened file's bytes, up to the most a file of its
 // name may hold (maxWALFileSize).
 func (a WALArchive) bounded(zr *gzip.Reader, name string) io.Reader {
-	return &boundedReader{r: zr, left: maxWALFileSize(name), name: name, cluster: a.Cluster}
+	limit := maxWALFileSize(name)
+	return &boundedReader{r: zr, left: limit, tooLong: fmt.Errorf("archived %s of %s decompresses to more than %d bytes, more than any such file PostgreSQL writes", name, a.Cluster, limit)}
 }
 
 // boundedReader fails once more than left bytes are read: an archived
 // WAL file that decompresses past the largest file of its kind is
 // damaged or not PostgreSQL's.
 type boundedReader struct {
-	r             io.Reader
-	left          int64
-	name, cluster string
+	r       io.Reader
+	left    int64
+	tooLong error
 }
 
 func (b *boundedReader) Read(p []byte) (int, error) {
@@ -139,7 +140,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p)
 	if int64(n) > b.left {
-		return 0, fmt.Errorf("archived %s of %s decompresses to more than %d bytes, more than any such file PostgreSQL writes", b.name, b.cluster, maxWALFileSize(b.name))
+		return 0, b.tooLong
 	}
 	b.left -= int64(n)
 	return n, err

@@ -96,28 +96,36 @@ func (s *Server) Startups() int {
 	return s.startups
 }
 
+// startup reads up to the client's startup message, declining each
+// request for TLS or GSS encryption on the way; false when the client
+// hung up or sent something else.
+func startup(b *pgproto3.Backend, c net.Conn) bool {
+	for {
+		msg, err := b.ReceiveStartupMessage()
+		if err != nil {
+			return false
+		}
+		switch msg.(type) {
+		case *pgproto3.StartupMessage:
+			return true
+		case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
+			if _, err := c.Write([]byte{'N'}); err != nil {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+}
+
 // serve declines TLS (and GSS encryption), asks for the password and
 // records what comes back, then refuses the client.
 func (s *Server) serve(c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	b := pgproto3.NewBackend(c, c)
-	for {
-		msg, err := b.ReceiveStartupMessage()
-		if err != nil {
-			return
-		}
-		switch msg.(type) {
-		case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
-			if _, err := c.Write([]byte{'N'}); err != nil {
-				return
-			}
-			continue
-		case *pgproto3.StartupMessage:
-		default:
-			return
-		}
-		break
+	if !startup(b, c) {
+		return
 	}
 	s.mu.Lock()
 	s.startups++
